@@ -1,0 +1,146 @@
+//! Builds the plugin components (guest crates for `wasm32-wasip2`) so that the `wasmgate` binary
+//! can embed the built-in ones and tests can load the test-only ones.
+//!
+//! The guests live in workspaces of their own (`plugins/`, `tests/plugins/`): built natively as
+//! members of the host's workspace they would fail to link. They get their own target directory
+//! so this nested build does not wait on the outer build's lock.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGET: &str = "wasm32-wasip2";
+
+/// The plugins embedded in the binary (see `src/plugins/mod.rs`).
+const BUILT_IN: &[&str] = &["openai", "echo"];
+
+/// (guest workspace, crate-name prefix, where the components are copied)
+const WORKSPACES: &[(&str, &str)] = &[("plugins", "plugins"), ("tests/plugins", "test-plugins")];
+
+fn main() {
+    if let Err(e) = run() {
+        println!("cargo::error={e}");
+    }
+}
+
+fn run() -> Result<(), String> {
+    let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
+    let root = manifest_dir
+        .parent()
+        .ok_or("host/ has no parent directory")?
+        .to_path_buf();
+    let out_dir = PathBuf::from(env("OUT_DIR")?);
+    for dir in ["plugins", "plugin-sdk", "wit", "tests/plugins"] {
+        println!("cargo::rerun-if-changed={}", root.join(dir).display());
+    }
+    ensure_target()?;
+    let target_dir = root.join("target").join("guests");
+    for (workspace, copy_to) in WORKSPACES {
+        if !root.join(workspace).join("Cargo.toml").exists() {
+            println!("cargo::warning=no guest workspace at {workspace}/");
+            continue;
+        }
+        let built = build_workspace(&root.join(workspace), &target_dir)?;
+        let dest = root.join("target").join(copy_to);
+        std::fs::create_dir_all(&dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
+        for (name, path) in built {
+            copy(&path, &dest.join(format!("{name}.wasm")))?;
+            if *copy_to == "plugins" {
+                copy(&path, &out_dir.join(format!("{name}.wasm")))?;
+            }
+        }
+    }
+    for name in BUILT_IN {
+        let path = out_dir.join(format!("{name}.wasm"));
+        if !path.exists() {
+            // Keeps the host compiling while a plugin is missing; loading it then fails clearly.
+            println!("cargo::warning=built-in plugin `{name}` was not built");
+            std::fs::write(&path, b"").map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    println!(
+        "cargo::rustc-env=WASMGATE_TEST_PLUGINS_DIR={}",
+        root.join("target").join("test-plugins").display()
+    );
+    Ok(())
+}
+
+/// Adds the wasm target with rustup when it is missing.
+fn ensure_target() -> Result<(), String> {
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    if let Ok(out) = &installed
+        && String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.trim() == TARGET)
+    {
+        return Ok(());
+    }
+    let status = Command::new("rustup")
+        .args(["target", "add", TARGET])
+        .status()
+        .map_err(|e| format!("running `rustup target add {TARGET}`: {e}"))?;
+    if !status.success() {
+        return Err(format!("`rustup target add {TARGET}` failed"));
+    }
+    Ok(())
+}
+
+/// Builds one guest workspace; returns (plugin name, path of its .wasm) for each cdylib.
+fn build_workspace(workspace: &Path, target_dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace)
+        .args(["build", "--release", "--target", TARGET, "--target-dir"])
+        .arg(target_dir);
+    // The outer build's flags and wrappers (clippy, coverage) are meant for the host only.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_WRAPPER",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_PROFILE_RELEASE_DEBUG",
+    ] {
+        command.env_remove(var);
+    }
+    let status = command
+        .status()
+        .map_err(|e| format!("building the plugins in {}: {e}", workspace.display()))?;
+    if !status.success() {
+        return Err(format!(
+            "building the plugins in {} failed",
+            workspace.display()
+        ));
+    }
+    let release = target_dir.join(TARGET).join("release");
+    let mut built = Vec::new();
+    let entries =
+        std::fs::read_dir(workspace).map_err(|e| format!("{}: {e}", workspace.display()))?;
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        if !dir.join("Cargo.toml").exists() {
+            continue;
+        }
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let artefact = release.join(format!("wasmgate_plugin_{}.wasm", name.replace('-', "_")));
+        if artefact.exists() {
+            built.push((name.to_owned(), artefact));
+        }
+    }
+    Ok(built)
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    std::fs::copy(from, to)
+        .map(drop)
+        .map_err(|e| format!("copying {} to {}: {e}", from.display(), to.display()))
+}
+
+fn env(name: &str) -> Result<String, String> {
+    std::env::var(name).map_err(|_| format!("{name} is not set"))
+}

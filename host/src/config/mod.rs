@@ -1,0 +1,362 @@
+//! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
+
+mod interpolate;
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use crate::secret::Secret;
+
+/// The config used when no file is given and `./config.yaml` does not exist: it runs with no key
+/// and no network (the `echo` provider), and shows how the `openai` provider is set up.
+pub const DEFAULT_CONFIG: &str = include_str!("default.yaml");
+
+/// Why a config could not be used. Each variant names the key or file at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config is not valid YAML: {0}")]
+    Yaml(String),
+    #[error("config key `{path}`: {message}")]
+    Key { path: String, message: String },
+}
+
+impl ConfigError {
+    pub(crate) fn key(path: impl Into<String>, message: impl Into<String>) -> Self {
+        Self::Key {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The whole `config.yaml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub server: ServerConfig,
+    #[serde(default)]
+    pub plugins: PluginsConfig,
+    #[serde(default)]
+    pub providers: IndexMap<String, ProviderEntry>,
+    #[serde(default)]
+    pub observability: ObservabilityConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    #[serde(default = "default_host")]
+    pub host: IpAddr,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// Largest request body accepted, in bytes; larger ones get 413.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            host: default_host(),
+            port: default_port(),
+            max_body_bytes: default_max_body_bytes(),
+        }
+    }
+}
+
+fn default_host() -> IpAddr {
+    IpAddr::from([0, 0, 0, 0])
+}
+fn default_port() -> u16 {
+    8080
+}
+fn default_max_body_bytes() -> usize {
+    // Vision requests carry base64 images; OpenAI itself accepts bodies of tens of MB.
+    32 * 1024 * 1024
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginsConfig {
+    /// Where `<plugin>.wasm` components are looked up before the built-in ones.
+    #[serde(default = "default_plugins_dir")]
+    pub dir: PathBuf,
+    /// Where compiled components are cached; defaults to the user's cache directory.
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+    /// Wall-clock budget of one plugin call, in milliseconds.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// Linear-memory cap of one plugin instance, in MiB.
+    #[serde(default = "default_memory_limit_mib")]
+    pub memory_limit_mib: u64,
+    /// Plugin instances alive at once (each request or open stream holds one); more wait.
+    #[serde(default = "default_max_instances")]
+    pub max_instances: u32,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        Self {
+            dir: default_plugins_dir(),
+            cache_dir: None,
+            call_timeout_ms: default_call_timeout_ms(),
+            memory_limit_mib: default_memory_limit_mib(),
+            max_instances: default_max_instances(),
+        }
+    }
+}
+
+fn default_plugins_dir() -> PathBuf {
+    PathBuf::from("./target/plugins")
+}
+fn default_call_timeout_ms() -> u64 {
+    // Translating even a multi-megabyte body takes a few ms; 200 ms only stops runaway plugins.
+    200
+}
+fn default_memory_limit_mib() -> u64 {
+    64
+}
+fn default_max_instances() -> u32 {
+    512
+}
+
+/// One entry of `providers:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderEntry {
+    /// The plugin that speaks this provider's wire format (`<plugins.dir>/<plugin>.wasm`).
+    pub plugin: String,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key: Option<Secret>,
+    /// Models served; empty means any model name is passed through.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Passed to the plugin, which validates it.
+    #[serde(default)]
+    pub options: serde_json::Map<String, serde_json::Value>,
+    /// How long to wait for the upstream's response headers, and between two streamed chunks.
+    #[serde(default = "default_upstream_timeout_ms")]
+    pub timeout_ms: u64,
+}
+
+impl ProviderEntry {
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms)
+    }
+}
+
+fn default_upstream_timeout_ms() -> u64 {
+    // The OpenAI SDKs wait 10 minutes; long generations are normal.
+    600_000
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ObservabilityConfig {
+    #[serde(default)]
+    pub log_level: Option<String>,
+    #[serde(default)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Command-line options that override the file.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub host: Option<IpAddr>,
+    pub port: Option<u16>,
+    pub plugins_dir: Option<PathBuf>,
+    pub log_level: Option<String>,
+}
+
+impl Config {
+    /// Parses YAML text: `${VAR}` interpolation, then typed deserialisation, then validation.
+    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
+        let mut value: serde_yaml::Value =
+            serde_yaml::from_str(text).map_err(|e| ConfigError::Yaml(e.to_string()))?;
+        if value.is_null() {
+            value = serde_yaml::Value::Mapping(Default::default());
+        }
+        interpolate::interpolate(&mut value, &mut Vec::new(), &|name| {
+            std::env::var(name).ok()
+        })?;
+        let config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            ConfigError::key(path, e.into_inner().to_string())
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_yaml(&text)
+    }
+
+    pub fn apply(&mut self, overrides: &Overrides) {
+        if let Some(host) = overrides.host {
+            self.server.host = host;
+        }
+        if let Some(port) = overrides.port {
+            self.server.port = port;
+        }
+        if let Some(dir) = &overrides.plugins_dir {
+            self.plugins.dir.clone_from(dir);
+        }
+        if let Some(level) = &overrides.log_level {
+            self.observability.log_level = Some(level.clone());
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.plugins.call_timeout_ms == 0 {
+            return Err(ConfigError::key(
+                "plugins.call_timeout_ms",
+                "must be at least 1",
+            ));
+        }
+        if !(1..=4096).contains(&self.plugins.memory_limit_mib) {
+            return Err(ConfigError::key(
+                "plugins.memory_limit_mib",
+                "must be between 1 and 4096",
+            ));
+        }
+        if self.plugins.max_instances == 0 {
+            return Err(ConfigError::key(
+                "plugins.max_instances",
+                "must be at least 1",
+            ));
+        }
+        if self.server.max_body_bytes == 0 {
+            return Err(ConfigError::key(
+                "server.max_body_bytes",
+                "must be at least 1",
+            ));
+        }
+        for (name, entry) in &self.providers {
+            let at = |key: &str| format!("providers.{name}.{key}");
+            if name.is_empty() || name.contains('/') || name.contains(char::is_whitespace) {
+                return Err(ConfigError::key(
+                    format!("providers.{name}"),
+                    "a provider name must be non-empty, without `/` or spaces",
+                ));
+            }
+            if entry.plugin.is_empty()
+                || !entry
+                    .plugin
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(ConfigError::key(
+                    at("plugin"),
+                    "must be a plugin name (letters, digits, `-`, `_`)",
+                ));
+            }
+            if let Some(url) = &entry.base_url
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return Err(ConfigError::key(
+                    at("base_url"),
+                    "must start with http:// or https://",
+                ));
+            }
+            if entry.timeout_ms == 0 {
+                return Err(ConfigError::key(at("timeout_ms"), "must be at least 1"));
+            }
+            if let Some(i) = entry.models.iter().position(|m| m.trim().is_empty()) {
+                return Err(ConfigError::key(
+                    format!("providers.{name}.models[{i}]"),
+                    "is empty",
+                ));
+            }
+        }
+        if let Some(level) = &self.observability.log_level {
+            tracing_subscriber::EnvFilter::try_new(level).map_err(|e| {
+                ConfigError::key("observability.log_level", format!("invalid filter: {e}"))
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_is_valid() {
+        let config = Config::from_yaml(DEFAULT_CONFIG).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.server.port, 8080);
+        assert!(config.providers.contains_key("echo"));
+    }
+
+    #[test]
+    fn the_example_config_is_valid() {
+        let text = include_str!("../../../config.example.yaml");
+        let config = Config::from_yaml(text).unwrap_or_else(|e| panic!("{e}"));
+        assert!(config.providers.contains_key("openai"));
+    }
+
+    #[test]
+    fn unknown_key_is_named_with_its_path() {
+        let err = Config::from_yaml("providers:\n  p:\n    plugin: echo\n    modles: [a]\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("providers.p"), "{err}");
+        assert!(err.contains("modles"), "{err}");
+    }
+
+    #[test]
+    fn mistyped_value_is_named_with_its_path() {
+        let err = Config::from_yaml("server:\n  port: eighty\n")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.starts_with("config key `server.port`"), "{err}");
+    }
+
+    #[test]
+    fn bad_base_url_is_named() {
+        let err =
+            Config::from_yaml("providers:\n  p:\n    plugin: openai\n    base_url: ftp://x\n")
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+        assert!(err.contains("providers.p.base_url"), "{err}");
+    }
+
+    #[test]
+    fn overrides_win_over_the_file() {
+        let mut config =
+            Config::from_yaml("server: { port: 9000 }").unwrap_or_else(|e| panic!("{e}"));
+        config.apply(&Overrides {
+            port: Some(9100),
+            ..Overrides::default()
+        });
+        assert_eq!(config.server.port, 9100);
+    }
+}

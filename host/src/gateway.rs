@@ -1,0 +1,168 @@
+//! One loaded configuration: its providers with their plugins, and the index that resolves a
+//! client's `model` to a provider. Requests take one snapshot at their start, so a reload can
+//! swap in a new `Gateway` without disturbing requests in flight.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin};
+
+/// A configured provider entry with its loaded plugin.
+pub struct Provider {
+    pub name: Arc<str>,
+    pub plugin: ProviderPlugin,
+    /// What the plugin receives with every call.
+    pub config: ProviderConfig,
+    /// Wait for response headers, and between streamed chunks.
+    pub timeout: Duration,
+}
+
+impl Provider {
+    /// Whether any model name is passed through (the entry declares no models).
+    pub fn passthrough(&self) -> bool {
+        self.config.models.is_empty()
+    }
+}
+
+/// Where a client's model id leads.
+pub struct Target<'a> {
+    pub provider: &'a Provider,
+    /// The model name as the upstream knows it.
+    pub model: &'a str,
+}
+
+/// Why a model id leads nowhere.
+#[derive(Debug)]
+pub enum ResolveError {
+    NotFound,
+    /// Several providers serve this bare name; these are the ids that would pick one.
+    Ambiguous(Vec<String>),
+}
+
+/// Why a config could not be turned into a running gateway. Each names the config entry.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("providers.{provider}: {source}")]
+    Load {
+        provider: String,
+        source: crate::plugins::LoadError,
+    },
+    #[error("providers.{provider}: plugin `{plugin}` rejected its options: {message}")]
+    Rejected {
+        provider: String,
+        plugin: String,
+        message: String,
+    },
+    #[error("providers.{provider}: {source}")]
+    Plugin {
+        provider: String,
+        source: crate::plugins::PluginFailure,
+    },
+}
+
+pub struct Gateway {
+    pub config: Config,
+    pub providers: Vec<Provider>,
+    /// Bare model name → indices into `providers` that declare it.
+    by_model: HashMap<String, Vec<usize>>,
+}
+
+impl Gateway {
+    /// Loads every provider's plugin (once per plugin) and has it validate the entry's options.
+    pub async fn load(config: Config, host: &PluginHost) -> Result<Self, StartupError> {
+        let mut plugins: HashMap<String, ProviderPlugin> = HashMap::new();
+        let mut providers = Vec::with_capacity(config.providers.len());
+        for (name, entry) in &config.providers {
+            let plugin = match plugins.get(&entry.plugin) {
+                Some(plugin) => plugin.clone(),
+                None => {
+                    let plugin = host
+                        .load_provider(&entry.plugin, &config.plugins.dir)
+                        .map_err(|source| StartupError::Load {
+                            provider: name.clone(),
+                            source,
+                        })?;
+                    plugins.insert(entry.plugin.clone(), plugin.clone());
+                    plugin
+                }
+            };
+            let provider_config = ProviderConfig {
+                name: name.clone(),
+                base_url: entry.base_url.clone(),
+                api_key: entry.api_key.as_ref().map(|k| k.expose().to_owned()),
+                models: entry.models.clone(),
+                options: serde_json::Value::Object(entry.options.clone()).to_string(),
+            };
+            let plugin_failed = |source| StartupError::Plugin {
+                provider: name.clone(),
+                source,
+            };
+            let mut call = plugin.start().await.map_err(plugin_failed)?;
+            if let Err(e) = call
+                .validate(&provider_config)
+                .await
+                .map_err(plugin_failed)?
+            {
+                let message = match e.key {
+                    Some(key) => format!("options.{key}: {}", e.message),
+                    None => e.message,
+                };
+                return Err(StartupError::Rejected {
+                    provider: name.clone(),
+                    plugin: entry.plugin.clone(),
+                    message,
+                });
+            }
+            providers.push(Provider {
+                name: name.as_str().into(),
+                plugin,
+                config: provider_config,
+                timeout: entry.timeout(),
+            });
+        }
+        let mut by_model: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, provider) in providers.iter().enumerate() {
+            for model in &provider.config.models {
+                let entry = by_model.entry(model.clone()).or_default();
+                if !entry.contains(&i) {
+                    entry.push(i);
+                }
+            }
+        }
+        Ok(Self {
+            config,
+            providers,
+            by_model,
+        })
+    }
+
+    /// `<provider>/<model>` picks the provider; a bare `<model>` must be served by exactly one.
+    /// A name whose prefix is no provider (`meta-llama/Llama-3-8b`) is looked up as a bare name.
+    pub fn resolve<'a>(&'a self, model: &'a str) -> Result<Target<'a>, ResolveError> {
+        if let Some((prefix, rest)) = model.split_once('/')
+            && let Some(provider) = self.providers.iter().find(|p| &*p.name == prefix)
+        {
+            if provider.passthrough() || provider.config.models.iter().any(|m| m == rest) {
+                return Ok(Target {
+                    provider,
+                    model: rest,
+                });
+            }
+            return Err(ResolveError::NotFound);
+        }
+        match self.by_model.get(model).map(Vec::as_slice) {
+            Some([one]) => Ok(Target {
+                provider: &self.providers[*one],
+                model,
+            }),
+            Some(many) if !many.is_empty() => Err(ResolveError::Ambiguous(
+                many.iter()
+                    .map(|&i| format!("{}/{model}", self.providers[i].name))
+                    .collect(),
+            )),
+            _ => Err(ResolveError::NotFound),
+        }
+    }
+}

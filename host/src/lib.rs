@@ -1,0 +1,57 @@
+//! wasmgate: an OpenAI-compatible LLM gateway whose providers are WebAssembly components.
+//!
+//! - [`config`]: `config.yaml` and command-line overrides.
+//! - [`plugins`]: the wasmtime host, the only module that touches WebAssembly.
+//! - [`gateway`]: one loaded config, its providers and model resolution.
+//! - [`server`]: the HTTP API.
+//! - [`upstream`]: the pooled HTTP client for upstream providers.
+//! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
+
+pub mod config;
+pub mod gateway;
+pub mod plugins;
+pub mod secret;
+pub mod server;
+pub mod state;
+pub mod telemetry;
+pub mod tokenizer;
+pub mod upstream;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+
+use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::plugins::{PluginHost, PluginLimits};
+use crate::state::AppState;
+
+/// Builds the shared state for `config`: the plugin host, every provider's plugin (validated),
+/// and the upstream client.
+pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
+    let limits = PluginLimits {
+        call_timeout: Duration::from_millis(config.plugins.call_timeout_ms),
+        memory_bytes: usize::try_from(config.plugins.memory_limit_mib << 20)?,
+        max_instances: config.plugins.max_instances,
+    };
+    let cache_dir = config
+        .plugins
+        .cache_dir
+        .clone()
+        .or_else(plugins::default_cache_dir);
+    let tokenizer = tokenizer::Tokenizer;
+    tokenizer.warm();
+    let host = PluginHost::new(limits, cache_dir, tokenizer)?;
+    let max_body_bytes = config.server.max_body_bytes;
+    let gateway = Gateway::load(config, &host).await?;
+    Ok(Arc::new(AppState {
+        gateway: ArcSwap::from_pointee(gateway),
+        plugins: host,
+        http: upstream::client()?,
+        max_body_bytes,
+        started_unix: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    }))
+}

@@ -1,0 +1,219 @@
+//! The WebAssembly plugin host: the only module that touches wasmtime.
+//!
+//! One `Engine` (epoch interruption, pooling allocator) serves every plugin. Each component is
+//! compiled once (and cached precompiled on disk), turned into an `InstancePre`, and every call
+//! gets a fresh `Store` with a wall-clock deadline and a memory cap, so a plugin that traps, loops
+//! or eats memory fails only the request it was serving.
+
+mod bindings;
+mod cache;
+mod provider;
+mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+pub use bindings::provider_types::{
+    CanonicalRequest, Completion, Operation, ProviderConfig, StreamOutput,
+};
+pub use bindings::types::{
+    ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,
+};
+pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
+use state::PluginState;
+
+/// How often the epoch advances. Deadlines are counted in these ticks.
+const TICK: Duration = Duration::from_millis(1);
+
+/// Plugins compiled into the binary, so that `serve` works with no plugin directory at all.
+/// A `<plugins.dir>/<name>.wasm` file takes precedence over these.
+const BUILT_IN: &[(&str, &[u8])] = &[
+    (
+        "openai",
+        include_bytes!(concat!(env!("OUT_DIR"), "/openai.wasm")),
+    ),
+    (
+        "echo",
+        include_bytes!(concat!(env!("OUT_DIR"), "/echo.wasm")),
+    ),
+];
+
+/// Limits applied to every plugin call.
+#[derive(Debug, Clone, Copy)]
+pub struct PluginLimits {
+    /// Wall-clock budget of one call.
+    pub call_timeout: Duration,
+    /// Linear-memory cap of one instance.
+    pub memory_bytes: usize,
+    /// Instances alive at once; callers wait for a free one.
+    pub max_instances: u32,
+}
+
+/// Why a plugin call failed without the plugin reporting an error of its own.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginFailure {
+    #[error("plugin `{plugin}` trapped: {detail}")]
+    Trapped { plugin: Arc<str>, detail: String },
+    #[error("plugin `{plugin}` ran past its {ms} ms deadline")]
+    TimedOut { plugin: Arc<str>, ms: u64 },
+    #[error("plugin `{plugin}` exceeded its {mib} MiB memory limit")]
+    OutOfMemory { plugin: Arc<str>, mib: u64 },
+}
+
+impl PluginFailure {
+    pub fn plugin(&self) -> &str {
+        match self {
+            Self::Trapped { plugin, .. }
+            | Self::TimedOut { plugin, .. }
+            | Self::OutOfMemory { plugin, .. } => plugin,
+        }
+    }
+}
+
+/// Why a plugin could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("no plugin `{name}`: {path} does not exist and no built-in plugin has that name")]
+    NotFound { name: String, path: PathBuf },
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("plugin `{name}` is not a valid provider component: {detail}")]
+    Invalid { name: String, detail: String },
+}
+
+/// The engine, linker and limits shared by every plugin.
+#[derive(Clone)]
+pub struct PluginHost {
+    inner: Arc<HostInner>,
+}
+
+struct HostInner {
+    engine: Engine,
+    linker: Linker<PluginState>,
+    limits: PluginLimits,
+    cache_dir: Option<PathBuf>,
+    /// Back-pressure: one permit per pooled instance slot.
+    permits: Arc<Semaphore>,
+    tokenizer: crate::tokenizer::Tokenizer,
+}
+
+impl PluginHost {
+    pub fn new(
+        limits: PluginLimits,
+        cache_dir: Option<PathBuf>,
+        tokenizer: crate::tokenizer::Tokenizer,
+    ) -> anyhow::Result<Self> {
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(limits.max_instances)
+            // A Rust guest for wasm32-wasip2 is a handful of core instances and one memory.
+            .max_core_instances_per_component(16)
+            .total_core_instances(limits.max_instances.saturating_mul(8))
+            .max_memories_per_component(2)
+            .total_memories(limits.max_instances.saturating_mul(2))
+            .max_tables_per_component(4)
+            .total_tables(limits.max_instances.saturating_mul(4))
+            .total_stacks(limits.max_instances)
+            .max_memory_size(limits.memory_bytes)
+            // Measured here: keeping a few MiB of each slot resident halves the page faults of
+            // a fresh instance (see shared/notes/wasm-host-facts.md).
+            .linear_memory_keep_resident(4 << 20)
+            .table_keep_resident(64 << 10);
+        let mut config = Config::new();
+        config
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
+            .wasm_component_model(true)
+            .max_wasm_stack(1 << 20)
+            .cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))?;
+        spawn_epoch_ticker(&engine);
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| anyhow::anyhow!("linking WASI: {e}"))?;
+        bindings::add_host_to_linker(&mut linker)?;
+
+        Ok(Self {
+            inner: Arc::new(HostInner {
+                permits: Arc::new(Semaphore::new(limits.max_instances as usize)),
+                engine,
+                linker,
+                limits,
+                cache_dir,
+                tokenizer,
+            }),
+        })
+    }
+
+    pub fn limits(&self) -> &PluginLimits {
+        &self.inner.limits
+    }
+
+    /// Loads the provider plugin `name`: `<dir>/<name>.wasm` if it exists, else the built-in one.
+    pub fn load_provider(&self, name: &str, dir: &Path) -> Result<ProviderPlugin, LoadError> {
+        let path = dir.join(format!("{name}.wasm"));
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => std::borrow::Cow::Owned(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BUILT_IN
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, b)| std::borrow::Cow::Borrowed(*b))
+                .ok_or_else(|| LoadError::NotFound {
+                    name: name.to_owned(),
+                    path: path.clone(),
+                })?,
+            Err(source) => return Err(LoadError::Read { path, source }),
+        };
+        let component = self.compile(name, &bytes)?;
+        ProviderPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("{e:#}"),
+        })
+    }
+
+    fn compile(&self, name: &str, bytes: &[u8]) -> Result<Component, LoadError> {
+        let invalid = |e: wasmtime::Error| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("{e:#}"),
+        };
+        match &self.inner.cache_dir {
+            Some(dir) => cache::load_or_compile(&self.inner.engine, dir, bytes).map_err(invalid),
+            None => Component::new(&self.inner.engine, bytes).map_err(invalid),
+        }
+    }
+}
+
+/// Advances the engine's epoch every tick, from a thread of its own: a looping guest never
+/// yields, so a ticker on the async runtime could starve. The thread holds only a weak reference
+/// and ends when the engine is dropped.
+fn spawn_epoch_ticker(engine: &Engine) {
+    let weak = engine.weak();
+    let spawned = std::thread::Builder::new()
+        .name("wasm-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(TICK);
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the plugin deadline ticker: {e}");
+    }
+}
+
+/// The user's cache directory for compiled components, when one can be found.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("wasmgate").join("components"))
+}

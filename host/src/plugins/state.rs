@@ -1,0 +1,90 @@
+//! What one plugin `Store` holds: an empty WASI context, the memory cap and the deadline budget.
+
+use std::sync::Arc;
+
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::PluginLimits;
+use crate::tokenizer::Tokenizer;
+
+pub(crate) struct PluginState {
+    pub(super) plugin: Arc<str>,
+    pub(super) tokenizer: Tokenizer,
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(super) memory: MemoryCap,
+    /// When the current call must have returned.
+    pub(super) deadline: std::time::Instant,
+    pub(super) limits: PluginLimits,
+}
+
+impl PluginState {
+    pub(super) fn new(plugin: Arc<str>, tokenizer: Tokenizer, limits: PluginLimits) -> Self {
+        Self {
+            plugin,
+            tokenizer,
+            // No preopened directories, no environment, no arguments, no sockets, stdio closed:
+            // a plugin reaches the outside world only through the `host` interface.
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            memory: MemoryCap {
+                limit: limits.memory_bytes,
+                exceeded: false,
+            },
+            deadline: std::time::Instant::now(),
+            limits,
+        }
+    }
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Caps linear memory, and remembers that the cap was hit so a trap can be reported as such.
+pub(super) struct MemoryCap {
+    limit: usize,
+    pub(super) exceeded: bool,
+}
+
+impl wasmtime::ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.limit {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+/// The error an epoch callback returns when a call has used up its deadline.
+#[derive(Debug)]
+pub(super) struct DeadlineExceeded;
+
+impl std::fmt::Display for DeadlineExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("plugin call deadline exceeded")
+    }
+}
+
+impl std::error::Error for DeadlineExceeded {}

@@ -1,0 +1,201 @@
+//! API errors and their one mapping to HTTP: OpenAI's `{"error": {message, type, param, code}}`.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::plugins::{ErrorKind, PluginError, PluginFailure};
+use crate::upstream::UpstreamError;
+
+/// Everything a client can be told went wrong.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("We could not parse the JSON body of your request: {0}")]
+    InvalidJson(String),
+    #[error("{message}")]
+    InvalidField { param: String, message: String },
+    #[error("The model `{0}` does not exist or is not served by this gateway.")]
+    ModelNotFound(String),
+    #[error("The model `{model}` is served by several providers; choose one of: {}.", candidates.join(", "))]
+    AmbiguousModel {
+        model: String,
+        candidates: Vec<String>,
+    },
+    #[error("The request body exceeds the limit of {0} bytes.")]
+    BodyTooLarge(usize),
+    #[error("Unknown request URL: {method} {path}.")]
+    UnknownRoute { method: String, path: String },
+    #[error("{}", error.message)]
+    Provider {
+        provider: String,
+        error: PluginError,
+    },
+    #[error("The provider plugin `{}` failed while handling this request.", .0.plugin())]
+    PluginFailed(PluginFailure),
+    #[error("The provider `{provider}` could not be reached.")]
+    UpstreamUnreachable { provider: String, detail: String },
+    #[error("The provider `{provider}` did not answer in time.")]
+    UpstreamTimeout { provider: String },
+    #[error("The provider `{provider}` sent a request the gateway could not send.")]
+    BadUpstreamRequest { provider: String, detail: String },
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Detail<'a>,
+}
+
+/// OpenAI's error object.
+#[derive(Serialize)]
+pub struct Detail<'a> {
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    pub param: Option<&'a str>,
+    pub code: Option<&'a str>,
+}
+
+impl ApiError {
+    pub fn upstream(provider: &str, error: UpstreamError) -> Self {
+        let provider = provider.to_owned();
+        match error {
+            UpstreamError::Timeout(_) => Self::UpstreamTimeout { provider },
+            UpstreamError::Connect(detail) => Self::UpstreamUnreachable { provider, detail },
+            UpstreamError::InvalidRequest(detail) => Self::BadUpstreamRequest { provider, detail },
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::InvalidJson(_) | Self::InvalidField { .. } | Self::AmbiguousModel { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+            Self::ModelNotFound(_) | Self::UnknownRoute { .. } => StatusCode::NOT_FOUND,
+            Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Provider { error, .. } => provider_status(error),
+            Self::PluginFailed(_)
+            | Self::UpstreamUnreachable { .. }
+            | Self::BadUpstreamRequest { .. } => StatusCode::BAD_GATEWAY,
+            Self::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    /// The OpenAI error object for this error (also sent as an event inside a stream).
+    pub fn detail(&self) -> Detail<'_> {
+        let (kind, param, code): (&str, Option<&str>, Option<&str>) = match self {
+            Self::InvalidJson(_) => ("invalid_request_error", None, Some("invalid_json")),
+            Self::InvalidField { param, .. } => {
+                ("invalid_request_error", Some(param), Some("invalid_value"))
+            }
+            Self::ModelNotFound(_) => (
+                "invalid_request_error",
+                Some("model"),
+                Some("model_not_found"),
+            ),
+            Self::AmbiguousModel { .. } => (
+                "invalid_request_error",
+                Some("model"),
+                Some("ambiguous_model"),
+            ),
+            Self::BodyTooLarge(_) => ("invalid_request_error", None, Some("request_too_large")),
+            Self::UnknownRoute { .. } => ("invalid_request_error", None, Some("unknown_url")),
+            Self::Provider { error, .. } => (
+                kind_type(error.kind),
+                error.param.as_deref(),
+                error.code.as_deref(),
+            ),
+            Self::PluginFailed(failure) => (
+                "api_error",
+                None,
+                Some(match failure {
+                    PluginFailure::Trapped { .. } => "plugin_trapped",
+                    PluginFailure::TimedOut { .. } => "plugin_timeout",
+                    PluginFailure::OutOfMemory { .. } => "plugin_out_of_memory",
+                }),
+            ),
+            Self::UpstreamUnreachable { .. } | Self::BadUpstreamRequest { .. } => {
+                ("api_error", None, Some("upstream_error"))
+            }
+            Self::UpstreamTimeout { .. } => ("api_error", None, Some("upstream_timeout")),
+        };
+        let message = match self {
+            // The plugin failure's own text names the plugin and the limit it hit; it holds no
+            // request data, so the client may see it.
+            Self::PluginFailed(failure @ PluginFailure::TimedOut { .. })
+            | Self::PluginFailed(failure @ PluginFailure::OutOfMemory { .. }) => {
+                format!("{self} ({failure})")
+            }
+            _ => self.to_string(),
+        };
+        Detail {
+            message,
+            kind,
+            param,
+            code,
+        }
+    }
+}
+
+fn provider_status(error: &PluginError) -> StatusCode {
+    if let Some(status) = error.upstream_status {
+        // An upstream 4xx is the client's to see; an upstream 5xx is our gateway failure.
+        return match StatusCode::from_u16(status) {
+            Ok(s) if s.is_client_error() => s,
+            _ if error.kind == ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
+            _ => StatusCode::BAD_GATEWAY,
+        };
+    }
+    match error.kind {
+        ErrorKind::InvalidRequest => StatusCode::BAD_REQUEST,
+        ErrorKind::Authentication => StatusCode::UNAUTHORIZED,
+        ErrorKind::PermissionDenied => StatusCode::FORBIDDEN,
+        ErrorKind::NotFound => StatusCode::NOT_FOUND,
+        ErrorKind::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+        ErrorKind::Upstream => StatusCode::BAD_GATEWAY,
+        ErrorKind::Timeout => StatusCode::GATEWAY_TIMEOUT,
+    }
+}
+
+fn kind_type(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::InvalidRequest | ErrorKind::NotFound => "invalid_request_error",
+        ErrorKind::Authentication => "authentication_error",
+        ErrorKind::PermissionDenied => "permission_error",
+        ErrorKind::RateLimited => "rate_limit_error",
+        ErrorKind::Upstream | ErrorKind::Timeout => "api_error",
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut response = (
+            status,
+            axum::Json(Body {
+                error: self.detail(),
+            }),
+        )
+            .into_response();
+        // The request-log middleware writes internal details (never sent to the client).
+        response
+            .extensions_mut()
+            .insert(ErrorNote(self.to_string(), self.internal_detail()));
+        response
+    }
+}
+
+impl ApiError {
+    fn internal_detail(&self) -> Option<String> {
+        match self {
+            Self::PluginFailed(failure) => Some(failure.to_string()),
+            Self::UpstreamUnreachable { detail, .. } | Self::BadUpstreamRequest { detail, .. } => {
+                Some(detail.clone())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// What went wrong, for the log line of a failed request.
+#[derive(Clone, Debug)]
+pub struct ErrorNote(pub String, pub Option<String>);

@@ -1,0 +1,53 @@
+//! Request ids and the one log line per request.
+
+use std::time::Instant;
+
+use axum::extract::Request;
+use axum::http::HeaderValue;
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::error::ErrorNote;
+
+/// Gives every request an id (the client's `x-request-id` if it sent a sane one), returns it in
+/// the response, and logs one line when the response headers are ready.
+pub async fn request_log(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .filter(|v| v.len() <= 128 && v.to_str().is_ok_and(|s| !s.is_empty()))
+        .cloned()
+        .unwrap_or_else(|| {
+            HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+                .unwrap_or(HeaderValue::from_static("unknown"))
+        });
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let mut response = next.run(request).await;
+    let status = response.status().as_u16();
+    let headers = response.headers();
+    let provider = header(headers, "x-wasmgate-provider");
+    let model = header(headers, "x-wasmgate-model");
+    let request_id = id.to_str().unwrap_or_default();
+    let latency_us = started.elapsed().as_micros() as u64;
+    match response.extensions().get::<ErrorNote>() {
+        Some(ErrorNote(message, detail)) => tracing::warn!(
+            request_id, %method, path, status, provider, model, latency_us,
+            error = message.as_str(), detail = detail.as_deref().unwrap_or(""),
+            "request failed"
+        ),
+        None => tracing::info!(
+            request_id, %method, path, status, provider, model, latency_us, "request"
+        ),
+    }
+    response.headers_mut().insert("x-request-id", id);
+    response
+}
+
+fn header<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> &'a str {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}

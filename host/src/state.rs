@@ -1,0 +1,17 @@
+//! The state every request shares.
+
+use arc_swap::ArcSwap;
+
+use crate::gateway::Gateway;
+use crate::plugins::PluginHost;
+
+pub struct AppState {
+    /// The loaded config; a request takes one snapshot at its start.
+    pub gateway: ArcSwap<Gateway>,
+    pub plugins: PluginHost,
+    /// The pooled upstream client.
+    pub http: reqwest::Client,
+    pub max_body_bytes: usize,
+    /// When the gateway started, as the `created` time of listed models.
+    pub started_unix: u64,
+}

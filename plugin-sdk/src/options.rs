@@ -1,0 +1,98 @@
+//! Reading a config entry's `options` into a plugin's own typed struct.
+
+use serde::de::DeserializeOwned;
+
+use crate::{ConfigError, ProviderConfig};
+
+/// Deserializes `config.options` into `T`. Give `T` `#[serde(deny_unknown_fields)]` so that a
+/// misspelt option fails at start-up: the [`ConfigError`] then names the failing key (a dotted
+/// path for nested options) and serde's message lists the keys that are allowed.
+///
+/// An empty `options` string, or `null`, reads as `{}`.
+pub fn options<T: DeserializeOwned>(config: &ProviderConfig) -> Result<T, ConfigError> {
+    let text = config.options.trim();
+    let text = if text.is_empty() { "{}" } else { text };
+    // Through a `Value` rather than straight from the text, so that messages carry no line and
+    // column of a JSON document the user never wrote (their config is YAML).
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|err| ConfigError::new(format!("options are not valid JSON: {err}")))?;
+    let value = match value {
+        serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
+        // serde would also read a struct from a list of its fields in order: refuse that.
+        serde_json::Value::Object(_) => value,
+        _ => return Err(ConfigError::new("options must be a mapping")),
+    };
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        if path == "." {
+            ConfigError::new(format!("options: {message}"))
+        } else {
+            ConfigError::at(path, message)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde::Deserialize;
+
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code, reason = "only deserialized")]
+    struct Opts {
+        organization: Option<String>,
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        chunk_size: Option<core::num::NonZeroU32>,
+    }
+
+    fn config(options: &str) -> ProviderConfig {
+        ProviderConfig {
+            name: "p".into(),
+            base_url: None,
+            api_key: None,
+            models: vec![],
+            options: options.into(),
+        }
+    }
+
+    #[test]
+    fn empty_options_are_an_empty_object() {
+        assert!(options::<Opts>(&config("")).is_ok());
+        assert!(options::<Opts>(&config("{}")).is_ok());
+        assert!(options::<Opts>(&config("null")).is_ok());
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = options::<Opts>(&config(r#"{"organisation": "x"}"#)).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("organisation"));
+        assert!(err.message.contains("`organization`"), "{}", err.message);
+    }
+
+    #[test]
+    fn mistyped_values_are_named() {
+        let err = options::<Opts>(&config(r#"{"organization": 3}"#)).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("organization"));
+        assert!(!err.message.contains("line"), "{}", err.message);
+
+        let err = options::<Opts>(&config(r#"{"headers": {"x-a": 1}}"#)).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("headers.x-a"));
+
+        let err = options::<Opts>(&config(r#"{"chunk_size": 0}"#)).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("chunk_size"));
+    }
+
+    #[test]
+    fn non_object_options_fail_without_a_key() {
+        let err = options::<Opts>(&config("[1]")).unwrap_err();
+        assert_eq!(err.key, None);
+        let err = options::<Opts>(&config("{")).unwrap_err();
+        assert_eq!(err.key, None);
+    }
+}

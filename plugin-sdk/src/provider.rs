@@ -1,0 +1,85 @@
+//! The traits a plugin implements: [`Provider`] for the calls, [`StreamDecoder`] for streams.
+
+use crate::{
+    CanonicalRequest, Completion, ConfigError, HttpResponse, PluginError, Prepared, ProviderConfig,
+    StreamOutput,
+};
+
+/// A provider plugin. The host calls each function on a fresh instance, so implementations are
+/// types without values (`struct MyProvider;`) and everything arrives as arguments.
+pub trait Provider: 'static {
+    /// Decodes a streamed upstream body; [`NoStream`] for plugins that only answer locally.
+    type Decoder: StreamDecoder;
+
+    /// Checks a config entry's `base_url` and `options` once, when the gateway loads its config.
+    /// The default accepts anything.
+    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
+        let _ = config;
+        Ok(())
+    }
+
+    /// Turns a client request into an upstream request, or answers it locally. The request is
+    /// passed by value so that its body can move into the upstream request without a copy.
+    fn prepare(config: &ProviderConfig, request: CanonicalRequest)
+    -> Result<Prepared, PluginError>;
+
+    /// Turns a complete upstream response (of any status) into OpenAI's response JSON and usage.
+    /// The default suits plugins that never go upstream.
+    fn parse_response(
+        config: &ProviderConfig,
+        request: &CanonicalRequest,
+        response: HttpResponse,
+    ) -> Result<Completion, PluginError> {
+        let _ = (request, response);
+        Err(PluginError::upstream(format!(
+            "provider `{}` does not make upstream requests",
+            config.name
+        )))
+    }
+}
+
+/// Decodes one streamed upstream body into OpenAI `chat.completion.chunk` events. One value lives
+/// as long as its stream, so it may keep state between pushes.
+pub trait StreamDecoder: Sized + 'static {
+    /// Starts decoding the stream that answers `request`.
+    fn new(config: ProviderConfig, request: CanonicalRequest) -> Self;
+
+    /// Takes the next bytes of the body, split anywhere, and returns the events they complete.
+    fn push(&mut self, bytes: &[u8]) -> Result<StreamOutput, PluginError>;
+
+    /// The body ended: returns the remaining events and the final usage.
+    fn finish(&mut self) -> Result<StreamOutput, PluginError>;
+}
+
+/// The [`StreamDecoder`] of a plugin that never streams from upstream. The host only creates a
+/// decoder after an upstream answered, so its methods are not called; if they are, they fail.
+#[derive(Debug)]
+pub struct NoStream;
+
+impl StreamDecoder for NoStream {
+    fn new(_: ProviderConfig, _: CanonicalRequest) -> Self {
+        NoStream
+    }
+
+    fn push(&mut self, _: &[u8]) -> Result<StreamOutput, PluginError> {
+        Err(PluginError::upstream(
+            "this provider does not decode upstream streams",
+        ))
+    }
+
+    fn finish(&mut self) -> Result<StreamOutput, PluginError> {
+        Err(PluginError::upstream(
+            "this provider does not decode upstream streams",
+        ))
+    }
+}
+
+/// No events and no usage yet.
+impl Default for StreamOutput {
+    fn default() -> Self {
+        StreamOutput {
+            events: Vec::new(),
+            usage: None,
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! A mock OpenAI upstream speaking the real wire format (api.openai.com/v1), recording what it
+//! received. Its behaviour is chosen by the request's `model`, so tests need no set-up calls:
+//!
+//! | model | answer |
+//! |---|---|
+//! | anything | a normal completion / embedding / image / stream |
+//! | `error-400`, `error-401`, `error-404`, `error-429`, `error-500`, `error-503` | that status with OpenAI's error body |
+//! | `slow` | answers after 3 s |
+//! | `endless` | a stream that never ends (a chunk every 20 ms) until the client goes away |
+//! | `garbage` | 200 with a body that is not JSON |
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+/// The reply text of every mock chat completion.
+pub const REPLY: &str = "Hello from the mock upstream!";
+/// The usage every mock chat completion reports.
+pub const PROMPT_TOKENS: u64 = 13;
+pub const COMPLETION_TOKENS: u64 = 7;
+pub const CACHED_TOKENS: u64 = 5;
+
+/// One request the mock received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+#[derive(Default)]
+pub struct Shared {
+    pub requests: Mutex<Vec<Recorded>>,
+    /// Endless streams whose client (the gateway) went away.
+    pub cancelled_streams: AtomicUsize,
+    /// Endless streams that started.
+    pub started_streams: AtomicUsize,
+}
+
+pub struct MockOpenAi {
+    pub addr: SocketAddr,
+    pub shared: Arc<Shared>,
+}
+
+impl MockOpenAi {
+    pub async fn start() -> Self {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/v1/embeddings", post(embeddings))
+            .route("/v1/images/generations", post(images))
+            .route("/v1/models", get(models))
+            .with_state(Arc::clone(&shared));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind mock");
+        let addr = listener.local_addr().expect("mock addr");
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.ok();
+        });
+        Self { addr, shared }
+    }
+
+    /// The `base_url` to configure: `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub async fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().await.clone()
+    }
+
+    pub async fn last_request(&self) -> Recorded {
+        self.requests()
+            .await
+            .pop()
+            .expect("the mock received no request")
+    }
+}
+
+async fn record(shared: &Shared, path: &str, headers: &HeaderMap, body: &Bytes) -> Value {
+    let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    shared.requests.lock().await.push(Recorded {
+        path: path.to_owned(),
+        headers: headers.clone(),
+        body: body.clone(),
+    });
+    body
+}
+
+/// The behaviour a model name selects, if it is not the normal one.
+async fn special(model: &str) -> Option<Response> {
+    if let Some(code) = model.strip_prefix("error-") {
+        let status = code.parse::<u16>().ok()?;
+        let (kind, message, param, code) = match status {
+            400 => (
+                "invalid_request_error",
+                "Invalid value for 'temperature': must be at most 2.",
+                Some("temperature"),
+                Some("invalid_value"),
+            ),
+            401 => (
+                "invalid_request_error",
+                "Incorrect API key provided: sk-te*****.",
+                None,
+                Some("invalid_api_key"),
+            ),
+            404 => (
+                "invalid_request_error",
+                "The model `error-404` does not exist or you do not have access to it.",
+                Some("model"),
+                Some("model_not_found"),
+            ),
+            429 => (
+                "rate_limit_error",
+                "Rate limit reached for requests.",
+                None,
+                Some("rate_limit_exceeded"),
+            ),
+            _ => (
+                "server_error",
+                "The server had an error while processing your request.",
+                None,
+                None,
+            ),
+        };
+        let body =
+            json!({"error": {"message": message, "type": kind, "param": param, "code": code}});
+        return Some((StatusCode::from_u16(status).ok()?, axum::Json(body)).into_response());
+    }
+    match model {
+        "slow" => {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            None
+        }
+        "garbage" => Some((StatusCode::OK, "<html>not json</html>").into_response()),
+        _ => None,
+    }
+}
+
+async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request = record(&shared, "/v1/chat/completions", &headers, &body).await;
+    let model = request["model"].as_str().unwrap_or_default().to_owned();
+    if let Some(response) = special(&model).await {
+        return response;
+    }
+    let stream = request["stream"].as_bool().unwrap_or(false);
+    let include_usage = request["stream_options"]["include_usage"]
+        .as_bool()
+        .unwrap_or(false);
+    let tool = request["tools"][0]["function"]["name"]
+        .as_str()
+        .map(str::to_owned);
+    if model == "endless" {
+        return endless(shared);
+    }
+    if stream {
+        return stream_chat(&model, tool.as_deref(), include_usage);
+    }
+    let message = match &tool {
+        Some(name) => {
+            json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [{
+            "id": "call_abc123", "type": "function",
+            "function": {"name": name, "arguments": "{\"city\":\"Paris\"}"}}]})
+        }
+        None => json!({"role": "assistant", "content": REPLY, "refusal": null}),
+    };
+    axum::Json(json!({
+        "id": "chatcmpl-mock123",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": null,
+                     "finish_reason": if tool.is_some() { "tool_calls" } else { "stop" }}],
+        "usage": usage(),
+        "system_fingerprint": "fp_mock"
+    }))
+    .into_response()
+}
+
+fn usage() -> Value {
+    json!({
+        "prompt_tokens": PROMPT_TOKENS,
+        "completion_tokens": COMPLETION_TOKENS,
+        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+        "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+            "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+    })
+}
+
+fn chunk(model: &str, delta: Value, finish: Option<&str>, include_usage: bool) -> Value {
+    let mut chunk = json!({
+        "id": "chatcmpl-mock123", "object": "chat.completion.chunk", "created": 1_700_000_000,
+        "model": model, "system_fingerprint": "fp_mock",
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]
+    });
+    if include_usage {
+        // With include_usage, OpenAI sends `"usage": null` on every chunk but the last.
+        chunk["usage"] = Value::Null;
+    }
+    chunk
+}
+
+/// A stream as OpenAI sends it, delivered in 7-byte pieces so that events, `data:` prefixes and
+/// the blank lines between events are all split across reads.
+fn stream_chat(model: &str, tool: Option<&str>, include_usage: bool) -> Response {
+    let mut events = vec![chunk(
+        model,
+        json!({"role": "assistant", "content": ""}),
+        None,
+        include_usage,
+    )];
+    match tool {
+        Some(name) => {
+            events.push(chunk(
+                model,
+                json!({"tool_calls": [{"index": 0, "id": "call_abc123", "type": "function",
+                "function": {"name": name, "arguments": ""}}]}),
+                None,
+                include_usage,
+            ));
+            for part in ["{\"city\"", ":\"Paris\"}"] {
+                events.push(chunk(
+                    model,
+                    json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                    None,
+                    include_usage,
+                ));
+            }
+            events.push(chunk(model, json!({}), Some("tool_calls"), include_usage));
+        }
+        None => {
+            for word in REPLY.split_inclusive(' ') {
+                events.push(chunk(model, json!({"content": word}), None, include_usage));
+            }
+            events.push(chunk(model, json!({}), Some("stop"), include_usage));
+        }
+    }
+    if include_usage {
+        events.push(json!({
+            "id": "chatcmpl-mock123", "object": "chat.completion.chunk", "created": 1_700_000_000,
+            "model": model, "system_fingerprint": "fp_mock", "choices": [], "usage": usage()
+        }));
+    }
+    let mut text = String::new();
+    for event in events {
+        text.push_str(&format!("data: {event}\n\n"));
+    }
+    text.push_str("data: [DONE]\n\n");
+    let pieces: Vec<Bytes> = text
+        .into_bytes()
+        .chunks(7)
+        .map(Bytes::copy_from_slice)
+        .collect();
+    let body = futures_util::stream::iter(pieces).then(|piece| async move {
+        // A pause makes each piece its own read on the gateway's side.
+        tokio::time::sleep(Duration::from_micros(200)).await;
+        Ok::<_, std::convert::Infallible>(piece)
+    });
+    sse(Body::from_stream(body))
+}
+
+use futures_util::StreamExt;
+
+fn sse(body: Body) -> Response {
+    ([("content-type", "text/event-stream")], body).into_response()
+}
+
+/// Sends a chunk every 20 ms until the receiver goes away, then counts the cancellation.
+fn endless(shared: Arc<Shared>) -> Response {
+    struct OnDrop(Arc<Shared>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            self.0.cancelled_streams.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    shared.started_streams.fetch_add(1, Ordering::SeqCst);
+    let guard = OnDrop(shared);
+    let body = futures_util::stream::unfold((0u64, guard), |(i, guard)| async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let event = chunk("endless", json!({"content": format!("t{i} ")}), None, true);
+        Some((
+            Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {event}\n\n"))),
+            (i + 1, guard),
+        ))
+    });
+    sse(Body::from_stream(body))
+}
+
+async fn embeddings(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request = record(&shared, "/v1/embeddings", &headers, &body).await;
+    let model = request["model"].as_str().unwrap_or_default().to_owned();
+    if let Some(response) = special(&model).await {
+        return response;
+    }
+    let inputs = match &request["input"] {
+        Value::Array(items) => items.len(),
+        _ => 1,
+    };
+    let data: Vec<Value> = (0..inputs)
+        .map(|i| json!({"object": "embedding", "index": i, "embedding": [0.25, -0.5, 0.75]}))
+        .collect();
+    axum::Json(json!({"object": "list", "data": data, "model": model,
+                      "usage": {"prompt_tokens": 8, "total_tokens": 8}}))
+    .into_response()
+}
+
+async fn images(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request = record(&shared, "/v1/images/generations", &headers, &body).await;
+    let model = request["model"].as_str().unwrap_or_default().to_owned();
+    if let Some(response) = special(&model).await {
+        return response;
+    }
+    let n = request["n"].as_u64().unwrap_or(1);
+    let data: Vec<Value> = (0..n)
+        .map(|i| json!({"url": format!("https://images.example/{i}.png"), "revised_prompt": request["prompt"]}))
+        .collect();
+    axum::Json(json!({"created": 1_700_000_000, "data": data})).into_response()
+}
+
+async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    record(&shared, "/v1/models", &headers, &Bytes::new()).await;
+    axum::Json(json!({"object": "list", "data": [
+        {"id": "gpt-4o-mini", "object": "model", "created": 1_721_172_741, "owned_by": "system"},
+        {"id": "text-embedding-3-small", "object": "model", "created": 1_705_948_997, "owned_by": "system"}
+    ]}))
+    .into_response()
+}

@@ -1,0 +1,115 @@
+//! Shared by the end-to-end tests: a gateway started in-process on port 0, mock upstreams, and
+//! OpenAI clients pointed at the gateway.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+pub mod mock_openai;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use tokio::sync::oneshot;
+use wasmgate::config::Config;
+
+/// Where the build put the test-only plugin components (see host/build.rs).
+pub fn test_plugins_dir() -> PathBuf {
+    PathBuf::from(env!("WASMGATE_TEST_PLUGINS_DIR"))
+}
+
+/// A compiled-component cache shared by the tests, so each plugin is compiled once per run.
+pub fn plugin_cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-plugin-cache")
+}
+
+/// A gateway running in this process on 127.0.0.1, port 0.
+pub struct TestGateway {
+    pub addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestGateway {
+    /// Starts a gateway on `yaml` (the `plugins:` key is filled in unless given).
+    pub async fn start(yaml: &str) -> Self {
+        Self::try_start(yaml)
+            .await
+            .unwrap_or_else(|e| panic!("gateway did not start: {e:#}"))
+    }
+
+    pub async fn try_start(yaml: &str) -> anyhow::Result<Self> {
+        let mut config = Config::from_yaml(yaml)?;
+        config.plugins.cache_dir = Some(plugin_cache_dir());
+        if !yaml.contains("plugins:") {
+            config.plugins.dir = test_plugins_dir();
+            config.plugins.max_instances = 64;
+        }
+        let state = wasmgate::build_state(config).await?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(wasmgate::server::run(listener, state, async move {
+            let _ = rx.await;
+        }));
+        Ok(Self {
+            addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// An async-openai client whose base URL is this gateway.
+    pub fn openai(&self) -> async_openai::Client<async_openai::config::OpenAIConfig> {
+        let config = async_openai::config::OpenAIConfig::new()
+            .with_api_base(self.url("/v1"))
+            .with_api_key("sk-client-key-not-forwarded");
+        async_openai::Client::with_config(config)
+    }
+
+    /// Stops accepting, waits for requests in flight, and returns.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            task.await.expect("server task").expect("server result");
+        }
+    }
+}
+
+impl Drop for TestGateway {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A config with an `openai` provider pointing at `base_url` and the built-in `echo` provider.
+pub fn config_for(base_url: &str) -> String {
+    format!(
+        r#"
+providers:
+  openai:
+    plugin: openai
+    base_url: {base_url}
+    api_key: sk-upstream-secret
+    models: [gpt-4o-mini, text-embedding-3-small, dall-e-3, slow, endless, garbage,
+             error-400, error-401, error-404, error-429, error-500, error-503, shared-model]
+    timeout_ms: 1500
+  echo:
+    plugin: echo
+    models: [echo-1, shared-model]
+"#
+    )
+}
+
+/// A plain HTTP client for requests an SDK would not send.
+pub fn http() -> reqwest::Client {
+    // reqwest is built without a default crypto provider (the gateway picks ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}

@@ -1,0 +1,161 @@
+//! A provider that misbehaves on demand, so that the host's tests can check that a faulty plugin
+//! costs one request and nothing more. The request's model picks the fault:
+//!
+//! | model | `prepare` |
+//! |---|---|
+//! | `trap` | panics (a trap, since plugins build with `panic = "abort"`) |
+//! | `loop` | spins forever |
+//! | `hog` | allocates and touches memory without end, past 1 GiB |
+//! | `slow-ok` | spins for about 20 ms of CPU, then answers |
+//! | `trap-stream`, streamed | goes upstream to `{base_url}/chat/completions`; the decoder panics |
+//! | anything else | answers "ok" locally |
+//!
+//! `validate` rejects the option `reject: true`.
+
+use core::hint::black_box;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::{
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, PluginError, Prepared,
+    Provider, ProviderConfig, StreamDecoder, StreamOutput, Usage, openai_error,
+    openai_usage_in_body,
+};
+
+struct Faulty;
+
+impl Provider for Faulty {
+    type Decoder = PanickingDecoder;
+
+    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
+        let options: Value = serde_json::from_str(&config.options).unwrap_or(Value::Null);
+        if options.get("reject") == Some(&Value::Bool(true)) {
+            return Err(ConfigError::at("reject", "rejected on request"));
+        }
+        Ok(())
+    }
+
+    fn prepare(
+        config: &ProviderConfig,
+        request: CanonicalRequest,
+    ) -> Result<Prepared, PluginError> {
+        match request.model.as_str() {
+            "trap" => panic!("faulty plugin: trap requested"),
+            "loop" => spin_forever(),
+            "hog" => hog_memory(),
+            "slow-ok" => {
+                spin_for(Duration::from_millis(20));
+                Ok(ok_answer(&request))
+            }
+            "trap-stream" if request.stream => {
+                let base = config.base_url.as_deref().ok_or_else(|| {
+                    PluginError::invalid_request("trap-stream needs the entry's base_url")
+                })?;
+                let url = join_url(base, "chat/completions");
+                let http = HttpRequest::post_json(url, request.body.into_bytes())
+                    .header("accept", "text/event-stream");
+                Ok(Prepared::Upstream(http))
+            }
+            _ => Ok(ok_answer(&request)),
+        }
+    }
+
+    fn parse_response(
+        _config: &ProviderConfig,
+        _request: &CanonicalRequest,
+        response: HttpResponse,
+    ) -> Result<Completion, PluginError> {
+        if !response.is_success() {
+            return Err(openai_error(response.status, &response.body));
+        }
+        let usage = openai_usage_in_body(&response.body);
+        let body = String::from_utf8(response.body)
+            .map_err(|_| PluginError::upstream("upstream body is not UTF-8"))?;
+        Ok(Completion { body, usage })
+    }
+}
+
+wasmgate_plugin_sdk::export_provider!(Faulty);
+
+/// Panics on the first bytes of a stream.
+struct PanickingDecoder;
+
+impl StreamDecoder for PanickingDecoder {
+    fn new(_: ProviderConfig, _: CanonicalRequest) -> Self {
+        PanickingDecoder
+    }
+
+    fn push(&mut self, _: &[u8]) -> Result<StreamOutput, PluginError> {
+        panic!("faulty plugin: trap in the stream decoder")
+    }
+
+    fn finish(&mut self) -> Result<StreamOutput, PluginError> {
+        panic!("faulty plugin: trap at the end of the stream")
+    }
+}
+
+/// Never returns; `black_box` keeps the optimiser from proving the loop useless.
+fn spin_forever() -> ! {
+    let mut n = 0u64;
+    loop {
+        n = black_box(n).wrapping_add(1);
+    }
+}
+
+/// Grows linear memory 1 MiB at a time until the host's limit (or wasm32's 4 GiB) stops it.
+/// Every 4 KiB page is written so the memory is really committed, and `black_box` keeps the
+/// blocks alive in the optimiser's eyes.
+fn hog_memory() -> ! {
+    const BLOCK: usize = 1 << 20;
+    const PAGE: usize = 4096;
+    let mut blocks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut block = vec![0u8; BLOCK];
+        for i in (0..BLOCK).step_by(PAGE) {
+            block[i] = black_box(1);
+        }
+        blocks.push(black_box(block));
+        black_box(&blocks);
+    }
+}
+
+/// Burns real CPU (not sleeping) for `duration`.
+fn spin_for(duration: Duration) {
+    let start = Instant::now();
+    let mut x = 0u64;
+    while start.elapsed() < duration {
+        for _ in 0..1_000 {
+            x = black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+    }
+}
+
+/// A well-formed answer with the content "ok", whole or streamed as the request asked.
+fn ok_answer(request: &CanonicalRequest) -> Prepared {
+    let (id, created, model) = ("chatcmpl-faulty", 0, request.model.as_str());
+    let usage = Usage::tokens(1, 1);
+    if request.stream {
+        let chunk = |delta: Value, finish: Option<&str>| {
+            json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+            .to_string()
+        };
+        let events = vec![
+            chunk(json!({"role": "assistant", "content": "ok"}), None),
+            chunk(json!({}), Some("stop")),
+        ];
+        return Prepared::LocalStream(StreamOutput {
+            events,
+            usage: Some(usage),
+        });
+    }
+    let body = json!({"id": id, "object": "chat.completion", "created": created, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+            "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}});
+    Prepared::Local(Completion {
+        body: body.to_string(),
+        usage: Some(usage),
+    })
+}
