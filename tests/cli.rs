@@ -104,8 +104,9 @@ async fn serves_the_embedded_config_with_overrides_and_exits_cleanly_on_sigterm(
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 200);
+    let status = response.status();
     let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{body}");
     assert_eq!(body["choices"][0]["message"]["content"], "hi there");
 
     sigterm(&child);

@@ -41,7 +41,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         .clone()
         .or_else(plugins::default_cache_dir);
     let tokenizer = tokenizer::Tokenizer;
-    tokenizer.warm();
+    tokenizer.load().await;
     let host = PluginHost::new(limits, cache_dir, tokenizer)?;
     let max_body_bytes = config.server.max_body_bytes;
     let gateway = Gateway::load(config, &host).await?;

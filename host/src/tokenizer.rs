@@ -12,15 +12,21 @@ static O200K: LazyLock<Option<CoreBPE>> = LazyLock::new(|| match tiktoken_rs::o2
     }
 });
 
-/// A handle to the process-wide tokenizer. Loading it takes a moment, so `serve` warms it at
-/// start-up off the request path.
+/// A handle to the process-wide tokenizer. Loading it takes a moment, so the gateway loads it
+/// before it starts serving: a plugin's `count-tokens` call must not wait for it (and so run
+/// past its deadline).
 #[derive(Clone, Copy, Default)]
 pub struct Tokenizer;
 
 impl Tokenizer {
-    /// Loads the encoding on a blocking thread so that the first request does not pay for it.
-    pub fn warm(self) {
-        tokio::task::spawn_blocking(|| LazyLock::force(&O200K));
+    /// Loads the encoding (once per process) on a blocking thread.
+    pub async fn load(self) {
+        if tokio::task::spawn_blocking(|| LazyLock::force(&O200K).is_some())
+            .await
+            .is_err()
+        {
+            tracing::error!("loading the tokenizer panicked");
+        }
     }
 
     pub fn count(self, text: &str) -> u32 {

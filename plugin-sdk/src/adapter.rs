@@ -6,7 +6,7 @@ use core::marker::PhantomData;
 use crate::wit::exports::wasmgate::plugin::provider::{Guest, GuestStreamDecoder};
 use crate::{
     CanonicalRequest, Completion, ConfigError, HttpResponse, PluginError, Prepared, Provider,
-    ProviderConfig, StreamDecoder, StreamOutput,
+    ProviderConfig, RequestInfo, StreamDecoder, StreamOutput,
 };
 
 /// The type [`export_provider!`](crate::export_provider) exports for a provider `P`.
@@ -25,7 +25,7 @@ impl<P: Provider> Guest for Adapter<P> {
 
     fn parse_response(
         config: ProviderConfig,
-        request: CanonicalRequest,
+        request: RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
         P::parse_response(&config, &request, response)
@@ -37,8 +37,8 @@ impl<P: Provider> Guest for Adapter<P> {
 pub struct DecoderResource<D>(RefCell<D>);
 
 impl<D: StreamDecoder> GuestStreamDecoder for DecoderResource<D> {
-    fn new(config: ProviderConfig, request: CanonicalRequest) -> Self {
-        DecoderResource(RefCell::new(D::new(config, request)))
+    fn new(config: ProviderConfig, request: RequestInfo, headers: Vec<(String, String)>) -> Self {
+        DecoderResource(RefCell::new(D::new(config, request, &headers)))
     }
 
     fn push(&self, bytes: Vec<u8>) -> Result<StreamOutput, PluginError> {

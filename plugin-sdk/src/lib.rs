@@ -70,8 +70,19 @@ pub use options::options;
 pub use provider::{NoStream, Provider, StreamDecoder};
 pub use serde_json;
 pub use wit::exports::wasmgate::plugin::provider::{
-    CanonicalRequest, Completion, Operation, Prepared, ProviderConfig, StreamOutput,
+    CanonicalRequest, Completion, Operation, Prepared, ProviderConfig, RequestInfo, StreamOutput,
 };
+
+impl CanonicalRequest {
+    /// What `parse_response` and stream decoders are told of this request.
+    pub fn info(&self) -> RequestInfo {
+        RequestInfo {
+            operation: self.operation,
+            model: self.model.clone(),
+            stream: self.stream,
+        }
+    }
+}
 pub use wit::wasmgate::plugin::types::{
     ConfigError, ErrorKind, HttpRequest, HttpResponse, LogLevel, PluginError, Usage,
 };

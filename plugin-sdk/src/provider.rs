@@ -2,7 +2,7 @@
 
 use crate::{
     CanonicalRequest, Completion, ConfigError, HttpResponse, PluginError, Prepared, ProviderConfig,
-    StreamOutput,
+    RequestInfo, StreamOutput,
 };
 
 /// A provider plugin. The host calls each function on a fresh instance, so implementations are
@@ -27,7 +27,7 @@ pub trait Provider: 'static {
     /// The default suits plugins that never go upstream.
     fn parse_response(
         config: &ProviderConfig,
-        request: &CanonicalRequest,
+        request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
         let _ = (request, response);
@@ -41,8 +41,9 @@ pub trait Provider: 'static {
 /// Decodes one streamed upstream body into OpenAI `chat.completion.chunk` events. One value lives
 /// as long as its stream, so it may keep state between pushes.
 pub trait StreamDecoder: Sized + 'static {
-    /// Starts decoding the stream that answers `request`.
-    fn new(config: ProviderConfig, request: CanonicalRequest) -> Self;
+    /// Starts decoding the stream that answers `request`; `headers` are the upstream response's
+    /// (lower-cased names).
+    fn new(config: ProviderConfig, request: RequestInfo, headers: &[(String, String)]) -> Self;
 
     /// Takes the next bytes of the body, split anywhere, and returns the events they complete.
     fn push(&mut self, bytes: &[u8]) -> Result<StreamOutput, PluginError>;
@@ -57,7 +58,7 @@ pub trait StreamDecoder: Sized + 'static {
 pub struct NoStream;
 
 impl StreamDecoder for NoStream {
-    fn new(_: ProviderConfig, _: CanonicalRequest) -> Self {
+    fn new(_: ProviderConfig, _: RequestInfo, _: &[(String, String)]) -> Self {
         NoStream
     }
 

@@ -10,17 +10,17 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
+pub use self::wasmgate::plugin::types;
 pub use exports::wasmgate::plugin::provider as provider_types;
-pub use wasmgate::plugin::types;
 
 pub(super) fn add_host_to_linker(linker: &mut Linker<PluginState>) -> anyhow::Result<()> {
-    wasmgate::plugin::host::add_to_linker::<PluginState, HasSelf<PluginState>>(linker, |s| s)
+    self::wasmgate::plugin::host::add_to_linker::<PluginState, HasSelf<PluginState>>(linker, |s| s)
         .map_err(|e| anyhow::anyhow!("linking the host interface: {e}"))
 }
 
 impl types::Host for PluginState {}
 
-impl wasmgate::plugin::host::Host for PluginState {
+impl self::wasmgate::plugin::host::Host for PluginState {
     fn log(&mut self, level: types::LogLevel, message: String) {
         let plugin = &*self.plugin;
         match level {

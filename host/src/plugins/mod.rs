@@ -19,7 +19,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub use bindings::provider_types::{
-    CanonicalRequest, Completion, Operation, ProviderConfig, StreamOutput,
+    CanonicalRequest, Completion, Operation, ProviderConfig, RequestInfo, StreamOutput,
 };
 pub use bindings::types::{
     ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,

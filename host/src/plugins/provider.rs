@@ -8,7 +8,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::component::ResourceAny;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
-use super::bindings::provider_types::{CanonicalRequest, Completion, ProviderConfig, StreamOutput};
+use super::bindings::provider_types::{
+    CanonicalRequest, Completion, ProviderConfig, RequestInfo, StreamOutput,
+};
 use super::bindings::types::{ConfigError, HttpResponse, PluginError};
 use super::bindings::{self, ProviderPluginPre};
 use super::state::{DeadlineExceeded, PluginState};
@@ -66,11 +68,7 @@ impl ProviderPlugin {
             .acquire_owned()
             .await
             .map_err(|_| self.trapped("the plugin host is shutting down".into()))?;
-        let state = PluginState::new(
-            Arc::clone(&self.name),
-            inner.tokenizer,
-            inner.limits,
-        );
+        let state = PluginState::new(Arc::clone(&self.name), inner.tokenizer, inner.limits);
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.memory);
         store.epoch_deadline_callback(|ctx| {
@@ -173,7 +171,7 @@ impl PluginCall {
     pub async fn parse_response(
         &mut self,
         config: &ProviderConfig,
-        request: &CanonicalRequest,
+        request: &RequestInfo,
         response: &HttpResponse,
     ) -> CallResult<Completion, PluginError> {
         self.run(async |b, s| {
@@ -188,13 +186,14 @@ impl PluginCall {
     pub async fn open_stream(
         mut self,
         config: &ProviderConfig,
-        request: &CanonicalRequest,
+        request: &RequestInfo,
+        headers: &[(String, String)],
     ) -> Result<ProviderStream, PluginFailure> {
         let decoder = self
             .run(async |b, s| {
                 b.wasmgate_plugin_provider()
                     .stream_decoder()
-                    .call_constructor(s, config, request)
+                    .call_constructor(s, config, request, headers)
                     .await
             })
             .await?;

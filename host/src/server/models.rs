@@ -92,7 +92,12 @@ async fn discover(state: &AppState, provider: &Provider) -> Vec<String> {
                     headers: Vec::new(),
                     body: body.to_vec(),
                 };
-                call.parse_response(&provider.config, &request, &response)
+                let info = crate::plugins::RequestInfo {
+                    operation: Operation::ListModels,
+                    model: String::new(),
+                    stream: false,
+                };
+                call.parse_response(&provider.config, &info, &response)
                     .await
                     .map_err(|e| e.to_string())?
                     .map_err(|e| e.message)?

@@ -12,7 +12,7 @@ use super::error::ApiError;
 use super::request::ClientRequest;
 use super::stream;
 use crate::gateway::{ResolveError, Target};
-use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared};
+use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo};
 use crate::state::AppState;
 use crate::upstream;
 
@@ -60,6 +60,11 @@ async fn proxy(
         },
     })?;
     let canonical = request.canonical(target.model);
+    let info = RequestInfo {
+        operation,
+        model: canonical.model.clone(),
+        stream: canonical.stream,
+    };
     let provider = target.provider;
     let mut call = provider
         .plugin
@@ -82,8 +87,9 @@ async fn proxy(
                 .await
                 .map_err(|e| ApiError::upstream(&provider.name, e))?;
             if request.stream && upstream.status().is_success() {
+                let headers = header_pairs(upstream.headers());
                 let decoder = call
-                    .open_stream(&provider.config, &canonical)
+                    .open_stream(&provider.config, &info, &headers)
                     .await
                     .map_err(ApiError::PluginFailed)?;
                 stream::relay(
@@ -95,7 +101,7 @@ async fn proxy(
                 )
                 .into_response()
             } else {
-                let completion = complete(&mut call, &target, &canonical, upstream).await?;
+                let completion = complete(&mut call, &target, &info, upstream).await?;
                 json_response(completion)
             }
         }
@@ -107,16 +113,12 @@ async fn proxy(
 async fn complete(
     call: &mut PluginCall,
     target: &Target<'_>,
-    canonical: &crate::plugins::CanonicalRequest,
+    info: &RequestInfo,
     upstream: reqwest::Response,
 ) -> Result<Completion, ApiError> {
     let provider = target.provider;
     let status = upstream.status().as_u16();
-    let headers = upstream
-        .headers()
-        .iter()
-        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
-        .collect();
+    let headers = header_pairs(upstream.headers());
     let body = upstream::read_body(upstream, provider.timeout)
         .await
         .map_err(|e| ApiError::upstream(&provider.name, e))?;
@@ -125,10 +127,18 @@ async fn complete(
         headers,
         body: body.to_vec(),
     };
-    call.parse_response(&provider.config, canonical, &response)
+    call.parse_response(&provider.config, info, &response)
         .await
         .map_err(ApiError::PluginFailed)?
         .map_err(|error| provider_error(target, error))
+}
+
+/// Headers as plugins receive them: lower-case names (as `http` keeps them), UTF-8 values.
+fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect()
 }
 
 fn provider_error(target: &Target<'_>, error: crate::plugins::PluginError) -> ApiError {

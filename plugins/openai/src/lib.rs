@@ -10,7 +10,7 @@ mod stream;
 use wasmgate_plugin_sdk::http::join_url;
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig,
+    Prepared, Provider, ProviderConfig, RequestInfo,
 };
 
 use settings::Settings;
@@ -54,7 +54,7 @@ impl Provider for OpenAi {
 
     fn parse_response(
         _config: &ProviderConfig,
-        request: &CanonicalRequest,
+        request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
         response::parse(request.operation, response)

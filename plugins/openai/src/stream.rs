@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use wasmgate_plugin_sdk::sse::{SseEvent, SseParser};
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, PluginError, ProviderConfig, StreamDecoder, StreamOutput, Usage, openai_usage,
+    PluginError, ProviderConfig, RequestInfo, StreamDecoder, StreamOutput, Usage, openai_usage,
 };
 
 pub struct Decoder {
@@ -24,7 +24,7 @@ struct Probe {
 }
 
 impl StreamDecoder for Decoder {
-    fn new(_: ProviderConfig, _: CanonicalRequest) -> Self {
+    fn new(_: ProviderConfig, _: RequestInfo, _: &[(String, String)]) -> Self {
         Decoder {
             sse: SseParser::new(),
             done: false,

@@ -145,7 +145,7 @@ fn parse(operation: Operation, status: u16, body: &str) -> Result<Completion, Pl
     let cfg = config(None, None, "{}");
     OpenAi::parse_response(
         &cfg,
-        &request(operation, "{}", false),
+        &request(operation, "{}", false).info(),
         response(status, body),
     )
 }
@@ -213,7 +213,11 @@ fn errors_are_typed() {
 
 fn decode(chunks: &[&[u8]]) -> Result<Vec<StreamOutput>, PluginError> {
     let cfg = config(None, None, "{}");
-    let mut decoder = stream::Decoder::new(cfg, request(Operation::ChatCompletions, "{}", true));
+    let mut decoder = stream::Decoder::new(
+        cfg,
+        request(Operation::ChatCompletions, "{}", true).info(),
+        &[],
+    );
     let mut outputs = Vec::new();
     for chunk in chunks {
         outputs.push(decoder.push(chunk)?);
@@ -266,7 +270,11 @@ fn an_error_event_fails_the_stream_after_earlier_events() {
     let error = r#"{"error":{"message":"The server had an error","type":"server_error","code":"overloaded"}}"#;
     let body = format!("data: {CHUNK_1}\n\ndata: {error}\n\n");
     let cfg = config(None, None, "{}");
-    let mut decoder = stream::Decoder::new(cfg, request(Operation::ChatCompletions, "{}", true));
+    let mut decoder = stream::Decoder::new(
+        cfg,
+        request(Operation::ChatCompletions, "{}", true).info(),
+        &[],
+    );
     assert_eq!(decoder.push(body.as_bytes()).unwrap().events, [CHUNK_1]);
     let err = decoder.push(b"").unwrap_err();
     assert_eq!(err.kind, ErrorKind::Upstream);

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use wasmgate_plugin_sdk::http::join_url;
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, PluginError, Prepared,
-    Provider, ProviderConfig, StreamDecoder, StreamOutput, Usage, openai_error,
+    Provider, ProviderConfig, RequestInfo, StreamDecoder, StreamOutput, Usage, openai_error,
     openai_usage_in_body,
 };
 
@@ -63,7 +63,7 @@ impl Provider for Faulty {
 
     fn parse_response(
         _config: &ProviderConfig,
-        _request: &CanonicalRequest,
+        _request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
         if !response.is_success() {
@@ -82,7 +82,7 @@ wasmgate_plugin_sdk::export_provider!(Faulty);
 struct PanickingDecoder;
 
 impl StreamDecoder for PanickingDecoder {
-    fn new(_: ProviderConfig, _: CanonicalRequest) -> Self {
+    fn new(_: ProviderConfig, _: RequestInfo, _: &[(String, String)]) -> Self {
         PanickingDecoder
     }
 

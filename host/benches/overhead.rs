@@ -1,0 +1,293 @@
+//! What the gateway adds over calling an upstream directly, and what one plugin call costs.
+//!
+//! `cargo bench --bench overhead` prints:
+//! - latency at concurrency 1 (p50, p99): a direct call to a mock OpenAI upstream, the same call
+//!   through the gateway (`openai` plugin), and the difference;
+//! - throughput at concurrency 64, direct and through the gateway, and their ratio;
+//! - one provider-plugin call (fresh instance + prepare + parse-response) for 1 KiB and 100 KiB
+//!   bodies.
+//!
+//! The mock, the gateway and the load generator each run on a one-thread runtime of their own, so
+//! the gateway has one core's worth of CPU, as when the peers were measured. Bounded in count and
+//! time; 127.0.0.1 only.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::post;
+use serde_json::json;
+use wasmgate::config::Config;
+use wasmgate::plugins::{
+    CanonicalRequest, HttpResponse, Operation, PluginHost, PluginLimits, Prepared, RequestInfo,
+};
+
+const SEQUENTIAL: usize = 3_000;
+const CONCURRENCY: usize = 64;
+const CONCURRENT_REQUESTS: usize = 20_000;
+const CONCURRENT_LIMIT: Duration = Duration::from_secs(20);
+const PLUGIN_CALLS: usize = 2_000;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A chat request of about `size` bytes.
+fn chat_body(model: &str, size: usize) -> String {
+    let filler = "lorem ipsum dolor sit amet ".repeat(size / 27 + 1);
+    json!({"model": model, "messages": [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": &filler[..size.saturating_sub(150)]}
+    ]})
+    .to_string()
+}
+
+/// An OpenAI chat completion of about `size` bytes, with usage.
+fn completion_body(size: usize) -> String {
+    let content = "x".repeat(size.saturating_sub(350));
+    json!({"id": "chatcmpl-bench", "object": "chat.completion", "created": 1_700_000_000,
+           "model": "gpt-4o-mini", "system_fingerprint": "fp_bench",
+           "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                        "logprobs": null, "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 200, "completion_tokens": 50, "total_tokens": 250,
+                     "prompt_tokens_details": {"cached_tokens": 0}}})
+    .to_string()
+}
+
+fn start_mock(rt: &tokio::runtime::Runtime) -> SocketAddr {
+    let reply = Arc::new(completion_body(1024));
+    rt.block_on(async move {
+        let app = Router::new().route(
+            "/v1/chat/completions",
+            post(move |_body: axum::body::Bytes| {
+                let reply = Arc::clone(&reply);
+                async move { ([("content-type", "application/json")], (*reply).clone()) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        addr
+    })
+}
+
+fn start_gateway(rt: &tokio::runtime::Runtime, upstream: SocketAddr) -> SocketAddr {
+    let yaml = format!(
+        "observability: {{ log_level: error }}\nproviders:\n  openai:\n    plugin: openai\n    base_url: http://{upstream}/v1\n    api_key: sk-bench\n    models: [gpt-4o-mini]\n"
+    );
+    rt.block_on(async move {
+        let config = Config::from_yaml(&yaml).unwrap();
+        wasmgate::telemetry::init(&config.observability);
+        let state = wasmgate::build_state(config).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(wasmgate::server::run(
+            listener,
+            state,
+            std::future::pending(),
+        ));
+        addr
+    })
+}
+
+fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .tcp_nodelay(true)
+        .pool_max_idle_per_host(CONCURRENCY * 2)
+        .build()
+        .unwrap()
+}
+
+async fn post(client: &reqwest::Client, url: &str, body: &str) {
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(body.to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.bytes().await.unwrap();
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+/// p50 and p99 of `SEQUENTIAL` one-at-a-time requests.
+fn sequential(load: &tokio::runtime::Runtime, url: &str, body: &str) -> (Duration, Duration) {
+    load.block_on(async {
+        let client = client();
+        for _ in 0..200 {
+            post(&client, url, body).await;
+        }
+        let mut times = Vec::with_capacity(SEQUENTIAL);
+        for _ in 0..SEQUENTIAL {
+            let started = Instant::now();
+            post(&client, url, body).await;
+            times.push(started.elapsed());
+        }
+        times.sort();
+        (percentile(&times, 0.50), percentile(&times, 0.99))
+    })
+}
+
+/// Requests per second with `CONCURRENCY` requests in flight.
+fn concurrent(load: &tokio::runtime::Runtime, url: &str, body: &str) -> f64 {
+    load.block_on(async {
+        let client = client();
+        let started = Instant::now();
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let workers: Vec<_> = (0..CONCURRENCY)
+            .map(|_| {
+                let (client, next, url, body) = (
+                    client.clone(),
+                    Arc::clone(&next),
+                    url.to_owned(),
+                    body.to_owned(),
+                );
+                tokio::spawn(async move {
+                    let mut done = 0usize;
+                    while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                        < CONCURRENT_REQUESTS
+                        && started.elapsed() < CONCURRENT_LIMIT
+                    {
+                        post(&client, &url, &body).await;
+                        done += 1;
+                    }
+                    done
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for worker in workers {
+            total += worker.await.unwrap();
+        }
+        total as f64 / started.elapsed().as_secs_f64()
+    })
+}
+
+/// Mean and p50 of a fresh instance + prepare + parse-response.
+fn plugin_call(size: usize) -> (Duration, Duration) {
+    let rt = runtime();
+    rt.block_on(async {
+        let limits = PluginLimits {
+            call_timeout: Duration::from_millis(200),
+            memory_bytes: 64 << 20,
+            max_instances: 64,
+        };
+        let cache = std::env::temp_dir().join("wasmgate-bench-cache");
+        let host = PluginHost::new(limits, Some(cache), wasmgate::tokenizer::Tokenizer).unwrap();
+        let plugin = host
+            .load_provider("openai", std::path::Path::new("/nonexistent"))
+            .unwrap();
+        let config = wasmgate::plugins::ProviderConfig {
+            name: "openai".into(),
+            base_url: Some("http://127.0.0.1:9/v1".into()),
+            api_key: Some("sk-bench".into()),
+            models: vec!["gpt-4o-mini".into()],
+            options: "{}".into(),
+        };
+        let request = CanonicalRequest {
+            operation: Operation::ChatCompletions,
+            model: "gpt-4o-mini".into(),
+            body: chat_body("gpt-4o-mini", size),
+            stream: false,
+        };
+        let info = RequestInfo {
+            operation: Operation::ChatCompletions,
+            model: "gpt-4o-mini".into(),
+            stream: false,
+        };
+        let response = HttpResponse {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: completion_body(size).into_bytes(),
+        };
+        let mut times = Vec::with_capacity(PLUGIN_CALLS);
+        for i in 0..PLUGIN_CALLS + 200 {
+            let started = Instant::now();
+            let mut call = plugin.start().await.unwrap();
+            let prepared = call.prepare(&config, &request).await.unwrap().unwrap();
+            assert!(matches!(prepared, Prepared::Upstream(_)));
+            let completion = call
+                .parse_response(&config, &info, &response)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(completion.usage.is_some());
+            drop(call);
+            if i >= 200 {
+                times.push(started.elapsed());
+            }
+        }
+        let mean = times.iter().sum::<Duration>() / times.len() as u32;
+        times.sort();
+        (mean, percentile(&times, 0.5))
+    })
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn main() {
+    let mock_rt = runtime();
+    let gateway_rt = runtime();
+    let load_rt = runtime();
+    let mock = start_mock(&mock_rt);
+    let gateway = start_gateway(&gateway_rt, mock);
+    let direct_url = format!("http://{mock}/v1/chat/completions");
+    let gateway_url = format!("http://{gateway}/v1/chat/completions");
+    let direct_body = chat_body("gpt-4o-mini", 1024);
+    let gateway_body = chat_body("openai/gpt-4o-mini", 1024);
+
+    println!(
+        "wasmgate overhead benchmark ({} cores)",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("1 KiB chat request, 1 KiB completion, openai plugin, mock upstream on 127.0.0.1\n");
+
+    let (d50, d99) = sequential(&load_rt, &direct_url, &direct_body);
+    let (g50, g99) = sequential(&load_rt, &gateway_url, &gateway_body);
+    println!("concurrency 1, {SEQUENTIAL} requests");
+    println!("| | p50 | p99 |");
+    println!("|---|---|---|");
+    println!("| direct to mock | {} | {} |", us(d50), us(d99));
+    println!("| through wasmgate | {} | {} |", us(g50), us(g99));
+    println!(
+        "| added by wasmgate | {} | {} |",
+        us(g50.saturating_sub(d50)),
+        us(g99.saturating_sub(d99))
+    );
+
+    let direct_rps = concurrent(&load_rt, &direct_url, &direct_body);
+    let gateway_rps = concurrent(&load_rt, &gateway_url, &gateway_body);
+    println!("\nconcurrency {CONCURRENCY}, up to {CONCURRENT_REQUESTS} requests");
+    println!("| | requests/s |");
+    println!("|---|---|");
+    println!("| direct to mock | {direct_rps:.0} |");
+    println!("| through wasmgate | {gateway_rps:.0} |");
+    println!(
+        "| ratio (gateway / direct) | {:.2} |",
+        gateway_rps / direct_rps
+    );
+
+    println!(
+        "\nprovider plugin call (fresh instance + prepare + parse-response), {PLUGIN_CALLS} calls"
+    );
+    println!("| body | mean | p50 |");
+    println!("|---|---|---|");
+    for size in [1024, 100 * 1024] {
+        let (mean, p50) = plugin_call(size);
+        println!("| {} KiB | {} | {} |", size / 1024, us(mean), us(p50));
+    }
+}
