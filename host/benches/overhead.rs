@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::routing::post;
+use axum::routing;
 use serde_json::json;
 use wasmgate::config::Config;
 use wasmgate::plugins::{
@@ -66,7 +66,7 @@ fn start_mock(rt: &tokio::runtime::Runtime) -> SocketAddr {
     rt.block_on(async move {
         let app = Router::new().route(
             "/v1/chat/completions",
-            post(move |_body: axum::body::Bytes| {
+            routing::post(move |_body: axum::body::Bytes| {
                 let reply = Arc::clone(&reply);
                 async move { ([("content-type", "application/json")], (*reply).clone()) }
             }),
