@@ -30,6 +30,11 @@
 //!
 //! Modules:
 //! - [`sse`]: an incremental Server-Sent-Events parser for streamed upstream bodies.
+//! - [`sse_stream`]: a stream decoder for SSE upstreams, built from a per-event translator.
+//! - [`chat`]: the chat request as types, and OpenAI's completion and chunk JSON, for plugins
+//!   that translate to another wire format.
+//! - [`embeddings`]: the embeddings request as types, and OpenAI's embeddings list.
+//! - [`openai_compat`]: pass-through responses and streams for upstreams that speak OpenAI's API.
 //! - [`log`]: log lines through the host.
 //! - [`openai`]: OpenAI's error and usage shapes, which many upstreams share.
 //! - [`http`]: building upstream requests and checking header names and values.
@@ -40,14 +45,18 @@
 //! [`count_tokens`] estimates one token per four bytes.
 
 mod adapter;
+pub mod chat;
+pub mod embeddings;
 mod error;
 mod host;
 pub mod http;
 pub mod log;
 pub mod openai;
+pub mod openai_compat;
 mod options;
 mod provider;
 pub mod sse;
+pub mod sse_stream;
 mod usage;
 
 #[expect(

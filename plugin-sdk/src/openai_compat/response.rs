@@ -1,11 +1,10 @@
-//! Complete (non-streamed) upstream responses: passed through, with usage read on the way.
+//! Complete (non-streamed) OpenAI responses: passed through, with usage read on the way.
 
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
-use wasmgate_plugin_sdk::{
-    Completion, HttpResponse, Operation, PluginError, Usage, openai_error, openai_usage,
-};
+
+use crate::{Completion, HttpResponse, Operation, PluginError, Usage, openai_error, openai_usage};
 
 /// The parts of any OpenAI response body that matter here; the rest is skipped unbuilt.
 #[derive(Deserialize)]
@@ -14,7 +13,13 @@ struct Envelope {
     data: Option<Vec<IgnoredAny>>,
 }
 
-pub fn parse(operation: Operation, response: HttpResponse) -> Result<Completion, PluginError> {
+/// Turns an upstream's OpenAI-format response to `operation` into the completion: an error status
+/// into a typed error ([`openai_error`]), a success into the same body with its usage (images
+/// generated are counted from `data`).
+pub fn parse_response(
+    operation: Operation,
+    response: HttpResponse,
+) -> Result<Completion, PluginError> {
     if !response.is_success() {
         return Err(openai_error(response.status, &response.body));
     }

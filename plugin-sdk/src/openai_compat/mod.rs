@@ -1,0 +1,11 @@
+//! For upstreams that speak OpenAI's API themselves (OpenAI, Azure OpenAI, vLLM, ...): complete
+//! responses and streams pass through unchanged, and only usage and errors are read on the way.
+//!
+//! A plugin for such an upstream only builds the request (URL and headers) and delegates the
+//! rest: [`parse_response`] in `Provider::parse_response`, [`OpenAiStream`] as its decoder.
+
+mod response;
+mod stream;
+
+pub use response::parse_response;
+pub use stream::{OpenAiEvents, OpenAiStream};
