@@ -1,13 +1,12 @@
 //! The OpenAI provider: OpenAI itself and any upstream that speaks its API (vLLM, Ollama, Azure
 //! OpenAI with `auth_header: api-key`, ...). Requests and responses already are in the canonical
-//! format, so bodies pass through untouched; the plugin adds the URL and headers, reads usage,
-//! and maps errors.
+//! format, so bodies pass through untouched; the plugin adds the URL and headers, and the SDK's
+//! `openai_compat` reads usage and maps errors.
 
-mod response;
 mod settings;
-mod stream;
 
 use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, parse_response};
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
     Prepared, Provider, ProviderConfig, RequestInfo,
@@ -18,7 +17,7 @@ use settings::Settings;
 struct OpenAi;
 
 impl Provider for OpenAi {
-    type Decoder = stream::Decoder;
+    type Decoder = OpenAiStream;
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
@@ -57,7 +56,7 @@ impl Provider for OpenAi {
         request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
-        response::parse(request.operation, response)
+        parse_response(request.operation, response)
     }
 }
 

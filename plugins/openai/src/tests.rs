@@ -213,7 +213,7 @@ fn errors_are_typed() {
 
 fn decode(chunks: &[&[u8]]) -> Result<Vec<StreamOutput>, PluginError> {
     let cfg = config(None, None, "{}");
-    let mut decoder = stream::Decoder::new(
+    let mut decoder = OpenAiStream::new(
         cfg,
         request(Operation::ChatCompletions, "{}", true).info(),
         &[],
@@ -270,7 +270,7 @@ fn an_error_event_fails_the_stream_after_earlier_events() {
     let error = r#"{"error":{"message":"The server had an error","type":"server_error","code":"overloaded"}}"#;
     let body = format!("data: {CHUNK_1}\n\ndata: {error}\n\n");
     let cfg = config(None, None, "{}");
-    let mut decoder = stream::Decoder::new(
+    let mut decoder = OpenAiStream::new(
         cfg,
         request(Operation::ChatCompletions, "{}", true).info(),
         &[],

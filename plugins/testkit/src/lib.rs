@@ -1,0 +1,20 @@
+//! Runs a provider plugin's data-driven cases: a folder per case under `tests/cases/`, each
+//! holding what goes in, what the upstream is sent and answers, and what must come out.
+//!
+//! - `request.json`: `{"operation": "chat-completions" | "embeddings" | ..., "stream": bool,
+//!   "config": {"base_url", "api_key", "options", "models"} (all optional), "body": {...}}`. The
+//!   model is the body's `model`.
+//! - `expected_upstream.json` (absent when `prepare` must fail): `{"method", "url", "headers":
+//!   {subset, exact values}, "body": JSON}`.
+//! - `upstream_response.json` (`{"status", "headers", "body": JSON or a string}`) or
+//!   `upstream_stream.txt` (a 200 SSE body, replayed in every two-way split and byte by byte).
+//! - `expected.json`: `{"body": JSON, "usage": {...}}`, `{"events": [JSON...], "usage": {...}}`,
+//!   or `{"error": {"kind", "message", "code", "param", "upstream_status"}}` (a stream error may
+//!   come with `events` sent before it).
+//!
+//! In expected JSON, the string `"<any>"` matches any value (for `created` timestamps).
+
+mod compare;
+mod run;
+
+pub use run::run_cases;
