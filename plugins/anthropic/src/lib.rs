@@ -1,0 +1,92 @@
+//! The Anthropic provider: OpenAI chat completions translated to Anthropic's Messages API and
+//! back, streamed or not.
+//!
+//! Wire formats are taken from Anthropic's API reference:
+//! - Messages: <https://docs.anthropic.com/en/api/messages>
+//! - Streaming events: <https://docs.anthropic.com/en/docs/build-with-claude/streaming>
+//! - Errors: <https://docs.anthropic.com/en/api/errors>
+//! - Tool use, and JSON output through a forced tool:
+//!   <https://docs.anthropic.com/en/docs/build-with-claude/tool-use/overview>
+//! - Images: <https://docs.anthropic.com/en/docs/build-with-claude/vision>
+//!
+//! Modules: [`settings`] (base URL and options), [`request`] (the request body), [`messages`]
+//! (the conversation), [`response`] (complete answers), [`stream`] (streamed answers),
+//! [`errors`] (error bodies and stream error events).
+
+mod errors;
+mod messages;
+mod request;
+mod response;
+mod settings;
+mod stream;
+
+use wasmgate_plugin_sdk::chat::ChatRequest;
+use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::sse_stream::SseStream;
+use wasmgate_plugin_sdk::{
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
+    Prepared, Provider, ProviderConfig, RequestInfo,
+};
+
+use settings::Settings;
+
+/// The name of the tool that carries a JSON answer when the client asked for `response_format`
+/// JSON: Anthropic's documented way to get JSON that follows a schema is to force a tool call
+/// whose input schema is that schema. Answers translate its input back into message text.
+const JSON_TOOL: &str = "wasmgate_json_response";
+
+struct Anthropic;
+
+impl Provider for Anthropic {
+    type Decoder = SseStream<stream::Events>;
+
+    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
+        Settings::from_config(config).map(drop)
+    }
+
+    fn prepare(
+        config: &ProviderConfig,
+        request: CanonicalRequest,
+    ) -> Result<Prepared, PluginError> {
+        let settings = Settings::from_config(config).map_err(|_| {
+            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
+        })?;
+        match request.operation {
+            Operation::ChatCompletions => {}
+            Operation::Embeddings | Operation::ImageGenerations | Operation::ListModels => {
+                return Err(PluginError::invalid_request(
+                    "Anthropic offers chat completions only",
+                ));
+            }
+        }
+        let chat = ChatRequest::parse(&request.body)?;
+        let body = request::build(&chat, request.stream, settings.default_max_tokens)?;
+        let body = serde_json::to_vec(&body)
+            .map_err(|_| PluginError::upstream("could not write the upstream request"))?;
+        let mut http = HttpRequest::post_json(join_url(&settings.base_url, "messages"), body)
+            .header("anthropic-version", settings.version.as_str());
+        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            http.set_header("x-api-key", key);
+        }
+        if !settings.beta.is_empty() {
+            http.set_header("anthropic-beta", settings.beta.join(","));
+        }
+        Ok(Prepared::Upstream(http))
+    }
+
+    fn parse_response(
+        _config: &ProviderConfig,
+        request: &RequestInfo,
+        response: HttpResponse,
+    ) -> Result<Completion, PluginError> {
+        if !response.is_success() {
+            return Err(errors::http_error(response.status, &response.body));
+        }
+        response::parse(request, &response.body)
+    }
+}
+
+wasmgate_plugin_sdk::export_provider!(Anthropic);
+
+#[cfg(test)]
+mod tests;
