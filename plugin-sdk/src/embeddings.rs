@@ -1,9 +1,7 @@
 //! OpenAI's embeddings request and response, for plugins whose upstream embeds differently.
 
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
-use crate::chat::usage_json;
 use crate::{PluginError, Usage};
 
 /// An OpenAI `POST /v1/embeddings` body.
@@ -62,30 +60,61 @@ impl EmbeddingsRequest {
     }
 }
 
-/// OpenAI's embeddings `list` body for `vectors`, in input order.
+/// OpenAI's embeddings `list` body for `vectors`, in input order. Typed rather than built as a
+/// `Value`, which would widen each `f32` and print digits the model never produced.
 pub fn embeddings_body(
     model: &str,
     vectors: &[Vec<f32>],
     format: EncodingFormat,
     usage: &Usage,
 ) -> String {
-    let data: Vec<Value> = vectors
+    #[derive(Serialize)]
+    struct List<'a> {
+        object: &'static str,
+        data: Vec<Item<'a>>,
+        model: &'a str,
+        usage: ListUsage,
+    }
+    #[derive(Serialize)]
+    struct Item<'a> {
+        object: &'static str,
+        index: usize,
+        embedding: Embedding<'a>,
+    }
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Embedding<'a> {
+        Float(&'a [f32]),
+        Base64(String),
+    }
+    #[derive(Serialize)]
+    struct ListUsage {
+        prompt_tokens: u64,
+        total_tokens: u64,
+    }
+    let data = vectors
         .iter()
         .enumerate()
-        .map(|(index, vector)| {
-            let embedding = match format {
-                EncodingFormat::Float => json!(vector),
-                EncodingFormat::Base64 => Value::String(base64_f32(vector)),
-            };
-            json!({"object": "embedding", "index": index, "embedding": embedding})
+        .map(|(index, vector)| Item {
+            object: "embedding",
+            index,
+            embedding: match format {
+                EncodingFormat::Float => Embedding::Float(vector),
+                EncodingFormat::Base64 => Embedding::Base64(base64_f32(vector)),
+            },
         })
         .collect();
-    let mut usage = usage_json(usage);
-    if let Value::Object(fields) = &mut usage {
-        // Embeddings usage has only these two.
-        fields.retain(|k, _| k == "prompt_tokens" || k == "total_tokens");
-    }
-    json!({"object": "list", "data": data, "model": model, "usage": usage}).to_string()
+    let list = List {
+        object: "list",
+        data,
+        model,
+        usage: ListUsage {
+            prompt_tokens: usage.input_tokens,
+            total_tokens: usage.input_tokens,
+        },
+    };
+    // Serialising these types cannot fail: no maps with non-string keys, no failing impls.
+    serde_json::to_string(&list).unwrap_or_default()
 }
 
 /// Standard base64 (with padding) of the vector's little-endian `f32` bytes.
@@ -113,6 +142,8 @@ fn base64_f32(vector: &[f32]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
 
     #[test]
@@ -135,6 +166,17 @@ mod tests {
         assert_eq!(base64_f32(&[1.0]), "AACAPw==");
         assert_eq!(base64_f32(&[1.0, 1.0]), "AACAPwAAgD8=");
         assert_eq!(base64_f32(&[]), "");
+    }
+
+    #[test]
+    fn floats_keep_their_f32_digits() {
+        let body = embeddings_body(
+            "m",
+            &[vec![0.013_168_523]],
+            EncodingFormat::Float,
+            &Usage::default(),
+        );
+        assert!(body.contains("[0.013168523]"), "{body}");
     }
 
     #[test]
