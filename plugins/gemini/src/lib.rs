@@ -1,0 +1,116 @@
+//! The Gemini provider: OpenAI chat completions and embeddings translated to the Gemini API
+//! (Google AI Studio's `generativelanguage.googleapis.com`) and back, streamed or not.
+//!
+//! Wire formats are taken from Google's API reference:
+//! - generateContent / streamGenerateContent: <https://ai.google.dev/api/generate-content>
+//! - Contents, parts, function calling: <https://ai.google.dev/api/caching#Content>,
+//!   <https://ai.google.dev/gemini-api/docs/function-calling>
+//! - Structured output (`responseJsonSchema`): <https://ai.google.dev/gemini-api/docs/structured-output>
+//! - Embeddings: <https://ai.google.dev/api/embeddings>
+//! - Errors: <https://ai.google.dev/gemini-api/docs/troubleshooting>
+//!
+//! Modules: [`settings`], [`request`] (generation settings and tools), [`contents`] (the
+//! conversation), [`response`], [`stream`], [`embeddings`], [`errors`].
+
+mod contents;
+mod embeddings;
+mod errors;
+mod request;
+mod response;
+mod settings;
+mod stream;
+
+use wasmgate_plugin_sdk::chat::ChatRequest;
+use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::sse_stream::SseStream;
+use wasmgate_plugin_sdk::{
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
+    Prepared, Provider, ProviderConfig, RequestInfo,
+};
+
+use settings::Settings;
+
+struct Gemini;
+
+impl Provider for Gemini {
+    type Decoder = SseStream<stream::Events>;
+
+    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
+        Settings::from_config(config).map(drop)
+    }
+
+    fn prepare(
+        config: &ProviderConfig,
+        request: CanonicalRequest,
+    ) -> Result<Prepared, PluginError> {
+        let settings = Settings::from_config(config).map_err(|_| {
+            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
+        })?;
+        let model = model_path(&request.model);
+        let (method, body) = match request.operation {
+            Operation::ChatCompletions => {
+                let chat = ChatRequest::parse(&request.body)?;
+                let body = request::build(&chat)?;
+                let method = if request.stream {
+                    // `alt=sse` makes the stream Server-Sent Events rather than one JSON array.
+                    "streamGenerateContent?alt=sse"
+                } else {
+                    "generateContent"
+                };
+                (method, to_json(&body)?)
+            }
+            Operation::Embeddings => {
+                let (method, body) = embeddings::build(&request.body, &model)?;
+                (method, to_json(&body)?)
+            }
+            Operation::ImageGenerations | Operation::ListModels => {
+                return Err(PluginError::invalid_request(
+                    "the Gemini provider offers chat completions and embeddings",
+                ));
+            }
+        };
+        let url = join_url(&settings.base_url, &format!("{model}:{method}"));
+        let mut http = HttpRequest::post_json(url, body);
+        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            // The header rather than `?key=`, so that the key stays out of URLs and their logs.
+            http.set_header("x-goog-api-key", key);
+        }
+        Ok(Prepared::Upstream(http))
+    }
+
+    fn parse_response(
+        _config: &ProviderConfig,
+        request: &RequestInfo,
+        response: HttpResponse,
+    ) -> Result<Completion, PluginError> {
+        if !response.is_success() {
+            return Err(errors::http_error(response.status, &response.body));
+        }
+        match request.operation {
+            Operation::Embeddings => embeddings::parse(request, &response.body),
+            Operation::ChatCompletions | Operation::ImageGenerations | Operation::ListModels => {
+                response::parse(request, &response.body)
+            }
+        }
+    }
+}
+
+wasmgate_plugin_sdk::export_provider!(Gemini);
+
+/// The resource name of a model: `models/<name>`, unless the configured name is a path already
+/// (`tunedModels/...`, `models/...`).
+fn model_path(model: &str) -> String {
+    if model.contains('/') {
+        model.to_owned()
+    } else {
+        format!("models/{model}")
+    }
+}
+
+fn to_json(body: &impl serde::Serialize) -> Result<Vec<u8>, PluginError> {
+    serde_json::to_vec(body)
+        .map_err(|_| PluginError::upstream("could not write the upstream request"))
+}
+
+#[cfg(test)]
+mod tests;
