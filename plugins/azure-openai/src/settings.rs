@@ -1,0 +1,102 @@
+//! The entry's `base_url` and `options`, checked once at start-up and re-read per request.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use wasmgate_plugin_sdk::http::{is_http_url, join_url};
+use wasmgate_plugin_sdk::{ConfigError, PluginError, ProviderConfig};
+
+/// The latest generally available inference API version when this was written.
+const DEFAULT_API_VERSION: &str = "2024-10-21";
+
+/// The `options:` of an entry, as written in the config.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Options {
+    /// The `api-version` query parameter.
+    api_version: Option<String>,
+    /// Model name -> deployment name, for deployments not named after their model.
+    #[serde(default)]
+    deployments: BTreeMap<String, String>,
+}
+
+/// An entry's settings, known to be usable.
+pub struct Settings {
+    /// The resource endpoint, e.g. `https://my-resource.openai.azure.com`.
+    base_url: String,
+    api_version: String,
+    deployments: BTreeMap<String, String>,
+}
+
+impl Settings {
+    pub fn from_config(config: &ProviderConfig) -> Result<Self, ConfigError> {
+        // Every Azure resource has its own endpoint: there is no default.
+        let base_url = config.base_url.as_deref().ok_or_else(|| {
+            ConfigError::at(
+                "base_url",
+                "is required: the resource endpoint, e.g. https://my-resource.openai.azure.com",
+            )
+        })?;
+        if !is_http_url(base_url) {
+            return Err(ConfigError::at(
+                "base_url",
+                "must be an absolute http:// or https:// URL",
+            ));
+        }
+        let options: Options = wasmgate_plugin_sdk::options(config)?;
+        let api_version = options
+            .api_version
+            .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned());
+        if api_version.is_empty() || !api_version.chars().all(is_name_char) {
+            return Err(ConfigError::at(
+                "api_version",
+                "must look like 2024-10-21 or 2025-01-01-preview",
+            ));
+        }
+        for (model, deployment) in &options.deployments {
+            if !is_deployment_name(deployment) {
+                return Err(ConfigError::at(
+                    format!("deployments.{model}"),
+                    "a deployment name has only letters, digits, `-`, `_` and `.`",
+                ));
+            }
+        }
+        Ok(Settings {
+            base_url: base_url.to_owned(),
+            api_version,
+            deployments: options.deployments,
+        })
+    }
+
+    /// The URL of `path` (e.g. `chat/completions`) on the deployment that serves `model`.
+    pub fn url(&self, model: &str, path: &str) -> Result<String, PluginError> {
+        let deployment = self.deployments.get(model).map_or(model, String::as_str);
+        // The name goes into the URL path: refuse anything that could change its meaning.
+        if !is_deployment_name(deployment) {
+            return Err(PluginError::invalid_request(format!(
+                "`{model}` is not a valid Azure deployment name; map it to one with the \
+                 `deployments` option"
+            ))
+            .with_param("model"));
+        }
+        let endpoint = format!("openai/deployments/{deployment}/{path}");
+        Ok(format!(
+            "{}?api-version={}",
+            join_url(&self.base_url, &endpoint),
+            self.api_version
+        ))
+    }
+
+    /// The model names of the `deployments` option.
+    pub fn model_names(&self) -> impl Iterator<Item = &str> {
+        self.deployments.keys().map(String::as_str)
+    }
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+fn is_deployment_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(is_name_char) && name != "." && name != ".."
+}
