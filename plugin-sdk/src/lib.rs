@@ -1,12 +1,20 @@
-//! Write wasmgate provider plugins: implement [`Provider`], call [`export_provider!`].
+//! Write wasmgate plugins: providers (implement [`Provider`], call [`export_provider!`]) and
+//! routers (implement `Router`, call `export_router!`).
 //!
 //! A provider plugin is a pure translator between OpenAI's API and one upstream's wire format. The
 //! host does all network I/O and calls the plugin on a fresh instance per request, so a plugin
-//! keeps no state between calls: everything arrives as arguments.
+//! keeps no state between calls: everything arrives as arguments. A router plugin orders the
+//! targets of a virtual model, from the live statistics the host passes it.
+//!
+//! Each kind has a cargo feature, `provider` (the default) and `router`, which brings its bindings
+//! and API. A plugin enables its own kind's only: a router depends on this crate with
+//! `default-features = false, features = ["router"]`. Both together work too, since a component
+//! exports only the kinds whose export macro it calls.
 //!
 //! A plugin that answers every chat request with "hello", without any upstream:
 //!
-//! ```
+#![cfg_attr(feature = "provider", doc = "```")]
+#![cfg_attr(not(feature = "provider"), doc = "```ignore")]
 //! use wasmgate_plugin_sdk::{CanonicalRequest, Completion, NoStream, PluginError, Prepared};
 //! use wasmgate_plugin_sdk::{Provider, ProviderConfig, serde_json::json};
 //!
@@ -26,7 +34,27 @@
 //! wasmgate_plugin_sdk::export_provider!(Hello);
 //! ```
 //!
-//! Build it as a `cdylib` for `wasm32-wasip2`, which emits a component directly.
+//! A router that tries the targets in reverse config order:
+//!
+#![cfg_attr(feature = "router", doc = "```")]
+#![cfg_attr(not(feature = "router"), doc = "```ignore")]
+//! use wasmgate_plugin_sdk::routing::config_order;
+//! use wasmgate_plugin_sdk::{NoOptions, RouteRequest, Router, Target};
+//!
+//! struct Reverse;
+//!
+//! impl Router for Reverse {
+//!     type Options = NoOptions;
+//!
+//!     fn route(_: &NoOptions, _: &RouteRequest, targets: &[Target]) -> Result<Vec<u32>, String> {
+//!         Ok(config_order(targets).rev().collect())
+//!     }
+//! }
+//!
+//! wasmgate_plugin_sdk::export_router!(Reverse);
+//! ```
+//!
+//! Build either as a `cdylib` for `wasm32-wasip2`, which emits a component directly.
 //!
 //! Modules:
 //! - [`sse`]: an incremental Server-Sent-Events parser for streamed upstream bodies.
@@ -38,50 +66,115 @@
 //! - [`log`]: log lines through the host.
 //! - [`openai`]: OpenAI's error and usage shapes, which many upstreams share.
 //! - [`http`]: building upstream requests and checking header names and values.
+//! - `routing`: the choices most routers make: healthy targets, ranking, weighted picks.
 //! - the crate root: the contract types, [`Provider`], [`StreamDecoder`], [`options`],
-//!   [`count_tokens`] and the error helpers ([`error_kind_for_status`], `PluginError::...`).
+//!   `Router`, [`parse_options`], [`count_tokens`] and the error helpers
+//!   ([`error_kind_for_status`], `PluginError::...`).
+//!
+//! Only [`log`], [`parse_options`], [`count_tokens`], the error helpers and the shared types are
+//! in both features; the rest belongs to its kind's feature.
 //!
 //! Built natively (for unit tests) the host imports are not there: [`log`] writes nothing and
 //! [`count_tokens`] estimates one token per four bytes.
 
+#[cfg(feature = "provider")]
 mod adapter;
+#[cfg(feature = "provider")]
 pub mod chat;
+#[cfg(feature = "provider")]
 pub mod embeddings;
 mod error;
 mod host;
+#[cfg(feature = "provider")]
 pub mod http;
 pub mod log;
+#[cfg(feature = "provider")]
 pub mod openai;
+#[cfg(feature = "provider")]
 pub mod openai_compat;
 mod options;
+#[cfg(feature = "provider")]
 mod provider;
+#[cfg(feature = "router")]
+mod router;
+#[cfg(feature = "router")]
+pub mod routing;
+#[cfg(feature = "provider")]
 pub mod sse;
+#[cfg(feature = "provider")]
 pub mod sse_stream;
 mod usage;
 
+#[cfg(not(any(feature = "provider", feature = "router")))]
+compile_error!("enable the feature of the kind of plugin being built: `provider` or `router`");
+
+/// The generated bindings. Each world imports `host` (and with it `types`), so whichever world is
+/// generated first provides those modules, and the other one, if enabled too, reuses them.
 #[expect(
     missing_docs,
     reason = "generated modules and traits; the WIT documents the items"
 )]
 mod wit {
+    #[cfg(feature = "provider")]
     wit_bindgen::generate!({
         path: "../wit",
         world: "provider-plugin",
         pub_export_macro: true,
         additional_derives: [PartialEq],
     });
+
+    #[cfg(all(feature = "router", not(feature = "provider")))]
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "router-plugin",
+        pub_export_macro: true,
+        additional_derives: [PartialEq],
+    });
+    #[cfg(all(feature = "router", not(feature = "provider")))]
+    pub use exports::wasmgate::plugin::router;
+
+    /// With both features, the router's own exports, in a module of their own so that its
+    /// `exports` does not clash with the provider's.
+    #[cfg(all(feature = "router", feature = "provider"))]
+    pub mod router_world {
+        wit_bindgen::generate!({
+            path: "../wit",
+            world: "router-plugin",
+            pub_export_macro: true,
+            additional_derives: [PartialEq],
+            with: {
+                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
+                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
+            },
+        });
+    }
+    #[cfg(all(feature = "router", feature = "provider"))]
+    pub use router_world::exports::wasmgate::plugin::router;
 }
 
 pub use error::error_kind_for_status;
 pub use host::count_tokens;
+#[cfg(feature = "provider")]
 pub use openai::{openai_error, openai_usage, openai_usage_in_body};
+#[cfg(feature = "provider")]
 pub use options::options;
+pub use options::parse_options;
+#[cfg(feature = "provider")]
 pub use provider::{NoStream, Provider, StreamDecoder};
+#[cfg(feature = "router")]
+pub use router::{NoOptions, Router};
 pub use serde_json;
+#[cfg(feature = "provider")]
 pub use wit::exports::wasmgate::plugin::provider::{
     CanonicalRequest, Completion, Operation, Prepared, ProviderConfig, RequestInfo, StreamOutput,
 };
+#[cfg(feature = "router")]
+pub use wit::router::{CircuitState, RouteRequest, Target};
+pub use wit::wasmgate::plugin::types::{
+    ConfigError, ErrorKind, HttpRequest, HttpResponse, LogLevel, PluginError, Usage,
+};
 
+#[cfg(feature = "provider")]
 impl CanonicalRequest {
     /// What `parse_response` and stream decoders are told of this request.
     pub fn info(&self) -> RequestInfo {
@@ -92,26 +185,51 @@ impl CanonicalRequest {
         }
     }
 }
-pub use wit::wasmgate::plugin::types::{
-    ConfigError, ErrorKind, HttpRequest, HttpResponse, LogLevel, PluginError, Usage,
-};
 
-/// What [`export_provider!`] expands to. Not part of the API.
+/// What `export_provider!` and `export_router!` expand to. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    #[cfg(feature = "provider")]
     pub use crate::adapter::Adapter;
-    // The generated export macro looks for the bindings under `<path>::exports::...`.
+    // The generated export macros look for the bindings under `<path>::exports::...`.
+    #[cfg(feature = "provider")]
     pub use crate::wit::exports;
+
+    /// The router's bindings, apart: with both features they are not under `crate::wit`.
+    #[cfg(feature = "router")]
+    pub mod router {
+        pub use crate::router::RouterAdapter;
+        #[cfg(not(feature = "provider"))]
+        pub use crate::wit::exports;
+        #[cfg(feature = "provider")]
+        pub use crate::wit::router_world::exports;
+    }
 }
 
 /// Exports a [`Provider`] as the plugin's `wasmgate:plugin/provider` implementation. Call it once,
 /// in the plugin crate, with the type that implements [`Provider`].
+#[cfg(feature = "provider")]
 #[macro_export]
 macro_rules! export_provider {
     ($provider:ty) => {
         const _: () = {
             type __WasmgateExport = $crate::__private::Adapter<$provider>;
             $crate::__export_provider_plugin_impl!(__WasmgateExport with_types_in $crate::__private);
+        };
+    };
+}
+
+/// Exports a [`Router`] as the plugin's `wasmgate:plugin/router` implementation. Call it once, in
+/// the plugin crate, with the type that implements [`Router`].
+#[cfg(feature = "router")]
+#[macro_export]
+macro_rules! export_router {
+    ($router:ty) => {
+        const _: () = {
+            type __WasmgateExport = $crate::__private::router::RouterAdapter<$router>;
+            $crate::__export_router_plugin_impl!(
+                __WasmgateExport with_types_in $crate::__private::router
+            );
         };
     };
 }

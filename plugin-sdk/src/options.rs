@@ -2,15 +2,24 @@
 
 use serde::de::DeserializeOwned;
 
-use crate::{ConfigError, ProviderConfig};
+use crate::ConfigError;
+#[cfg(feature = "provider")]
+use crate::ProviderConfig;
 
-/// Deserializes `config.options` into `T`. Give `T` `#[serde(deny_unknown_fields)]` so that a
-/// misspelt option fails at start-up: the [`ConfigError`] then names the failing key (a dotted
-/// path for nested options) and serde's message lists the keys that are allowed.
+/// Deserializes `config.options` into `T`, as [`parse_options`] does.
+#[cfg(feature = "provider")]
+pub fn options<T: DeserializeOwned>(config: &ProviderConfig) -> Result<T, ConfigError> {
+    parse_options(&config.options)
+}
+
+/// Deserializes a config entry's `options` (JSON text) into `T`. Give `T`
+/// `#[serde(deny_unknown_fields)]` so that a misspelt option fails at start-up: the
+/// [`ConfigError`] then names the failing key (a dotted path for nested options) and serde's
+/// message lists the keys that are allowed.
 ///
 /// An empty `options` string, or `null`, reads as `{}`.
-pub fn options<T: DeserializeOwned>(config: &ProviderConfig) -> Result<T, ConfigError> {
-    let text = config.options.trim();
+pub fn parse_options<T: DeserializeOwned>(options: &str) -> Result<T, ConfigError> {
+    let text = options.trim();
     let text = if text.is_empty() { "{}" } else { text };
     // Through a `Value` rather than straight from the text, so that messages carry no line and
     // column of a JSON document the user never wrote (their config is YAML).
@@ -51,48 +60,52 @@ mod tests {
         chunk_size: Option<core::num::NonZeroU32>,
     }
 
-    fn config(options: &str) -> ProviderConfig {
-        ProviderConfig {
+    #[cfg(feature = "provider")]
+    #[test]
+    fn provider_options_are_read_from_the_config() {
+        let config = ProviderConfig {
             name: "p".into(),
             base_url: None,
             api_key: None,
             models: vec![],
-            options: options.into(),
-        }
+            options: r#"{"chunk_size": 0}"#.into(),
+        };
+        let err = options::<Opts>(&config).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("chunk_size"));
     }
 
     #[test]
     fn empty_options_are_an_empty_object() {
-        assert!(options::<Opts>(&config("")).is_ok());
-        assert!(options::<Opts>(&config("{}")).is_ok());
-        assert!(options::<Opts>(&config("null")).is_ok());
+        assert!(parse_options::<Opts>("").is_ok());
+        assert!(parse_options::<Opts>("{}").is_ok());
+        assert!(parse_options::<Opts>("null").is_ok());
     }
 
     #[test]
     fn unknown_key_is_named() {
-        let err = options::<Opts>(&config(r#"{"organisation": "x"}"#)).unwrap_err();
+        let err = parse_options::<Opts>(r#"{"organisation": "x"}"#).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("organisation"));
         assert!(err.message.contains("`organization`"), "{}", err.message);
     }
 
     #[test]
     fn mistyped_values_are_named() {
-        let err = options::<Opts>(&config(r#"{"organization": 3}"#)).unwrap_err();
+        let err = parse_options::<Opts>(r#"{"organization": 3}"#).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("organization"));
         assert!(!err.message.contains("line"), "{}", err.message);
 
-        let err = options::<Opts>(&config(r#"{"headers": {"x-a": 1}}"#)).unwrap_err();
+        let err = parse_options::<Opts>(r#"{"headers": {"x-a": 1}}"#).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("headers.x-a"));
 
-        let err = options::<Opts>(&config(r#"{"chunk_size": 0}"#)).unwrap_err();
+        let err = parse_options::<Opts>(r#"{"chunk_size": 0}"#).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("chunk_size"));
     }
 
     #[test]
     fn non_object_options_fail_without_a_key() {
-        let err = options::<Opts>(&config("[1]")).unwrap_err();
+        let err = parse_options::<Opts>("[1]").unwrap_err();
         assert_eq!(err.key, None);
-        let err = options::<Opts>(&config("{")).unwrap_err();
+        let err = parse_options::<Opts>("{").unwrap_err();
         assert_eq!(err.key, None);
     }
 }
