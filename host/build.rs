@@ -11,10 +11,27 @@ use std::process::Command;
 const TARGET: &str = "wasm32-wasip2";
 
 /// The plugins embedded in the binary (see `src/plugins/mod.rs`).
-const BUILT_IN: &[&str] = &["openai", "echo"];
+const BUILT_IN: &[&str] = &[
+    "openai",
+    "echo",
+    "anthropic",
+    "gemini",
+    "cohere",
+    "azure-openai",
+    "fallback",
+    "weighted",
+    "fastest",
+    "cheapest",
+    "conditional",
+];
 
-/// (guest workspace, crate-name prefix, where the components are copied)
-const WORKSPACES: &[(&str, &str)] = &[("plugins", "plugins"), ("tests/plugins", "test-plugins")];
+/// (guest workspace, where under target/ its components are copied)
+const WORKSPACES: &[(&str, &str)] = &[
+    ("plugins", "plugins"),
+    ("policies", "plugins"),
+    ("tests/plugins", "test-plugins"),
+    ("tests/policies", "test-plugins"),
+];
 
 fn main() {
     if let Err(e) = run() {
@@ -29,17 +46,35 @@ fn run() -> Result<(), String> {
         .ok_or("host/ has no parent directory")?
         .to_path_buf();
     let out_dir = PathBuf::from(env("OUT_DIR")?);
-    for dir in ["plugins", "plugin-sdk", "wit", "tests/plugins"] {
+    for dir in [
+        "plugins",
+        "policies",
+        "plugin-sdk",
+        "wit",
+        "tests/plugins",
+        "tests/policies",
+    ] {
         println!("cargo::rerun-if-changed={}", root.join(dir).display());
     }
-    ensure_target()?;
+    println!("cargo::rerun-if-env-changed=WASMGATE_SKIP_GUEST_BUILD");
+    // For host development while guest crates are mid-change: reuse the last built components.
+    let skip_build = std::env::var_os("WASMGATE_SKIP_GUEST_BUILD").is_some();
+    if skip_build {
+        println!("cargo::warning=WASMGATE_SKIP_GUEST_BUILD is set: using previously built plugins");
+    } else {
+        ensure_target()?;
+    }
     let target_dir = root.join("target").join("guests");
     for (workspace, copy_to) in WORKSPACES {
         if !root.join(workspace).join("Cargo.toml").exists() {
             println!("cargo::warning=no guest workspace at {workspace}/");
             continue;
         }
-        let built = build_workspace(&root.join(workspace), &target_dir)?;
+        let built = if skip_build {
+            built_components(&root.join(workspace), &target_dir)?
+        } else {
+            build_workspace(&root.join(workspace), &target_dir)?
+        };
         let dest = root.join("target").join(copy_to);
         std::fs::create_dir_all(&dest).map_err(|e| format!("creating {}: {e}", dest.display()))?;
         for (name, path) in built {
@@ -115,6 +150,11 @@ fn build_workspace(workspace: &Path, target_dir: &Path) -> Result<Vec<(String, P
             workspace.display()
         ));
     }
+    built_components(workspace, target_dir)
+}
+
+/// (plugin name, path of its .wasm) for each plugin crate of `workspace` that has been built.
+fn built_components(workspace: &Path, target_dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
     let release = target_dir.join(TARGET).join("release");
     let mut built = Vec::new();
     let entries =

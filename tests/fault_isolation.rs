@@ -28,7 +28,7 @@ providers:
   faulty:
     plugin: faulty
     base_url: {base_url}
-    models: [trap, loop, hog, ok, slow-ok, trap-stream]
+    models: [trap, loop, hog, ok, slow-ok, trap-stream, snoop]
 "#,
         dir = test_plugins_dir().display()
     );
@@ -155,4 +155,18 @@ async fn a_slow_but_legitimate_call_within_the_deadline_succeeds() {
     let gateway = gateway(&mock.base_url()).await;
     let (status, body, _) = send(&gateway, "faulty/slow-ok", false).await;
     assert_eq!(status, 200, "{body}");
+}
+
+#[tokio::test]
+async fn a_plugin_reaches_no_environment_files_or_sockets() {
+    let mock = MockOpenAi::start().await;
+    let gateway = gateway(&mock.base_url()).await;
+    let (status, body, _) = send(&gateway, "faulty/snoop", false).await;
+    assert_eq!(status, 200, "{body}");
+    let report: Value =
+        serde_json::from_str(body["choices"][0]["message"]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        report,
+        json!({"env": 0, "args": 0, "files": 0, "socket": false})
+    );
 }

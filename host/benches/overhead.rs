@@ -31,9 +31,10 @@ const CONCURRENT_REQUESTS: usize = 20_000;
 const CONCURRENT_LIMIT: Duration = Duration::from_secs(20);
 const PLUGIN_CALLS: usize = 2_000;
 
-fn runtime() -> tokio::runtime::Runtime {
+fn runtime(name: &str) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
+        .thread_name(name)
         .enable_all()
         .build()
         .unwrap()
@@ -140,9 +141,24 @@ fn sequential(load: &tokio::runtime::Runtime, url: &str, body: &str) -> (Duratio
     })
 }
 
-/// Requests per second with `CONCURRENCY` requests in flight.
-fn concurrent(load: &tokio::runtime::Runtime, url: &str, body: &str) -> f64 {
-    load.block_on(async {
+/// CPU time this process has used, all threads.
+fn process_cpu() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Requests per second with `CONCURRENCY` requests in flight, and the CPU time per request of
+/// the whole process (client, gateway and mock together).
+fn concurrent(load: &tokio::runtime::Runtime, url: &str, body: &str) -> (f64, Duration) {
+    let cpu_before = process_cpu();
+    let result = load.block_on(async {
         let client = client();
         let started = Instant::now();
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -171,13 +187,18 @@ fn concurrent(load: &tokio::runtime::Runtime, url: &str, body: &str) -> f64 {
         for worker in workers {
             total += worker.await.unwrap();
         }
-        total as f64 / started.elapsed().as_secs_f64()
-    })
+        (total, total as f64 / started.elapsed().as_secs_f64())
+    });
+    let cpu = process_cpu() - cpu_before;
+    (
+        result.1,
+        cpu / u32::try_from(result.0.max(1)).unwrap_or(u32::MAX),
+    )
 }
 
 /// Mean and p50 of a fresh instance + prepare + parse-response.
 fn plugin_call(size: usize) -> (Duration, Duration) {
-    let rt = runtime();
+    let rt = runtime("plugin-call");
     rt.block_on(async {
         let limits = PluginLimits {
             call_timeout: Duration::from_millis(200),
@@ -213,23 +234,40 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
             body: completion_body(size).into_bytes(),
         };
         let mut times = Vec::with_capacity(PLUGIN_CALLS);
+        let mut parts = [Duration::ZERO; 4];
         for i in 0..PLUGIN_CALLS + 200 {
             let started = Instant::now();
             let mut call = plugin.start().await.unwrap();
+            let instantiated = Instant::now();
             let prepared = call.prepare(&config, &request).await.unwrap().unwrap();
             assert!(matches!(prepared, Prepared::Upstream(_)));
+            let prepared_at = Instant::now();
             let completion = call
                 .parse_response(&config, &info, &response)
                 .await
                 .unwrap()
                 .unwrap();
             assert!(completion.usage.is_some());
+            let parsed = Instant::now();
             drop(call);
             if i >= 200 {
                 times.push(started.elapsed());
+                parts[0] += instantiated - started;
+                parts[1] += prepared_at - instantiated;
+                parts[2] += parsed - prepared_at;
+                parts[3] += started.elapsed() - (parsed - started);
             }
         }
-        let mean = times.iter().sum::<Duration>() / times.len() as u32;
+        let n = times.len() as u32;
+        println!(
+            "  {} KiB: instantiate {}, prepare {}, parse-response {}, drop {} (means)",
+            size / 1024,
+            us(parts[0] / n),
+            us(parts[1] / n),
+            us(parts[2] / n),
+            us(parts[3] / n)
+        );
+        let mean = times.iter().sum::<Duration>() / n;
         times.sort();
         (mean, percentile(&times, 0.5))
     })
@@ -240,9 +278,17 @@ fn us(d: Duration) -> String {
 }
 
 fn main() {
-    let mock_rt = runtime();
-    let gateway_rt = runtime();
-    let load_rt = runtime();
+    if std::env::var_os("BENCH_PLUGIN_ONLY").is_some() {
+        for size in [1024, 100 * 1024] {
+            let (mean, p50) = plugin_call(size);
+            println!("| {} KiB | {} | {} |", size / 1024, us(mean), us(p50));
+        }
+        return;
+    }
+    // Named threads, so that a profile (`perf report --sort comm`) tells the three apart.
+    let mock_rt = runtime("mock");
+    let gateway_rt = runtime("gateway");
+    let load_rt = runtime("load");
     let mock = start_mock(&mock_rt);
     let gateway = start_gateway(&gateway_rt, mock);
     let direct_url = format!("http://{mock}/v1/chat/completions");
@@ -269,16 +315,20 @@ fn main() {
         us(g99.saturating_sub(d99))
     );
 
-    let direct_rps = concurrent(&load_rt, &direct_url, &direct_body);
-    let gateway_rps = concurrent(&load_rt, &gateway_url, &gateway_body);
+    let (direct_rps, direct_cpu) = concurrent(&load_rt, &direct_url, &direct_body);
+    let (gateway_rps, gateway_cpu) = concurrent(&load_rt, &gateway_url, &gateway_body);
     println!("\nconcurrency {CONCURRENCY}, up to {CONCURRENT_REQUESTS} requests");
-    println!("| | requests/s |");
-    println!("|---|---|");
-    println!("| direct to mock | {direct_rps:.0} |");
-    println!("| through wasmgate | {gateway_rps:.0} |");
+    println!("| | requests/s | CPU per request (client + gateway + mock) |");
+    println!("|---|---|---|");
+    println!("| direct to mock | {direct_rps:.0} | {} |", us(direct_cpu));
     println!(
-        "| ratio (gateway / direct) | {:.2} |",
-        gateway_rps / direct_rps
+        "| through wasmgate | {gateway_rps:.0} | {} |",
+        us(gateway_cpu)
+    );
+    println!(
+        "| ratio (gateway / direct) | {:.2} | +{} CPU per request in the gateway |",
+        gateway_rps / direct_rps,
+        us(gateway_cpu.saturating_sub(direct_cpu))
     );
 
     println!(

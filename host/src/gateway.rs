@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin};
+use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
+use crate::routing::Route;
 
 /// A configured provider entry with its loaded plugin.
 pub struct Provider {
@@ -60,11 +61,15 @@ pub enum StartupError {
         provider: String,
         source: crate::plugins::PluginFailure,
     },
+    #[error("routing.{route}: {message}")]
+    Route { route: String, message: String },
 }
 
 pub struct Gateway {
     pub config: Config,
     pub providers: Vec<Provider>,
+    /// Virtual models by name.
+    pub routes: HashMap<String, Route>,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -131,11 +136,60 @@ impl Gateway {
                 }
             }
         }
-        Ok(Self {
+        let mut gateway = Self {
+            routes: HashMap::new(),
             config,
             providers,
             by_model,
-        })
+        };
+        gateway.routes = gateway.load_routes(host).await?;
+        Ok(gateway)
+    }
+
+    /// Loads each virtual model's router plugin, checks its targets, and has it validate its
+    /// options.
+    async fn load_routes(&self, host: &PluginHost) -> Result<HashMap<String, Route>, StartupError> {
+        let mut routers: HashMap<String, RouterPlugin> = HashMap::new();
+        let mut routes = HashMap::new();
+        for (name, entry) in &self.config.routing {
+            let fail = |message: String| StartupError::Route {
+                route: name.clone(),
+                message,
+            };
+            let router = match routers.get(&entry.policy) {
+                Some(router) => router.clone(),
+                None => {
+                    let router = host
+                        .load_router(&entry.policy, &self.config.plugins.dir)
+                        .map_err(|e| fail(format!("policy: {e}")))?;
+                    routers.insert(entry.policy.clone(), router.clone());
+                    router
+                }
+            };
+            let route = Route::from_config(router, entry);
+            for (i, target) in route.targets.iter().enumerate() {
+                if self.resolve(&target.id).is_err() {
+                    return Err(fail(format!(
+                        "targets[{i}]: `{}` is not a model of provider `{}`",
+                        target.id, target.provider
+                    )));
+                }
+            }
+            let ids: Vec<String> = route.targets.iter().map(|t| t.id.clone()).collect();
+            match route.router.validate(&route.options, &ids).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    let key = e.key.map(|k| format!("options.{k}: ")).unwrap_or_default();
+                    return Err(fail(format!(
+                        "policy `{}` rejected its options: {key}{}",
+                        entry.policy, e.message
+                    )));
+                }
+                Err(e) => return Err(fail(e.to_string())),
+            }
+            routes.insert(name.clone(), route);
+        }
+        Ok(routes)
     }
 
     /// `<provider>/<model>` picks the provider; a bare `<model>` must be served by exactly one.

@@ -10,6 +10,7 @@
 pub mod config;
 pub mod gateway;
 pub mod plugins;
+pub mod routing;
 pub mod secret;
 pub mod server;
 pub mod state;
@@ -53,5 +54,6 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         started_unix: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
+        stats: routing::stats::Stats::default(),
     }))
 }

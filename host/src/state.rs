@@ -14,4 +14,6 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// When the gateway started, as the `created` time of listed models.
     pub started_unix: u64,
+    /// Live statistics and circuit breakers of routing targets; they outlive reloads.
+    pub stats: crate::routing::stats::Stats,
 }

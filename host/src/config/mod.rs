@@ -48,8 +48,123 @@ pub struct Config {
     pub plugins: PluginsConfig,
     #[serde(default)]
     pub providers: IndexMap<String, ProviderEntry>,
+    /// Virtual models: a policy (router plugin) spreading requests over targets.
+    #[serde(default)]
+    pub routing: IndexMap<String, RouteEntry>,
     #[serde(default)]
     pub observability: ObservabilityConfig,
+}
+
+/// One virtual model of `routing:`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteEntry {
+    /// The router plugin (`fallback`, `weighted`, `fastest`, `cheapest`, `conditional`, or one
+    /// of the operator's own in `plugins.dir`).
+    pub policy: String,
+    pub targets: Vec<TargetEntry>,
+    /// Passed to the router plugin, which validates it.
+    #[serde(default)]
+    pub options: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    pub retry: RetryConfig,
+    #[serde(default)]
+    pub circuit_breaker: BreakerConfig,
+}
+
+/// A target: `provider/model`, or that with a weight and prices.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum TargetEntry {
+    Id(String),
+    Detailed(TargetDetail),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetDetail {
+    pub id: String,
+    #[serde(default)]
+    pub weight: Option<u32>,
+    /// USD per million input tokens (until the price catalog knows the model).
+    #[serde(default)]
+    pub input_price: Option<f64>,
+    /// USD per million output tokens.
+    #[serde(default)]
+    pub output_price: Option<f64>,
+}
+
+impl TargetEntry {
+    pub fn detail(&self) -> TargetDetail {
+        match self {
+            Self::Id(id) => TargetDetail {
+                id: id.clone(),
+                weight: None,
+                input_price: None,
+                output_price: None,
+            },
+            Self::Detailed(detail) => detail.clone(),
+        }
+    }
+}
+
+/// How a failed attempt moves on to the next target.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryConfig {
+    /// Attempts in all, across targets; by default one per target.
+    #[serde(default)]
+    pub max_attempts: Option<u32>,
+    /// Backoff before the second attempt; doubled for each further one, with full jitter.
+    #[serde(default = "default_backoff_ms")]
+    pub backoff_ms: u64,
+    #[serde(default = "default_max_backoff_ms")]
+    pub max_backoff_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_attempts: None,
+            backoff_ms: default_backoff_ms(),
+            max_backoff_ms: default_max_backoff_ms(),
+        }
+    }
+}
+
+fn default_backoff_ms() -> u64 {
+    25
+}
+fn default_max_backoff_ms() -> u64 {
+    1_000
+}
+
+/// When a target's circuit opens, and for how long.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerConfig {
+    /// Consecutive failed attempts that open the circuit.
+    #[serde(default = "default_breaker_failures")]
+    pub failures: u32,
+    /// How long an open circuit stays open before one trial request is let through.
+    #[serde(default = "default_breaker_cooldown_ms")]
+    pub cooldown_ms: u64,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        Self {
+            failures: default_breaker_failures(),
+            cooldown_ms: default_breaker_cooldown_ms(),
+        }
+    }
+}
+
+fn default_breaker_failures() -> u32 {
+    5
+}
+fn default_breaker_cooldown_ms() -> u64 {
+    30_000
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -290,6 +405,48 @@ impl Config {
                 return Err(ConfigError::key(
                     format!("providers.{name}.models[{i}]"),
                     "is empty",
+                ));
+            }
+        }
+        for (name, route) in &self.routing {
+            let at = |key: &str| format!("routing.{name}.{key}");
+            if name.is_empty() || name.contains('/') {
+                return Err(ConfigError::key(
+                    format!("routing.{name}"),
+                    "a virtual model name must be non-empty and without `/`",
+                ));
+            }
+            if route.targets.is_empty() {
+                return Err(ConfigError::key(
+                    at("targets"),
+                    "must list at least one target",
+                ));
+            }
+            for (i, target) in route.targets.iter().enumerate() {
+                let id = target.detail().id;
+                let Some((provider, model)) = id.split_once('/') else {
+                    return Err(ConfigError::key(
+                        format!("routing.{name}.targets[{i}]"),
+                        format!("`{id}` is not of the form provider/model"),
+                    ));
+                };
+                if !self.providers.contains_key(provider) || model.is_empty() {
+                    return Err(ConfigError::key(
+                        format!("routing.{name}.targets[{i}]"),
+                        format!("`{id}`: no provider `{provider}` in `providers:`"),
+                    ));
+                }
+            }
+            if route.retry.max_attempts == Some(0) {
+                return Err(ConfigError::key(
+                    at("retry.max_attempts"),
+                    "must be at least 1",
+                ));
+            }
+            if route.circuit_breaker.failures == 0 {
+                return Err(ConfigError::key(
+                    at("circuit_breaker.failures"),
+                    "must be at least 1",
                 ));
             }
         }

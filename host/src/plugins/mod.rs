@@ -8,6 +8,8 @@
 mod bindings;
 mod cache;
 mod provider;
+mod router;
+mod sandbox;
 mod state;
 
 use std::path::{Path, PathBuf};
@@ -21,26 +23,41 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 pub use bindings::provider_types::{
     CanonicalRequest, Completion, Operation, ProviderConfig, RequestInfo, StreamOutput,
 };
+pub use bindings::router_types::{CircuitState, RouteRequest, Target as RouteTarget};
 pub use bindings::types::{
     ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,
 };
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
+pub use router::RouterPlugin;
 use state::PluginState;
 
 /// How often the epoch advances. Deadlines are counted in these ticks.
 const TICK: Duration = Duration::from_millis(1);
 
+/// A plugin built by `build.rs` into `OUT_DIR`.
+macro_rules! built_in {
+    ($name:literal) => {
+        (
+            $name,
+            include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".wasm")),
+        )
+    };
+}
+
 /// Plugins compiled into the binary, so that `serve` works with no plugin directory at all.
 /// A `<plugins.dir>/<name>.wasm` file takes precedence over these.
 const BUILT_IN: &[(&str, &[u8])] = &[
-    (
-        "openai",
-        include_bytes!(concat!(env!("OUT_DIR"), "/openai.wasm")),
-    ),
-    (
-        "echo",
-        include_bytes!(concat!(env!("OUT_DIR"), "/echo.wasm")),
-    ),
+    built_in!("openai"),
+    built_in!("echo"),
+    built_in!("anthropic"),
+    built_in!("gemini"),
+    built_in!("cohere"),
+    built_in!("azure-openai"),
+    built_in!("fallback"),
+    built_in!("weighted"),
+    built_in!("fastest"),
+    built_in!("cheapest"),
+    built_in!("conditional"),
 ];
 
 /// Limits applied to every plugin call.
@@ -85,7 +102,7 @@ pub enum LoadError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("plugin `{name}` is not a valid provider component: {detail}")]
+    #[error("plugin `{name}` cannot be used: {detail}")]
     Invalid { name: String, detail: String },
 }
 
@@ -125,13 +142,20 @@ impl PluginHost {
             // Measured here: keeping a few MiB of each slot resident halves the page faults of
             // a fresh instance (see shared/notes/wasm-host-facts.md).
             .linear_memory_keep_resident(4 << 20)
-            .table_keep_resident(64 << 10);
+            .table_keep_resident(64 << 10)
+            // Each async call runs on a fiber stack from the pool; keeping its hot top resident
+            // saves the page faults of a fresh stack on every request.
+            .async_stack_keep_resident(256 << 10)
+            // Linux 6.7+: reset only the pages an instance dirtied, not the whole resident
+            // region (a memset of megabytes per request otherwise).
+            .pagemap_scan(wasmtime::Enabled::Auto);
         let mut config = Config::new();
         config
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool))
             .wasm_component_model(true)
-            .max_wasm_stack(1 << 20)
+            .max_wasm_stack(512 << 10)
+            .async_stack_size(1 << 20)
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))?;
         spawn_epoch_ticker(&engine);
@@ -159,6 +183,23 @@ impl PluginHost {
 
     /// Loads the provider plugin `name`: `<dir>/<name>.wasm` if it exists, else the built-in one.
     pub fn load_provider(&self, name: &str, dir: &Path) -> Result<ProviderPlugin, LoadError> {
+        let component = self.load(name, dir)?;
+        ProviderPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("not a provider plugin: {e:#}"),
+        })
+    }
+
+    /// Loads the router plugin `name`, looked up like a provider plugin.
+    pub fn load_router(&self, name: &str, dir: &Path) -> Result<RouterPlugin, LoadError> {
+        let component = self.load(name, dir)?;
+        RouterPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("not a router plugin: {e:#}"),
+        })
+    }
+
+    fn load(&self, name: &str, dir: &Path) -> Result<Component, LoadError> {
         let path = dir.join(format!("{name}.wasm"));
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => std::borrow::Cow::Owned(bytes),
@@ -172,11 +213,7 @@ impl PluginHost {
                 })?,
             Err(source) => return Err(LoadError::Read { path, source }),
         };
-        let component = self.compile(name, &bytes)?;
-        ProviderPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
-            name: name.to_owned(),
-            detail: format!("{e:#}"),
-        })
+        self.compile(name, &bytes)
     }
 
     fn compile(&self, name: &str, bytes: &[u8]) -> Result<Component, LoadError> {

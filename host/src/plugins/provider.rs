@@ -2,18 +2,17 @@
 //! keeps its instance for as long as the stream lasts.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::Store;
 use wasmtime::component::ResourceAny;
-use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::provider_types::{
     CanonicalRequest, Completion, ProviderConfig, RequestInfo, StreamOutput,
 };
 use super::bindings::types::{ConfigError, HttpResponse, PluginError};
 use super::bindings::{self, ProviderPluginPre};
-use super::state::{DeadlineExceeded, PluginState};
+use super::sandbox::Sandbox;
+use super::state::PluginState;
 use super::{PluginFailure, PluginHost};
 
 pub use bindings::provider_types::Prepared;
@@ -28,10 +27,8 @@ pub struct ProviderPlugin {
 
 /// One request's instance of a provider plugin. Each method call gets the full deadline.
 pub struct PluginCall {
-    plugin: ProviderPlugin,
-    store: Store<PluginState>,
+    sandbox: Sandbox,
     bindings: bindings::ProviderPlugin,
-    _permit: OwnedSemaphorePermit,
 }
 
 /// A stream decoder with the instance it lives in.
@@ -63,91 +60,21 @@ impl ProviderPlugin {
 
     /// A fresh instance for one request: waits for a free slot, then instantiates.
     pub async fn start(&self) -> Result<PluginCall, PluginFailure> {
-        let inner = &self.host.inner;
-        let permit = Arc::clone(&inner.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_| self.trapped("the plugin host is shutting down".into()))?;
-        let state = PluginState::new(Arc::clone(&self.name), inner.tokenizer, inner.limits);
-        let mut store = Store::new(&inner.engine, state);
-        store.limiter(|s| &mut s.memory);
-        store.epoch_deadline_callback(|ctx| {
-            if Instant::now() >= ctx.data().deadline {
-                return Err(DeadlineExceeded.into());
-            }
-            // Yielding every tick lets a long call share its worker thread with other requests.
-            Ok(UpdateDeadline::Yield(1))
-        });
-        arm(&mut store, inner.limits.call_timeout);
-        let bindings = match self.pre.instantiate_async(&mut store).await {
+        let mut sandbox = self.host.sandbox(&self.name).await?;
+        let bindings = match self.pre.instantiate_async(&mut sandbox.store).await {
             Ok(bindings) => bindings,
-            Err(e) => return Err(classify(&self.name, &store, e)),
+            Err(e) => return Err(sandbox.classify(e)),
         };
-        Ok(PluginCall {
-            plugin: self.clone(),
-            store,
-            bindings,
-            _permit: permit,
-        })
-    }
-
-    fn trapped(&self, detail: String) -> PluginFailure {
-        PluginFailure::Trapped {
-            plugin: Arc::clone(&self.name),
-            detail,
-        }
-    }
-}
-
-/// Gives the next call its whole (wall-clock) deadline, checked at every epoch tick.
-fn arm(store: &mut Store<PluginState>, timeout: std::time::Duration) {
-    store.data_mut().deadline = Instant::now() + timeout;
-    store.set_epoch_deadline(1);
-}
-
-/// Tells a trap from a timeout from an exhausted memory cap.
-fn classify(
-    plugin: &Arc<str>,
-    store: &Store<PluginState>,
-    error: wasmtime::Error,
-) -> PluginFailure {
-    let limits = &store.data().limits;
-    if error.downcast_ref::<DeadlineExceeded>().is_some()
-        || matches!(error.downcast_ref::<Trap>(), Some(Trap::Interrupt))
-    {
-        return PluginFailure::TimedOut {
-            plugin: Arc::clone(plugin),
-            ms: u64::try_from(limits.call_timeout.as_millis()).unwrap_or(u64::MAX),
-        };
-    }
-    if store.data().memory.exceeded {
-        return PluginFailure::OutOfMemory {
-            plugin: Arc::clone(plugin),
-            mib: (limits.memory_bytes >> 20) as u64,
-        };
-    }
-    let detail = match error.downcast_ref::<Trap>() {
-        Some(trap) => trap.to_string(),
-        None => format!("{error:#}"),
-    };
-    PluginFailure::Trapped {
-        plugin: Arc::clone(plugin),
-        detail,
+        Ok(PluginCall { sandbox, bindings })
     }
 }
 
 impl PluginCall {
-    /// Runs one export with a fresh deadline and turns a trap into a `PluginFailure`.
     async fn run<T>(
         &mut self,
         f: impl AsyncFnOnce(&bindings::ProviderPlugin, &mut Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
-        let timeout = self.plugin.host.inner.limits.call_timeout;
-        arm(&mut self.store, timeout);
-        match f(&self.bindings, &mut self.store).await {
-            Ok(value) => Ok(value),
-            Err(e) => Err(classify(&self.plugin.name, &self.store, e)),
-        }
+        self.sandbox.run(&self.bindings, f).await
     }
 
     pub async fn validate(&mut self, config: &ProviderConfig) -> CallResult<(), ConfigError> {

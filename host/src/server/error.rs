@@ -21,6 +21,8 @@ pub enum ApiError {
         model: String,
         candidates: Vec<String>,
     },
+    #[error("No target of the virtual model `{model}` can take this request: {message}")]
+    NoRoute { model: String, message: String },
     #[error("The request body exceeds the limit of {0} bytes.")]
     BodyTooLarge(usize),
     #[error("Unknown request URL: {method} {path}.")]
@@ -67,9 +69,10 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidJson(_) | Self::InvalidField { .. } | Self::AmbiguousModel { .. } => {
-                StatusCode::BAD_REQUEST
-            }
+            Self::InvalidJson(_)
+            | Self::InvalidField { .. }
+            | Self::AmbiguousModel { .. }
+            | Self::NoRoute { .. } => StatusCode::BAD_REQUEST,
             Self::ModelNotFound(_) | Self::UnknownRoute { .. } => StatusCode::NOT_FOUND,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Provider { error, .. } => provider_status(error),
@@ -97,6 +100,7 @@ impl ApiError {
                 Some("model"),
                 Some("ambiguous_model"),
             ),
+            Self::NoRoute { .. } => ("invalid_request_error", Some("model"), Some("no_route")),
             Self::BodyTooLarge(_) => ("invalid_request_error", None, Some("request_too_large")),
             Self::UnknownRoute { .. } => ("invalid_request_error", None, Some("unknown_url")),
             Self::Provider { error, .. } => (
@@ -185,6 +189,31 @@ impl IntoResponse for ApiError {
 }
 
 impl ApiError {
+    /// Whether the failure says something about the target rather than the request, so that
+    /// another target may succeed: it cannot be reached, timed out, is rate limited or failed.
+    pub fn is_target_failure(&self) -> bool {
+        match self {
+            Self::PluginFailed(_)
+            | Self::UpstreamUnreachable { .. }
+            | Self::UpstreamTimeout { .. }
+            | Self::BadUpstreamRequest { .. } => true,
+            Self::Provider { error, .. } => match error.upstream_status {
+                Some(status) => status == 429 || status == 408 || status >= 500,
+                None => matches!(
+                    error.kind,
+                    ErrorKind::RateLimited | ErrorKind::Upstream | ErrorKind::Timeout
+                ),
+            },
+            Self::InvalidJson(_)
+            | Self::InvalidField { .. }
+            | Self::ModelNotFound(_)
+            | Self::AmbiguousModel { .. }
+            | Self::NoRoute { .. }
+            | Self::BodyTooLarge(_)
+            | Self::UnknownRoute { .. } => false,
+        }
+    }
+
     fn internal_detail(&self) -> Option<String> {
         match self {
             Self::PluginFailed(failure) => Some(failure.to_string()),

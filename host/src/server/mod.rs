@@ -18,6 +18,7 @@ use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 pub use error::ApiError;
+pub use request::UserInfo;
 
 use crate::state::AppState;
 

@@ -43,17 +43,35 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Json<ModelList> {
             owned_by: provider.name.to_string(),
         }));
     }
+    // Virtual models (routing:) are called by their bare name.
+    data.extend(gateway.config.routing.keys().map(|name| Model {
+        id: name.clone(),
+        object: "model",
+        created: state.started_unix,
+        owned_by: VIRTUAL_OWNER.to_owned(),
+    }));
     Json(ModelList {
         object: "list",
         data,
     })
 }
 
+/// `owned_by` of virtual models.
+const VIRTUAL_OWNER: &str = "wasmgate";
+
 pub async fn retrieve(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> Result<Json<Model>, ApiError> {
     let gateway: Arc<Gateway> = state.gateway.load_full();
+    if gateway.routes.contains_key(&id) {
+        return Ok(Json(Model {
+            object: "model",
+            created: state.started_unix,
+            owned_by: VIRTUAL_OWNER.to_owned(),
+            id,
+        }));
+    }
     let target = gateway
         .resolve(&id)
         .map_err(|_| ApiError::ModelNotFound(id.clone()))?;

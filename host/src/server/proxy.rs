@@ -11,9 +11,13 @@ use axum::response::{IntoResponse, Response};
 use super::error::ApiError;
 use super::request::ClientRequest;
 use super::stream;
-use crate::gateway::{ResolveError, Target};
+use std::time::Instant;
+
+use crate::gateway::{Gateway, ResolveError, Target};
 use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo};
+use crate::routing::{self, Route};
 use crate::state::AppState;
+use crate::tokenizer::Tokenizer;
 use crate::upstream;
 
 pub async fn chat_completions(
@@ -37,6 +41,9 @@ pub async fn image_generations(
     proxy(&state, Operation::ImageGenerations, body).await
 }
 
+/// Where usage goes until projects and keys exist.
+const DEFAULT_PROJECT: &str = "default";
+
 async fn proxy(
     state: &AppState,
     operation: Operation,
@@ -52,6 +59,9 @@ async fn proxy(
     let mut request = ClientRequest::parse(operation, &body)?;
     let gateway = state.gateway.load_full();
     let model = std::mem::take(&mut request.model);
+    if let Some(route) = gateway.routes.get(&model) {
+        return routed(state, &gateway, route, &model, &mut request).await;
+    }
     let target = gateway.resolve(&model).map_err(|e| match e {
         ResolveError::NotFound => ApiError::ModelNotFound(model.clone()),
         ResolveError::Ambiguous(candidates) => ApiError::AmbiguousModel {
@@ -59,9 +69,86 @@ async fn proxy(
             candidates,
         },
     })?;
+    let (response, _) = attempt(state, &mut request, &target).await?;
+    Ok(with_route_headers(response, &target, 1))
+}
+
+/// A request to a virtual model: the router orders the targets, and each is tried in turn
+/// while attempts fail in a way another target may not (connect errors, timeouts, 429, 5xx).
+/// Nothing is retried once a response has started: a stream's first byte ends the choosing.
+async fn routed(
+    state: &AppState,
+    gateway: &Gateway,
+    route: &Route,
+    model: &str,
+    request: &mut ClientRequest,
+) -> Result<Response, ApiError> {
+    let observed = route.observed(&state.stats, Instant::now());
+    let random = uuid::Uuid::new_v4().as_u64_pair();
+    let facts = routing::route_request(
+        model,
+        DEFAULT_PROJECT,
+        &request.user,
+        request.estimate_input_tokens(Tokenizer),
+        request.stream,
+        random.0,
+    );
+    let no_route = |message: String| ApiError::NoRoute {
+        model: model.to_owned(),
+        message,
+    };
+    let order = route
+        .router
+        .route(&route.options, &facts, &observed)
+        .await
+        .map_err(ApiError::PluginFailed)?
+        .map_err(no_route)?;
+    let plan = route.plan(&order, &observed);
+    let last = plan.len();
+    if last == 0 {
+        return Err(no_route("the router chose no target".to_owned()));
+    }
+    for (n, &i) in plan.iter().enumerate() {
+        if n > 0 {
+            tokio::time::sleep(route.backoff(n as u32, random.1.rotate_left(n as u32 * 8))).await;
+        }
+        let id = &route.targets[i].id;
+        let target = gateway
+            .resolve(id)
+            .map_err(|_| ApiError::ModelNotFound(id.clone()))?;
+        let stats = state.stats.get(id).begin(route.breaker);
+        match attempt(state, request, &target).await {
+            Ok((response, output_tokens)) => {
+                stats.succeeded(request.stream, output_tokens);
+                return Ok(with_route_headers(response, &target, n + 1));
+            }
+            Err(error) if error.is_target_failure() => {
+                stats.failed();
+                if n + 1 == last {
+                    return Err(error);
+                }
+                tracing::info!(
+                    model,
+                    target = id.as_str(),
+                    "attempt failed, trying the next target: {error}"
+                );
+            }
+            // The client's own mistake: another target would refuse it too.
+            Err(error) => return Err(error),
+        }
+    }
+    Err(no_route("every target failed".to_owned()))
+}
+
+/// One attempt at one target. Returns the response and, for whole answers, the output tokens.
+async fn attempt(
+    state: &AppState,
+    request: &mut ClientRequest,
+    target: &Target<'_>,
+) -> Result<(Response, Option<u64>), ApiError> {
     let canonical = request.canonical(target.model);
     let info = RequestInfo {
-        operation,
+        operation: request.operation,
         model: canonical.model.clone(),
         stream: canonical.stream,
     };
@@ -75,12 +162,16 @@ async fn proxy(
         .prepare(&provider.config, &canonical)
         .await
         .map_err(ApiError::PluginFailed)?
-        .map_err(|error| provider_error(&target, error))?;
+        .map_err(|error| provider_error(target, error))?;
 
-    let response = match prepared {
-        Prepared::Local(completion) => json_response(completion),
+    Ok(match prepared {
+        Prepared::Local(completion) => {
+            let tokens = completion.usage.map(|u| u.output_tokens);
+            (json_response(completion), tokens)
+        }
         Prepared::LocalStream(output) => {
-            stream::local(output, request.client_wants_usage).into_response()
+            let response = stream::local(output, request.client_wants_usage).into_response();
+            (response, None)
         }
         Prepared::Upstream(http) => {
             let upstream = upstream::send(&state.http, http, provider.timeout)
@@ -92,21 +183,22 @@ async fn proxy(
                     .open_stream(&provider.config, &info, &headers)
                     .await
                     .map_err(ApiError::PluginFailed)?;
-                stream::relay(
+                let response = stream::relay(
                     std::sync::Arc::clone(&provider.name),
                     decoder,
                     upstream,
                     provider.timeout,
                     request.client_wants_usage,
                 )
-                .into_response()
+                .into_response();
+                (response, None)
             } else {
-                let completion = complete(&mut call, &target, &info, upstream).await?;
-                json_response(completion)
+                let completion = complete(&mut call, target, &info, upstream).await?;
+                let tokens = completion.usage.map(|u| u.output_tokens);
+                (json_response(completion), tokens)
             }
         }
-    };
-    Ok(with_route_headers(response, &target))
+    })
 }
 
 /// Reads a whole upstream response and has the plugin translate it.
@@ -159,9 +251,10 @@ fn json_response(completion: Completion) -> Response {
         .into_response()
 }
 
-/// Names the provider and model that answered.
-fn with_route_headers(mut response: Response, target: &Target<'_>) -> Response {
+/// Names the provider and model that answered, and how many attempts it took.
+fn with_route_headers(mut response: Response, target: &Target<'_>, attempts: usize) -> Response {
     let headers = response.headers_mut();
+    headers.insert("x-wasmgate-attempts", HeaderValue::from(attempts));
     if let Ok(v) = HeaderValue::from_str(&target.provider.name) {
         headers.insert("x-wasmgate-provider", v);
     }

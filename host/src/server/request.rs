@@ -15,7 +15,70 @@ pub struct ClientRequest {
     pub stream: bool,
     /// Whether the client itself asked for the final usage chunk of a stream.
     pub client_wants_usage: bool,
+    /// The end user, from the gateway-only `extra` object (never forwarded).
+    pub user: UserInfo,
     body: Map<String, Value>,
+}
+
+/// Who a request is for, as the hosted API documents it: `extra.user` (`id` or `user_id`,
+/// `name` or `user_name`, `tags` or `user_tags`), with OpenAI's `user` field as a fallback id;
+/// and `extra.metadata`, flattened to strings.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UserInfo {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub tags: Vec<String>,
+    pub metadata: Vec<(String, String)>,
+}
+
+impl UserInfo {
+    fn from_body(body: &Map<String, Value>) -> Result<Self, ApiError> {
+        let extra = match body.get("extra") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(extra)) => Some(extra),
+            Some(other) => return Err(wrong_type("extra", "an object", other)),
+        };
+        let user = extra.and_then(|e| e.get("user")).and_then(Value::as_object);
+        let text = |keys: [&str; 2]| {
+            user.and_then(|u| keys.iter().find_map(|k| u.get(*k)))
+                .and_then(|v| match v {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Number(n) => Some(n.to_string()),
+                    _ => None,
+                })
+        };
+        let tags = user
+            .and_then(|u| u.get("tags").or_else(|| u.get("user_tags")))
+            .and_then(Value::as_array)
+            .map(|tags| {
+                tags.iter()
+                    .filter_map(|t| t.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let metadata = extra
+            .and_then(|e| e.get("metadata"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| {
+                        let v = match v {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Self {
+            id: text(["id", "user_id"])
+                .or_else(|| body.get("user").and_then(Value::as_str).map(str::to_owned)),
+            name: text(["name", "user_name"]),
+            tags,
+            metadata,
+        })
+    }
 }
 
 impl ClientRequest {
@@ -74,6 +137,7 @@ impl ClientRequest {
                 o.insert("include_usage".to_owned(), Value::Bool(true));
             }
         }
+        let user = UserInfo::from_body(&body)?;
         // Gateway-only metadata (users, tags) is never forwarded upstream.
         body.remove("extra");
         Ok(Self {
@@ -81,8 +145,33 @@ impl ClientRequest {
             model,
             stream,
             client_wants_usage,
+            user,
             body,
         })
+    }
+
+    /// The prompt's tokens by the host's tokenizer: message texts for chat, the input for
+    /// embeddings, the prompt for images. Template tokens are not counted.
+    pub fn estimate_input_tokens(&self, tokenizer: crate::tokenizer::Tokenizer) -> u32 {
+        fn texts<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+            match value {
+                Value::String(s) => out.push(s),
+                Value::Array(items) => items.iter().for_each(|i| texts(i, out)),
+                Value::Object(part) => {
+                    if let Some(text) = part.get("text").or_else(|| part.get("content")) {
+                        texts(text, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        for key in ["messages", "input", "prompt"] {
+            if let Some(value) = self.body.get(key) {
+                texts(value, &mut found);
+            }
+        }
+        found.iter().map(|t| tokenizer.count(t)).sum()
     }
 
     /// The canonical request for the upstream model name `upstream_model`.
@@ -317,6 +406,32 @@ mod tests {
         assert_eq!(sent["model"], "m");
         assert_eq!(sent["stream_options"]["include_usage"], true);
         assert!(sent.get("extra").is_none());
+    }
+
+    #[test]
+    fn users_come_from_extra_with_openais_user_as_a_fallback() {
+        let parse = |body: &str| {
+            ClientRequest::parse(Operation::ChatCompletions, body.as_bytes())
+                .map(|r| r.user)
+                .unwrap_or_else(|e| panic!("{e}"))
+        };
+        let user = parse(
+            r#"{"model":"m","messages":[{"role":"user","content":"x"}],"user":"fallback",
+                "extra":{"user":{"user_id":"u-1","name":"Ada","tags":["beta","eu"]},"metadata":{"team":"ml","n":3}}}"#,
+        );
+        assert_eq!(user.id.as_deref(), Some("u-1"));
+        assert_eq!(user.name.as_deref(), Some("Ada"));
+        assert_eq!(user.tags, ["beta", "eu"]);
+        assert_eq!(
+            user.metadata,
+            [
+                ("team".to_owned(), "ml".to_owned()),
+                ("n".to_owned(), "3".to_owned())
+            ]
+        );
+        let user =
+            parse(r#"{"model":"m","messages":[{"role":"user","content":"x"}],"user":"fallback"}"#);
+        assert_eq!(user.id.as_deref(), Some("fallback"));
     }
 
     #[test]

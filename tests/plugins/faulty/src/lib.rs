@@ -8,6 +8,7 @@
 //! | `hog` | allocates and touches memory without end, past 1 GiB |
 //! | `slow-ok` | spins for about 20 ms of CPU, then answers |
 //! | `trap-stream`, streamed | goes upstream to `{base_url}/chat/completions`; the decoder panics |
+//! | `snoop` | tries the environment, the filesystem and a socket, and answers with what it got |
 //! | anything else | answers "ok" locally |
 //!
 //! `validate` rejects the option `reject: true`.
@@ -57,6 +58,7 @@ impl Provider for Faulty {
                     .header("accept", "text/event-stream");
                 Ok(Prepared::Upstream(http))
             }
+            "snoop" => Ok(snoop(&request)),
             _ => Ok(ok_answer(&request)),
         }
     }
@@ -118,6 +120,27 @@ fn hog_memory() -> ! {
         blocks.push(black_box(block));
         black_box(&blocks);
     }
+}
+
+/// Reports what the sandbox lets a plugin reach: it should be nothing.
+fn snoop(request: &CanonicalRequest) -> Prepared {
+    let env = std::env::vars_os().count();
+    let args = std::env::args_os().count();
+    let files = ["/", "/etc/passwd", "."]
+        .iter()
+        .filter(|path| std::fs::metadata(path).is_ok())
+        .count();
+    let socket = std::net::TcpStream::connect(("127.0.0.1", 80)).is_ok()
+        || std::net::TcpListener::bind(("127.0.0.1", 0)).is_ok();
+    let report = json!({"env": env, "args": args, "files": files, "socket": socket});
+    let body = json!({"id": "chatcmpl-snoop", "object": "chat.completion", "created": 0,
+        "model": request.model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": report.to_string()},
+            "finish_reason": "stop"}]});
+    Prepared::Local(Completion {
+        body: body.to_string(),
+        usage: None,
+    })
 }
 
 /// Burns real CPU (not sleeping) for `duration`.

@@ -1,0 +1,78 @@
+//! Calls into router plugins: validate a virtual model's options, and order its targets.
+
+use std::sync::Arc;
+
+use super::bindings::router_types::{RouteRequest, Target};
+use super::bindings::types::ConfigError;
+use super::bindings::{RouterPlugin as Bindings, RouterPluginPre};
+use super::{PluginFailure, PluginHost};
+
+/// A loaded router plugin. Each call runs on a fresh instance, like provider calls.
+#[derive(Clone)]
+pub struct RouterPlugin {
+    host: PluginHost,
+    name: Arc<str>,
+    pre: RouterPluginPre<super::state::PluginState>,
+}
+
+impl RouterPlugin {
+    pub(super) fn new(
+        host: PluginHost,
+        name: &str,
+        component: &wasmtime::component::Component,
+    ) -> wasmtime::Result<Self> {
+        let pre = host.inner.linker.instantiate_pre(component)?;
+        Ok(Self {
+            host,
+            name: name.into(),
+            pre: RouterPluginPre::new(pre)?,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub async fn validate(
+        &self,
+        options: &str,
+        targets: &[String],
+    ) -> Result<Result<(), ConfigError>, PluginFailure> {
+        self.call(async |b: &Bindings, s| {
+            b.wasmgate_plugin_router()
+                .call_validate(s, options, targets)
+                .await
+        })
+        .await
+    }
+
+    /// The order in which to try `targets` (indices into it).
+    pub async fn route(
+        &self,
+        options: &str,
+        request: &RouteRequest,
+        targets: &[Target],
+    ) -> Result<Result<Vec<u32>, String>, PluginFailure> {
+        self.call(async |b: &Bindings, s| {
+            b.wasmgate_plugin_router()
+                .call_route(s, options, request, targets)
+                .await
+        })
+        .await
+    }
+
+    async fn call<T>(
+        &self,
+        f: impl AsyncFnOnce(
+            &Bindings,
+            &mut wasmtime::Store<super::state::PluginState>,
+        ) -> wasmtime::Result<T>,
+    ) -> Result<T, PluginFailure> {
+        let mut sandbox = self.host.sandbox(&self.name).await?;
+        let bindings = match self.pre.instantiate_async(&mut sandbox.store).await {
+            Ok(bindings) => bindings,
+            Err(e) => return Err(sandbox.classify(e)),
+        };
+        sandbox.run(&bindings, f).await
+    }
+}

@@ -1,0 +1,91 @@
+//! One plugin call's sandbox: a fresh `Store` with a memory cap, a wall-clock deadline checked at
+//! every epoch tick, and a slot of the instance pool held until it is dropped.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::OwnedSemaphorePermit;
+use wasmtime::{Store, Trap, UpdateDeadline};
+
+use super::state::{DeadlineExceeded, PluginState};
+use super::{PluginFailure, PluginHost};
+
+pub(super) struct Sandbox {
+    pub(super) store: Store<PluginState>,
+    plugin: Arc<str>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl PluginHost {
+    /// Waits for a free instance slot, then prepares a store for the plugin `plugin`.
+    pub(super) async fn sandbox(&self, plugin: &Arc<str>) -> Result<Sandbox, PluginFailure> {
+        let inner = &self.inner;
+        let permit = Arc::clone(&inner.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| PluginFailure::Trapped {
+                plugin: Arc::clone(plugin),
+                detail: "the plugin host is shutting down".into(),
+            })?;
+        let state = PluginState::new(Arc::clone(plugin), inner.tokenizer, inner.limits);
+        let mut store = Store::new(&inner.engine, state);
+        store.limiter(|s| &mut s.memory);
+        store.epoch_deadline_callback(|ctx| {
+            if Instant::now() >= ctx.data().deadline {
+                return Err(DeadlineExceeded.into());
+            }
+            // Yielding every tick lets a long call share its worker thread with other requests.
+            Ok(UpdateDeadline::Yield(1))
+        });
+        let mut sandbox = Sandbox {
+            store,
+            plugin: Arc::clone(plugin),
+            _permit: permit,
+        };
+        sandbox.arm();
+        Ok(sandbox)
+    }
+}
+
+impl Sandbox {
+    /// Gives the next call the whole deadline.
+    pub(super) fn arm(&mut self) {
+        let timeout = self.store.data().limits.call_timeout;
+        self.store.data_mut().deadline = Instant::now() + timeout;
+        self.store.set_epoch_deadline(1);
+    }
+
+    /// Tells a trap from a timeout from an exhausted memory cap.
+    pub(super) fn classify(&self, error: wasmtime::Error) -> PluginFailure {
+        let plugin = Arc::clone(&self.plugin);
+        let state = self.store.data();
+        if error.downcast_ref::<DeadlineExceeded>().is_some()
+            || matches!(error.downcast_ref::<Trap>(), Some(Trap::Interrupt))
+        {
+            let ms = u64::try_from(state.limits.call_timeout.as_millis()).unwrap_or(u64::MAX);
+            return PluginFailure::TimedOut { plugin, ms };
+        }
+        if state.memory.exceeded {
+            let mib = (state.limits.memory_bytes >> 20) as u64;
+            return PluginFailure::OutOfMemory { plugin, mib };
+        }
+        let detail = match error.downcast_ref::<Trap>() {
+            Some(trap) => trap.to_string(),
+            None => format!("{error:#}"),
+        };
+        PluginFailure::Trapped { plugin, detail }
+    }
+
+    /// Runs one export with a fresh deadline, turning a trap into a `PluginFailure`.
+    pub(super) async fn run<B, T>(
+        &mut self,
+        bindings: &B,
+        f: impl AsyncFnOnce(&B, &mut Store<PluginState>) -> wasmtime::Result<T>,
+    ) -> Result<T, PluginFailure> {
+        self.arm();
+        match f(bindings, &mut self.store).await {
+            Ok(value) => Ok(value),
+            Err(e) => Err(self.classify(e)),
+        }
+    }
+}
