@@ -1,14 +1,16 @@
-//! Write wasmgate plugins: providers (implement [`Provider`], call [`export_provider!`]) and
-//! routers (implement `Router`, call `export_router!`).
+//! Write wasmgate plugins: providers (implement [`Provider`], call [`export_provider!`]),
+//! routers (implement `Router`, call `export_router!`) and limiters (implement `Limiter`, call
+//! `export_limiter!`).
 //!
 //! A provider plugin is a pure translator between OpenAI's API and one upstream's wire format. The
 //! host does all network I/O and calls the plugin on a fresh instance per request, so a plugin
 //! keeps no state between calls: everything arrives as arguments. A router plugin orders the
-//! targets of a virtual model, from the live statistics the host passes it.
+//! targets of a virtual model, from the live statistics the host passes it. A limiter plugin
+//! admits or refuses requests (rate limits, budgets) with [`counters`] the host keeps.
 //!
-//! Each kind has a cargo feature, `provider` (the default) and `router`, which brings its bindings
-//! and API. A plugin enables its own kind's only: a router depends on this crate with
-//! `default-features = false, features = ["router"]`. Both together work too, since a component
+//! Each kind has a cargo feature, `provider` (the default), `router` and `limiter`, which brings
+//! its bindings and API. A plugin enables its own kind's only: a router depends on this crate with
+//! `default-features = false, features = ["router"]`. Several together work too, since a component
 //! exports only the kinds whose export macro it calls.
 //!
 //! A plugin that answers every chat request with "hello", without any upstream:
@@ -54,7 +56,39 @@
 //! wasmgate_plugin_sdk::export_router!(Reverse);
 //! ```
 //!
-//! Build either as a `cdylib` for `wasm32-wasip2`, which emits a component directly.
+//! A limiter that lets 100 requests a minute through per scope (a key, a user, ...):
+//!
+#![cfg_attr(feature = "limiter", doc = "```")]
+#![cfg_attr(not(feature = "limiter"), doc = "```ignore")]
+//! use wasmgate_plugin_sdk::limits::Reservation;
+//! use wasmgate_plugin_sdk::{Decision, Denial, DenialCode, LimitRequest, Limiter, NoOptions};
+//! use wasmgate_plugin_sdk::{Period, Settlement};
+//!
+//! struct Hundred;
+//!
+//! impl Limiter for Hundred {
+//!     type Options = NoOptions;
+//!
+//!     fn check(_: &NoOptions, request: &LimitRequest) -> Decision {
+//!         let key = format!("req:minute:{}", request.scope_key);
+//!         match Reservation::new().add(key, Period::Minute, 1, 100) {
+//!             Ok(_) => Decision::Allow(Vec::new()),
+//!             Err(over) => Decision::Deny(Denial {
+//!                 code: DenialCode::RateLimitExceeded,
+//!                 message: "100 requests a minute".to_owned(),
+//!                 retry_after_ms: over.resets_in_ms,
+//!                 headers: Vec::new(),
+//!             }),
+//!         }
+//!     }
+//!
+//!     fn settle(_: &NoOptions, _: &LimitRequest, _: &Settlement) {}
+//! }
+//!
+//! wasmgate_plugin_sdk::export_limiter!(Hundred);
+//! ```
+//!
+//! Build any of them as a `cdylib` for `wasm32-wasip2`, which emits a component directly.
 //!
 //! Modules:
 //! - [`sse`]: an incremental Server-Sent-Events parser for streamed upstream bodies.
@@ -67,26 +101,35 @@
 //! - [`openai`]: OpenAI's error and usage shapes, which many upstreams share.
 //! - [`http`]: building upstream requests and checking header names and values.
 //! - `routing`: the choices most routers make: healthy targets, ranking, weighted picks.
+//! - `counters`: the host's counters, which limiters count requests, tokens and money with.
+//! - `limits`: reservations over several counters, and `x-ratelimit-*` headers.
 //! - the crate root: the contract types, [`Provider`], [`StreamDecoder`], [`options`],
-//!   `Router`, [`parse_options`], [`count_tokens`] and the error helpers
+//!   `Router`, `Limiter`, [`parse_options`], [`count_tokens`] and the error helpers
 //!   ([`error_kind_for_status`], `PluginError::...`).
 //!
 //! Only [`log`], [`parse_options`], [`count_tokens`], the error helpers and the shared types are
-//! in both features; the rest belongs to its kind's feature.
+//! in every feature; the rest belongs to its kind's feature.
 //!
-//! Built natively (for unit tests) the host imports are not there: [`log`] writes nothing and
-//! [`count_tokens`] estimates one token per four bytes.
+//! Built natively (for unit tests) the host imports are not there: [`log`] writes nothing,
+//! [`count_tokens`] estimates one token per four bytes and `counters` keeps its counters in the
+//! test's own thread (see `counters::memory`).
 
 #[cfg(feature = "provider")]
 mod adapter;
 #[cfg(feature = "provider")]
 pub mod chat;
+#[cfg(feature = "limiter")]
+pub mod counters;
 #[cfg(feature = "provider")]
 pub mod embeddings;
 mod error;
 mod host;
 #[cfg(feature = "provider")]
 pub mod http;
+#[cfg(feature = "limiter")]
+mod limiter;
+#[cfg(feature = "limiter")]
+pub mod limits;
 pub mod log;
 #[cfg(feature = "provider")]
 pub mod openai;
@@ -105,11 +148,14 @@ pub mod sse;
 pub mod sse_stream;
 mod usage;
 
-#[cfg(not(any(feature = "provider", feature = "router")))]
-compile_error!("enable the feature of the kind of plugin being built: `provider` or `router`");
+#[cfg(not(any(feature = "provider", feature = "router", feature = "limiter")))]
+compile_error!(
+    "enable the feature of the kind of plugin being built: `provider`, `router` or `limiter`"
+);
 
 /// The generated bindings. Each world imports `host` (and with it `types`), so whichever world is
-/// generated first provides those modules, and the other one, if enabled too, reuses them.
+/// generated first (provider, router, limiter) provides those modules, and the others, if enabled
+/// too, reuse them.
 #[expect(
     missing_docs,
     reason = "generated modules and traits; the WIT documents the items"
@@ -150,24 +196,66 @@ mod wit {
     }
     #[cfg(all(feature = "router", feature = "provider"))]
     pub use router_world::exports::wasmgate::plugin::router;
+
+    #[cfg(all(
+        feature = "limiter",
+        not(any(feature = "provider", feature = "router"))
+    ))]
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "limiter-plugin",
+        pub_export_macro: true,
+        additional_derives: [PartialEq],
+    });
+    #[cfg(all(
+        feature = "limiter",
+        not(any(feature = "provider", feature = "router"))
+    ))]
+    pub use {exports::wasmgate::plugin::limiter, wasmgate::plugin::counters};
+
+    /// With another kind's feature, the limiter's own imports and exports, in a module of their
+    /// own so that its `exports` does not clash with the other world's.
+    #[cfg(all(feature = "limiter", any(feature = "provider", feature = "router")))]
+    pub mod limiter_world {
+        wit_bindgen::generate!({
+            path: "../wit",
+            world: "limiter-plugin",
+            pub_export_macro: true,
+            additional_derives: [PartialEq],
+            with: {
+                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
+                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
+            },
+        });
+    }
+    #[cfg(all(feature = "limiter", any(feature = "provider", feature = "router")))]
+    pub use limiter_world::{exports::wasmgate::plugin::limiter, wasmgate::plugin::counters};
 }
 
 pub use error::error_kind_for_status;
 pub use host::count_tokens;
+#[cfg(feature = "limiter")]
+pub use limiter::Limiter;
 #[cfg(feature = "provider")]
 pub use openai::{openai_error, openai_usage, openai_usage_in_body};
+#[cfg(any(feature = "router", feature = "limiter"))]
+pub use options::NoOptions;
 #[cfg(feature = "provider")]
 pub use options::options;
 pub use options::parse_options;
 #[cfg(feature = "provider")]
 pub use provider::{NoStream, Provider, StreamDecoder};
 #[cfg(feature = "router")]
-pub use router::{NoOptions, Router};
+pub use router::Router;
 pub use serde_json;
+#[cfg(feature = "limiter")]
+pub use wit::counters::{Counter, Period};
 #[cfg(feature = "provider")]
 pub use wit::exports::wasmgate::plugin::provider::{
     CanonicalRequest, Completion, Operation, Prepared, ProviderConfig, RequestInfo, StreamOutput,
 };
+#[cfg(feature = "limiter")]
+pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 #[cfg(feature = "router")]
 pub use wit::router::{CircuitState, RouteRequest, Target};
 pub use wit::wasmgate::plugin::types::{
@@ -186,7 +274,7 @@ impl CanonicalRequest {
     }
 }
 
-/// What `export_provider!` and `export_router!` expand to. Not part of the API.
+/// What the `export_*!` macros expand to. Not part of the API.
 #[doc(hidden)]
 pub mod __private {
     #[cfg(feature = "provider")]
@@ -203,6 +291,16 @@ pub mod __private {
         pub use crate::wit::exports;
         #[cfg(feature = "provider")]
         pub use crate::wit::router_world::exports;
+    }
+
+    /// The limiter's bindings, apart: with another feature they are not under `crate::wit`.
+    #[cfg(feature = "limiter")]
+    pub mod limiter {
+        pub use crate::limiter::LimiterAdapter;
+        #[cfg(not(any(feature = "provider", feature = "router")))]
+        pub use crate::wit::exports;
+        #[cfg(any(feature = "provider", feature = "router"))]
+        pub use crate::wit::limiter_world::exports;
     }
 }
 
@@ -229,6 +327,21 @@ macro_rules! export_router {
             type __WasmgateExport = $crate::__private::router::RouterAdapter<$router>;
             $crate::__export_router_plugin_impl!(
                 __WasmgateExport with_types_in $crate::__private::router
+            );
+        };
+    };
+}
+
+/// Exports a [`Limiter`] as the plugin's `wasmgate:plugin/limiter` implementation. Call it once,
+/// in the plugin crate, with the type that implements [`Limiter`].
+#[cfg(feature = "limiter")]
+#[macro_export]
+macro_rules! export_limiter {
+    ($limiter:ty) => {
+        const _: () = {
+            type __WasmgateExport = $crate::__private::limiter::LimiterAdapter<$limiter>;
+            $crate::__export_limiter_plugin_impl!(
+                __WasmgateExport with_types_in $crate::__private::limiter
             );
         };
     };

@@ -1,5 +1,7 @@
 //! Reading a config entry's `options` into a plugin's own typed struct.
 
+#[cfg(any(feature = "router", feature = "limiter"))]
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::ConfigError;
@@ -11,6 +13,12 @@ use crate::ProviderConfig;
 pub fn options<T: DeserializeOwned>(config: &ProviderConfig) -> Result<T, ConfigError> {
     parse_options(&config.options)
 }
+
+/// The options of a router or limiter that takes none: any key is refused.
+#[cfg(any(feature = "router", feature = "limiter"))]
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoOptions {}
 
 /// Deserializes a config entry's `options` (JSON text) into `T`. Give `T`
 /// `#[serde(deny_unknown_fields)]` so that a misspelt option fails at start-up: the
@@ -99,6 +107,14 @@ mod tests {
 
         let err = parse_options::<Opts>(r#"{"chunk_size": 0}"#).unwrap_err();
         assert_eq!(err.key.as_deref(), Some("chunk_size"));
+    }
+
+    #[cfg(any(feature = "router", feature = "limiter"))]
+    #[test]
+    fn no_options_refuses_any_key() {
+        assert!(parse_options::<NoOptions>("").is_ok());
+        let err = parse_options::<NoOptions>(r#"{"x": 1}"#).unwrap_err();
+        assert_eq!(err.key.as_deref(), Some("x"));
     }
 
     #[test]
