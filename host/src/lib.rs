@@ -7,6 +7,7 @@
 //! - [`upstream`]: the pooled HTTP client for upstream providers.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
+pub mod catalog;
 pub mod config;
 pub mod gateway;
 pub mod plugins;

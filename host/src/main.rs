@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use wasmgate::catalog::{Catalog, Kind, table};
 use wasmgate::config::{Config, DEFAULT_CONFIG, Overrides};
 
 #[derive(Parser)]
@@ -22,6 +23,18 @@ struct Cli {
 enum Command {
     /// Run the gateway.
     Serve(ServeArgs),
+    /// List the built-in model catalog: kinds, context windows, capabilities, prices.
+    Models(ModelsArgs),
+}
+
+#[derive(Args)]
+struct ModelsArgs {
+    /// Only this provider's models (e.g. `openai`, `bedrock`).
+    #[arg(long)]
+    provider: Option<String>,
+    /// Only models of this kind: chat, embeddings or images.
+    #[arg(long)]
+    kind: Option<Kind>,
 }
 
 #[derive(Args)]
@@ -58,6 +71,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
+        Command::Models(args) => models(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -89,6 +103,28 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     wasmgate::server::run(listener, state, shutdown).await?;
     tracing::info!("wasmgate stopped");
     Ok(())
+}
+
+fn models(args: &ModelsArgs) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let catalog = Catalog::builtin();
+    if let Some(p) = &args.provider
+        && !catalog.has_provider(p)
+    {
+        let known: Vec<&str> = catalog.providers().map(|(name, _)| name).collect();
+        anyhow::bail!("unknown provider `{p}` (known: {})", known.join(", "));
+    }
+    let filter = table::Filter {
+        provider: args.provider.as_deref(),
+        kind: args.kind,
+    };
+    match std::io::stdout()
+        .lock()
+        .write_all(table::render(catalog, &filter).as_bytes())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<(Config, String)> {

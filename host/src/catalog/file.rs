@@ -1,0 +1,210 @@
+//! The catalog's file format (`models.yaml`, override files, a config section) and its
+//! conversion into the typed [`Catalog`], which rejects what could not be billed correctly.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+
+use super::{Capabilities, Catalog, CatalogError, Kind, ModelInfo, Prices, ProviderModels};
+
+/// A whole catalog file: provider blocks, each with its models.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatalogFile {
+    #[serde(default)]
+    pub providers: Vec<ProviderBlock>,
+}
+
+/// One provider's models and where their prices were read.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderBlock {
+    /// The provider's name, as `provider/model` ids use it (`openai`, `bedrock`, ...).
+    pub provider: String,
+    /// Where the prices come from and when they were read; required in the built-in catalog.
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub models: Vec<ModelEntry>,
+}
+
+/// One model, prices in USD as providers publish them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelEntry {
+    /// The name the provider's API takes.
+    pub model: String,
+    pub kind: Kind,
+    #[serde(default)]
+    pub context_window: Option<u64>,
+    #[serde(default)]
+    pub capabilities: CapabilitiesEntry,
+    /// USD per million prompt tokens not served from a cache.
+    #[serde(default)]
+    pub input_per_mtok: Option<f64>,
+    /// USD per million completion tokens.
+    #[serde(default)]
+    pub output_per_mtok: Option<f64>,
+    /// USD per million prompt tokens served from the prompt cache.
+    #[serde(default)]
+    pub cached_input_per_mtok: Option<f64>,
+    /// USD per million prompt tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write_per_mtok: Option<f64>,
+    /// USD per generated image.
+    #[serde(default)]
+    pub per_image: Option<f64>,
+}
+
+/// Capabilities; any left out is false.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilitiesEntry {
+    #[serde(default)]
+    pub tools: bool,
+    #[serde(default)]
+    pub vision: bool,
+    #[serde(default)]
+    pub json_mode: bool,
+}
+
+/// The most a catalog price may be: far above any real one, and small enough that token
+/// counts times prices cannot overflow.
+const MAX_USD: f64 = 1_000_000.0;
+
+/// USD per million tokens → pico-USD per token (1 USD/Mtok = 10^6 pico-USD/token).
+fn per_mtok_to_pico(usd: f64) -> Option<i64> {
+    usd_to_pico(usd, 1e6)
+}
+
+/// USD → pico-USD.
+fn per_unit_to_pico(usd: f64) -> Option<i64> {
+    usd_to_pico(usd, 1e12)
+}
+
+fn usd_to_pico(usd: f64, scale: f64) -> Option<i64> {
+    if !usd.is_finite() || !(0.0..=MAX_USD).contains(&usd) {
+        return None;
+    }
+    // Finite and at most 10^18, so the cast is exact in range; rounding absorbs binary-fraction
+    // noise (0.0028 * 1e6 = 2800.0000000000005).
+    Some((usd * scale).round() as i64)
+}
+
+fn check_name(value: &str, at: impl FnOnce() -> String, what: &str) -> Result<(), CatalogError> {
+    if value.trim().is_empty() || value.contains(char::is_whitespace) {
+        return Err(CatalogError::key(
+            at(),
+            format!("{what} must be non-empty, without spaces"),
+        ));
+    }
+    Ok(())
+}
+
+impl TryFrom<CatalogFile> for Catalog {
+    type Error = CatalogError;
+
+    fn try_from(file: CatalogFile) -> Result<Self, Self::Error> {
+        let mut providers: IndexMap<String, ProviderModels> = IndexMap::new();
+        for (b, block) in file.providers.into_iter().enumerate() {
+            let at = |key: &str| format!("providers[{b}].{key}");
+            check_name(&block.provider, || at("provider"), "a provider name")?;
+            if block.provider.contains('/') {
+                return Err(CatalogError::key(at("provider"), "must not contain `/`"));
+            }
+            if providers.contains_key(&block.provider) {
+                return Err(CatalogError::key(
+                    at("provider"),
+                    format!("provider `{}` has an earlier block", block.provider),
+                ));
+            }
+            let mut models = IndexMap::new();
+            for (m, entry) in block.models.into_iter().enumerate() {
+                let at = |key: &str| format!("providers[{b}].models[{m}].{key}");
+                check_name(&entry.model, || at("model"), "a model name")?;
+                if models.contains_key(&entry.model) {
+                    return Err(CatalogError::key(
+                        at("model"),
+                        format!("`{}/{}` is listed twice", block.provider, entry.model),
+                    ));
+                }
+                let info = model_info(&block.provider, entry, &at)?;
+                models.insert(info.model.clone(), info);
+            }
+            providers.insert(
+                block.provider,
+                ProviderModels {
+                    source: block.source.filter(|s| !s.trim().is_empty()),
+                    models,
+                },
+            );
+        }
+        Ok(Catalog { providers })
+    }
+}
+
+fn model_info(
+    provider: &str,
+    entry: ModelEntry,
+    at: &dyn Fn(&str) -> String,
+) -> Result<ModelInfo, CatalogError> {
+    let price = |value: Option<f64>, key: &str, convert: fn(f64) -> Option<i64>| {
+        value
+            .map(|usd| {
+                convert(usd).ok_or_else(|| {
+                    CatalogError::key(at(key), format!("must be a price between 0 and {MAX_USD}"))
+                })
+            })
+            .transpose()
+    };
+    let prices = Prices {
+        input: price(entry.input_per_mtok, "input_per_mtok", per_mtok_to_pico)?,
+        output: price(entry.output_per_mtok, "output_per_mtok", per_mtok_to_pico)?,
+        cached_input: price(
+            entry.cached_input_per_mtok,
+            "cached_input_per_mtok",
+            per_mtok_to_pico,
+        )?,
+        cache_write: price(
+            entry.cache_write_per_mtok,
+            "cache_write_per_mtok",
+            per_mtok_to_pico,
+        )?,
+        per_image: price(entry.per_image, "per_image", per_unit_to_pico)?,
+    };
+    if entry.context_window == Some(0) {
+        return Err(CatalogError::key(
+            at("context_window"),
+            "must be at least 1",
+        ));
+    }
+    Ok(ModelInfo {
+        provider: provider.to_owned(),
+        model: entry.model,
+        kind: entry.kind,
+        context_window: entry.context_window,
+        capabilities: Capabilities {
+            tools: entry.capabilities.tools,
+            vision: entry.capabilities.vision,
+            json_mode: entry.capabilities.json_mode,
+        },
+        prices,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn converts_usd_to_pico() {
+        assert_eq!(per_mtok_to_pico(0.15), Some(150_000));
+        assert_eq!(per_mtok_to_pico(0.0028), Some(2_800));
+        assert_eq!(per_mtok_to_pico(0.003625), Some(3_625));
+        assert_eq!(per_mtok_to_pico(75.0), Some(75_000_000));
+        assert_eq!(per_unit_to_pico(0.04), Some(40_000_000_000));
+        assert_eq!(per_mtok_to_pico(-1.0), None);
+        assert_eq!(per_mtok_to_pico(f64::NAN), None);
+        assert_eq!(per_mtok_to_pico(f64::INFINITY), None);
+        assert_eq!(per_unit_to_pico(MAX_USD * 2.0), None);
+    }
+}
