@@ -23,6 +23,8 @@ const BUILT_IN: &[&str] = &[
     "fastest",
     "cheapest",
     "conditional",
+    "rate-limit",
+    "budget",
 ];
 
 /// (guest workspace, where under target/ its components are copied)

@@ -273,6 +273,114 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
     })
 }
 
+/// Mean and p50 of `calls` runs of `f`, after a warm-up.
+async fn time_calls<F: AsyncFnMut()>(calls: usize, mut f: F) -> (Duration, Duration) {
+    for _ in 0..200 {
+        f().await;
+    }
+    let mut times = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = Instant::now();
+        f().await;
+        times.push(started.elapsed());
+    }
+    let mean = times.iter().sum::<Duration>() / times.len() as u32;
+    times.sort();
+    (mean, percentile(&times, 0.5))
+}
+
+/// A router call (fallback over three targets) and a limiter check (rate-limit, in-memory
+/// counters): what each adds to a request that uses it.
+fn policy_calls() -> [(String, Duration, Duration); 2] {
+    use wasmgate::plugins::{CircuitState, LimitRequest, RouteRequest, RouteTarget};
+    let rt = runtime("policy-call");
+    rt.block_on(async {
+        let limits = PluginLimits {
+            call_timeout: Duration::from_millis(200),
+            memory_bytes: 64 << 20,
+            max_instances: 64,
+        };
+        let cache = std::env::temp_dir().join("wasmgate-bench-cache");
+        let host = PluginHost::new(limits, Some(cache), wasmgate::tokenizer::Tokenizer).unwrap();
+        let nowhere = std::path::Path::new("/nonexistent");
+        let router = host.load_router("fallback", nowhere).unwrap();
+        let targets: Vec<RouteTarget> = ["a/m", "b/m", "c/m"]
+            .iter()
+            .map(|id| RouteTarget {
+                id: (*id).into(),
+                provider: id[..1].into(),
+                model: "m".into(),
+                weight: 1,
+                input_price: Some(0.15),
+                output_price: Some(0.6),
+                in_flight: 0,
+                latency_ms: Some(120.0),
+                ttft_ms: None,
+                tokens_per_second: None,
+                error_rate: 0.0,
+                circuit: CircuitState::Closed,
+            })
+            .collect();
+        let request = RouteRequest {
+            model: "smart".into(),
+            project: "default".into(),
+            user_id: Some("u1".into()),
+            user_name: None,
+            user_tags: vec!["beta".into()],
+            estimated_input_tokens: 200,
+            stream: false,
+            metadata: Vec::new(),
+            random: 42,
+        };
+        let route = time_calls(PLUGIN_CALLS, async || {
+            let order = router
+                .route("{}", &request, &targets)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(order.len(), 3);
+        })
+        .await;
+
+        let limiter = host.load_limiter("rate-limit", nowhere).unwrap();
+        let store: std::sync::Arc<dyn wasmgate::plugins::CounterStore> = std::sync::Arc::new(
+            wasmgate::limits::counters::MemoryCounters::new(wasmgate::limits::window::Clock::new()),
+        );
+        let rule: std::sync::Arc<str> = "bench".into();
+        let options = r#"{"requests_per_minute": 1000000000}"#;
+        let limit_request = LimitRequest {
+            scope_key: "user:u1".into(),
+            project: "default".into(),
+            api_key_id: None,
+            user_id: Some("u1".into()),
+            model: "smart".into(),
+            estimated_input_tokens: 200,
+            max_output_tokens: Some(100),
+            estimated_cost_micros: None,
+        };
+        let check = time_calls(PLUGIN_CALLS, async || {
+            let decision = limiter
+                .check(&store, &rule, options, &limit_request)
+                .await
+                .unwrap();
+            assert!(matches!(decision, wasmgate::plugins::Decision::Allow(_)));
+        })
+        .await;
+        [
+            (
+                "router call (fallback, 3 targets)".to_owned(),
+                route.0,
+                route.1,
+            ),
+            (
+                "limiter check (rate-limit, memory counters)".to_owned(),
+                check.0,
+                check.1,
+            ),
+        ]
+    })
+}
+
 fn us(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
@@ -283,6 +391,7 @@ fn main() {
             let (mean, p50) = plugin_call(size);
             println!("| {} KiB | {} | {} |", size / 1024, us(mean), us(p50));
         }
+        print_policy_calls();
         return;
     }
     // Named threads, so that a profile (`perf report --sort comm`) tells the three apart.
@@ -339,5 +448,15 @@ fn main() {
     for size in [1024, 100 * 1024] {
         let (mean, p50) = plugin_call(size);
         println!("| {} KiB | {} | {} |", size / 1024, us(mean), us(p50));
+    }
+    print_policy_calls();
+}
+
+fn print_policy_calls() {
+    println!("\npolicy plugin calls (fresh instance + call), {PLUGIN_CALLS} calls");
+    println!("| call | mean | p50 |");
+    println!("|---|---|---|");
+    for (name, mean, p50) in policy_calls() {
+        println!("| {name} | {} | {} |", us(mean), us(p50));
     }
 }

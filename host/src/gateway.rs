@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::limits::Limits;
 use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
 use crate::routing::Route;
 
@@ -63,6 +64,8 @@ pub enum StartupError {
     },
     #[error("routing.{route}: {message}")]
     Route { route: String, message: String },
+    #[error("{message}")]
+    Limits { message: String },
 }
 
 pub struct Gateway {
@@ -70,6 +73,8 @@ pub struct Gateway {
     pub providers: Vec<Provider>,
     /// Virtual models by name.
     pub routes: HashMap<String, Route>,
+    /// Rate limits and budgets.
+    pub limits: Arc<Limits>,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -136,7 +141,11 @@ impl Gateway {
                 }
             }
         }
+        let limits = Limits::load(&config.limits, host, &config.plugins.dir)
+            .await
+            .map_err(|message| StartupError::Limits { message })?;
         let mut gateway = Self {
+            limits: Arc::new(limits),
             routes: HashMap::new(),
             config,
             providers,

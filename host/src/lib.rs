@@ -10,6 +10,7 @@
 pub mod catalog;
 pub mod config;
 pub mod gateway;
+pub mod limits;
 pub mod plugins;
 pub mod routing;
 pub mod secret;
@@ -56,5 +57,6 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         stats: routing::stats::Stats::default(),
+        background: tokio_util::task::TaskTracker::new(),
     }))
 }

@@ -55,6 +55,12 @@ struct ServeArgs {
     /// Log filter, e.g. `info` or `wasmgate=debug` (overrides the config and RUST_LOG).
     #[arg(long)]
     log_level: Option<String>,
+    /// Adds a global limit of this many requests per minute (the `rate-limit` policy).
+    #[arg(long, value_name = "N")]
+    rpm: Option<u64>,
+    /// Adds a global daily budget in USD (the `budget` policy).
+    #[arg(long, value_name = "USD")]
+    daily_budget_usd: Option<f64>,
 }
 
 fn main() -> ExitCode {
@@ -91,6 +97,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         port: args.port,
         plugins_dir: args.plugins_dir,
         log_level: args.log_level,
+        requests_per_minute: args.rpm,
+        daily_budget_usd: args.daily_budget_usd,
     });
     wasmgate::telemetry::init(&config.observability);
     let addr = (config.server.host, config.server.port);

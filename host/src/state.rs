@@ -14,6 +14,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// When the gateway started, as the `created` time of listed models.
     pub started_unix: u64,
+    /// Work that outlives its request (settling limits); waited for on shutdown.
+    pub background: tokio_util::task::TaskTracker,
     /// Live statistics and circuit breakers of routing targets; they outlive reloads.
     pub stats: crate::routing::stats::Stats,
 }

@@ -48,11 +48,82 @@ pub struct Config {
     pub plugins: PluginsConfig,
     #[serde(default)]
     pub providers: IndexMap<String, ProviderEntry>,
+    /// Rate limits and budgets: limiter plugins, and where their counters live.
+    #[serde(default)]
+    pub limits: LimitsConfig,
     /// Virtual models: a policy (router plugin) spreading requests over targets.
     #[serde(default)]
     pub routing: IndexMap<String, RouteEntry>,
     #[serde(default)]
     pub observability: ObservabilityConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// `memory` (this process only) or `redis://host:port` (shared by every replica).
+    #[serde(default = "default_limits_store")]
+    pub store: String,
+    #[serde(default)]
+    pub rules: Vec<LimitRule>,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            store: default_limits_store(),
+            rules: Vec::new(),
+        }
+    }
+}
+
+fn default_limits_store() -> String {
+    "memory".to_owned()
+}
+
+/// One limit: a limiter plugin applied per scope.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRule {
+    /// The limiter plugin: `rate-limit`, `budget`, or one of the operator's own.
+    pub policy: String,
+    /// What one counter covers: every request (`global`), or each API key, project, user or
+    /// model separately.
+    #[serde(default)]
+    pub scope: LimitScope,
+    /// Passed to the plugin, which validates it.
+    #[serde(default)]
+    pub options: serde_json::Map<String, serde_json::Value>,
+    /// Names the rule's counters; keep it when editing a rule to keep its counts. Defaults to
+    /// the policy, scope and position.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// Only requests for these models (as clients name them); all when empty.
+    #[serde(default)]
+    pub models: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LimitScope {
+    #[default]
+    Global,
+    Key,
+    Project,
+    User,
+    Model,
+}
+
+impl LimitScope {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Global => "global",
+            Self::Key => "key",
+            Self::Project => "project",
+            Self::User => "user",
+            Self::Model => "model",
+        }
+    }
 }
 
 /// One virtual model of `routing:`.
@@ -302,6 +373,10 @@ pub struct Overrides {
     pub port: Option<u16>,
     pub plugins_dir: Option<PathBuf>,
     pub log_level: Option<String>,
+    /// A global requests-per-minute limit, added to `limits.rules`.
+    pub requests_per_minute: Option<u64>,
+    /// A global daily budget in USD, added to `limits.rules`.
+    pub daily_budget_usd: Option<f64>,
 }
 
 impl Config {
@@ -343,6 +418,23 @@ impl Config {
         }
         if let Some(level) = &overrides.log_level {
             self.observability.log_level = Some(level.clone());
+        }
+        let rule = |policy: &str, key: &str, value: serde_json::Value| LimitRule {
+            policy: policy.to_owned(),
+            scope: LimitScope::Global,
+            options: [(key.to_owned(), value)].into_iter().collect(),
+            id: Some(format!("cli-{policy}")),
+            models: Vec::new(),
+        };
+        if let Some(rpm) = overrides.requests_per_minute {
+            self.limits
+                .rules
+                .push(rule("rate-limit", "requests_per_minute", rpm.into()));
+        }
+        if let Some(usd) = overrides.daily_budget_usd {
+            self.limits
+                .rules
+                .push(rule("budget", "daily_usd", usd.into()));
         }
     }
 
@@ -405,6 +497,23 @@ impl Config {
                 return Err(ConfigError::key(
                     format!("providers.{name}.models[{i}]"),
                     "is empty",
+                ));
+            }
+        }
+        if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
+            return Err(ConfigError::key(
+                "limits.store",
+                "must be `memory` or a redis:// URL",
+            ));
+        }
+        let mut ids = std::collections::HashSet::new();
+        for (i, rule) in self.limits.rules.iter().enumerate() {
+            if let Some(id) = &rule.id
+                && (id.is_empty() || !ids.insert(id.clone()))
+            {
+                return Err(ConfigError::key(
+                    format!("limits.rules[{i}].id"),
+                    "must be non-empty and unique",
                 ));
             }
         }

@@ -26,6 +26,24 @@ pub mod router_world {
     });
 }
 
+/// The limiter world: the host also provides `counters`, async (Redis) and trappable (a store
+/// that cannot be reached fails the call rather than answering a guess).
+pub mod limiter_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "limiter-plugin",
+        exports: { default: async },
+        imports: { "wasmgate:plugin/counters": async | trappable },
+        with: {
+            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+        },
+    });
+}
+
+pub use limiter_world::exports::wasmgate::plugin::limiter as limiter_types;
+pub use limiter_world::wasmgate::plugin::counters as counter_types;
+pub use limiter_world::{LimiterPlugin, LimiterPluginPre};
 pub use provider_world::exports::wasmgate::plugin::provider as provider_types;
 pub use provider_world::wasmgate::plugin::types;
 pub use provider_world::{ProviderPlugin, ProviderPluginPre};
@@ -34,10 +52,43 @@ pub use router_world::{RouterPlugin, RouterPluginPre};
 
 use provider_world::wasmgate::plugin::host;
 
-/// Defines the `host` interface, which every world imports, once for all of them.
+/// Defines the `host` and `counters` interfaces once for every world that imports them.
 pub(super) fn add_host_to_linker(linker: &mut Linker<PluginState>) -> anyhow::Result<()> {
     host::add_to_linker::<PluginState, HasSelf<PluginState>>(linker, |s| s)
-        .map_err(|e| anyhow::anyhow!("linking the host interface: {e}"))
+        .map_err(|e| anyhow::anyhow!("linking the host interface: {e}"))?;
+    counter_types::add_to_linker::<PluginState, HasSelf<PluginState>>(linker, |s| s)
+        .map_err(|e| anyhow::anyhow!("linking the counters interface: {e}"))
+}
+
+impl counter_types::Host for PluginState {
+    async fn add(
+        &mut self,
+        key: String,
+        period: counter_types::Period,
+        delta: i64,
+    ) -> wasmtime::Result<counter_types::Counter> {
+        let counters = self.counters()?;
+        let key = counters.scoped(&key);
+        counters
+            .store
+            .add(&key, period, delta)
+            .await
+            .map_err(|e| wasmtime::Error::msg(format!("counter store: {e}")))
+    }
+
+    async fn get(
+        &mut self,
+        key: String,
+        period: counter_types::Period,
+    ) -> wasmtime::Result<counter_types::Counter> {
+        let counters = self.counters()?;
+        let key = counters.scoped(&key);
+        counters
+            .store
+            .get(&key, period)
+            .await
+            .map_err(|e| wasmtime::Error::msg(format!("counter store: {e}")))
+    }
 }
 
 impl types::Host for PluginState {}

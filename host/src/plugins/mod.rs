@@ -7,6 +7,7 @@
 
 mod bindings;
 mod cache;
+mod limiter;
 mod provider;
 mod router;
 mod sandbox;
@@ -20,6 +21,8 @@ use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+pub use bindings::counter_types::{Counter, Period};
+pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
     CanonicalRequest, Completion, Operation, ProviderConfig, RequestInfo, StreamOutput,
 };
@@ -27,8 +30,27 @@ pub use bindings::router_types::{CircuitState, RouteRequest, Target as RouteTarg
 pub use bindings::types::{
     ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,
 };
+pub use limiter::LimiterPlugin;
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
 pub use router::RouterPlugin;
+
+/// Where limiter plugins' counters live (in memory, or Redis); provided by `limits`.
+pub trait CounterStore: Send + Sync {
+    /// Adds `delta` to `key` in the current window of `period`, atomically.
+    fn add<'a>(
+        &'a self,
+        key: &'a str,
+        period: Period,
+        delta: i64,
+    ) -> futures_util::future::BoxFuture<'a, Result<Counter, String>>;
+
+    /// Reads `key` in the current window of `period`.
+    fn get<'a>(
+        &'a self,
+        key: &'a str,
+        period: Period,
+    ) -> futures_util::future::BoxFuture<'a, Result<Counter, String>>;
+}
 use state::PluginState;
 
 /// How often the epoch advances. Deadlines are counted in these ticks.
@@ -58,6 +80,8 @@ const BUILT_IN: &[(&str, &[u8])] = &[
     built_in!("fastest"),
     built_in!("cheapest"),
     built_in!("conditional"),
+    built_in!("rate-limit"),
+    built_in!("budget"),
 ];
 
 /// Limits applied to every plugin call.
@@ -187,6 +211,15 @@ impl PluginHost {
         ProviderPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
             name: name.to_owned(),
             detail: format!("not a provider plugin: {e:#}"),
+        })
+    }
+
+    /// Loads the limiter plugin `name`, looked up like a provider plugin.
+    pub fn load_limiter(&self, name: &str, dir: &Path) -> Result<LimiterPlugin, LoadError> {
+        let component = self.load(name, dir)?;
+        LimiterPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("not a limiter plugin: {e:#}"),
         })
     }
 

@@ -17,6 +17,30 @@ pub(crate) struct PluginState {
     /// When the current call must have returned.
     pub(super) deadline: std::time::Instant,
     pub(super) limits: PluginLimits,
+    /// The counters a limiter call may use; `None` for every other plugin.
+    pub(super) counters: Option<CounterAccess>,
+}
+
+/// A limiter rule's view of the counter store: its keys are prefixed with the rule's id, so two
+/// rules never share a counter.
+#[derive(Clone)]
+pub(super) struct CounterAccess {
+    pub(super) store: std::sync::Arc<dyn super::CounterStore>,
+    pub(super) prefix: std::sync::Arc<str>,
+}
+
+impl CounterAccess {
+    pub(super) fn scoped(&self, key: &str) -> String {
+        format!("{}:{key}", self.prefix)
+    }
+}
+
+impl PluginState {
+    pub(super) fn counters(&self) -> wasmtime::Result<CounterAccess> {
+        self.counters
+            .clone()
+            .ok_or_else(|| wasmtime::Error::msg("counters are only available to limiter plugins"))
+    }
 }
 
 impl PluginState {
@@ -34,6 +58,7 @@ impl PluginState {
             },
             deadline: std::time::Instant::now(),
             limits,
+            counters: None,
         }
     }
 }

@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use crate::plugins::{ErrorKind, PluginError, PluginFailure};
+use crate::plugins::{Denial, DenialCode, ErrorKind, PluginError, PluginFailure};
 use crate::upstream::UpstreamError;
 
 /// Everything a client can be told went wrong.
@@ -23,6 +23,10 @@ pub enum ApiError {
     },
     #[error("No target of the virtual model `{model}` can take this request: {message}")]
     NoRoute { model: String, message: String },
+    #[error("{}", .0.message)]
+    LimitExceeded(Denial),
+    #[error("The gateway cannot check its limits right now; try again shortly.")]
+    LimitsUnavailable(PluginFailure),
     #[error("The request body exceeds the limit of {0} bytes.")]
     BodyTooLarge(usize),
     #[error("Unknown request URL: {method} {path}.")]
@@ -74,6 +78,8 @@ impl ApiError {
             | Self::AmbiguousModel { .. }
             | Self::NoRoute { .. } => StatusCode::BAD_REQUEST,
             Self::ModelNotFound(_) | Self::UnknownRoute { .. } => StatusCode::NOT_FOUND,
+            Self::LimitExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::LimitsUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Provider { error, .. } => provider_status(error),
             Self::PluginFailed(_)
@@ -101,6 +107,13 @@ impl ApiError {
                 Some("ambiguous_model"),
             ),
             Self::NoRoute { .. } => ("invalid_request_error", Some("model"), Some("no_route")),
+            Self::LimitExceeded(denial) => match denial.code {
+                DenialCode::RateLimitExceeded => ("requests", None, Some("rate_limit_exceeded")),
+                DenialCode::InsufficientQuota => {
+                    ("insufficient_quota", None, Some("insufficient_quota"))
+                }
+            },
+            Self::LimitsUnavailable(_) => ("api_error", None, Some("limits_unavailable")),
             Self::BodyTooLarge(_) => ("invalid_request_error", None, Some("request_too_large")),
             Self::UnknownRoute { .. } => ("invalid_request_error", None, Some("unknown_url")),
             Self::Provider { error, .. } => (
@@ -180,6 +193,19 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response();
+        if let Self::LimitExceeded(denial) = &self {
+            let headers = response.headers_mut();
+            let seconds = denial.retry_after_ms.div_ceil(1000).max(1);
+            headers.insert(axum::http::header::RETRY_AFTER, seconds.into());
+            for (name, value) in &denial.headers {
+                if let (Ok(name), Ok(value)) = (
+                    axum::http::HeaderName::from_bytes(name.as_bytes()),
+                    axum::http::HeaderValue::from_str(value),
+                ) {
+                    headers.insert(name, value);
+                }
+            }
+        }
         // The request-log middleware writes internal details (never sent to the client).
         response
             .extensions_mut()
@@ -210,13 +236,17 @@ impl ApiError {
             | Self::AmbiguousModel { .. }
             | Self::NoRoute { .. }
             | Self::BodyTooLarge(_)
-            | Self::UnknownRoute { .. } => false,
+            | Self::UnknownRoute { .. }
+            | Self::LimitExceeded(_)
+            | Self::LimitsUnavailable(_) => false,
         }
     }
 
     fn internal_detail(&self) -> Option<String> {
         match self {
-            Self::PluginFailed(failure) => Some(failure.to_string()),
+            Self::PluginFailed(failure) | Self::LimitsUnavailable(failure) => {
+                Some(failure.to_string())
+            }
             Self::UpstreamUnreachable { detail, .. } | Self::BadUpstreamRequest { detail, .. } => {
                 Some(detail.clone())
             }

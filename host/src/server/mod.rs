@@ -48,9 +48,14 @@ pub async fn run(
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
+    let background = state.background.clone();
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await?;
+    // Requests are done; let their follow-up work (settling limits) finish too.
+    background.close();
+    background.wait().await;
+    Ok(())
 }
 
 async fn health() -> axum::Json<serde_json::Value> {

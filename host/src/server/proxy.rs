@@ -13,8 +13,11 @@ use super::request::ClientRequest;
 use super::stream;
 use std::time::Instant;
 
+use super::stream::OnFinish;
 use crate::gateway::{Gateway, ResolveError, Target};
+use crate::limits::{Facts, Refusal};
 use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo};
+use crate::plugins::{Settlement, Usage};
 use crate::routing::{self, Route};
 use crate::state::AppState;
 use crate::tokenizer::Tokenizer;
@@ -59,18 +62,81 @@ async fn proxy(
     let mut request = ClientRequest::parse(operation, &body)?;
     let gateway = state.gateway.load_full();
     let model = std::mem::take(&mut request.model);
-    if let Some(route) = gateway.routes.get(&model) {
-        return routed(state, &gateway, route, &model, &mut request).await;
-    }
-    let target = gateway.resolve(&model).map_err(|e| match e {
-        ResolveError::NotFound => ApiError::ModelNotFound(model.clone()),
-        ResolveError::Ambiguous(candidates) => ApiError::AmbiguousModel {
-            model: model.clone(),
-            candidates,
+    let (mut finish, limit_headers) = admit(state, &gateway, &request, &model).await?;
+    let result = match gateway.routes.get(&model) {
+        Some(route) => routed(state, &gateway, route, &model, &mut request, &mut finish).await,
+        None => match gateway.resolve(&model) {
+            Ok(target) => attempt(state, &mut request, &target, &mut finish)
+                .await
+                .map(|(response, usage)| (with_route_headers(response, &target, 1), usage)),
+            Err(ResolveError::NotFound) => Err(ApiError::ModelNotFound(model.clone())),
+            Err(ResolveError::Ambiguous(candidates)) => Err(ApiError::AmbiguousModel {
+                model: model.clone(),
+                candidates,
+            }),
         },
+    };
+    // A stream took `finish` with it and calls it when it ends; anything else is over now.
+    match result {
+        Ok((mut response, usage)) => {
+            if let Some(finish) = finish.take() {
+                finish(usage, true);
+            }
+            let headers = response.headers_mut();
+            for (name, value) in limit_headers {
+                if let (Ok(name), Ok(value)) = (
+                    axum::http::HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(&value),
+                ) {
+                    headers.insert(name, value);
+                }
+            }
+            Ok(response)
+        }
+        Err(error) => {
+            if let Some(finish) = finish.take() {
+                finish(None, false);
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Checks the limits; an admitted request gets the hook that settles them when it is done.
+async fn admit(
+    state: &AppState,
+    gateway: &Gateway,
+    request: &ClientRequest,
+    model: &str,
+) -> Result<(Option<OnFinish>, Vec<(String, String)>), ApiError> {
+    if gateway.limits.is_empty() {
+        return Ok((None, Vec::new()));
+    }
+    let facts = Facts {
+        project: DEFAULT_PROJECT,
+        api_key_id: None,
+        user_id: request.user.id.as_deref(),
+        model,
+        estimated_input_tokens: request.estimate_input_tokens(Tokenizer),
+        max_output_tokens: request.max_output_tokens(),
+        estimated_cost_micros: None,
+    };
+    let admission = gateway.limits.admit(&facts).await.map_err(|r| match r {
+        Refusal::Denied(denial) => ApiError::LimitExceeded(denial),
+        Refusal::Unavailable(failure) => ApiError::LimitsUnavailable(failure),
     })?;
-    let (response, _) = attempt(state, &mut request, &target).await?;
-    Ok(with_route_headers(response, &target, 1))
+    let headers = admission.headers.clone();
+    let background = state.background.clone();
+    let finish: OnFinish = Box::new(move |usage: Option<Usage>, succeeded| {
+        let settlement = Settlement {
+            input_tokens: usage.map_or(0, |u| u.input_tokens),
+            output_tokens: usage.map_or(0, |u| u.output_tokens),
+            cost_micros: None,
+            succeeded,
+        };
+        background.spawn(admission.settle(settlement));
+    });
+    Ok((Some(finish), headers))
 }
 
 /// A request to a virtual model: the router orders the targets, and each is tried in turn
@@ -82,7 +148,8 @@ async fn routed(
     route: &Route,
     model: &str,
     request: &mut ClientRequest,
-) -> Result<Response, ApiError> {
+    finish: &mut Option<OnFinish>,
+) -> Result<(Response, Option<Usage>), ApiError> {
     let observed = route.observed(&state.stats, Instant::now());
     let random = uuid::Uuid::new_v4().as_u64_pair();
     let facts = routing::route_request(
@@ -117,10 +184,10 @@ async fn routed(
             .resolve(id)
             .map_err(|_| ApiError::ModelNotFound(id.clone()))?;
         let stats = state.stats.get(id).begin(route.breaker);
-        match attempt(state, request, &target).await {
-            Ok((response, output_tokens)) => {
-                stats.succeeded(request.stream, output_tokens);
-                return Ok(with_route_headers(response, &target, n + 1));
+        match attempt(state, request, &target, finish).await {
+            Ok((response, usage)) => {
+                stats.succeeded(request.stream, usage.map(|u| u.output_tokens));
+                return Ok((with_route_headers(response, &target, n + 1), usage));
             }
             Err(error) if error.is_target_failure() => {
                 stats.failed();
@@ -140,12 +207,14 @@ async fn routed(
     Err(no_route("every target failed".to_owned()))
 }
 
-/// One attempt at one target. Returns the response and, for whole answers, the output tokens.
+/// One attempt at one target. Returns the response and, for whole answers, the usage; a stream
+/// takes `finish` and reports its usage when it ends.
 async fn attempt(
     state: &AppState,
     request: &mut ClientRequest,
     target: &Target<'_>,
-) -> Result<(Response, Option<u64>), ApiError> {
+    finish: &mut Option<OnFinish>,
+) -> Result<(Response, Option<Usage>), ApiError> {
     let canonical = request.canonical(target.model);
     let info = RequestInfo {
         operation: request.operation,
@@ -166,12 +235,13 @@ async fn attempt(
 
     Ok(match prepared {
         Prepared::Local(completion) => {
-            let tokens = completion.usage.map(|u| u.output_tokens);
-            (json_response(completion), tokens)
+            let usage = completion.usage;
+            (json_response(completion), usage)
         }
         Prepared::LocalStream(output) => {
+            let usage = output.usage;
             let response = stream::local(output, request.client_wants_usage).into_response();
-            (response, None)
+            (response, usage)
         }
         Prepared::Upstream(http) => {
             let upstream = upstream::send(&state.http, http, provider.timeout)
@@ -189,13 +259,14 @@ async fn attempt(
                     upstream,
                     provider.timeout,
                     request.client_wants_usage,
+                    finish.take(),
                 )
                 .into_response();
                 (response, None)
             } else {
                 let completion = complete(&mut call, target, &info, upstream).await?;
-                let tokens = completion.usage.map(|u| u.output_tokens);
-                (json_response(completion), tokens)
+                let usage = completion.usage;
+                (json_response(completion), usage)
             }
         }
     })

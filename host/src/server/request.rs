@@ -150,6 +150,14 @@ impl ClientRequest {
         })
     }
 
+    /// The output cap the client asked for (`max_completion_tokens`, else `max_tokens`).
+    pub fn max_output_tokens(&self) -> Option<u32> {
+        ["max_completion_tokens", "max_tokens"]
+            .iter()
+            .find_map(|k| self.body.get(*k).and_then(Value::as_u64))
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
     /// The prompt's tokens by the host's tokenizer: message texts for chat, the input for
     /// embeddings, the prompt for images. Template tokens are not counted.
     pub fn estimate_input_tokens(&self, tokenizer: crate::tokenizer::Tokenizer) -> u32 {

@@ -14,9 +14,13 @@ use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 
 use super::error::ApiError;
-use crate::plugins::{ProviderStream, StreamOutput};
+use crate::plugins::{ProviderStream, StreamOutput, Usage};
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
+
+/// Called once when a stream is over (finished, failed, or dropped because the client went
+/// away) with the last usage the upstream reported and whether it finished normally.
+pub type OnFinish = Box<dyn FnOnce(Option<Usage>, bool) + Send>;
 
 /// An SSE response from events the plugin produced without any upstream.
 pub fn local(output: StreamOutput, client_wants_usage: bool) -> SseResponse {
@@ -33,8 +37,12 @@ pub fn relay(
     upstream: reqwest::Response,
     idle_timeout: Duration,
     client_wants_usage: bool,
+    on_finish: Option<OnFinish>,
 ) -> SseResponse {
     let relay = Relay {
+        on_finish,
+        usage: None,
+        failed: false,
         provider,
         decoder,
         upstream: upstream.bytes_stream().boxed(),
@@ -66,6 +74,9 @@ impl IntoResponse for SseResponse {
 }
 
 struct Relay {
+    on_finish: Option<OnFinish>,
+    usage: Option<Usage>,
+    failed: bool,
     provider: std::sync::Arc<str>,
     decoder: ProviderStream,
     upstream: BoxStream<'static, reqwest::Result<Bytes>>,
@@ -108,6 +119,9 @@ impl Relay {
             };
             match decoded {
                 Ok(Ok(output)) => {
+                    if output.usage.is_some() {
+                        self.usage = output.usage;
+                    }
                     let mut buf = Vec::new();
                     write_events(&mut buf, output.events, self.client_wants_usage);
                     if self.ended {
@@ -133,6 +147,15 @@ impl Relay {
         self.ready
             .push_back(Bytes::from(format!("data: {event}\n\n")));
         self.ended = true;
+        self.failed = true;
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        if let Some(on_finish) = self.on_finish.take() {
+            on_finish(self.usage, self.ended && !self.failed);
+        }
     }
 }
 

@@ -1,0 +1,204 @@
+//! Rate limits and budgets: limiter plugins check each request before it is forwarded and
+//! settle it with its real usage afterwards, using counters kept here (in memory) or in Redis.
+
+pub mod counters;
+pub mod window;
+
+use std::sync::Arc;
+
+use crate::config::{LimitRule, LimitScope, LimitsConfig};
+use crate::plugins::{
+    CounterStore, Decision, Denial, LimitRequest, LimiterPlugin, PluginFailure, PluginHost,
+    Settlement,
+};
+
+/// The limit rules of one config, with their counter store.
+pub struct Limits {
+    store: Arc<dyn CounterStore>,
+    rules: Vec<Rule>,
+}
+
+struct Rule {
+    /// Prefix of the rule's counter keys.
+    id: Arc<str>,
+    plugin: LimiterPlugin,
+    options: String,
+    scope: LimitScope,
+    models: Vec<String>,
+}
+
+/// What the limits know of a request.
+pub struct Facts<'a> {
+    pub project: &'a str,
+    pub api_key_id: Option<&'a str>,
+    pub user_id: Option<&'a str>,
+    /// The model as the client named it.
+    pub model: &'a str,
+    pub estimated_input_tokens: u32,
+    pub max_output_tokens: Option<u32>,
+    pub estimated_cost_micros: Option<i64>,
+}
+
+/// Why a request cannot be admitted.
+#[derive(Debug)]
+pub enum Refusal {
+    Denied(Denial),
+    /// A limiter failed (its plugin trapped, or the counter store is unreachable): the request
+    /// is refused rather than let through unchecked.
+    Unavailable(PluginFailure),
+}
+
+/// An admitted request: the rules that allowed it, to settle when it is done.
+pub struct Admission {
+    limits: Arc<Limits>,
+    checked: Vec<(usize, LimitRequest)>,
+    /// `x-ratelimit-*` headers for the response.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Limits {
+    pub async fn load(
+        config: &LimitsConfig,
+        host: &PluginHost,
+        plugins_dir: &std::path::Path,
+    ) -> Result<Self, String> {
+        let store: Arc<dyn CounterStore> = if config.store == "memory" {
+            Arc::new(counters::MemoryCounters::new(window::Clock::new()))
+        } else {
+            Arc::new(
+                counters::RedisCounters::connect(&config.store)
+                    .await
+                    .map_err(|e| format!("limits.store: {e}"))?,
+            )
+        };
+        let mut rules = Vec::with_capacity(config.rules.len());
+        for (i, rule) in config.rules.iter().enumerate() {
+            rules.push(load_rule(i, rule, host, plugins_dir).await?);
+        }
+        Ok(Self { store, rules })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Checks every rule that applies. The first denial refuses the request; reservations the
+    /// rules before it made are given back.
+    pub async fn admit(self: &Arc<Self>, facts: &Facts<'_>) -> Result<Admission, Refusal> {
+        let mut admission = Admission {
+            limits: Arc::clone(self),
+            checked: Vec::new(),
+            headers: Vec::new(),
+        };
+        for (i, rule) in self.rules.iter().enumerate() {
+            if !rule.models.is_empty() && !rule.models.iter().any(|m| m == facts.model) {
+                continue;
+            }
+            let request = limit_request(rule.scope, facts);
+            let decision = rule
+                .plugin
+                .check(&self.store, &rule.id, &rule.options, &request)
+                .await;
+            match decision {
+                Ok(Decision::Allow(headers)) => {
+                    admission.headers.extend(headers);
+                    admission.checked.push((i, request));
+                }
+                Ok(Decision::Deny(denial)) => {
+                    admission.release().await;
+                    return Err(Refusal::Denied(denial));
+                }
+                Err(failure) => {
+                    admission.release().await;
+                    return Err(Refusal::Unavailable(failure));
+                }
+            }
+        }
+        Ok(admission)
+    }
+}
+
+async fn load_rule(
+    i: usize,
+    rule: &LimitRule,
+    host: &PluginHost,
+    plugins_dir: &std::path::Path,
+) -> Result<Rule, String> {
+    let at = format!("limits.rules[{i}]");
+    let plugin = host
+        .load_limiter(&rule.policy, plugins_dir)
+        .map_err(|e| format!("{at}.policy: {e}"))?;
+    let options = serde_json::Value::Object(rule.options.clone()).to_string();
+    match plugin.validate(&options).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            let key = e.key.map(|k| format!(".{k}")).unwrap_or_default();
+            return Err(format!("{at}.options{key}: {}", e.message));
+        }
+        Err(failure) => return Err(format!("{at}: {failure}")),
+    }
+    let id = rule
+        .id
+        .clone()
+        .unwrap_or_else(|| format!("{}-{}-{i}", rule.policy, rule.scope.name()));
+    Ok(Rule {
+        id: id.into(),
+        plugin,
+        options,
+        scope: rule.scope,
+        models: rule.models.clone(),
+    })
+}
+
+fn limit_request(scope: LimitScope, facts: &Facts<'_>) -> LimitRequest {
+    let scope_key = match scope {
+        LimitScope::Global => "global".to_owned(),
+        LimitScope::Key => format!("key:{}", facts.api_key_id.unwrap_or("anonymous")),
+        LimitScope::Project => format!("project:{}", facts.project),
+        LimitScope::User => format!("user:{}", facts.user_id.unwrap_or("anonymous")),
+        LimitScope::Model => format!("model:{}", facts.model),
+    };
+    LimitRequest {
+        scope_key,
+        project: facts.project.to_owned(),
+        api_key_id: facts.api_key_id.map(str::to_owned),
+        user_id: facts.user_id.map(str::to_owned),
+        model: facts.model.to_owned(),
+        estimated_input_tokens: facts.estimated_input_tokens,
+        max_output_tokens: facts.max_output_tokens,
+        estimated_cost_micros: facts.estimated_cost_micros,
+    }
+}
+
+impl Admission {
+    /// Settles every rule that allowed the request with what it really used.
+    pub async fn settle(self, usage: Settlement) {
+        for (i, request) in &self.checked {
+            let rule = &self.limits.rules[*i];
+            let settled = rule
+                .plugin
+                .settle(&self.limits.store, &rule.id, &rule.options, request, &usage)
+                .await;
+            if let Err(e) = settled {
+                tracing::warn!(rule = &*rule.id, "settling a limit failed: {e}");
+            }
+        }
+    }
+
+    /// Gives back what the rules checked so far reserved (the request will not be sent).
+    async fn release(&mut self) {
+        let released = Admission {
+            limits: Arc::clone(&self.limits),
+            checked: std::mem::take(&mut self.checked),
+            headers: Vec::new(),
+        };
+        released
+            .settle(Settlement {
+                input_tokens: 0,
+                output_tokens: 0,
+                cost_micros: Some(0),
+                succeeded: false,
+            })
+            .await;
+    }
+}

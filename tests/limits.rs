@@ -1,0 +1,182 @@
+//! Limits end to end: the `rate-limit` limiter's decisions and headers per scope, the 429 in
+//! OpenAI's shape, and two gateway replicas enforcing one limit through one Redis.
+//! (Window arithmetic is tested with paused time in `host/src/limits`; here the windows are
+//! days, so a test never straddles one.)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::redis::RedisServer;
+use common::{TestGateway, http};
+use serde_json::{Value, json};
+
+fn config(store: &str, rules: &str) -> String {
+    format!(
+        r#"
+providers:
+  echo:
+    plugin: echo
+    models: [echo-1, echo-2]
+limits:
+  store: {store}
+  rules:
+{rules}
+"#
+    )
+}
+
+struct Answer {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: Value,
+}
+
+async fn ask(gateway: &TestGateway, model: &str, user: &str) -> Answer {
+    let response = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .json(
+            &json!({"model": model, "messages": [{"role": "user", "content": "hello there"}],
+                      "max_tokens": 10, "extra": {"user": {"id": user}}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    Answer {
+        status: response.status().as_u16(),
+        headers: response.headers().clone(),
+        body: response.json().await.unwrap(),
+    }
+}
+
+fn header<'a>(answer: &'a Answer, name: &str) -> &'a str {
+    answer
+        .headers
+        .get(name)
+        .map_or("", |v| v.to_str().unwrap_or(""))
+}
+
+#[tokio::test]
+async fn a_per_user_request_limit_allows_exactly_the_limit_then_429s() {
+    let rules = "    - { policy: rate-limit, scope: user, options: { requests_per_day: 3 } }";
+    let gateway = TestGateway::start(&config("memory", rules)).await;
+    for remaining in ["2", "1", "0"] {
+        let answer = ask(&gateway, "echo-1", "u1").await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(header(&answer, "x-ratelimit-limit-requests"), "3");
+        assert_eq!(header(&answer, "x-ratelimit-remaining-requests"), remaining);
+        assert!(!header(&answer, "x-ratelimit-reset-requests").is_empty());
+    }
+    let denied = ask(&gateway, "echo-1", "u1").await;
+    assert_eq!(denied.status, 429);
+    assert_eq!(denied.body["error"]["code"], "rate_limit_exceeded");
+    assert!(
+        denied.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("user:u1")
+    );
+    let retry_after: u64 = header(&denied, "retry-after").parse().unwrap();
+    assert!((1..=86_400).contains(&retry_after), "{retry_after}");
+    assert_eq!(header(&denied, "x-ratelimit-remaining-requests"), "0");
+
+    // Another user has a counter of their own.
+    assert_eq!(ask(&gateway, "echo-1", "u2").await.status, 200);
+}
+
+#[tokio::test]
+async fn a_global_rule_counts_everyone_and_a_model_rule_only_its_models() {
+    let rules = "    - { policy: rate-limit, scope: model, models: [echo-2], options: { requests_per_day: 1 } }\n    - { policy: rate-limit, scope: global, options: { requests_per_day: 4 } }";
+    let gateway = TestGateway::start(&config("memory", rules)).await;
+    assert_eq!(ask(&gateway, "echo-2", "a").await.status, 200);
+    let second = ask(&gateway, "echo-2", "b").await;
+    assert_eq!(second.status, 429, "echo-2 allows one request a day");
+    // The denied request gave back what the global rule had counted: 3 more fit globally.
+    for user in ["c", "d", "e"] {
+        assert_eq!(ask(&gateway, "echo-1", user).await.status, 200);
+    }
+    assert_eq!(ask(&gateway, "echo-1", "f").await.status, 429);
+}
+
+#[tokio::test]
+async fn a_token_limit_reserves_and_settles_to_real_usage() {
+    // Each request reserves its input estimate plus max_tokens (10), then settles to what echo
+    // really used (a few tokens), so more requests fit than the reservations alone would allow.
+    let rules = "    - { policy: rate-limit, scope: user, options: { tokens_per_day: 40 } }";
+    let gateway = TestGateway::start(&config("memory", rules)).await;
+    let mut allowed = 0;
+    for _ in 0..10 {
+        let answer = ask(&gateway, "echo-1", "t1").await;
+        if answer.status != 200 {
+            assert_eq!(answer.body["error"]["code"], "rate_limit_exceeded");
+            break;
+        }
+        allowed += 1;
+        // Let the settlement (done after the response) land before the next check.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(
+        allowed >= 2,
+        "settling to real usage frees room: {allowed} allowed"
+    );
+    assert!(allowed < 10, "the limit still holds");
+}
+
+#[tokio::test]
+async fn bad_limit_options_are_rejected_naming_the_rule() {
+    let rules = "    - { policy: rate-limit, options: { requests_per_fortnight: 3 } }";
+    let err = TestGateway::try_start(&config("memory", rules))
+        .await
+        .err()
+        .unwrap();
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("limits.rules[0]") && text.contains("requests_per_fortnight"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_one_redis_enforce_one_limit() {
+    let redis = RedisServer::start();
+    let rules = "    - { policy: rate-limit, scope: global, options: { requests_per_day: 100 } }";
+    let config = config(&redis.url(), rules);
+    let replicas = [
+        TestGateway::start(&config).await,
+        TestGateway::start(&config).await,
+    ];
+    let client = http();
+    let requests = (0..400).map(|i| {
+        let url = replicas[i % 2].url("/v1/chat/completions");
+        let client = client.clone();
+        async move {
+            client
+                .post(url)
+                .json(&json!({"model": "echo-1", "messages": [{"role": "user", "content": "x"}]}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    });
+    let statuses = futures_util::future::join_all(requests).await;
+    let passed = statuses.iter().filter(|s| **s == 200).count();
+    let limited = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!((passed, limited), (100, 300));
+}
+
+#[tokio::test]
+async fn an_unreachable_redis_is_reported_at_start_up() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let rules = "    - { policy: rate-limit, options: { requests_per_day: 3 } }";
+    let err = TestGateway::try_start(&config(&format!("redis://127.0.0.1:{port}/"), rules))
+        .await
+        .err()
+        .unwrap();
+    assert!(format!("{err:#}").contains("limits.store"), "{err:#}");
+}
