@@ -180,3 +180,76 @@ async fn an_unreachable_redis_is_reported_at_start_up() {
         .unwrap();
     assert!(format!("{err:#}").contains("limits.store"), "{err:#}");
 }
+
+/// An `openai` provider on the mock upstream: gpt-4o-mini is in the catalog at $0.15 / $0.60 /
+/// $0.075 (cached) per million tokens, so the mock's usage (13 prompt tokens of which 5 cached,
+/// 7 completion tokens) costs 5.775 µUSD, 6 once rounded.
+fn priced_config(base_url: &str, rules: &str) -> String {
+    format!(
+        r#"
+providers:
+  openai:
+    plugin: openai
+    base_url: {base_url}
+    api_key: sk-test
+    models: [gpt-4o-mini]
+limits:
+  store: memory
+  rules:
+{rules}
+"#
+    )
+}
+
+async fn ask_priced(gateway: &TestGateway, max_tokens: u32) -> Answer {
+    let response = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .json(
+            &json!({"model": "openai/gpt-4o-mini", "max_tokens": max_tokens,
+                      "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    Answer {
+        status: response.status().as_u16(),
+        headers: response.headers().clone(),
+        body: response.json().await.unwrap(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_requests_cannot_overshoot_a_budget() {
+    let mock = common::mock_openai::MockOpenAi::start().await;
+    // 20 µUSD; each request reserves ~6 µUSD (1 input token, 10 output tokens at list prices).
+    let rules = "    - { policy: budget, scope: project, options: { total_usd: 0.00002 } }";
+    let gateway = TestGateway::start(&priced_config(&mock.base_url(), rules)).await;
+    let answers = futures_util::future::join_all((0..10).map(|_| ask_priced(&gateway, 10))).await;
+    let passed = answers.iter().filter(|a| a.status == 200).count();
+    assert_eq!(passed, 3, "three reservations of 6 µUSD fit in 20");
+    let denied = answers.iter().find(|a| a.status == 429).unwrap();
+    assert_eq!(denied.body["error"]["code"], "insufficient_quota");
+    assert_eq!(denied.body["error"]["type"], "insufficient_quota");
+    assert_eq!(
+        mock.requests().await.len(),
+        3,
+        "denied requests never reach the upstream"
+    );
+}
+
+#[tokio::test]
+async fn a_budget_reserves_the_estimate_and_settles_to_the_real_cost() {
+    let mock = common::mock_openai::MockOpenAi::start().await;
+    // 1000 µUSD; with max_tokens 1000 each request reserves ~600 µUSD but really costs 6, so
+    // only settling to the real cost lets a second request in.
+    let rules = "    - { policy: budget, scope: project, options: { total_usd: 0.001 } }";
+    let gateway = TestGateway::start(&priced_config(&mock.base_url(), rules)).await;
+    for _ in 0..5 {
+        let answer = ask_priced(&gateway, 1000).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        // The settlement runs after the response; give it a moment.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let answer = ask_priced(&gateway, 1000).await;
+    assert_eq!(header(&answer, "x-ratelimit-limit-usd"), "0.001");
+}

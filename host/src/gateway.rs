@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::catalog::{Catalog, ModelInfo};
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
@@ -19,9 +20,17 @@ pub struct Provider {
     pub config: ProviderConfig,
     /// Wait for response headers, and between streamed chunks.
     pub timeout: Duration,
+    /// The catalog provider whose prices apply, if the catalog knows it.
+    pub catalog: Option<String>,
 }
 
 impl Provider {
+    /// The catalog's entry (prices) for `model` at this provider, when it has prices.
+    pub fn price(&self, model: &str) -> Option<&'static ModelInfo> {
+        let info = Catalog::builtin().lookup(self.catalog.as_deref()?, model)?;
+        info.is_priced().then_some(info)
+    }
+
     /// Whether any model name is passed through (the entry declares no models).
     pub fn passthrough(&self) -> bool {
         self.config.models.is_empty()
@@ -105,6 +114,15 @@ impl Gateway {
                 models: entry.models.clone(),
                 options: serde_json::Value::Object(entry.options.clone()).to_string(),
             };
+            if let Some(catalog) = &entry.catalog
+                && !Catalog::builtin().has_provider(catalog)
+            {
+                return Err(StartupError::Rejected {
+                    provider: name.clone(),
+                    plugin: entry.plugin.clone(),
+                    message: format!("catalog: no provider `{catalog}` in the model catalog"),
+                });
+            }
             let plugin_failed = |source| StartupError::Plugin {
                 provider: name.clone(),
                 source,
@@ -130,6 +148,15 @@ impl Gateway {
                 plugin,
                 config: provider_config,
                 timeout: entry.timeout(),
+                catalog: [
+                    entry.catalog.as_deref(),
+                    Some(name.as_str()),
+                    Some(entry.plugin.as_str()),
+                ]
+                .into_iter()
+                .flatten()
+                .find(|p| Catalog::builtin().has_provider(p))
+                .map(str::to_owned),
             });
         }
         let mut by_model: HashMap<String, Vec<usize>> = HashMap::new();

@@ -336,6 +336,10 @@ pub struct ProviderEntry {
     /// How long to wait for the upstream's response headers, and between two streamed chunks.
     #[serde(default = "default_upstream_timeout_ms")]
     pub timeout_ms: u64,
+    /// The catalog provider whose prices apply (`wasmgate models` lists them). Defaults to the
+    /// entry's name when the catalog knows it, else the plugin's name.
+    #[serde(default)]
+    pub catalog: Option<String>,
 }
 
 impl ProviderEntry {

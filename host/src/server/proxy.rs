@@ -14,6 +14,7 @@ use super::stream;
 use std::time::Instant;
 
 use super::stream::OnFinish;
+use crate::catalog::{self, ModelInfo};
 use crate::gateway::{Gateway, ResolveError, Target};
 use crate::limits::{Facts, Refusal};
 use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo};
@@ -68,7 +69,9 @@ async fn proxy(
         None => match gateway.resolve(&model) {
             Ok(target) => attempt(state, &mut request, &target, &mut finish)
                 .await
-                .map(|(response, usage)| (with_route_headers(response, &target, 1), usage)),
+                .map(|(response, usage, cost)| {
+                    (with_route_headers(response, &target, 1), usage, cost)
+                }),
             Err(ResolveError::NotFound) => Err(ApiError::ModelNotFound(model.clone())),
             Err(ResolveError::Ambiguous(candidates)) => Err(ApiError::AmbiguousModel {
                 model: model.clone(),
@@ -78,9 +81,9 @@ async fn proxy(
     };
     // A stream took `finish` with it and calls it when it ends; anything else is over now.
     match result {
-        Ok((mut response, usage)) => {
+        Ok((mut response, usage, cost)) => {
             if let Some(finish) = finish.take() {
-                finish(usage, true);
+                finish(usage, cost, true);
             }
             let headers = response.headers_mut();
             for (name, value) in limit_headers {
@@ -95,7 +98,7 @@ async fn proxy(
         }
         Err(error) => {
             if let Some(finish) = finish.take() {
-                finish(None, false);
+                finish(None, None, false);
             }
             Err(error)
         }
@@ -112,14 +115,21 @@ async fn admit(
     if gateway.limits.is_empty() {
         return Ok((None, Vec::new()));
     }
+    let estimated_input_tokens = request.estimate_input_tokens(Tokenizer);
+    let max_output_tokens = request.max_output_tokens();
     let facts = Facts {
         project: DEFAULT_PROJECT,
         api_key_id: None,
         user_id: request.user.id.as_deref(),
         model,
-        estimated_input_tokens: request.estimate_input_tokens(Tokenizer),
-        max_output_tokens: request.max_output_tokens(),
-        estimated_cost_micros: None,
+        estimated_input_tokens,
+        max_output_tokens,
+        estimated_cost_micros: estimate_cost(
+            gateway,
+            model,
+            estimated_input_tokens,
+            max_output_tokens.unwrap_or(DEFAULT_OUTPUT_ESTIMATE),
+        ),
     };
     let admission = gateway.limits.admit(&facts).await.map_err(|r| match r {
         Refusal::Denied(denial) => ApiError::LimitExceeded(denial),
@@ -127,11 +137,11 @@ async fn admit(
     })?;
     let headers = admission.headers.clone();
     let background = state.background.clone();
-    let finish: OnFinish = Box::new(move |usage: Option<Usage>, succeeded| {
+    let finish: OnFinish = Box::new(move |usage: Option<Usage>, cost, succeeded| {
         let settlement = Settlement {
             input_tokens: usage.map_or(0, |u| u.input_tokens),
             output_tokens: usage.map_or(0, |u| u.output_tokens),
-            cost_micros: None,
+            cost_micros: cost,
             succeeded,
         };
         background.spawn(admission.settle(settlement));
@@ -149,7 +159,7 @@ async fn routed(
     model: &str,
     request: &mut ClientRequest,
     finish: &mut Option<OnFinish>,
-) -> Result<(Response, Option<Usage>), ApiError> {
+) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
     let observed = route.observed(&state.stats, Instant::now());
     let random = uuid::Uuid::new_v4().as_u64_pair();
     let facts = routing::route_request(
@@ -185,9 +195,9 @@ async fn routed(
             .map_err(|_| ApiError::ModelNotFound(id.clone()))?;
         let stats = state.stats.get(id).begin(route.breaker);
         match attempt(state, request, &target, finish).await {
-            Ok((response, usage)) => {
+            Ok((response, usage, cost)) => {
                 stats.succeeded(request.stream, usage.map(|u| u.output_tokens));
-                return Ok((with_route_headers(response, &target, n + 1), usage));
+                return Ok((with_route_headers(response, &target, n + 1), usage, cost));
             }
             Err(error) if error.is_target_failure() => {
                 stats.failed();
@@ -214,7 +224,9 @@ async fn attempt(
     request: &mut ClientRequest,
     target: &Target<'_>,
     finish: &mut Option<OnFinish>,
-) -> Result<(Response, Option<Usage>), ApiError> {
+) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
+    let price = target.provider.price(target.model);
+    let cost = move |usage: Option<Usage>| usage.zip(price).map(|(u, info)| usage_cost(info, u));
     let canonical = request.canonical(target.model);
     let info = RequestInfo {
         operation: request.operation,
@@ -236,12 +248,12 @@ async fn attempt(
     Ok(match prepared {
         Prepared::Local(completion) => {
             let usage = completion.usage;
-            (json_response(completion), usage)
+            (json_response(completion), usage, cost(usage))
         }
         Prepared::LocalStream(output) => {
             let usage = output.usage;
             let response = stream::local(output, request.client_wants_usage).into_response();
-            (response, usage)
+            (response, usage, cost(usage))
         }
         Prepared::Upstream(http) => {
             let upstream = upstream::send(&state.http, http, provider.timeout)
@@ -259,17 +271,61 @@ async fn attempt(
                     upstream,
                     provider.timeout,
                     request.client_wants_usage,
-                    finish.take(),
+                    finish.take().map(|finish| -> OnFinish {
+                        Box::new(move |usage, _, ok| finish(usage, cost(usage), ok))
+                    }),
                 )
                 .into_response();
-                (response, None)
+                (response, None, None)
             } else {
                 let completion = complete(&mut call, target, &info, upstream).await?;
                 let usage = completion.usage;
-                (json_response(completion), usage)
+                (json_response(completion), usage, cost(usage))
             }
         }
     })
+}
+
+/// Output tokens assumed for a cost estimate when the client sets no `max_tokens`.
+const DEFAULT_OUTPUT_ESTIMATE: u32 = 1024;
+
+/// A request's cost in micro-USD at `info`'s prices. Plugins count cache writes inside the
+/// input tokens; the catalog prices them apart.
+fn usage_cost(info: &ModelInfo, usage: Usage) -> i64 {
+    let cache_write = usage.cache_write_tokens.min(usage.input_tokens);
+    catalog::cost_micros(
+        info,
+        usage.input_tokens - cache_write,
+        usage.output_tokens,
+        usage.cached_input_tokens,
+        cache_write,
+        u64::from(usage.images),
+    )
+}
+
+/// What a request may cost, for budgets to reserve: at the model's prices, or for a virtual
+/// model at its dearest target's. `None` when no price is known.
+fn estimate_cost(gateway: &Gateway, model: &str, input: u32, output: u32) -> Option<i64> {
+    let usage = Usage {
+        input_tokens: u64::from(input),
+        output_tokens: u64::from(output),
+        cached_input_tokens: 0,
+        cache_write_tokens: 0,
+        images: 0,
+    };
+    let price = |id: &str| {
+        let target = gateway.resolve(id).ok()?;
+        target.provider.price(target.model)
+    };
+    match gateway.routes.get(model) {
+        Some(route) => route
+            .targets
+            .iter()
+            .filter_map(|t| price(&t.id))
+            .map(|info| usage_cost(info, usage))
+            .max(),
+        None => price(model).map(|info| usage_cost(info, usage)),
+    }
 }
 
 /// Reads a whole upstream response and has the plugin translate it.

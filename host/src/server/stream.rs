@@ -18,9 +18,10 @@ use crate::plugins::{ProviderStream, StreamOutput, Usage};
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
-/// Called once when a stream is over (finished, failed, or dropped because the client went
-/// away) with the last usage the upstream reported and whether it finished normally.
-pub type OnFinish = Box<dyn FnOnce(Option<Usage>, bool) + Send>;
+/// Called once when a request is over (for a stream: finished, failed, or dropped because the
+/// client went away) with the last usage the upstream reported, its cost in micro-USD when the
+/// model is priced, and whether it finished normally.
+pub type OnFinish = Box<dyn FnOnce(Option<Usage>, Option<i64>, bool) + Send>;
 
 /// An SSE response from events the plugin produced without any upstream.
 pub fn local(output: StreamOutput, client_wants_usage: bool) -> SseResponse {
@@ -154,7 +155,7 @@ impl Relay {
 impl Drop for Relay {
     fn drop(&mut self) {
         if let Some(on_finish) = self.on_finish.take() {
-            on_finish(self.usage, self.ended && !self.failed);
+            on_finish(self.usage, None, self.ended && !self.failed);
         }
     }
 }
