@@ -163,6 +163,17 @@ write("tool_call_and_result", {
         "tool_calls", (420, 55, 0)), "usage": {"input_tokens": 420, "output_tokens": 55}},
 })
 
+# 3b. Converse has no `none` tool choice: without tool blocks in the conversation, the tools are
+#     left out.
+write("tool_choice_none", {
+    "request.json": chat({"messages": [{"role": "user", "content": "Just say hi."}], "tools": TOOLS,
+                          "tool_choice": "none"}),
+    "expected_upstream.json": upstream({"messages": [user("Just say hi.")]}),
+    "upstream_response.json": reply(converse([{"text": "Hi!"}])),
+    "expected.json": {"body": completion({"role": "assistant", "content": "Hi!"}, "stop", (10, 12, 0)),
+                      "usage": {"input_tokens": 10, "output_tokens": 12}},
+})
+
 # 4. An image as a base64 data URL becomes an image block with its bytes; max_tokens hits.
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 write("image_input", {
