@@ -18,6 +18,7 @@ const BUILT_IN: &[&str] = &[
     "gemini",
     "cohere",
     "azure-openai",
+    "bedrock",
     "fallback",
     "weighted",
     "fastest",

@@ -152,3 +152,35 @@ async fn health_answers() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["status"], "ok");
 }
+
+#[tokio::test]
+async fn every_built_in_provider_loads_and_checks_its_options() {
+    // Each built-in plugin validates its entry at start-up; a missing required option is named.
+    let err = TestGateway::try_start("providers:\n  aws:\n    plugin: bedrock\n    models: [m]\n")
+        .await
+        .err()
+        .unwrap();
+    let text = format!("{err:#}");
+    assert!(
+        text.contains("providers.aws") && text.contains("region"),
+        "{text}"
+    );
+    let config = "providers:
+  a: { plugin: anthropic, api_key: k, models: [m] }
+  g: { plugin: gemini, api_key: k, models: [m] }
+  c: { plugin: cohere, api_key: k, models: [m] }
+  z: { plugin: azure-openai, base_url: 'https://x.openai.azure.com', api_key: k, models: [m] }
+  b: { plugin: bedrock, api_key: 'AKID:SECRET', models: [m], options: { region: us-east-1 } }
+  o: { plugin: openai, api_key: k, models: [m] }
+";
+    let gateway = TestGateway::start(config).await;
+    let list: Value = http()
+        .get(gateway.url("/v1/models"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list["data"].as_array().unwrap().len(), 6);
+}

@@ -75,6 +75,7 @@ const BUILT_IN: &[(&str, &[u8])] = &[
     built_in!("gemini"),
     built_in!("cohere"),
     built_in!("azure-openai"),
+    built_in!("bedrock"),
     built_in!("fallback"),
     built_in!("weighted"),
     built_in!("fastest"),
