@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod mock_openai;
+pub mod mock_providers;
 pub mod redis;
 
 use std::net::SocketAddr;

@@ -1,0 +1,751 @@
+//! Mock upstreams speaking the native wire formats of Anthropic (Messages), Gemini
+//! (generateContent), Cohere (v2) and Azure OpenAI, answering from each provider's documented
+//! examples and recording what they received. Like `mock_openai`, the behaviour is chosen by the
+//! request itself:
+//!
+//! | request | answer |
+//! |---|---|
+//! | the wrong key, or none | 401 in the provider's error shape (Gemini: 400 `API_KEY_INVALID`, as it really answers) |
+//! | model (Gemini, Azure: deployment) `error-429` | 429 in the provider's error shape |
+//! | model `error-500` | 500 in the provider's error shape |
+//! | tools, and no tool result among the messages | a tool call to the first tool |
+//! | anything else | a text answer with usage (cache tokens where the provider reports them) |
+//!
+//! Streams are delivered in pieces of 5 to 9 bytes, so events, field names and UTF-8 characters
+//! are split across reads.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+/// The key every mock expects.
+pub const KEY: &str = "upstream-test-key";
+
+/// One request a mock received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The path and, if any, `?query`.
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+#[derive(Default)]
+pub struct Shared {
+    pub requests: Mutex<Vec<Recorded>>,
+}
+
+/// A running mock upstream.
+pub struct MockProvider {
+    pub addr: SocketAddr,
+    pub shared: Arc<Shared>,
+    base_path: &'static str,
+}
+
+impl MockProvider {
+    async fn serve(app: Router<Arc<Shared>>, base_path: &'static str) -> Self {
+        let shared = Arc::new(Shared::default());
+        let app = app.with_state(Arc::clone(&shared));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind mock");
+        let addr = listener.local_addr().expect("mock addr");
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.ok();
+        });
+        Self {
+            addr,
+            shared,
+            base_path,
+        }
+    }
+
+    /// Anthropic: `POST /v1/messages`.
+    pub async fn anthropic() -> Self {
+        Self::serve(
+            Router::new().route("/v1/messages", post(anthropic::messages)),
+            "/v1",
+        )
+        .await
+    }
+
+    /// Gemini: `POST /v1beta/models/{model}:{generateContent|streamGenerateContent|embedContent|batchEmbedContents}`.
+    pub async fn gemini() -> Self {
+        Self::serve(
+            Router::new().route("/v1beta/models/{target}", post(gemini::models)),
+            "/v1beta",
+        )
+        .await
+    }
+
+    /// Cohere: `POST /v2/chat`, `POST /v2/embed`.
+    pub async fn cohere() -> Self {
+        Self::serve(
+            Router::new()
+                .route("/v2/chat", post(cohere::chat))
+                .route("/v2/embed", post(cohere::embed)),
+            "/v2",
+        )
+        .await
+    }
+
+    /// Azure OpenAI: `POST /openai/deployments/{d}/chat/completions?api-version=...`.
+    pub async fn azure() -> Self {
+        Self::serve(
+            Router::new().route(
+                "/openai/deployments/{deployment}/chat/completions",
+                post(azure::chat),
+            ),
+            "",
+        )
+        .await
+    }
+
+    /// The `base_url` to configure.
+    pub fn base_url(&self) -> String {
+        format!("http://{}{}", self.addr, self.base_path)
+    }
+
+    pub async fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().await.clone()
+    }
+
+    pub async fn last_request(&self) -> Recorded {
+        self.requests()
+            .await
+            .pop()
+            .expect("the mock received no request")
+    }
+}
+
+async fn record(
+    shared: &Shared,
+    path: String,
+    query: Option<String>,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Value {
+    let body: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let path = match query {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
+    };
+    shared.requests.lock().await.push(Recorded {
+        path,
+        headers: headers.clone(),
+        body: body.clone(),
+    });
+    body
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn json_response(status: u16, body: Value) -> Response {
+    (
+        StatusCode::from_u16(status).expect("status"),
+        axum::Json(body),
+    )
+        .into_response()
+}
+
+/// `text` as an SSE response in pieces of 5, 6, 7, 8, 9, 5, ... bytes.
+fn sse_in_pieces(text: String) -> Response {
+    let bytes = text.into_bytes();
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    let mut size = 5;
+    while at < bytes.len() {
+        let end = (at + size).min(bytes.len());
+        pieces.push(Bytes::copy_from_slice(&bytes[at..end]));
+        at = end;
+        size = if size == 9 { 5 } else { size + 1 };
+    }
+    let body = futures_util::stream::iter(pieces).then(|piece| async move {
+        // A pause makes each piece its own read on the gateway's side.
+        tokio::time::sleep(Duration::from_micros(200)).await;
+        Ok::<_, std::convert::Infallible>(piece)
+    });
+    (
+        [("content-type", "text/event-stream")],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// Anthropic Messages, after docs.anthropic.com/en/api/messages and .../messages-streaming.
+pub mod anthropic {
+    use super::*;
+
+    pub const VERSION: &str = "2023-06-01";
+    pub const TEXT: &str = "Hi! My name is Claude.";
+    /// The streamed text, in the deltas the mock sends.
+    pub const STREAM_DELTAS: [&str; 3] = ["Hello", "! Ça va? 👋", " Nice to meet you."];
+    pub const INPUT_TOKENS: u64 = 10;
+    pub const CACHE_CREATION_TOKENS: u64 = 3;
+    pub const CACHE_READ_TOKENS: u64 = 5;
+    pub const OUTPUT_TOKENS: u64 = 12;
+    pub const TOOL_USE_ID: &str = "toolu_01A09q90qw90lq917835lq9";
+    pub const MESSAGE_ID: &str = "msg_013Zva2CMHLNnXjNJJKqJ2EF";
+
+    fn error(status: u16, kind: &str, message: &str) -> Response {
+        json_response(
+            status,
+            json!({"type": "error", "error": {"type": kind, "message": message},
+                   "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}),
+        )
+    }
+
+    fn usage() -> Value {
+        json!({"input_tokens": INPUT_TOKENS,
+               "cache_creation_input_tokens": CACHE_CREATION_TOKENS,
+               "cache_read_input_tokens": CACHE_READ_TOKENS,
+               "output_tokens": OUTPUT_TOKENS})
+    }
+
+    fn has_tool_result(request: &Value) -> bool {
+        request["messages"].as_array().is_some_and(|messages| {
+            messages.iter().any(|m| {
+                m["content"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+            })
+        })
+    }
+
+    pub(super) async fn messages(
+        State(shared): State<Arc<Shared>>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let request = record(&shared, "/v1/messages".into(), None, &headers, &body).await;
+        if header(&headers, "x-api-key") != Some(KEY) {
+            return error(401, "authentication_error", "invalid x-api-key");
+        }
+        if header(&headers, "anthropic-version").is_none() {
+            return error(
+                400,
+                "invalid_request_error",
+                "anthropic-version: header is required",
+            );
+        }
+        let model = request["model"].as_str().unwrap_or_default().to_owned();
+        match model.as_str() {
+            "error-429" => {
+                return error(
+                    429,
+                    "rate_limit_error",
+                    "Number of request tokens has exceeded your per-minute rate limit",
+                );
+            }
+            "error-500" => return error(500, "api_error", "Internal server error"),
+            _ => {}
+        }
+        let tool = request["tools"][0]["name"]
+            .as_str()
+            .filter(|_| !has_tool_result(&request))
+            .map(str::to_owned);
+        if request["stream"] == true {
+            return stream(&model, tool.as_deref());
+        }
+        let (content, stop) = match &tool {
+            Some(name) => (
+                json!([{"type": "text", "text": "<thinking>I need to call the get_weather function</thinking>"},
+                       {"type": "tool_use", "id": TOOL_USE_ID, "name": name,
+                        "input": {"location": "San Francisco, CA", "unit": "celsius"}}]),
+                "tool_use",
+            ),
+            None => (json!([{"type": "text", "text": TEXT}]), "end_turn"),
+        };
+        axum::Json(json!({
+            "id": MESSAGE_ID, "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage()
+        }))
+        .into_response()
+    }
+
+    fn stream(model: &str, tool: Option<&str>) -> Response {
+        let mut events: Vec<(&str, Value)> = vec![
+            (
+                "message_start",
+                json!({"type": "message_start", "message": {
+                    "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message",
+                    "role": "assistant", "content": [], "model": model, "stop_reason": null,
+                    "stop_sequence": null,
+                    "usage": {"input_tokens": INPUT_TOKENS,
+                              "cache_creation_input_tokens": CACHE_CREATION_TOKENS,
+                              "cache_read_input_tokens": CACHE_READ_TOKENS, "output_tokens": 1}}}),
+            ),
+            (
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                       "content_block": {"type": "text", "text": ""}}),
+            ),
+            ("ping", json!({"type": "ping"})),
+        ];
+        for text in STREAM_DELTAS {
+            events.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "text_delta", "text": text}}),
+            ));
+        }
+        events.push((
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ));
+        if let Some(name) = tool {
+            events.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 1, "content_block":
+                       {"type": "tool_use", "id": TOOL_USE_ID, "name": name, "input": {}}}),
+            ));
+            for part in ["", "{\"location\":", " \"San Francisco, CA\"}"] {
+                events.push((
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 1,
+                           "delta": {"type": "input_json_delta", "partial_json": part}}),
+                ));
+            }
+            events.push((
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": 1}),
+            ));
+        }
+        events.push((
+            "message_delta",
+            json!({"type": "message_delta",
+                   "delta": {"stop_reason": if tool.is_some() { "tool_use" } else { "end_turn" },
+                             "stop_sequence": null},
+                   "usage": {"output_tokens": OUTPUT_TOKENS}}),
+        ));
+        events.push(("message_stop", json!({"type": "message_stop"})));
+        let mut text = String::new();
+        for (name, data) in events {
+            text.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+        }
+        sse_in_pieces(text)
+    }
+}
+
+/// Gemini generateContent, after ai.google.dev/api/generate-content and /api/embeddings.
+pub mod gemini {
+    use super::*;
+
+    pub const TEXT: &str = "Once upon a time, a backpack hummed.";
+    pub const STREAM_DELTAS: [&str; 3] = ["Once", " upon a time, Élodie's backpack", " hummed. 🎒"];
+    pub const PROMPT_TOKENS: u64 = 35;
+    pub const CACHED_TOKENS: u64 = 20;
+    pub const CANDIDATES_TOKENS: u64 = 9;
+    pub const THOUGHTS_TOKENS: u64 = 4;
+    pub const RESPONSE_ID: &str = "uLwKaPrUF6SI-8YPm_yf6Q0";
+    pub const EMBEDDING: [f64; 3] = [0.013168523, -0.008711934, -0.046782676];
+
+    fn error(code: u16, status: &str, message: &str) -> Response {
+        json_response(
+            code,
+            json!({"error": {"code": code, "message": message, "status": status}}),
+        )
+    }
+
+    fn usage(candidates: u64) -> Value {
+        json!({"promptTokenCount": PROMPT_TOKENS, "candidatesTokenCount": candidates,
+               "totalTokenCount": PROMPT_TOKENS + candidates + THOUGHTS_TOKENS,
+               "cachedContentTokenCount": CACHED_TOKENS, "thoughtsTokenCount": THOUGHTS_TOKENS,
+               "promptTokensDetails": [{"modality": "TEXT", "tokenCount": PROMPT_TOKENS}]})
+    }
+
+    fn has_function_response(request: &Value) -> bool {
+        request["contents"].as_array().is_some_and(|contents| {
+            contents.iter().any(|c| {
+                c["parts"]
+                    .as_array()
+                    .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()))
+            })
+        })
+    }
+
+    pub(super) async fn models(
+        State(shared): State<Arc<Shared>>,
+        Path(target): Path<String>,
+        RawQuery(query): RawQuery,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let request = record(
+            &shared,
+            format!("/v1beta/models/{target}"),
+            query.clone(),
+            &headers,
+            &body,
+        )
+        .await;
+        if header(&headers, "x-goog-api-key") != Some(KEY) {
+            // Gemini answers a bad key with 400, not 401.
+            return json_response(
+                400,
+                json!({"error": {"code": 400,
+                    "message": "API key not valid. Please pass a valid API key.",
+                    "status": "INVALID_ARGUMENT",
+                    "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                 "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}),
+            );
+        }
+        let Some((model, method)) = target.split_once(':') else {
+            return error(404, "NOT_FOUND", "no method");
+        };
+        match model {
+            "error-429" => {
+                return error(
+                    429,
+                    "RESOURCE_EXHAUSTED",
+                    "You exceeded your current quota, please check your plan and billing details.",
+                );
+            }
+            "error-500" => return error(500, "INTERNAL", "An internal error has occurred."),
+            _ => {}
+        }
+        match method {
+            "generateContent" => generate(model, &request),
+            "streamGenerateContent" => stream(model),
+            "embedContent" => {
+                let n = request["outputDimensionality"].as_u64().unwrap_or(3) as usize;
+                axum::Json(json!({"embedding": {"values": embedding(n)}})).into_response()
+            }
+            "batchEmbedContents" => {
+                let embeddings: Vec<Value> = request["requests"]
+                    .as_array()
+                    .map(|r| r.iter().map(|_| json!({"values": embedding(3)})).collect())
+                    .unwrap_or_default();
+                axum::Json(json!({"embeddings": embeddings})).into_response()
+            }
+            _ => error(404, "NOT_FOUND", "unknown method"),
+        }
+    }
+
+    fn embedding(n: usize) -> Vec<f64> {
+        EMBEDDING.iter().copied().cycle().take(n).collect()
+    }
+
+    fn generate(model: &str, request: &Value) -> Response {
+        let tool = request["tools"][0]["functionDeclarations"][0]["name"]
+            .as_str()
+            .filter(|_| !has_function_response(request));
+        let parts = match tool {
+            Some(name) => json!([{"functionCall": {"name": name, "args": {"city": "Paris"}}}]),
+            None => json!([{"text": "Weighing the story first.", "thought": true}, {"text": TEXT}]),
+        };
+        axum::Json(json!({
+            "candidates": [{"content": {"parts": parts, "role": "model"},
+                            "finishReason": "STOP", "avgLogprobs": -0.12}],
+            "usageMetadata": usage(CANDIDATES_TOKENS),
+            "modelVersion": model, "responseId": RESPONSE_ID
+        }))
+        .into_response()
+    }
+
+    fn stream(model: &str) -> Response {
+        let mut text = String::new();
+        let last = STREAM_DELTAS.len() - 1;
+        for (i, delta) in STREAM_DELTAS.iter().enumerate() {
+            let mut candidate = json!({"content": {"parts": [{"text": delta}], "role": "model"}});
+            if i == last {
+                candidate["finishReason"] = json!("STOP");
+            }
+            let chunk = json!({"candidates": [candidate], "modelVersion": model,
+                               "responseId": "stream-1", "usageMetadata": usage(3 * (i as u64 + 1))});
+            text.push_str(&format!("data: {chunk}\r\n\r\n"));
+        }
+        sse_in_pieces(text)
+    }
+}
+
+/// Cohere v2 Chat and Embed, after docs.cohere.com/reference/chat, /chat-stream and /embed.
+pub mod cohere {
+    use super::*;
+
+    pub const TEXT: &str = "LLMs stand for Large Language Models.";
+    pub const STREAM_DELTAS: [&str; 3] = ["A large", " language model — LLM 🤖", "."];
+    pub const BILLED_INPUT_TOKENS: u64 = 17;
+    pub const BILLED_OUTPUT_TOKENS: u64 = 12;
+    pub const CACHED_TOKENS: u64 = 8;
+    pub const TOOL_CALL_ID: &str = "get_weather_1byjy32y4hvq";
+    pub const TOOL_PLAN: &str = "I will search for the weather in Toronto.";
+    pub const ID: &str = "c14c80c3-18eb-4519-9460-6c92edd8cfb4";
+
+    fn error(status: u16, message: &str) -> Response {
+        json_response(
+            status,
+            json!({"id": "a3f2cbd4-6a7b-4f05-9a0e-2b7e5a0c7d11", "message": message}),
+        )
+    }
+
+    fn authorized(headers: &HeaderMap) -> bool {
+        header(headers, "authorization") == Some(&format!("Bearer {KEY}"))
+    }
+
+    fn usage() -> Value {
+        json!({"billed_units": {"input_tokens": BILLED_INPUT_TOKENS, "output_tokens": BILLED_OUTPUT_TOKENS},
+               "tokens": {"input_tokens": 215, "output_tokens": BILLED_OUTPUT_TOKENS},
+               "cached_tokens": CACHED_TOKENS})
+    }
+
+    pub(super) async fn chat(
+        State(shared): State<Arc<Shared>>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let request = record(&shared, "/v2/chat".into(), None, &headers, &body).await;
+        if !authorized(&headers) {
+            return error(401, "invalid api token");
+        }
+        let model = request["model"].as_str().unwrap_or_default();
+        match model {
+            "error-429" => {
+                return error(
+                    429,
+                    "You are using a Trial key, which is limited to 20 API calls / minute.",
+                );
+            }
+            "error-500" => {
+                return error(
+                    500,
+                    "internal server error, this has been reported to our developers",
+                );
+            }
+            _ => {}
+        }
+        let has_tool_result = request["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        let tool = request["tools"][0]["function"]["name"]
+            .as_str()
+            .filter(|_| !has_tool_result);
+        if request["stream"] == true {
+            return stream();
+        }
+        let (message, finish) = match tool {
+            Some(name) => (
+                json!({"role": "assistant", "tool_plan": TOOL_PLAN, "tool_calls": [{
+                    "id": TOOL_CALL_ID, "type": "function",
+                    "function": {"name": name, "arguments": "{\n    \"location\": \"Toronto\"\n}"}}]}),
+                "TOOL_CALL",
+            ),
+            None => (
+                json!({"role": "assistant", "content": [{"type": "text", "text": TEXT}]}),
+                "COMPLETE",
+            ),
+        };
+        axum::Json(json!({"id": ID, "finish_reason": finish, "message": message, "usage": usage()}))
+            .into_response()
+    }
+
+    fn stream() -> Response {
+        let mut events: Vec<(&str, Value)> = vec![
+            (
+                "message-start",
+                json!({"id": "29f14a5a-11de-4cae-9800-25e4747408ea", "type": "message-start",
+                       "delta": {"message": {"role": "assistant", "content": [], "tool_plan": "",
+                                             "tool_calls": [], "citations": []}}}),
+            ),
+            (
+                "content-start",
+                json!({"type": "content-start", "index": 0,
+                       "delta": {"message": {"content": {"type": "text", "text": ""}}}}),
+            ),
+        ];
+        for text in STREAM_DELTAS {
+            events.push((
+                "content-delta",
+                json!({"type": "content-delta", "index": 0,
+                       "delta": {"message": {"content": {"text": text}}}}),
+            ));
+        }
+        events.push(("content-end", json!({"type": "content-end", "index": 0})));
+        events.push((
+            "message-end",
+            json!({"type": "message-end",
+                   "delta": {"finish_reason": "COMPLETE", "usage": usage()}}),
+        ));
+        let mut text = String::new();
+        for (name, data) in events {
+            text.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+        }
+        sse_in_pieces(text)
+    }
+
+    pub(super) async fn embed(
+        State(shared): State<Arc<Shared>>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let request = record(&shared, "/v2/embed".into(), None, &headers, &body).await;
+        if !authorized(&headers) {
+            return error(401, "invalid api token");
+        }
+        let texts = request["texts"].as_array().cloned().unwrap_or_default();
+        let vectors: Vec<Value> = (0..texts.len())
+            .map(|i| json!([0.016296387 + i as f64, 0.008354187, 0.04699707]))
+            .collect();
+        axum::Json(json!({
+            "id": "da6e531f-54c6-4a73-bf92-f60566d8d753",
+            "embeddings": {"float": vectors}, "texts": texts,
+            "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": 2}},
+            "response_type": "embeddings_by_type"
+        }))
+        .into_response()
+    }
+}
+
+/// Azure OpenAI chat completions, after learn.microsoft.com/azure/ai-foundry/openai/reference.
+pub mod azure {
+    use super::*;
+
+    pub const TEXT: &str = "Honey never spoils.";
+    pub const STREAM_DELTAS: [&str; 3] = ["Honey", " never", " spoils. 🍯"];
+    pub const PROMPT_TOKENS: u64 = 12;
+    pub const COMPLETION_TOKENS: u64 = 5;
+    pub const CACHED_TOKENS: u64 = 4;
+    pub const TOOL_CALL_ID: &str = "call_Ej8MRxo8lc1p6NZ9UYVZVzcK";
+
+    fn error(status: u16, message: &str) -> Response {
+        json_response(
+            status,
+            json!({"error": {"code": status.to_string(), "message": message}}),
+        )
+    }
+
+    fn filters() -> Value {
+        json!({"hate": {"filtered": false, "severity": "safe"},
+               "self_harm": {"filtered": false, "severity": "safe"}})
+    }
+
+    fn usage() -> Value {
+        json!({"completion_tokens": COMPLETION_TOKENS, "prompt_tokens": PROMPT_TOKENS,
+               "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+               "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS}})
+    }
+
+    pub(super) async fn chat(
+        State(shared): State<Arc<Shared>>,
+        Path(deployment): Path<String>,
+        RawQuery(query): RawQuery,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        let request = record(
+            &shared,
+            format!("/openai/deployments/{deployment}/chat/completions"),
+            query.clone(),
+            &headers,
+            &body,
+        )
+        .await;
+        if header(&headers, "api-key") != Some(KEY) {
+            return error(
+                401,
+                "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.",
+            );
+        }
+        if !query.unwrap_or_default().contains("api-version=") {
+            return json_response(
+                404,
+                json!({"error": {"code": "404", "message": "Resource not found"}}),
+            );
+        }
+        match deployment.as_str() {
+            "error-429" => {
+                return error(
+                    429,
+                    "Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds.",
+                );
+            }
+            "error-500" => {
+                return error(
+                    500,
+                    "The server had an error while processing your request.",
+                );
+            }
+            _ => {}
+        }
+        let has_tool_result = request["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        let tool = request["tools"][0]["function"]["name"]
+            .as_str()
+            .filter(|_| !has_tool_result);
+        if request["stream"] == true {
+            let include_usage = request["stream_options"]["include_usage"] == true;
+            return stream(include_usage);
+        }
+        let message = match tool {
+            Some(name) => json!({"role": "assistant", "content": null, "tool_calls": [{
+                "id": TOOL_CALL_ID, "type": "function",
+                "function": {"name": name, "arguments": "{\"location\":\"Boston, MA\"}"}}]}),
+            None => json!({"role": "assistant", "content": TEXT}),
+        };
+        axum::Json(json!({
+            "id": "chatcmpl-7R1nGnsXO8n4oi9UPz2f3UHdgAYMn", "created": 1_686_676_106,
+            "object": "chat.completion", "model": "gpt-4o-2024-08-06",
+            "choices": [{"index": 0, "finish_reason": if tool.is_some() { "tool_calls" } else { "stop" },
+                         "message": message, "content_filter_results": filters()}],
+            "usage": usage(),
+            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filters()}]
+        }))
+        .into_response()
+    }
+
+    fn stream(include_usage: bool) -> Response {
+        let chunk = |delta: Value, finish: Option<&str>| {
+            let mut chunk = json!({
+                "id": "chatcmpl-7R1nGnsXO8n4oi9UPz2f3UHdgAYMn", "object": "chat.completion.chunk",
+                "created": 1_686_676_106, "model": "gpt-4o-2024-08-06", "system_fingerprint": "fp_azure",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
+                             "content_filter_results": filters()}]
+            });
+            if include_usage {
+                chunk["usage"] = Value::Null;
+            }
+            chunk
+        };
+        // Azure's first chunk carries only the prompt's filter results, with no choices.
+        let mut events = vec![json!({
+            "id": "", "object": "", "created": 0, "model": "", "choices": [],
+            "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filters()}]
+        })];
+        events.push(chunk(json!({"role": "assistant", "content": ""}), None));
+        for text in STREAM_DELTAS {
+            events.push(chunk(json!({"content": text}), None));
+        }
+        events.push(chunk(json!({}), Some("stop")));
+        if include_usage {
+            events.push(json!({
+                "id": "chatcmpl-7R1nGnsXO8n4oi9UPz2f3UHdgAYMn", "object": "chat.completion.chunk",
+                "created": 1_686_676_106, "model": "gpt-4o-2024-08-06", "choices": [], "usage": usage()
+            }));
+        }
+        let mut text = String::new();
+        for event in events {
+            text.push_str(&format!("data: {event}\n\n"));
+        }
+        text.push_str("data: [DONE]\n\n");
+        sse_in_pieces(text)
+    }
+}

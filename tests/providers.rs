@@ -1,0 +1,845 @@
+//! The four translating provider plugins (`anthropic`, `gemini`, `cohere`, `azure-openai`)
+//! through the real gateway, driven by the async-openai client against mock upstreams that speak
+//! each provider's native wire format (tests/common/mock_providers.rs): answers and usage
+//! translated back, streams reassembled from 5–9 byte pieces, tool calls out and tool results
+//! back in the provider's shape, the native request's path, auth and body, and upstream errors
+//! mapped to OpenAI's error shape.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use async_openai::types::chat::{
+    ChatCompletionRequestSystemMessageArgs, ChatCompletionRequestUserMessageArgs,
+    ChatCompletionStreamOptions, CreateChatCompletionRequest, CreateChatCompletionRequestArgs,
+    CreateChatCompletionResponse, FinishReason,
+};
+use async_openai::types::embeddings::CreateEmbeddingRequestArgs;
+use common::mock_providers::{KEY, MockProvider, anthropic, azure, cohere, gemini};
+use common::{TestGateway, http};
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+const CLAUDE: &str = "claude-sonnet-4-20250514";
+const GEMINI: &str = "gemini-2.0-flash";
+const GEMINI_EMBED: &str = "text-embedding-004";
+const COMMAND: &str = "command-a-03-2025";
+const COHERE_EMBED: &str = "embed-v4.0";
+const GPT: &str = "gpt-4o";
+
+/// A gateway with one provider `name` using plugin `name`, pointed at `mock`.
+async fn gateway(name: &str, mock: &MockProvider, key: &str, models: &[&str]) -> TestGateway {
+    gateway_with(name, mock, key, models, "{}").await
+}
+
+async fn gateway_with(
+    name: &str,
+    mock: &MockProvider,
+    key: &str,
+    models: &[&str],
+    options: &str,
+) -> TestGateway {
+    let yaml = format!(
+        r#"
+providers:
+  {name}:
+    plugin: {name}
+    base_url: {base_url}
+    api_key: {key}
+    models: [{models}]
+    timeout_ms: 5000
+    options: {options}
+"#,
+        base_url = mock.base_url(),
+        models = models.join(", "),
+    );
+    TestGateway::start(&yaml).await
+}
+
+async fn anthropic_setup() -> (MockProvider, TestGateway) {
+    let mock = MockProvider::anthropic().await;
+    let gw = gateway("anthropic", &mock, KEY, &[CLAUDE, "error-429", "error-500"]).await;
+    (mock, gw)
+}
+
+async fn gemini_setup() -> (MockProvider, TestGateway) {
+    let mock = MockProvider::gemini().await;
+    let gw = gateway("gemini", &mock, KEY, &[GEMINI, GEMINI_EMBED, "error-429"]).await;
+    (mock, gw)
+}
+
+async fn cohere_setup() -> (MockProvider, TestGateway) {
+    let mock = MockProvider::cohere().await;
+    let gw = gateway("cohere", &mock, KEY, &[COMMAND, COHERE_EMBED, "error-429"]).await;
+    (mock, gw)
+}
+
+async fn azure_setup() -> (MockProvider, TestGateway) {
+    let mock = MockProvider::azure().await;
+    let gw = gateway("azure-openai", &mock, KEY, &[GPT, "error-429", "error-500"]).await;
+    (mock, gw)
+}
+
+fn chat_request(model: &str, system: Option<&str>) -> CreateChatCompletionRequest {
+    let mut messages = Vec::new();
+    if let Some(system) = system {
+        messages.push(
+            ChatCompletionRequestSystemMessageArgs::default()
+                .content(system)
+                .build()
+                .unwrap()
+                .into(),
+        );
+    }
+    messages.push(
+        ChatCompletionRequestUserMessageArgs::default()
+            .content("Hello there")
+            .build()
+            .unwrap()
+            .into(),
+    );
+    CreateChatCompletionRequestArgs::default()
+        .model(model)
+        .messages(messages)
+        .build()
+        .unwrap()
+}
+
+async fn chat(gateway: &TestGateway, model: &str) -> CreateChatCompletionResponse {
+    gateway
+        .openai()
+        .chat()
+        .create(chat_request(model, None))
+        .await
+        .unwrap()
+}
+
+/// Streams a text answer; returns the concatenated deltas, the usage chunk's usage and the last
+/// finish reason.
+async fn stream_text(
+    gateway: &TestGateway,
+    model: &str,
+) -> (
+    String,
+    Option<async_openai::types::chat::CompletionUsage>,
+    Option<FinishReason>,
+) {
+    let mut request = chat_request(model, None);
+    // With async-openai's `byot` feature on, `create_stream` leaves `stream` as given.
+    request.stream = Some(true);
+    request.stream_options = Some(ChatCompletionStreamOptions {
+        include_usage: Some(true),
+        include_obfuscation: None,
+    });
+    let mut stream = gateway
+        .openai()
+        .chat()
+        .create_stream(request)
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let mut usage = None;
+    let mut finish = None;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        if let Some(choice) = chunk.choices.first() {
+            text.push_str(choice.delta.content.as_deref().unwrap_or(""));
+            finish = choice.finish_reason.or(finish);
+        }
+        usage = chunk.usage.or(usage);
+    }
+    (text, usage, finish)
+}
+
+fn weather_tool() -> Value {
+    json!({"type": "function", "function": {
+        "name": "get_weather", "description": "Get the current weather in a given location",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}},
+                       "required": ["location"]}}})
+}
+
+const QUESTION: &str = "What's the weather in San Francisco?";
+
+/// Asks with the weather tool; returns the answer's message.
+async fn ask_with_tool(gateway: &TestGateway, model: &str) -> Value {
+    let response: Value = gateway
+        .openai()
+        .chat()
+        .create_byot(json!({
+            "model": model,
+            "messages": [{"role": "user", "content": QUESTION}],
+            "tools": [weather_tool()]
+        }))
+        .await
+        .unwrap();
+    assert_eq!(
+        response["choices"][0]["finish_reason"], "tool_calls",
+        "{response}"
+    );
+    response["choices"][0]["message"].clone()
+}
+
+/// Sends the tool call `message` back with `result` as the tool's answer; returns the reply text.
+async fn answer_tool(gateway: &TestGateway, model: &str, message: &Value, result: &str) -> Value {
+    let call_id = message["tool_calls"][0]["id"].clone();
+    let response: Value = gateway
+        .openai()
+        .chat()
+        .create_byot(json!({
+            "model": model,
+            "messages": [
+                {"role": "user", "content": QUESTION},
+                message,
+                {"role": "tool", "tool_call_id": call_id, "content": result}
+            ],
+            "tools": [weather_tool()]
+        }))
+        .await
+        .unwrap();
+    response["choices"][0]["message"]["content"].clone()
+}
+
+/// The status and OpenAI-shaped `error` object of a chat request for `model`.
+async fn error_of(gateway: &TestGateway, model: &str) -> (u16, Value) {
+    let response = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .json(&json!({"model": model, "messages": [{"role": "user", "content": "Hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    let error = body["error"].clone();
+    assert!(
+        error["message"].is_string() && error.get("type").is_some(),
+        "OpenAI's error shape: {body}"
+    );
+    (status, error)
+}
+
+fn cached(usage: &async_openai::types::chat::CompletionUsage) -> Option<u32> {
+    usage
+        .prompt_tokens_details
+        .as_ref()
+        .and_then(|d| d.cached_tokens)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anthropic
+
+#[tokio::test]
+async fn anthropic_chat_returns_the_text_and_usage_counting_cache_tokens_as_prompt() {
+    let (_mock, gw) = anthropic_setup().await;
+    let response = chat(&gw, &format!("anthropic/{CLAUDE}")).await;
+    let choice = &response.choices[0];
+    assert_eq!(choice.message.content.as_deref(), Some(anthropic::TEXT));
+    assert_eq!(choice.finish_reason, Some(FinishReason::Stop));
+    let usage = response.usage.unwrap();
+    let prompt =
+        anthropic::INPUT_TOKENS + anthropic::CACHE_CREATION_TOKENS + anthropic::CACHE_READ_TOKENS;
+    assert_eq!(u64::from(usage.prompt_tokens), prompt);
+    assert_eq!(u64::from(usage.completion_tokens), anthropic::OUTPUT_TOKENS);
+    assert_eq!(
+        u64::from(usage.total_tokens),
+        prompt + anthropic::OUTPUT_TOKENS
+    );
+    assert_eq!(
+        cached(&usage).map(u64::from),
+        Some(anthropic::CACHE_READ_TOKENS)
+    );
+}
+
+#[tokio::test]
+async fn anthropic_request_has_its_key_version_top_level_system_and_default_max_tokens() {
+    let (mock, gw) = anthropic_setup().await;
+    let mut request = chat_request(&format!("anthropic/{CLAUDE}"), Some("You are terse."));
+    request.temperature = Some(0.5);
+    gw.openai().chat().create(request).await.unwrap();
+
+    let sent = mock.last_request().await;
+    assert_eq!(sent.path, "/v1/messages");
+    assert_eq!(sent.header("x-api-key"), Some(KEY));
+    assert_eq!(sent.header("anthropic-version"), Some(anthropic::VERSION));
+    assert_eq!(
+        sent.header("authorization"),
+        None,
+        "no bearer token to Anthropic"
+    );
+    assert_eq!(sent.body["model"], CLAUDE);
+    assert_eq!(sent.body["max_tokens"], 4096, "max_tokens is required");
+    assert_eq!(sent.body["system"], "You are terse.");
+    assert_eq!(
+        sent.body["messages"],
+        json!([{"role": "user", "content": "Hello there"}]),
+        "the system message is not among the messages"
+    );
+    assert_eq!(sent.body["temperature"], 0.5);
+    assert!(sent.body.get("stream").is_none_or(|s| s == false));
+}
+
+#[tokio::test]
+async fn anthropic_stream_reassembles_the_text_and_reports_usage() {
+    let (mock, gw) = anthropic_setup().await;
+    let (text, usage, finish) = stream_text(&gw, &format!("anthropic/{CLAUDE}")).await;
+    assert_eq!(text, anthropic::STREAM_DELTAS.concat());
+    assert_eq!(finish, Some(FinishReason::Stop));
+    let usage = usage.expect("a usage chunk for include_usage");
+    let prompt =
+        anthropic::INPUT_TOKENS + anthropic::CACHE_CREATION_TOKENS + anthropic::CACHE_READ_TOKENS;
+    assert_eq!(u64::from(usage.prompt_tokens), prompt);
+    assert_eq!(u64::from(usage.completion_tokens), anthropic::OUTPUT_TOKENS);
+    assert_eq!(
+        cached(&usage).map(u64::from),
+        Some(anthropic::CACHE_READ_TOKENS)
+    );
+    let sent = mock.last_request().await;
+    assert_eq!(sent.body["stream"], true);
+    assert!(
+        sent.body.get("stream_options").is_none(),
+        "no OpenAI-only fields"
+    );
+}
+
+#[tokio::test]
+async fn anthropic_tool_use_becomes_tool_calls_and_the_result_goes_back_as_tool_result() {
+    let (mock, gw) = anthropic_setup().await;
+    let model = format!("anthropic/{CLAUDE}");
+    let message = ask_with_tool(&gw, &model).await;
+    let call = &message["tool_calls"][0];
+    assert_eq!(call["id"], anthropic::TOOL_USE_ID);
+    assert_eq!(call["type"], "function");
+    assert_eq!(call["function"]["name"], "get_weather");
+    let arguments: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        arguments,
+        json!({"location": "San Francisco, CA", "unit": "celsius"})
+    );
+    let sent = mock.last_request().await.body;
+    assert_eq!(
+        sent["tools"][0],
+        json!({"name": "get_weather", "description": "Get the current weather in a given location",
+               "input_schema": weather_tool()["function"]["parameters"]})
+    );
+
+    let reply = answer_tool(&gw, &model, &message, "15 degrees").await;
+    assert_eq!(reply, anthropic::TEXT);
+    let messages = mock.last_request().await.body["messages"].clone();
+    assert_eq!(messages.as_array().unwrap().len(), 3, "{messages}");
+    let assistant = &messages[1];
+    assert_eq!(assistant["role"], "assistant");
+    let tool_use = assistant["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .unwrap_or_else(|| panic!("no tool_use block: {assistant}"));
+    assert_eq!(tool_use["id"], anthropic::TOOL_USE_ID);
+    assert_eq!(tool_use["name"], "get_weather");
+    assert_eq!(tool_use["input"]["location"], "San Francisco, CA");
+    assert_eq!(messages[2]["role"], "user");
+    assert_eq!(
+        messages[2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": anthropic::TOOL_USE_ID, "content": "15 degrees"})
+    );
+}
+
+#[tokio::test]
+async fn anthropic_streamed_tool_call_arrives_as_tool_call_deltas() {
+    let (_mock, gw) = anthropic_setup().await;
+    let mut stream = gw
+        .openai()
+        .chat()
+        .create_stream_byot::<_, Value>(json!({
+            "model": format!("anthropic/{CLAUDE}"), "stream": true,
+            "messages": [{"role": "user", "content": QUESTION}],
+            "tools": [weather_tool()]
+        }))
+        .await
+        .unwrap();
+    let (mut text, mut id, mut name, mut arguments, mut finish) =
+        (String::new(), None, None, String::new(), Value::Null);
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        let Some(choice) = chunk["choices"].get(0) else {
+            continue;
+        };
+        text.push_str(choice["delta"]["content"].as_str().unwrap_or(""));
+        if let Some(call) = choice["delta"]["tool_calls"].get(0) {
+            assert_eq!(call["index"], 0);
+            id = id.or(call["id"].as_str().map(str::to_owned));
+            name = name.or(call["function"]["name"].as_str().map(str::to_owned));
+            arguments.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
+        }
+        if !choice["finish_reason"].is_null() {
+            finish = choice["finish_reason"].clone();
+        }
+    }
+    assert_eq!(text, anthropic::STREAM_DELTAS.concat());
+    assert_eq!(id.as_deref(), Some(anthropic::TOOL_USE_ID));
+    assert_eq!(name.as_deref(), Some("get_weather"));
+    assert_eq!(
+        serde_json::from_str::<Value>(&arguments).unwrap(),
+        json!({"location": "San Francisco, CA"})
+    );
+    assert_eq!(finish, "tool_calls");
+}
+
+#[tokio::test]
+async fn anthropic_errors_keep_their_status_in_openais_error_shape() {
+    let (_mock, gw) = anthropic_setup().await;
+    let (status, error) = error_of(&gw, "anthropic/error-429").await;
+    assert_eq!(status, 429, "{error}");
+    assert_eq!(error["type"], "rate_limit_error");
+    let (status, error) = error_of(&gw, "anthropic/error-500").await;
+    assert_eq!(status, 502, "an upstream 5xx is a bad gateway: {error}");
+
+    let mock = MockProvider::anthropic().await;
+    let wrong_key = gateway("anthropic", &mock, "wrong-key", &[CLAUDE]).await;
+    let (status, error) = error_of(&wrong_key, &format!("anthropic/{CLAUDE}")).await;
+    assert_eq!(status, 401, "{error}");
+    assert_eq!(error["type"], "authentication_error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid x-api-key"),
+        "{error}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gemini
+
+#[tokio::test]
+async fn gemini_chat_returns_the_text_without_thoughts_and_usage_with_cache_and_thoughts() {
+    let (_mock, gw) = gemini_setup().await;
+    let response = chat(&gw, &format!("gemini/{GEMINI}")).await;
+    let choice = &response.choices[0];
+    assert_eq!(choice.message.content.as_deref(), Some(gemini::TEXT));
+    assert_eq!(choice.finish_reason, Some(FinishReason::Stop));
+    let usage = response.usage.unwrap();
+    assert_eq!(u64::from(usage.prompt_tokens), gemini::PROMPT_TOKENS);
+    assert_eq!(
+        u64::from(usage.completion_tokens),
+        gemini::CANDIDATES_TOKENS + gemini::THOUGHTS_TOKENS,
+        "thought tokens are billed as output"
+    );
+    assert_eq!(cached(&usage).map(u64::from), Some(gemini::CACHED_TOKENS));
+}
+
+#[tokio::test]
+async fn gemini_request_goes_to_generate_content_with_system_instruction_and_generation_config() {
+    let (mock, gw) = gemini_setup().await;
+    let mut request = chat_request(&format!("gemini/{GEMINI}"), Some("You are a cat."));
+    request.temperature = Some(0.7);
+    request.max_completion_tokens = Some(64);
+    request.stop = Some(async_openai::types::chat::StopConfiguration::StringArray(
+        vec!["END".into()],
+    ));
+    gw.openai().chat().create(request).await.unwrap();
+
+    let sent = mock.last_request().await;
+    assert_eq!(
+        sent.path,
+        format!("/v1beta/models/{GEMINI}:generateContent")
+    );
+    assert_eq!(sent.header("x-goog-api-key"), Some(KEY));
+    assert_eq!(sent.header("authorization"), None);
+    assert!(sent.body.get("model").is_none(), "the model is in the path");
+    assert_eq!(
+        sent.body["contents"],
+        json!([{"role": "user", "parts": [{"text": "Hello there"}]}])
+    );
+    assert_eq!(
+        sent.body["systemInstruction"],
+        json!({"parts": [{"text": "You are a cat."}]})
+    );
+    let config = &sent.body["generationConfig"];
+    assert_eq!(config["temperature"], 0.7);
+    assert_eq!(config["maxOutputTokens"], 64);
+    assert_eq!(config["stopSequences"], json!(["END"]));
+}
+
+#[tokio::test]
+async fn gemini_stream_reassembles_the_text_and_reports_usage() {
+    let (mock, gw) = gemini_setup().await;
+    let (text, usage, finish) = stream_text(&gw, &format!("gemini/{GEMINI}")).await;
+    assert_eq!(text, gemini::STREAM_DELTAS.concat());
+    assert_eq!(finish, Some(FinishReason::Stop));
+    let usage = usage.expect("a usage chunk for include_usage");
+    assert_eq!(u64::from(usage.prompt_tokens), gemini::PROMPT_TOKENS);
+    assert_eq!(
+        u64::from(usage.completion_tokens),
+        9 + gemini::THOUGHTS_TOKENS,
+        "the last chunk's counts"
+    );
+    let sent = mock.last_request().await;
+    assert_eq!(
+        sent.path,
+        format!("/v1beta/models/{GEMINI}:streamGenerateContent?alt=sse")
+    );
+}
+
+#[tokio::test]
+async fn gemini_function_call_round_trip_recovers_the_function_name_from_the_call_id() {
+    let (mock, gw) = gemini_setup().await;
+    let model = format!("gemini/{GEMINI}");
+    let message = ask_with_tool(&gw, &model).await;
+    let call = &message["tool_calls"][0];
+    assert!(call["id"].as_str().is_some_and(|id| !id.is_empty()));
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(
+        serde_json::from_str::<Value>(call["function"]["arguments"].as_str().unwrap()).unwrap(),
+        json!({"city": "Paris"})
+    );
+    let sent = mock.last_request().await.body;
+    assert_eq!(
+        sent["tools"][0]["functionDeclarations"][0]["name"],
+        "get_weather"
+    );
+
+    let reply = answer_tool(&gw, &model, &message, r#"{"temperature": 15}"#).await;
+    assert_eq!(reply, gemini::TEXT);
+    let contents = mock.last_request().await.body["contents"].clone();
+    assert_eq!(contents.as_array().unwrap().len(), 3, "{contents}");
+    assert_eq!(contents[1]["role"], "model");
+    assert_eq!(
+        contents[1]["parts"][0]["functionCall"],
+        json!({"name": "get_weather", "args": {"city": "Paris"}})
+    );
+    assert_eq!(contents[2]["role"], "user");
+    assert_eq!(
+        contents[2]["parts"][0]["functionResponse"],
+        json!({"name": "get_weather", "response": {"temperature": 15}}),
+        "the name comes from the tool call the id refers to"
+    );
+}
+
+#[tokio::test]
+async fn gemini_embeddings_use_embed_content_and_batch_embed_contents() {
+    let (mock, gw) = gemini_setup().await;
+    let one = CreateEmbeddingRequestArgs::default()
+        .model(format!("gemini/{GEMINI_EMBED}"))
+        .input("What is the meaning of life?")
+        .dimensions(3u32)
+        .build()
+        .unwrap();
+    let response = gw.openai().embeddings().create(one).await.unwrap();
+    assert_eq!(response.data.len(), 1);
+    let expected: Vec<f32> = gemini::EMBEDDING.iter().map(|&x| x as f32).collect();
+    assert_eq!(response.data[0].embedding, expected);
+    let sent = mock.last_request().await;
+    assert_eq!(
+        sent.path,
+        format!("/v1beta/models/{GEMINI_EMBED}:embedContent")
+    );
+    assert_eq!(sent.header("x-goog-api-key"), Some(KEY));
+    assert_eq!(
+        sent.body["content"],
+        json!({"parts": [{"text": "What is the meaning of life?"}]})
+    );
+    assert_eq!(sent.body["outputDimensionality"], 3);
+
+    let two = CreateEmbeddingRequestArgs::default()
+        .model(format!("gemini/{GEMINI_EMBED}"))
+        .input(["first", "second"])
+        .build()
+        .unwrap();
+    let response = gw.openai().embeddings().create(two).await.unwrap();
+    assert_eq!(response.data.len(), 2);
+    assert_eq!(response.data[1].index, 1);
+    let sent = mock.last_request().await;
+    assert_eq!(
+        sent.path,
+        format!("/v1beta/models/{GEMINI_EMBED}:batchEmbedContents")
+    );
+    assert_eq!(
+        sent.body["requests"][1],
+        json!({"model": format!("models/{GEMINI_EMBED}"), "content": {"parts": [{"text": "second"}]}})
+    );
+}
+
+#[tokio::test]
+async fn gemini_errors_map_to_openais_error_shape() {
+    let (_mock, gw) = gemini_setup().await;
+    let (status, error) = error_of(&gw, "gemini/error-429").await;
+    assert_eq!(status, 429, "{error}");
+    assert_eq!(error["type"], "rate_limit_error");
+
+    let mock = MockProvider::gemini().await;
+    let wrong_key = gateway("gemini", &mock, "wrong-key", &[GEMINI]).await;
+    let (status, error) = error_of(&wrong_key, &format!("gemini/{GEMINI}")).await;
+    // Gemini answers a bad key with 400 INVALID_ARGUMENT; the plugin classes it as authentication
+    // and the gateway keeps the upstream's 4xx status.
+    assert_eq!(status, 400, "{error}");
+    assert_eq!(error["type"], "authentication_error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("API key not valid"),
+        "{error}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cohere
+
+#[tokio::test]
+async fn cohere_chat_returns_the_text_and_billed_usage_with_cached_tokens() {
+    let (_mock, gw) = cohere_setup().await;
+    let response = chat(&gw, &format!("cohere/{COMMAND}")).await;
+    let choice = &response.choices[0];
+    assert_eq!(choice.message.content.as_deref(), Some(cohere::TEXT));
+    assert_eq!(choice.finish_reason, Some(FinishReason::Stop));
+    let usage = response.usage.unwrap();
+    assert_eq!(u64::from(usage.prompt_tokens), cohere::BILLED_INPUT_TOKENS);
+    assert_eq!(
+        u64::from(usage.completion_tokens),
+        cohere::BILLED_OUTPUT_TOKENS
+    );
+    assert_eq!(cached(&usage).map(u64::from), Some(cohere::CACHED_TOKENS));
+}
+
+#[tokio::test]
+async fn cohere_request_is_v2_chat_with_bearer_key_and_renamed_parameters() {
+    let (mock, gw) = cohere_setup().await;
+    let mut request = chat_request(&format!("cohere/{COMMAND}"), Some("Be concise."));
+    request.top_p = Some(0.75);
+    request.max_completion_tokens = Some(100);
+    gw.openai().chat().create(request).await.unwrap();
+
+    let sent = mock.last_request().await;
+    assert_eq!(sent.path, "/v2/chat");
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(sent.body["model"], COMMAND);
+    assert_eq!(
+        sent.body["messages"],
+        json!([{"role": "system", "content": "Be concise."},
+               {"role": "user", "content": "Hello there"}])
+    );
+    assert_eq!(sent.body["p"], 0.75, "top_p is Cohere's p");
+    assert_eq!(sent.body["max_tokens"], 100);
+}
+
+#[tokio::test]
+async fn cohere_stream_reassembles_the_text_and_reports_usage() {
+    let (mock, gw) = cohere_setup().await;
+    let (text, usage, finish) = stream_text(&gw, &format!("cohere/{COMMAND}")).await;
+    assert_eq!(text, cohere::STREAM_DELTAS.concat());
+    assert_eq!(finish, Some(FinishReason::Stop));
+    let usage = usage.expect("a usage chunk for include_usage");
+    assert_eq!(u64::from(usage.prompt_tokens), cohere::BILLED_INPUT_TOKENS);
+    assert_eq!(
+        u64::from(usage.completion_tokens),
+        cohere::BILLED_OUTPUT_TOKENS
+    );
+    assert_eq!(mock.last_request().await.body["stream"], true);
+}
+
+#[tokio::test]
+async fn cohere_tool_call_round_trip_sends_the_tool_plan_and_tool_message_back() {
+    let (mock, gw) = cohere_setup().await;
+    let model = format!("cohere/{COMMAND}");
+    let message = ask_with_tool(&gw, &model).await;
+    assert_eq!(
+        message["content"],
+        cohere::TOOL_PLAN,
+        "the tool plan is the content"
+    );
+    let call = &message["tool_calls"][0];
+    assert_eq!(call["id"], cohere::TOOL_CALL_ID);
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(
+        serde_json::from_str::<Value>(call["function"]["arguments"].as_str().unwrap()).unwrap(),
+        json!({"location": "Toronto"})
+    );
+
+    let reply = answer_tool(&gw, &model, &message, r#"[{"temperature": 30}]"#).await;
+    assert_eq!(reply, cohere::TEXT);
+    let messages = mock.last_request().await.body["messages"].clone();
+    assert_eq!(messages.as_array().unwrap().len(), 3, "{messages}");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert_eq!(messages[1]["tool_plan"], cohere::TOOL_PLAN);
+    assert_eq!(messages[1]["tool_calls"][0]["id"], cohere::TOOL_CALL_ID);
+    assert_eq!(
+        messages[1]["tool_calls"][0]["function"]["name"],
+        "get_weather"
+    );
+    assert_eq!(
+        messages[2],
+        json!({"role": "tool", "tool_call_id": cohere::TOOL_CALL_ID,
+               "content": r#"[{"temperature": 30}]"#})
+    );
+}
+
+#[tokio::test]
+async fn cohere_embeddings_go_to_v2_embed_as_float_texts() {
+    let (mock, gw) = cohere_setup().await;
+    let request = CreateEmbeddingRequestArgs::default()
+        .model(format!("cohere/{COHERE_EMBED}"))
+        .input(["hello", "goodbye"])
+        .build()
+        .unwrap();
+    let response = gw.openai().embeddings().create(request).await.unwrap();
+    assert_eq!(response.data.len(), 2);
+    assert_eq!(response.data[1].index, 1);
+    assert_eq!(response.data[1].embedding[0], 1.016_296_4);
+    assert_eq!(response.usage.prompt_tokens, 2);
+    let sent = mock.last_request().await;
+    assert_eq!(sent.path, "/v2/embed");
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(sent.body["model"], COHERE_EMBED);
+    assert_eq!(sent.body["texts"], json!(["hello", "goodbye"]));
+    assert_eq!(sent.body["embedding_types"], json!(["float"]));
+    assert!(
+        sent.body["input_type"].is_string(),
+        "input_type is required"
+    );
+}
+
+#[tokio::test]
+async fn cohere_errors_map_to_openais_error_shape() {
+    let (_mock, gw) = cohere_setup().await;
+    let (status, error) = error_of(&gw, "cohere/error-429").await;
+    assert_eq!(status, 429, "{error}");
+    assert_eq!(error["type"], "rate_limit_error");
+
+    let mock = MockProvider::cohere().await;
+    let wrong_key = gateway("cohere", &mock, "wrong-key", &[COMMAND]).await;
+    let (status, error) = error_of(&wrong_key, &format!("cohere/{COMMAND}")).await;
+    assert_eq!(status, 401, "{error}");
+    assert_eq!(error["type"], "authentication_error");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid api token"),
+        "{error}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Azure OpenAI
+
+#[tokio::test]
+async fn azure_chat_returns_the_text_and_usage() {
+    let (_mock, gw) = azure_setup().await;
+    let response = chat(&gw, &format!("azure-openai/{GPT}")).await;
+    let choice = &response.choices[0];
+    assert_eq!(choice.message.content.as_deref(), Some(azure::TEXT));
+    assert_eq!(choice.finish_reason, Some(FinishReason::Stop));
+    let usage = response.usage.unwrap();
+    assert_eq!(u64::from(usage.prompt_tokens), azure::PROMPT_TOKENS);
+    assert_eq!(u64::from(usage.completion_tokens), azure::COMPLETION_TOKENS);
+    assert_eq!(cached(&usage).map(u64::from), Some(azure::CACHED_TOKENS));
+}
+
+#[tokio::test]
+async fn azure_request_goes_to_the_deployment_with_api_version_and_api_key() {
+    let (mock, gw) = azure_setup().await;
+    gw.openai()
+        .chat()
+        .create(chat_request(
+            &format!("azure-openai/{GPT}"),
+            Some("Be brief."),
+        ))
+        .await
+        .unwrap();
+    let sent = mock.last_request().await;
+    assert_eq!(
+        sent.path,
+        "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+    );
+    assert_eq!(sent.header("api-key"), Some(KEY));
+    assert_eq!(sent.header("authorization"), None, "Azure keys are api-key");
+    assert_eq!(sent.body["messages"][0]["role"], "system");
+    assert_eq!(sent.body["messages"][1]["content"], "Hello there");
+}
+
+#[tokio::test]
+async fn azure_deployments_and_api_version_options_choose_the_url() {
+    let mock = MockProvider::azure().await;
+    let gw = gateway_with(
+        "azure-openai",
+        &mock,
+        KEY,
+        &[GPT],
+        "{api_version: 2025-01-01-preview, deployments: {gpt-4o: prod-gpt4o-eastus}}",
+    )
+    .await;
+    let response = chat(&gw, &format!("azure-openai/{GPT}")).await;
+    assert_eq!(
+        response.choices[0].message.content.as_deref(),
+        Some(azure::TEXT)
+    );
+    let sent = mock.last_request().await;
+    assert_eq!(
+        sent.path,
+        "/openai/deployments/prod-gpt4o-eastus/chat/completions?api-version=2025-01-01-preview"
+    );
+}
+
+#[tokio::test]
+async fn azure_stream_skips_the_prompt_filter_chunk_and_reports_usage() {
+    let (mock, gw) = azure_setup().await;
+    let (text, usage, finish) = stream_text(&gw, &format!("azure-openai/{GPT}")).await;
+    assert_eq!(text, azure::STREAM_DELTAS.concat());
+    assert_eq!(finish, Some(FinishReason::Stop));
+    let usage = usage.expect("a usage chunk for include_usage");
+    assert_eq!(u64::from(usage.prompt_tokens), azure::PROMPT_TOKENS);
+    assert_eq!(u64::from(usage.completion_tokens), azure::COMPLETION_TOKENS);
+    let sent = mock.last_request().await.body;
+    assert_eq!(sent["stream"], true);
+    assert_eq!(sent["stream_options"]["include_usage"], true);
+}
+
+#[tokio::test]
+async fn azure_tool_call_round_trip_passes_openais_shape_through() {
+    let (mock, gw) = azure_setup().await;
+    let model = format!("azure-openai/{GPT}");
+    let message = ask_with_tool(&gw, &model).await;
+    let call = &message["tool_calls"][0];
+    assert_eq!(call["id"], azure::TOOL_CALL_ID);
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(
+        call["function"]["arguments"],
+        "{\"location\":\"Boston, MA\"}"
+    );
+
+    let reply = answer_tool(&gw, &model, &message, "22 degrees").await;
+    assert_eq!(reply, azure::TEXT);
+    let messages = mock.last_request().await.body["messages"].clone();
+    assert_eq!(messages[1]["tool_calls"][0]["id"], azure::TOOL_CALL_ID);
+    assert_eq!(
+        messages[2],
+        json!({"role": "tool", "tool_call_id": azure::TOOL_CALL_ID, "content": "22 degrees"})
+    );
+}
+
+#[tokio::test]
+async fn azure_errors_map_to_openais_error_shape() {
+    let (_mock, gw) = azure_setup().await;
+    let (status, error) = error_of(&gw, "azure-openai/error-429").await;
+    assert_eq!(status, 429, "{error}");
+    assert_eq!(error["type"], "rate_limit_error");
+    let (status, _) = error_of(&gw, "azure-openai/error-500").await;
+    assert_eq!(status, 502);
+
+    let mock = MockProvider::azure().await;
+    let wrong_key = gateway("azure-openai", &mock, "wrong-key", &[GPT]).await;
+    let (status, error) = error_of(&wrong_key, &format!("azure-openai/{GPT}")).await;
+    assert_eq!(status, 401, "{error}");
+    assert_eq!(error["type"], "authentication_error");
+    assert!(
+        error["message"].as_str().unwrap().contains("Access denied"),
+        "{error}"
+    );
+}
