@@ -217,6 +217,73 @@ async fn error_of(gateway: &TestGateway, model: &str) -> (u16, Value) {
     (status, error)
 }
 
+/// What a streamed answer to a request with the weather tool carried.
+struct ToolStream {
+    text: String,
+    /// (id, name, parsed arguments), by tool call index.
+    calls: Vec<(String, String, Value)>,
+    finish: Value,
+}
+
+async fn stream_tools(gateway: &TestGateway, model: &str) -> ToolStream {
+    let mut stream = gateway
+        .openai()
+        .chat()
+        .create_stream_byot::<_, Value>(json!({
+            "model": model, "stream": true,
+            "messages": [{"role": "user", "content": QUESTION}],
+            "tools": [weather_tool()]
+        }))
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let mut calls: Vec<(String, String, String)> = Vec::new();
+    let mut finish = Value::Null;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.unwrap();
+        let Some(choice) = chunk["choices"].get(0) else {
+            continue;
+        };
+        text.push_str(choice["delta"]["content"].as_str().unwrap_or(""));
+        for call in choice["delta"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let index = usize::try_from(call["index"].as_u64().expect("an index")).unwrap();
+            if index == calls.len() {
+                calls.push(Default::default());
+            }
+            let entry = &mut calls[index];
+            if let Some(id) = call["id"].as_str() {
+                entry.0.push_str(id);
+            }
+            if let Some(name) = call["function"]["name"].as_str() {
+                entry.1.push_str(name);
+            }
+            entry
+                .2
+                .push_str(call["function"]["arguments"].as_str().unwrap_or(""));
+        }
+        if !choice["finish_reason"].is_null() {
+            finish = choice["finish_reason"].clone();
+        }
+    }
+    let calls = calls
+        .into_iter()
+        .map(|(id, name, arguments)| {
+            let arguments = serde_json::from_str(&arguments)
+                .unwrap_or_else(|e| panic!("arguments {arguments:?}: {e}"));
+            (id, name, arguments)
+        })
+        .collect();
+    ToolStream {
+        text,
+        calls,
+        finish,
+    }
+}
+
 fn cached(usage: &async_openai::types::chat::CompletionUsage) -> Option<u32> {
     usage
         .prompt_tokens_details
@@ -347,42 +414,14 @@ async fn anthropic_tool_use_becomes_tool_calls_and_the_result_goes_back_as_tool_
 #[tokio::test]
 async fn anthropic_streamed_tool_call_arrives_as_tool_call_deltas() {
     let (_mock, gw) = anthropic_setup().await;
-    let mut stream = gw
-        .openai()
-        .chat()
-        .create_stream_byot::<_, Value>(json!({
-            "model": format!("anthropic/{CLAUDE}"), "stream": true,
-            "messages": [{"role": "user", "content": QUESTION}],
-            "tools": [weather_tool()]
-        }))
-        .await
-        .unwrap();
-    let (mut text, mut id, mut name, mut arguments, mut finish) =
-        (String::new(), None, None, String::new(), Value::Null);
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.unwrap();
-        let Some(choice) = chunk["choices"].get(0) else {
-            continue;
-        };
-        text.push_str(choice["delta"]["content"].as_str().unwrap_or(""));
-        if let Some(call) = choice["delta"]["tool_calls"].get(0) {
-            assert_eq!(call["index"], 0);
-            id = id.or(call["id"].as_str().map(str::to_owned));
-            name = name.or(call["function"]["name"].as_str().map(str::to_owned));
-            arguments.push_str(call["function"]["arguments"].as_str().unwrap_or(""));
-        }
-        if !choice["finish_reason"].is_null() {
-            finish = choice["finish_reason"].clone();
-        }
-    }
-    assert_eq!(text, anthropic::STREAM_DELTAS.concat());
-    assert_eq!(id.as_deref(), Some(anthropic::TOOL_USE_ID));
-    assert_eq!(name.as_deref(), Some("get_weather"));
-    assert_eq!(
-        serde_json::from_str::<Value>(&arguments).unwrap(),
-        json!({"location": "San Francisco, CA"})
-    );
-    assert_eq!(finish, "tool_calls");
+    let streamed = stream_tools(&gw, &format!("anthropic/{CLAUDE}")).await;
+    assert_eq!(streamed.text, anthropic::STREAM_DELTAS.concat());
+    assert_eq!(streamed.calls.len(), 1, "{:?}", streamed.calls);
+    let (id, name, arguments) = &streamed.calls[0];
+    assert_eq!(id, anthropic::TOOL_USE_ID);
+    assert_eq!(name, "get_weather");
+    assert_eq!(*arguments, json!({"location": "San Francisco, CA"}));
+    assert_eq!(streamed.finish, "tool_calls");
 }
 
 #[tokio::test]
@@ -478,6 +517,23 @@ async fn gemini_stream_reassembles_the_text_and_reports_usage() {
     assert_eq!(
         sent.path,
         format!("/v1beta/models/{GEMINI}:streamGenerateContent?alt=sse")
+    );
+}
+
+#[tokio::test]
+async fn gemini_streamed_function_calls_arrive_as_indexed_tool_call_deltas() {
+    let (_mock, gw) = gemini_setup().await;
+    let streamed = stream_tools(&gw, &format!("gemini/{GEMINI}")).await;
+    assert_eq!(streamed.text, gemini::STREAM_TOOL_TEXT);
+    assert_eq!(streamed.calls.len(), 2, "{:?}", streamed.calls);
+    assert_ne!(streamed.calls[0].0, streamed.calls[1].0, "distinct ids");
+    assert!(!streamed.calls[0].0.is_empty());
+    assert_eq!(streamed.calls[0].1, "get_weather");
+    assert_eq!(streamed.calls[0].2, json!({"city": "Paris"}));
+    assert_eq!(streamed.calls[1].2, json!({"city": "Rome"}));
+    assert_eq!(
+        streamed.finish, "tool_calls",
+        "Gemini says STOP; calls make it tool_calls"
     );
 }
 
@@ -678,6 +734,20 @@ async fn cohere_tool_call_round_trip_sends_the_tool_plan_and_tool_message_back()
 }
 
 #[tokio::test]
+async fn cohere_streamed_tool_calls_arrive_with_the_tool_plan_as_content() {
+    let (_mock, gw) = cohere_setup().await;
+    let streamed = stream_tools(&gw, &format!("cohere/{COMMAND}")).await;
+    assert_eq!(streamed.text, cohere::STREAM_TOOL_PLAN.concat());
+    assert_eq!(streamed.calls.len(), 2, "{:?}", streamed.calls);
+    assert_eq!(streamed.calls[0].0, cohere::STREAM_TOOL_CALL_IDS[0]);
+    assert_eq!(streamed.calls[1].0, cohere::STREAM_TOOL_CALL_IDS[1]);
+    assert_eq!(streamed.calls[0].1, "get_weather");
+    assert_eq!(streamed.calls[0].2, json!({"location": "Toronto"}));
+    assert_eq!(streamed.calls[1].2, json!({"location": "Madrid"}));
+    assert_eq!(streamed.finish, "tool_calls");
+}
+
+#[tokio::test]
 async fn cohere_embeddings_go_to_v2_embed_as_float_texts() {
     let (mock, gw) = cohere_setup().await;
     let request = CreateEmbeddingRequestArgs::default()
@@ -842,4 +912,53 @@ async fn azure_errors_map_to_openais_error_shape() {
         error["message"].as_str().unwrap().contains("Access denied"),
         "{error}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// All four
+
+#[tokio::test]
+async fn streams_without_include_usage_end_with_done_and_no_usage_chunk() {
+    for (provider, model) in [
+        ("anthropic", CLAUDE),
+        ("gemini", GEMINI),
+        ("cohere", COMMAND),
+        ("azure-openai", GPT),
+    ] {
+        let (_mock, gw) = match provider {
+            "anthropic" => anthropic_setup().await,
+            "gemini" => gemini_setup().await,
+            "cohere" => cohere_setup().await,
+            _ => azure_setup().await,
+        };
+        let response = http()
+            .post(gw.url("/v1/chat/completions"))
+            .json(
+                &json!({"model": format!("{provider}/{model}"), "stream": true,
+                          "messages": [{"role": "user", "content": "hi"}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{provider}");
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        let body = response.text().await.unwrap();
+        assert!(body.ends_with("data: [DONE]\n\n"), "{provider}: {body}");
+        let events: Vec<Value> = body
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .filter(|e| *e != "[DONE]")
+            .map(|e| serde_json::from_str(e).unwrap())
+            .collect();
+        assert!(
+            events.iter().all(|e| e["usage"].is_null()),
+            "{provider}: no usage for a client that did not ask: {body}"
+        );
+        assert!(
+            events
+                .iter()
+                .any(|e| e["choices"][0]["finish_reason"] == "stop"),
+            "{provider}: {body}"
+        );
+    }
 }

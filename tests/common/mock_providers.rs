@@ -356,6 +356,7 @@ pub mod gemini {
     pub const CANDIDATES_TOKENS: u64 = 9;
     pub const THOUGHTS_TOKENS: u64 = 4;
     pub const RESPONSE_ID: &str = "uLwKaPrUF6SI-8YPm_yf6Q0";
+    pub const STREAM_TOOL_TEXT: &str = "Checking both.";
     pub const EMBEDDING: [f64; 3] = [0.013168523, -0.008711934, -0.046782676];
 
     fn error(code: u16, status: &str, message: &str) -> Response {
@@ -424,7 +425,15 @@ pub mod gemini {
         }
         match method {
             "generateContent" => generate(model, &request),
-            "streamGenerateContent" => stream(model),
+            "streamGenerateContent" => {
+                let tool = request["tools"][0]["functionDeclarations"][0]["name"]
+                    .as_str()
+                    .filter(|_| !has_function_response(&request));
+                match tool {
+                    Some(name) => stream_function_calls(model, name),
+                    None => stream(model),
+                }
+            }
             "embedContent" => {
                 let n = request["outputDimensionality"].as_u64().unwrap_or(3) as usize;
                 axum::Json(json!({"embedding": {"values": embedding(n)}})).into_response()
@@ -475,6 +484,24 @@ pub mod gemini {
         }
         sse_in_pieces(text)
     }
+
+    /// Two function calls, after a text part, in the stream's last chunk (as Gemini sends them).
+    fn stream_function_calls(model: &str, name: &str) -> Response {
+        let chunks = [
+            json!({"candidates": [{"content": {"parts": [{"text": STREAM_TOOL_TEXT}], "role": "model"}}],
+                   "modelVersion": model, "responseId": "stream-1", "usageMetadata": usage(3)}),
+            json!({"candidates": [{"content": {"parts": [
+                        {"functionCall": {"name": name, "args": {"city": "Paris"}}},
+                        {"functionCall": {"name": name, "args": {"city": "Rome"}}}], "role": "model"},
+                   "finishReason": "STOP"}],
+                   "modelVersion": model, "responseId": "stream-1", "usageMetadata": usage(20)}),
+        ];
+        let mut text = String::new();
+        for chunk in chunks {
+            text.push_str(&format!("data: {chunk}\r\n\r\n"));
+        }
+        sse_in_pieces(text)
+    }
 }
 
 /// Cohere v2 Chat and Embed, after docs.cohere.com/reference/chat, /chat-stream and /embed.
@@ -488,6 +515,9 @@ pub mod cohere {
     pub const CACHED_TOKENS: u64 = 8;
     pub const TOOL_CALL_ID: &str = "get_weather_1byjy32y4hvq";
     pub const TOOL_PLAN: &str = "I will search for the weather in Toronto.";
+    pub const STREAM_TOOL_PLAN: [&str; 2] = ["I will search", " for both."];
+    pub const STREAM_TOOL_CALL_IDS: [&str; 2] =
+        ["get_weather_nsz5zm3w56q3", "get_weather_j3y5dg3q4cd1"];
     pub const ID: &str = "c14c80c3-18eb-4519-9460-6c92edd8cfb4";
 
     fn error(status: u16, message: &str) -> Response {
@@ -539,7 +569,10 @@ pub mod cohere {
             .as_str()
             .filter(|_| !has_tool_result);
         if request["stream"] == true {
-            return stream();
+            return match tool {
+                Some(name) => stream_tool_calls(name),
+                None => stream(),
+            };
         }
         let (message, finish) = match tool {
             Some(name) => (
@@ -583,6 +616,59 @@ pub mod cohere {
             "message-end",
             json!({"type": "message-end",
                    "delta": {"finish_reason": "COMPLETE", "usage": usage()}}),
+        ));
+        let mut text = String::new();
+        for (name, data) in events {
+            text.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+        }
+        sse_in_pieces(text)
+    }
+
+    /// The tool plan in two deltas, then two tool calls (Toronto, Madrid) in pieces.
+    fn stream_tool_calls(name: &str) -> Response {
+        let mut events: Vec<(&str, Value)> = vec![(
+            "message-start",
+            json!({"id": "29f14a5a-11de-4cae-9800-25e4747408ea", "type": "message-start",
+                   "delta": {"message": {"role": "assistant", "content": [], "tool_plan": "",
+                                         "tool_calls": [], "citations": []}}}),
+        )];
+        for part in STREAM_TOOL_PLAN {
+            events.push((
+                "tool-plan-delta",
+                json!({"type": "tool-plan-delta", "delta": {"message": {"tool_plan": part}}}),
+            ));
+        }
+        for (index, (id, pieces)) in [
+            (
+                STREAM_TOOL_CALL_IDS[0],
+                &["{\n    \"location\"", ": \"Toronto\"\n}"][..],
+            ),
+            (STREAM_TOOL_CALL_IDS[1], &["{\"location\": \"Madrid\"}"][..]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            events.push((
+                "tool-call-start",
+                json!({"type": "tool-call-start", "index": index, "delta": {"message": {"tool_calls":
+                    {"id": id, "type": "function", "function": {"name": name, "arguments": ""}}}}}),
+            ));
+            for piece in pieces {
+                events.push((
+                    "tool-call-delta",
+                    json!({"type": "tool-call-delta", "index": index, "delta": {"message":
+                        {"tool_calls": {"function": {"arguments": piece}}}}}),
+                ));
+            }
+            events.push((
+                "tool-call-end",
+                json!({"type": "tool-call-end", "index": index}),
+            ));
+        }
+        events.push((
+            "message-end",
+            json!({"type": "message-end",
+                   "delta": {"finish_reason": "TOOL_CALL", "usage": usage()}}),
         ));
         let mut text = String::new();
         for (name, data) in events {
