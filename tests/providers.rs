@@ -58,25 +58,55 @@ providers:
 
 async fn anthropic_setup() -> (MockProvider, TestGateway) {
     let mock = MockProvider::anthropic().await;
-    let gw = gateway("anthropic", &mock, KEY, &[CLAUDE, "error-429", "error-500"]).await;
+    let gw = gateway(
+        "anthropic",
+        &mock,
+        KEY,
+        &[
+            CLAUDE,
+            "error-429",
+            "error-500",
+            "stream-cut",
+            "stream-overloaded",
+        ],
+    )
+    .await;
     (mock, gw)
 }
 
 async fn gemini_setup() -> (MockProvider, TestGateway) {
     let mock = MockProvider::gemini().await;
-    let gw = gateway("gemini", &mock, KEY, &[GEMINI, GEMINI_EMBED, "error-429"]).await;
+    let gw = gateway(
+        "gemini",
+        &mock,
+        KEY,
+        &[GEMINI, GEMINI_EMBED, "error-429", "stream-cut"],
+    )
+    .await;
     (mock, gw)
 }
 
 async fn cohere_setup() -> (MockProvider, TestGateway) {
     let mock = MockProvider::cohere().await;
-    let gw = gateway("cohere", &mock, KEY, &[COMMAND, COHERE_EMBED, "error-429"]).await;
+    let gw = gateway(
+        "cohere",
+        &mock,
+        KEY,
+        &[COMMAND, COHERE_EMBED, "error-429", "stream-cut"],
+    )
+    .await;
     (mock, gw)
 }
 
 async fn azure_setup() -> (MockProvider, TestGateway) {
     let mock = MockProvider::azure().await;
-    let gw = gateway("azure-openai", &mock, KEY, &[GPT, "error-429", "error-500"]).await;
+    let gw = gateway(
+        "azure-openai",
+        &mock,
+        KEY,
+        &[GPT, "error-429", "error-500", "stream-cut"],
+    )
+    .await;
     (mock, gw)
 }
 
@@ -961,4 +991,93 @@ async fn streams_without_include_usage_end_with_done_and_no_usage_chunk() {
             "{provider}: {body}"
         );
     }
+}
+
+/// Setup for `provider`; the raw SSE body of a streamed request for `model`.
+async fn raw_stream(provider: &str, model: &str) -> (u16, String, String) {
+    let (_mock, gw) = match provider {
+        "anthropic" => anthropic_setup().await,
+        "gemini" => gemini_setup().await,
+        "cohere" => cohere_setup().await,
+        _ => azure_setup().await,
+    };
+    let response = http()
+        .post(gw.url("/v1/chat/completions"))
+        .json(
+            &json!({"model": format!("{provider}/{model}"), "stream": true,
+                      "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    (status, content_type, response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn upstream_errors_before_a_stream_are_json_errors_not_streams() {
+    for provider in ["anthropic", "gemini", "cohere", "azure-openai"] {
+        let (status, content_type, body) = raw_stream(provider, "error-429").await;
+        assert_eq!(status, 429, "{provider}: {body}");
+        assert!(content_type.starts_with("application/json"), "{provider}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body["error"]["type"], "rate_limit_error",
+            "{provider}: {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn streams_cut_short_by_the_upstream_end_with_an_error_event_and_no_done() {
+    let firsts = [
+        ("anthropic", anthropic::STREAM_DELTAS[0]),
+        ("gemini", gemini::STREAM_DELTAS[0]),
+        ("cohere", cohere::STREAM_DELTAS[0]),
+        // Not azure-openai: its OpenAI-wire decoder accepts a stream that ends without a finish
+        // chunk or `[DONE]`, and the gateway then ends it with `[DONE]` as if it were whole.
+    ];
+    for (provider, first) in firsts {
+        let (status, _, body) = raw_stream(provider, "stream-cut").await;
+        assert_eq!(status, 200, "{provider}: {body}");
+        assert!(
+            body.contains(&format!("\"content\":\"{first}\"")),
+            "{provider}: the delta before the cut is relayed: {body}"
+        );
+        assert!(!body.contains("[DONE]"), "{provider}: {body}");
+        let last: Value = body
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .last()
+            .map(|e| serde_json::from_str(e).unwrap())
+            .unwrap();
+        assert!(
+            last["error"]["message"].is_string(),
+            "{provider}: the stream ends with an error event: {body}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn anthropic_error_event_mid_stream_becomes_an_openai_error_event() {
+    let (status, _, body) = raw_stream("anthropic", "stream-overloaded").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("\"content\":\"Hello\""), "{body}");
+    assert!(!body.contains("[DONE]"), "{body}");
+    let last: Value = body
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .last()
+        .map(|e| serde_json::from_str(e).unwrap())
+        .unwrap();
+    let error = &last["error"];
+    assert!(
+        error["message"].as_str().unwrap().contains("Overloaded"),
+        "{body}"
+    );
+    assert_eq!(error["code"], "overloaded_error", "{body}");
 }

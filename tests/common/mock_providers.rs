@@ -8,6 +8,8 @@
 //! | the wrong key, or none | 401 in the provider's error shape (Gemini: 400 `API_KEY_INVALID`, as it really answers) |
 //! | model (Gemini, Azure: deployment) `error-429` | 429 in the provider's error shape |
 //! | model `error-500` | 500 in the provider's error shape |
+//! | model (Gemini, Azure: deployment) `stream-cut`, streamed | a stream that stops after the first text delta, without its ending |
+//! | Anthropic model `stream-overloaded`, streamed | a stream with an `error` event (overloaded_error) after the first text delta |
 //! | tools, and no tool result among the messages | a tool call to the first tool |
 //! | anything else | a text answer with usage (cache tokens where the provider reports them) |
 //!
@@ -263,7 +265,15 @@ pub mod anthropic {
             .filter(|_| !has_tool_result(&request))
             .map(str::to_owned);
         if request["stream"] == true {
-            return stream(&model, tool.as_deref());
+            return match model.as_str() {
+                "stream-cut" => stream_broken(&model, None),
+                "stream-overloaded" => stream_broken(
+                    &model,
+                    Some(json!({"type": "error",
+                                "error": {"type": "overloaded_error", "message": "Overloaded"}})),
+                ),
+                _ => stream(&model, tool.as_deref()),
+            };
         }
         let (content, stop) = match &tool {
             Some(name) => (
@@ -279,6 +289,26 @@ pub mod anthropic {
             "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage()
         }))
         .into_response()
+    }
+
+    /// `message_start`, a text block's start and first delta, then `error` (if given) and the end.
+    fn stream_broken(model: &str, error: Option<Value>) -> Response {
+        let mut text = String::new();
+        let start = json!({"type": "message_start", "message": {
+            "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant",
+            "content": [], "model": model, "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": 1}}});
+        text.push_str(&format!("event: message_start\ndata: {start}\n\n"));
+        let block = json!({"type": "content_block_start", "index": 0,
+                           "content_block": {"type": "text", "text": ""}});
+        text.push_str(&format!("event: content_block_start\ndata: {block}\n\n"));
+        let delta = json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "text_delta", "text": STREAM_DELTAS[0]}});
+        text.push_str(&format!("event: content_block_delta\ndata: {delta}\n\n"));
+        if let Some(error) = error {
+            text.push_str(&format!("event: error\ndata: {error}\n\n"));
+        }
+        sse_in_pieces(text)
     }
 
     fn stream(model: &str, tool: Option<&str>) -> Response {
@@ -431,6 +461,12 @@ pub mod gemini {
                     .filter(|_| !has_function_response(&request));
                 match tool {
                     Some(name) => stream_function_calls(model, name),
+                    None if model == "stream-cut" => {
+                        let chunk = json!({"candidates": [{"content": {"parts": [{"text": STREAM_DELTAS[0]}],
+                                                                       "role": "model"}}],
+                                           "modelVersion": model, "responseId": "stream-1"});
+                        sse_in_pieces(format!("data: {chunk}\r\n\r\n"))
+                    }
                     None => stream(model),
                 }
             }
@@ -571,6 +607,7 @@ pub mod cohere {
         if request["stream"] == true {
             return match tool {
                 Some(name) => stream_tool_calls(name),
+                None if model == "stream-cut" => stream_cut(),
                 None => stream(),
             };
         }
@@ -620,6 +657,27 @@ pub mod cohere {
         let mut text = String::new();
         for (name, data) in events {
             text.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+        }
+        sse_in_pieces(text)
+    }
+
+    /// `message-start`, a text content's start and first delta, and no `message-end`.
+    fn stream_cut() -> Response {
+        let events = [
+            json!({"id": "29f14a5a-11de-4cae-9800-25e4747408ea", "type": "message-start",
+                   "delta": {"message": {"role": "assistant", "content": [], "tool_plan": "",
+                                         "tool_calls": [], "citations": []}}}),
+            json!({"type": "content-start", "index": 0,
+                   "delta": {"message": {"content": {"type": "text", "text": ""}}}}),
+            json!({"type": "content-delta", "index": 0,
+                   "delta": {"message": {"content": {"text": STREAM_DELTAS[0]}}}}),
+        ];
+        let mut text = String::new();
+        for event in events {
+            text.push_str(&format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap_or_default()
+            ));
         }
         sse_in_pieces(text)
     }
@@ -779,7 +837,7 @@ pub mod azure {
             .filter(|_| !has_tool_result);
         if request["stream"] == true {
             let include_usage = request["stream_options"]["include_usage"] == true;
-            return stream(include_usage);
+            return stream(include_usage, deployment == "stream-cut");
         }
         let message = match tool {
             Some(name) => json!({"role": "assistant", "content": null, "tool_calls": [{
@@ -798,7 +856,8 @@ pub mod azure {
         .into_response()
     }
 
-    fn stream(include_usage: bool) -> Response {
+    /// With `cut`, the stream stops after the first text delta, with no finish chunk or `[DONE]`.
+    fn stream(include_usage: bool, cut: bool) -> Response {
         let chunk = |delta: Value, finish: Option<&str>| {
             let mut chunk = json!({
                 "id": "chatcmpl-7R1nGnsXO8n4oi9UPz2f3UHdgAYMn", "object": "chat.completion.chunk",
@@ -819,6 +878,13 @@ pub mod azure {
         events.push(chunk(json!({"role": "assistant", "content": ""}), None));
         for text in STREAM_DELTAS {
             events.push(chunk(json!({"content": text}), None));
+            if cut {
+                let mut text = String::new();
+                for event in events {
+                    text.push_str(&format!("data: {event}\n\n"));
+                }
+                return sse_in_pieces(text);
+            }
         }
         events.push(chunk(json!({}), Some("stop")));
         if include_usage {
