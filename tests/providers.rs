@@ -375,6 +375,56 @@ async fn anthropic_request_has_its_key_version_top_level_system_and_default_max_
 }
 
 #[tokio::test]
+async fn anthropic_request_maps_stop_max_completion_tokens_user_images_and_tool_choice() {
+    let (mock, gw) = anthropic_setup().await;
+    let _: Value = gw
+        .openai()
+        .chat()
+        .create_byot(json!({
+            "model": format!("anthropic/{CLAUDE}"),
+            "messages": [{"role": "user", "content": [
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQSkZJRg=="}},
+                {"type": "text", "text": "What is this?"}]}],
+            "stop": ["END"],
+            "max_completion_tokens": 20,
+            "user": "user-123",
+            "tools": [weather_tool()],
+            "tool_choice": "required"
+        }))
+        .await
+        .unwrap();
+    let sent = mock.last_request().await.body;
+    assert_eq!(sent["max_tokens"], 20);
+    assert_eq!(sent["stop_sequences"], json!(["END"]));
+    assert_eq!(sent["metadata"], json!({"user_id": "user-123"}));
+    assert_eq!(sent["tool_choice"]["type"], "any");
+    assert_eq!(
+        sent["messages"][0]["content"],
+        json!([{"type": "image", "source": {"type": "base64", "media_type": "image/jpeg",
+                                            "data": "/9j/4AAQSkZJRg=="}},
+               {"type": "text", "text": "What is this?"}])
+    );
+    for openai_only in ["stop", "max_completion_tokens", "user"] {
+        assert!(sent.get(openai_only).is_none(), "{openai_only}: {sent}");
+    }
+}
+
+#[tokio::test]
+async fn anthropic_default_max_tokens_option_applies_when_the_client_sets_none() {
+    let mock = MockProvider::anthropic().await;
+    let gw = gateway_with(
+        "anthropic",
+        &mock,
+        KEY,
+        &[CLAUDE],
+        "{default_max_tokens: 777}",
+    )
+    .await;
+    chat(&gw, &format!("anthropic/{CLAUDE}")).await;
+    assert_eq!(mock.last_request().await.body["max_tokens"], 777);
+}
+
+#[tokio::test]
 async fn anthropic_stream_reassembles_the_text_and_reports_usage() {
     let (mock, gw) = anthropic_setup().await;
     let (text, usage, finish) = stream_text(&gw, &format!("anthropic/{CLAUDE}")).await;
@@ -528,6 +578,29 @@ async fn gemini_request_goes_to_generate_content_with_system_instruction_and_gen
     assert_eq!(config["temperature"], 0.7);
     assert_eq!(config["maxOutputTokens"], 64);
     assert_eq!(config["stopSequences"], json!(["END"]));
+}
+
+#[tokio::test]
+async fn gemini_request_sends_images_as_inline_data_and_file_data() {
+    let (mock, gw) = gemini_setup().await;
+    let _: Value = gw
+        .openai()
+        .chat()
+        .create_byot(json!({
+            "model": format!("gemini/{GEMINI}"),
+            "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "Caption these."},
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQSkZJRg=="}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/photos/cat.png"}}]}]
+        }))
+        .await
+        .unwrap();
+    assert_eq!(
+        mock.last_request().await.body["contents"][0]["parts"],
+        json!([{"text": "Caption these."},
+               {"inlineData": {"mimeType": "image/jpeg", "data": "/9j/4AAQSkZJRg=="}},
+               {"fileData": {"mimeType": "image/png", "fileUri": "https://example.com/photos/cat.png"}}])
+    );
 }
 
 #[tokio::test]
@@ -806,6 +879,29 @@ async fn cohere_embeddings_go_to_v2_embed_as_float_texts() {
 }
 
 #[tokio::test]
+async fn cohere_embed_input_type_comes_from_the_provider_options() {
+    let mock = MockProvider::cohere().await;
+    let gw = gateway_with(
+        "cohere",
+        &mock,
+        KEY,
+        &[COHERE_EMBED],
+        "{input_type: search_query}",
+    )
+    .await;
+    let request = CreateEmbeddingRequestArgs::default()
+        .model(format!("cohere/{COHERE_EMBED}"))
+        .input("hello")
+        .build()
+        .unwrap();
+    let response = gw.openai().embeddings().create(request).await.unwrap();
+    assert_eq!(response.data.len(), 1);
+    let sent = mock.last_request().await.body;
+    assert_eq!(sent["input_type"], "search_query");
+    assert_eq!(sent["texts"], json!(["hello"]));
+}
+
+#[tokio::test]
 async fn cohere_errors_map_to_openais_error_shape() {
     let (_mock, gw) = cohere_setup().await;
     let (status, error) = error_of(&gw, "cohere/error-429").await;
@@ -1080,4 +1176,42 @@ async fn anthropic_error_event_mid_stream_becomes_an_openai_error_event() {
         "{body}"
     );
     assert_eq!(error["code"], "overloaded_error", "{body}");
+}
+
+#[tokio::test]
+async fn requests_a_provider_cannot_express_are_400s_naming_the_param_and_never_sent() {
+    let (anthropic_mock, anthropic_gw) = anthropic_setup().await;
+    let response = http()
+        .post(anthropic_gw.url("/v1/chat/completions"))
+        .json(&json!({"model": format!("anthropic/{CLAUDE}"), "n": 2,
+                      "messages": [{"role": "user", "content": "Hello"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    assert_eq!(body["error"]["param"], "n", "{body}");
+    assert!(anthropic_mock.requests().await.is_empty());
+
+    let (gemini_mock, gemini_gw) = gemini_setup().await;
+    let response = http()
+        .post(gemini_gw.url("/v1/chat/completions"))
+        .json(&json!({"model": format!("gemini/{GEMINI}"), "messages": [
+            {"role": "user", "content": "Hi"},
+            {"role": "tool", "tool_call_id": "call_9", "content": "42"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["param"], "messages[1].tool_call_id", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("call_9"),
+        "{body}"
+    );
+    assert!(gemini_mock.requests().await.is_empty());
 }
