@@ -5,15 +5,18 @@ use std::sync::Arc;
 use super::bindings::limiter_types::{Decision, LimitRequest, Settlement};
 use super::bindings::types::ConfigError;
 use super::bindings::{LimiterPlugin as Bindings, LimiterPluginPre};
+use super::sandbox::WarmPool;
 use super::state::{CounterAccess, PluginState};
 use super::{CounterStore, PluginFailure, PluginHost};
 
-/// A loaded limiter plugin. Each call runs on a fresh instance with the rule's counters.
+/// A loaded limiter plugin. Calls reuse warm instances (see `WarmPool`), each call with the
+/// counters of its rule.
 #[derive(Clone)]
 pub struct LimiterPlugin {
     host: PluginHost,
     name: Arc<str>,
     pre: LimiterPluginPre<PluginState>,
+    warm: Arc<WarmPool<Bindings>>,
 }
 
 impl LimiterPlugin {
@@ -27,6 +30,7 @@ impl LimiterPlugin {
             host,
             name: name.into(),
             pre: LimiterPluginPre::new(pre)?,
+            warm: Arc::default(),
         })
     }
 
@@ -86,12 +90,23 @@ impl LimiterPlugin {
         counters: Option<CounterAccess>,
         f: impl AsyncFnOnce(&Bindings, &mut wasmtime::Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
-        let mut sandbox = self.host.sandbox(&self.name).await?;
-        sandbox.store.data_mut().counters = counters;
-        let bindings = match self.pre.instantiate_async(&mut sandbox.store).await {
-            Ok(bindings) => bindings,
-            Err(e) => return Err(sandbox.classify(e)),
+        let (mut sandbox, bindings) = match self.warm.take() {
+            Some(warm) => warm,
+            None => {
+                let mut sandbox = self.host.sandbox(&self.name).await?;
+                match self.pre.instantiate_async(&mut sandbox.store).await {
+                    Ok(bindings) => (sandbox, bindings),
+                    Err(e) => return Err(sandbox.classify(e)),
+                }
+            }
         };
-        sandbox.run(&bindings, f).await
+        sandbox.store.data_mut().counters = counters;
+        let result = sandbox.run(&bindings, f).await;
+        // A warm instance must not keep the previous rule's counters.
+        sandbox.store.data_mut().counters = None;
+        if result.is_ok() {
+            self.warm.give((sandbox, bindings));
+        }
+        result
     }
 }

@@ -5,14 +5,16 @@ use std::sync::Arc;
 use super::bindings::router_types::{RouteRequest, Target};
 use super::bindings::types::ConfigError;
 use super::bindings::{RouterPlugin as Bindings, RouterPluginPre};
+use super::sandbox::WarmPool;
 use super::{PluginFailure, PluginHost};
 
-/// A loaded router plugin. Each call runs on a fresh instance, like provider calls.
+/// A loaded router plugin. Calls reuse warm instances (see `WarmPool`).
 #[derive(Clone)]
 pub struct RouterPlugin {
     host: PluginHost,
     name: Arc<str>,
     pre: RouterPluginPre<super::state::PluginState>,
+    warm: Arc<WarmPool<Bindings>>,
 }
 
 impl RouterPlugin {
@@ -26,6 +28,7 @@ impl RouterPlugin {
             host,
             name: name.into(),
             pre: RouterPluginPre::new(pre)?,
+            warm: Arc::default(),
         })
     }
 
@@ -68,11 +71,20 @@ impl RouterPlugin {
             &mut wasmtime::Store<super::state::PluginState>,
         ) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
-        let mut sandbox = self.host.sandbox(&self.name).await?;
-        let bindings = match self.pre.instantiate_async(&mut sandbox.store).await {
-            Ok(bindings) => bindings,
-            Err(e) => return Err(sandbox.classify(e)),
+        let (mut sandbox, bindings) = match self.warm.take() {
+            Some(warm) => warm,
+            None => {
+                let mut sandbox = self.host.sandbox(&self.name).await?;
+                match self.pre.instantiate_async(&mut sandbox.store).await {
+                    Ok(bindings) => (sandbox, bindings),
+                    Err(e) => return Err(sandbox.classify(e)),
+                }
+            }
         };
-        sandbox.run(&bindings, f).await
+        let result = sandbox.run(&bindings, f).await;
+        if result.is_ok() {
+            self.warm.give((sandbox, bindings));
+        }
+        result
     }
 }
