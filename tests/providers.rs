@@ -492,6 +492,50 @@ async fn anthropic_tool_use_becomes_tool_calls_and_the_result_goes_back_as_tool_
 }
 
 #[tokio::test]
+async fn anthropic_parallel_tool_results_go_back_in_one_user_message() {
+    let (mock, gw) = anthropic_setup().await;
+    let _: Value = gw
+        .openai()
+        .chat()
+        .create_byot(json!({
+            "model": format!("anthropic/{CLAUDE}"),
+            "messages": [
+                {"role": "user", "content": "Weather in Paris and Rome?"},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "toolu_A", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"location\":\"Paris\"}"}},
+                    {"id": "toolu_B", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"location\":\"Rome\"}"}}]},
+                {"role": "tool", "tool_call_id": "toolu_A", "content": "15 degrees"},
+                {"role": "tool", "tool_call_id": "toolu_B",
+                 "content": [{"type": "text", "text": "20 degrees"}]}
+            ],
+            "tools": [weather_tool()]
+        }))
+        .await
+        .unwrap();
+    let messages = mock.last_request().await.body["messages"].clone();
+    assert_eq!(messages.as_array().unwrap().len(), 3, "{messages}");
+    assert_eq!(
+        messages[1]["content"],
+        json!([{"type": "tool_use", "id": "toolu_A", "name": "get_weather", "input": {"location": "Paris"}},
+               {"type": "tool_use", "id": "toolu_B", "name": "get_weather", "input": {"location": "Rome"}}])
+    );
+    let results = messages[2]["content"].as_array().unwrap();
+    assert_eq!(messages[2]["role"], "user");
+    assert_eq!(results.len(), 2, "{messages}");
+    assert_eq!(results[0]["tool_use_id"], "toolu_A");
+    assert_eq!(results[0]["content"], "15 degrees");
+    assert_eq!(results[1]["tool_use_id"], "toolu_B");
+    let second = &results[1]["content"];
+    assert!(
+        *second == json!("20 degrees")
+            || *second == json!([{"type": "text", "text": "20 degrees"}]),
+        "{second}"
+    );
+}
+
+#[tokio::test]
 async fn anthropic_streamed_tool_call_arrives_as_tool_call_deltas() {
     let (_mock, gw) = anthropic_setup().await;
     let streamed = stream_tools(&gw, &format!("anthropic/{CLAUDE}")).await;
@@ -616,6 +660,7 @@ async fn gemini_stream_reassembles_the_text_and_reports_usage() {
         9 + gemini::THOUGHTS_TOKENS,
         "the last chunk's counts"
     );
+    assert_eq!(cached(&usage).map(u64::from), Some(gemini::CACHED_TOKENS));
     let sent = mock.last_request().await;
     assert_eq!(
         sent.path,
@@ -672,6 +717,43 @@ async fn gemini_function_call_round_trip_recovers_the_function_name_from_the_cal
         contents[2]["parts"][0]["functionResponse"],
         json!({"name": "get_weather", "response": {"temperature": 15}}),
         "the name comes from the tool call the id refers to"
+    );
+}
+
+#[tokio::test]
+async fn gemini_second_tool_turn_reusing_call_0_gets_its_own_function_name() {
+    let (mock, gw) = gemini_setup().await;
+    let _: Value = gw
+        .openai()
+        .chat()
+        .create_byot(json!({
+            "model": format!("gemini/{GEMINI}"),
+            "messages": [
+                {"role": "user", "content": "Weather in Paris, then the time there?"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function",
+                    "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "{\"temperature\": 15}"},
+                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function",
+                    "function": {"name": "get_time", "arguments": "{\"city\":\"Paris\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_0", "content": "10:00"}
+            ]
+        }))
+        .await
+        .unwrap();
+    let contents = mock.last_request().await.body["contents"].clone();
+    assert_eq!(contents.as_array().unwrap().len(), 5, "{contents}");
+    assert_eq!(
+        contents[2]["parts"][0]["functionResponse"]["name"],
+        "get_weather"
+    );
+    assert_eq!(
+        contents[4]["parts"][0]["functionResponse"]["name"],
+        "get_time"
+    );
+    assert_eq!(
+        contents[4]["parts"][0]["functionResponse"]["response"],
+        json!({"output": "10:00"}),
+        "a non-JSON result is wrapped"
     );
 }
 
@@ -797,6 +879,7 @@ async fn cohere_stream_reassembles_the_text_and_reports_usage() {
         u64::from(usage.completion_tokens),
         cohere::BILLED_OUTPUT_TOKENS
     );
+    assert_eq!(cached(&usage).map(u64::from), Some(cohere::CACHED_TOKENS));
     assert_eq!(mock.last_request().await.body["stream"], true);
 }
 
@@ -992,6 +1075,7 @@ async fn azure_stream_skips_the_prompt_filter_chunk_and_reports_usage() {
     let usage = usage.expect("a usage chunk for include_usage");
     assert_eq!(u64::from(usage.prompt_tokens), azure::PROMPT_TOKENS);
     assert_eq!(u64::from(usage.completion_tokens), azure::COMPLETION_TOKENS);
+    assert_eq!(cached(&usage).map(u64::from), Some(azure::CACHED_TOKENS));
     let sent = mock.last_request().await.body;
     assert_eq!(sent["stream"], true);
     assert_eq!(sent["stream_options"]["include_usage"], true);
