@@ -3,6 +3,7 @@
 //! - [`config`]: `config.yaml` and command-line overrides.
 //! - [`plugins`]: the wasmtime host, the only module that touches WebAssembly.
 //! - [`gateway`]: one loaded config, its providers and model resolution.
+//! - [`ledger`]: the usage ledger, written in batches off the request path.
 //! - [`server`]: the HTTP API.
 //! - [`upstream`]: the pooled HTTP client for upstream providers.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
@@ -10,6 +11,7 @@
 pub mod catalog;
 pub mod config;
 pub mod gateway;
+pub mod ledger;
 pub mod limits;
 pub mod plugins;
 pub mod routing;
@@ -47,6 +49,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     tokenizer.load().await;
     let host = PluginHost::new(limits, cache_dir, tokenizer)?;
     let max_body_bytes = config.server.max_body_bytes;
+    let ledger = ledger::Ledger::open(&config.ledger)?;
     let gateway = Gateway::load(config, &host).await?;
     Ok(Arc::new(AppState {
         gateway: ArcSwap::from_pointee(gateway),
@@ -58,5 +61,6 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
             .map_or(0, |d| d.as_secs()),
         stats: routing::stats::Stats::default(),
         background: tokio_util::task::TaskTracker::new(),
+        ledger,
     }))
 }

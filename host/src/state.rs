@@ -18,4 +18,6 @@ pub struct AppState {
     pub background: tokio_util::task::TaskTracker,
     /// Live statistics and circuit breakers of routing targets; they outlive reloads.
     pub stats: crate::routing::stats::Stats,
+    /// The usage ledger; flushed on shutdown after the background work.
+    pub ledger: crate::ledger::Ledger,
 }

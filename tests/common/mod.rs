@@ -41,6 +41,10 @@ impl TestGateway {
     pub async fn try_start(yaml: &str) -> anyhow::Result<Self> {
         let mut config = Config::from_yaml(yaml)?;
         config.plugins.cache_dir = Some(plugin_cache_dir());
+        if !yaml.contains("ledger:") {
+            // Not the default ./wasmgate.db: tests run in parallel and leave no files behind.
+            config.ledger.url = "sqlite::memory:".to_owned();
+        }
         if !yaml.contains("plugins:") {
             config.plugins.dir = test_plugins_dir();
             config.plugins.max_instances = 64;

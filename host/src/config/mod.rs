@@ -56,6 +56,9 @@ pub struct Config {
     pub routing: IndexMap<String, RouteEntry>,
     #[serde(default)]
     pub observability: ObservabilityConfig,
+    /// Where usage records are kept.
+    #[serde(default)]
+    pub ledger: crate::ledger::LedgerConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -562,6 +565,18 @@ impl Config {
                     "must be at least 1",
                 ));
             }
+        }
+        if !(self.ledger.url.starts_with("sqlite://") || self.ledger.url == "sqlite::memory:") {
+            return Err(ConfigError::key(
+                "ledger.url",
+                "must be sqlite://PATH or sqlite::memory:",
+            ));
+        }
+        if self.ledger.queue_capacity == 0 {
+            return Err(ConfigError::key(
+                "ledger.queue_capacity",
+                "must be at least 1",
+            ));
         }
         if let Some(level) = &self.observability.log_level {
             tracing_subscriber::EnvFilter::try_new(level).map_err(|e| {

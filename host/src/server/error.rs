@@ -44,6 +44,8 @@ pub enum ApiError {
     UpstreamTimeout { provider: String },
     #[error("The provider `{provider}` sent a request the gateway could not send.")]
     BadUpstreamRequest { provider: String, detail: String },
+    #[error("The usage ledger cannot answer right now; try again shortly.")]
+    LedgerUnavailable(String),
 }
 
 #[derive(Serialize)]
@@ -86,6 +88,7 @@ impl ApiError {
             | Self::UpstreamUnreachable { .. }
             | Self::BadUpstreamRequest { .. } => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
+            Self::LedgerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -134,6 +137,7 @@ impl ApiError {
                 ("api_error", None, Some("upstream_error"))
             }
             Self::UpstreamTimeout { .. } => ("api_error", None, Some("upstream_timeout")),
+            Self::LedgerUnavailable(_) => ("api_error", None, Some("ledger_unavailable")),
         };
         let message = match self {
             // The plugin failure's own text names the plugin and the limit it hit; it holds no
@@ -238,7 +242,8 @@ impl ApiError {
             | Self::BodyTooLarge(_)
             | Self::UnknownRoute { .. }
             | Self::LimitExceeded(_)
-            | Self::LimitsUnavailable(_) => false,
+            | Self::LimitsUnavailable(_)
+            | Self::LedgerUnavailable(_) => false,
         }
     }
 
@@ -247,9 +252,9 @@ impl ApiError {
             Self::PluginFailed(failure) | Self::LimitsUnavailable(failure) => {
                 Some(failure.to_string())
             }
-            Self::UpstreamUnreachable { detail, .. } | Self::BadUpstreamRequest { detail, .. } => {
-                Some(detail.clone())
-            }
+            Self::UpstreamUnreachable { detail, .. }
+            | Self::BadUpstreamRequest { detail, .. }
+            | Self::LedgerUnavailable(detail) => Some(detail.clone()),
             _ => None,
         }
     }

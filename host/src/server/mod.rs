@@ -3,9 +3,11 @@
 mod error;
 mod models;
 mod proxy;
+mod record;
 mod request;
 mod request_log;
 mod stream;
+mod usage;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use tokio::net::TcpListener;
 
 pub use error::ApiError;
 pub use request::UserInfo;
+pub use request_log::RequestId;
 
 use crate::state::AppState;
 
@@ -31,6 +34,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/images/generations", post(proxy::image_generations))
         .route("/v1/models", get(models::list))
         .route("/v1/models/{*id}", get(models::retrieve))
+        .route("/usage/total", post(usage::total))
+        .route("/usage/models", post(usage::models))
         .route("/health", get(health))
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(max_body))
@@ -49,12 +54,15 @@ pub async fn run(
         let _ = tcp.set_nodelay(true);
     });
     let background = state.background.clone();
+    let ledger = state.ledger.clone();
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await?;
-    // Requests are done; let their follow-up work (settling limits) finish too.
+    // Requests are done; let their follow-up work (settling limits) finish too, then write
+    // every usage record still queued.
     background.close();
     background.wait().await;
+    ledger.shutdown().await;
     Ok(())
 }
 

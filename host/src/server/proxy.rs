@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderValue, StatusCode};
+use axum::extract::{Extension, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use super::error::ApiError;
@@ -13,6 +13,8 @@ use super::request::ClientRequest;
 use super::stream;
 use std::time::Instant;
 
+use super::record::{OutcomeCell, Recorder};
+use super::request_log::RequestId;
 use super::stream::OnFinish;
 use crate::catalog::{self, ModelInfo};
 use crate::gateway::{Gateway, ResolveError, Target};
@@ -26,48 +28,95 @@ use crate::upstream;
 
 pub async fn chat_completions(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    proxy(&state, Operation::ChatCompletions, body).await
+    let recorder = recorder(&state, &headers, id, Operation::ChatCompletions);
+    proxy(&state, recorder, body).await
 }
 
 pub async fn embeddings(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    proxy(&state, Operation::Embeddings, body).await
+    let recorder = recorder(&state, &headers, id, Operation::Embeddings);
+    proxy(&state, recorder, body).await
 }
 
 pub async fn image_generations(
     State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    proxy(&state, Operation::ImageGenerations, body).await
+    let recorder = recorder(&state, &headers, id, Operation::ImageGenerations);
+    proxy(&state, recorder, body).await
 }
 
-/// Where usage goes until projects and keys exist.
-const DEFAULT_PROJECT: &str = "default";
+/// Where usage goes without an `x-project-id` header (API keys and projects do not exist yet).
+pub(super) const DEFAULT_PROJECT: &str = "default";
+
+/// The request's usage record, for the project of its `x-project-id` header.
+fn recorder(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: Option<Extension<RequestId>>,
+    operation: Operation,
+) -> Recorder {
+    let request_id = id.map(|Extension(RequestId(id))| id).unwrap_or_default();
+    let project = super::usage::project(headers);
+    Recorder::new(&state.ledger, request_id, project, operation)
+}
 
 async fn proxy(
     state: &AppState,
-    operation: Operation,
+    mut recorder: Recorder,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::BodyTooLarge(state.max_body_bytes)
-        } else {
-            ApiError::InvalidJson(rejection.body_text())
+    let parsed = body
+        .map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::BodyTooLarge(state.max_body_bytes)
+            } else {
+                ApiError::InvalidJson(rejection.body_text())
+            }
+        })
+        .and_then(|body| ClientRequest::parse(recorder.operation(), &body));
+    let mut request = match parsed {
+        Ok(request) => request,
+        Err(error) => {
+            recorder.failed(&error);
+            return Err(error);
         }
-    })?;
-    let mut request = ClientRequest::parse(operation, &body)?;
+    };
+    recorder.request(&request);
+    let outcome = recorder.outcome();
     let gateway = state.gateway.load_full();
     let model = std::mem::take(&mut request.model);
-    let (mut finish, limit_headers) = admit(state, &gateway, &request, &model).await?;
+    let (settle, limit_headers) = match admit(state, &gateway, &request, &model).await {
+        Ok(admitted) => admitted,
+        Err(error) => {
+            recorder.failed(&error);
+            return Err(error);
+        }
+    };
+    // Called once when the request is over: settles the limits, then records the usage.
+    let mut finish: Option<OnFinish> = Some(Box::new(move |usage, cost, succeeded| {
+        if let Some(settle) = settle {
+            settle(usage, cost, succeeded);
+        }
+        recorder.finish(usage, cost, succeeded);
+    }));
     let result = match gateway.routes.get(&model) {
-        Some(route) => routed(state, &gateway, route, &model, &mut request, &mut finish).await,
+        Some(route) => {
+            let attempt = (&mut request, &mut finish, &outcome);
+            routed(state, &gateway, route, &model, attempt).await
+        }
         None => match gateway.resolve(&model) {
-            Ok(target) => attempt(state, &mut request, &target, &mut finish)
+            Ok(target) => attempt(state, &mut request, &target, &mut finish, &outcome)
                 .await
                 .map(|(response, usage, cost)| {
                     (with_route_headers(response, &target, 1), usage, cost)
@@ -82,6 +131,7 @@ async fn proxy(
     // A stream took `finish` with it and calls it when it ends; anything else is over now.
     match result {
         Ok((mut response, usage, cost)) => {
+            outcome.status(response.status().as_u16());
             if let Some(finish) = finish.take() {
                 finish(usage, cost, true);
             }
@@ -97,6 +147,7 @@ async fn proxy(
             Ok(response)
         }
         Err(error) => {
+            outcome.error(&error);
             if let Some(finish) = finish.take() {
                 finish(None, None, false);
             }
@@ -105,7 +156,8 @@ async fn proxy(
     }
 }
 
-/// Checks the limits; an admitted request gets the hook that settles them when it is done.
+/// Checks the limits; an admitted request gets the hook that settles them when it is done
+/// (none without limit rules).
 async fn admit(
     state: &AppState,
     gateway: &Gateway,
@@ -157,8 +209,7 @@ async fn routed(
     gateway: &Gateway,
     route: &Route,
     model: &str,
-    request: &mut ClientRequest,
-    finish: &mut Option<OnFinish>,
+    (request, finish, outcome): (&mut ClientRequest, &mut Option<OnFinish>, &OutcomeCell),
 ) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
     let observed = route.observed(&state.stats, Instant::now());
     let random = uuid::Uuid::new_v4().as_u64_pair();
@@ -194,7 +245,7 @@ async fn routed(
             .resolve(id)
             .map_err(|_| ApiError::ModelNotFound(id.clone()))?;
         let stats = state.stats.get(id).begin(route.breaker);
-        match attempt(state, request, &target, finish).await {
+        match attempt(state, request, &target, finish, outcome).await {
             Ok((response, usage, cost)) => {
                 stats.succeeded(request.stream, usage.map(|u| u.output_tokens));
                 return Ok((with_route_headers(response, &target, n + 1), usage, cost));
@@ -224,7 +275,9 @@ async fn attempt(
     request: &mut ClientRequest,
     target: &Target<'_>,
     finish: &mut Option<OnFinish>,
+    outcome: &OutcomeCell,
 ) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
+    outcome.target(target);
     let price = target.provider.price(target.model);
     let cost = move |usage: Option<Usage>| usage.zip(price).map(|(u, info)| usage_cost(info, u));
     let canonical = request.canonical(target.model);
@@ -291,7 +344,7 @@ const DEFAULT_OUTPUT_ESTIMATE: u32 = 1024;
 
 /// A request's cost in micro-USD at `info`'s prices. Plugins count cache writes inside the
 /// input tokens; the catalog prices them apart.
-fn usage_cost(info: &ModelInfo, usage: Usage) -> i64 {
+pub(super) fn usage_cost(info: &ModelInfo, usage: Usage) -> i64 {
     let cache_write = usage.cache_write_tokens.min(usage.input_tokens);
     catalog::cost_micros(
         info,

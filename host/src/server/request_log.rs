@@ -11,7 +11,7 @@ use super::error::ErrorNote;
 
 /// Gives every request an id (the client's `x-request-id` if it sent a sane one), returns it in
 /// the response, and logs one line when the response headers are ready.
-pub async fn request_log(request: Request, next: Next) -> Response {
+pub async fn request_log(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = request
         .headers()
@@ -22,6 +22,9 @@ pub async fn request_log(request: Request, next: Next) -> Response {
             HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
                 .unwrap_or(HeaderValue::from_static("unknown"))
         });
+    request
+        .extensions_mut()
+        .insert(RequestId(id.to_str().unwrap_or_default().to_owned()));
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
@@ -44,6 +47,10 @@ pub async fn request_log(request: Request, next: Next) -> Response {
     response.headers_mut().insert("x-request-id", id);
     response
 }
+
+/// The request's id, for handlers (the usage ledger).
+#[derive(Clone, Debug, Default)]
+pub struct RequestId(pub String);
 
 fn header<'a>(headers: &'a axum::http::HeaderMap, name: &str) -> &'a str {
     headers

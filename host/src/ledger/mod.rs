@@ -1,0 +1,248 @@
+//! The usage ledger: one record per `/v1/*` request, written in batches off the request path.
+//!
+//! A request hands its [`UsageRecord`] to [`Ledger::record`], which never waits: the record goes
+//! into a bounded channel (`ledger.queue_capacity`, 100,000 by default) drained by one writer task
+//! that stores up to 1,000 records at a time, or whatever arrived within 200 ms, in one
+//! transaction. When the channel is full (the database is far behind or unreachable) the record
+//! is **dropped**: it is counted ([`Ledger::dropped`]) and a warning is logged, so that a slow
+//! database never slows requests down nor grows memory without bound. A batch that fails to
+//! write is retried with a backoff while the gateway runs; [`Ledger::shutdown`] flushes whatever
+//! is queued before the process exits.
+//!
+//! - [`store`]: the storage trait and what the analytics endpoints ask of it.
+//! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
+//! - [`time`]: microsecond timestamps and UTC calendar buckets.
+
+pub mod sqlite;
+pub mod store;
+pub mod time;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+pub use store::{ModelBucket, Store, Totals, Unit};
+
+/// Records written in one transaction at most.
+const BATCH: usize = 1_000;
+/// How long the writer waits for a batch to fill before writing what it has.
+const FLUSH_EVERY: Duration = Duration::from_millis(200);
+
+/// What one request used and how it ended.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UsageRecord {
+    pub request_id: String,
+    /// When the request started, in µs since the Unix epoch.
+    pub time_us: i64,
+    pub project: String,
+    /// The API key's id (never the key). Always `None` until API keys exist.
+    pub api_key_id: Option<String>,
+    pub user_id: Option<String>,
+    pub user_name: Option<String>,
+    pub user_tags: Vec<String>,
+    /// The provider and model that answered (the last one tried for a failed request); `None`
+    /// when the request failed before a target was chosen.
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// `chat.completions`, `embeddings`, `images.generations`.
+    pub operation: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+    /// Micro-USD; `None` when the model has no known price.
+    pub cost_micros: Option<i64>,
+    /// From the request's arrival to its end (for a stream: its last byte or its drop).
+    pub latency_us: i64,
+    pub status: u16,
+    /// The OpenAI error code (`model_not_found`, `upstream_error`, ...) of a failed request.
+    pub error_type: Option<String>,
+    /// The tokens were counted by the gateway, not reported by the upstream.
+    pub estimated: bool,
+}
+
+/// Where the ledger keeps its records (`ledger:` in the config).
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerConfig {
+    /// `sqlite://path/to/file.db`, or `sqlite::memory:` (lost on exit; for tests).
+    #[serde(default = "default_url")]
+    pub url: String,
+    /// Records waiting to be written at most; past that, new records are dropped and counted.
+    #[serde(default = "default_queue_capacity")]
+    pub queue_capacity: usize,
+}
+
+impl Default for LedgerConfig {
+    fn default() -> Self {
+        Self {
+            url: default_url(),
+            queue_capacity: default_queue_capacity(),
+        }
+    }
+}
+
+fn default_url() -> String {
+    "sqlite://./wasmgate.db".to_owned()
+}
+fn default_queue_capacity() -> usize {
+    100_000
+}
+
+/// The ledger: a cheap handle (clone it freely) on the queue, the writer task and the store.
+#[derive(Clone)]
+pub struct Ledger {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tx: mpsc::Sender<UsageRecord>,
+    store: Arc<dyn Store>,
+    dropped: AtomicU64,
+    stop: CancellationToken,
+    writer: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Ledger {
+    /// Opens the store `config.url` names and starts the writer task.
+    pub fn open(config: &LedgerConfig) -> anyhow::Result<Self> {
+        let store: Arc<dyn Store> = if let Some(path) = config.url.strip_prefix("sqlite://") {
+            Arc::new(sqlite::SqliteStore::open(std::path::Path::new(path))?)
+        } else if config.url == "sqlite::memory:" {
+            Arc::new(sqlite::SqliteStore::in_memory()?)
+        } else {
+            // PostgreSQL (`postgres://`) is the next store: implement `Store` for it.
+            anyhow::bail!("ledger.url: unsupported `{}`", config.url)
+        };
+        Ok(Self::with_store(store, config.queue_capacity))
+    }
+
+    /// A ledger writing to `store`; must be called inside a Tokio runtime.
+    pub fn with_store(store: Arc<dyn Store>, capacity: usize) -> Self {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let stop = CancellationToken::new();
+        let writer = tokio::spawn(write_loop(rx, Arc::clone(&store), stop.clone()));
+        Self {
+            inner: Arc::new(Inner {
+                tx,
+                store,
+                dropped: AtomicU64::new(0),
+                stop,
+                writer: tokio::sync::Mutex::new(Some(writer)),
+            }),
+        }
+    }
+
+    /// Queues `record` without waiting; drops it (counted, with a warning) when the queue is
+    /// full or the ledger has shut down.
+    pub fn record(&self, record: UsageRecord) {
+        if let Err(error) = self.inner.tx.try_send(record) {
+            let dropped = self.inner.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            let reason = match error {
+                mpsc::error::TrySendError::Full(_) => "the ledger queue is full",
+                mpsc::error::TrySendError::Closed(_) => "the ledger has shut down",
+            };
+            tracing::warn!(dropped, "usage record dropped: {reason}");
+        }
+    }
+
+    /// Records dropped since start (queue full or ledger closed).
+    pub fn dropped(&self) -> u64 {
+        self.inner.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Records waiting to be written.
+    pub fn queued(&self) -> usize {
+        self.inner.tx.max_capacity() - self.inner.tx.capacity()
+    }
+
+    /// The store, for the analytics endpoints.
+    pub fn store(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.inner.store)
+    }
+
+    /// Stops taking records and writes every queued one. Idempotent.
+    pub async fn shutdown(&self) {
+        self.inner.stop.cancel();
+        if let Some(writer) = self.inner.writer.lock().await.take()
+            && let Err(e) = writer.await
+        {
+            tracing::error!("the ledger writer failed: {e}");
+        }
+    }
+}
+
+/// The writer: batches of up to [`BATCH`] records, or what came within [`FLUSH_EVERY`]. On stop
+/// it closes the queue and drains it.
+async fn write_loop(
+    mut rx: mpsc::Receiver<UsageRecord>,
+    store: Arc<dyn Store>,
+    stop: CancellationToken,
+) {
+    let mut stopping = false;
+    loop {
+        let mut batch = Vec::with_capacity(BATCH);
+        if stopping {
+            if rx.recv_many(&mut batch, BATCH).await == 0 {
+                return;
+            }
+        } else {
+            tokio::select! {
+                () = stop.cancelled() => {
+                    rx.close();
+                    stopping = true;
+                    continue;
+                }
+                n = rx.recv_many(&mut batch, BATCH) => if n == 0 { return },
+            }
+            let deadline = tokio::time::Instant::now() + FLUSH_EVERY;
+            while batch.len() < BATCH && !stopping {
+                let room = BATCH - batch.len();
+                tokio::select! {
+                    () = stop.cancelled() => {
+                        rx.close();
+                        stopping = true;
+                    }
+                    () = tokio::time::sleep_until(deadline) => break,
+                    n = rx.recv_many(&mut batch, room) => if n == 0 { break },
+                }
+            }
+        }
+        write_batch(&store, batch, &stop).await;
+    }
+}
+
+/// Writes one batch, retrying with a backoff while the store fails; when stopping, gives up
+/// after a few tries so that shutdown ends.
+async fn write_batch(store: &Arc<dyn Store>, batch: Vec<UsageRecord>, stop: &CancellationToken) {
+    let batch = Arc::new(batch);
+    let mut delay = Duration::from_millis(100);
+    for attempt in 1.. {
+        let (store, records) = (Arc::clone(store), Arc::clone(&batch));
+        let result = tokio::task::spawn_blocking(move || store.write(&records)).await;
+        let error = match result {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(e) => e.to_string(),
+        };
+        if stop.is_cancelled() && attempt >= 3 {
+            tracing::error!(
+                records = batch.len(),
+                "usage records lost: the ledger cannot write them: {error}"
+            );
+            return;
+        }
+        tracing::warn!(
+            records = batch.len(),
+            attempt,
+            "cannot write usage records, retrying: {error}"
+        );
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(10));
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,170 @@
+//! The usage record of one `/v1/*` request, filled in as the request travels and handed to the
+//! ledger exactly once when it is over (for a stream: when it ends or the client goes away).
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use super::error::ApiError;
+use super::request::ClientRequest;
+use crate::catalog::ModelInfo;
+use crate::gateway::Target;
+use crate::ledger::{Ledger, UsageRecord};
+use crate::plugins::{Operation, Usage};
+use crate::tokenizer::Tokenizer;
+
+/// What is known of a request's end before its hook runs: the target that answered and the
+/// status sent. Shared between the proxy (which fills it) and the hook (which reads it).
+#[derive(Default)]
+struct Outcome {
+    provider: Option<String>,
+    model: Option<String>,
+    price: Option<&'static ModelInfo>,
+    status: u16,
+    error_type: Option<String>,
+}
+
+/// A request's record in the making.
+pub struct Recorder {
+    ledger: Ledger,
+    operation: Operation,
+    record: UsageRecord,
+    started: Instant,
+    /// Input tokens counted by the gateway, for a stream whose upstream reports no usage.
+    estimated_input: Option<u64>,
+    outcome: Arc<Mutex<Outcome>>,
+}
+
+/// The proxy's handle on the outcome, kept while the hook travels with the response.
+#[derive(Clone)]
+pub struct OutcomeCell(Arc<Mutex<Outcome>>);
+
+impl Recorder {
+    pub fn new(ledger: &Ledger, request_id: String, project: String, operation: Operation) -> Self {
+        Self {
+            ledger: ledger.clone(),
+            operation,
+            record: UsageRecord {
+                request_id,
+                time_us: crate::ledger::time::now_us(),
+                project,
+                operation: operation_name(operation).to_owned(),
+                ..UsageRecord::default()
+            },
+            started: Instant::now(),
+            estimated_input: None,
+            outcome: Arc::default(),
+        }
+    }
+
+    pub fn operation(&self) -> Operation {
+        self.operation
+    }
+
+    pub fn outcome(&self) -> OutcomeCell {
+        OutcomeCell(Arc::clone(&self.outcome))
+    }
+
+    /// Takes the user from the parsed request; for a stream, counts its input tokens in case the
+    /// upstream never reports usage (the client may leave before the last chunk).
+    pub fn request(&mut self, request: &ClientRequest) {
+        self.record.user_id.clone_from(&request.user.id);
+        self.record.user_name.clone_from(&request.user.name);
+        self.record.user_tags.clone_from(&request.user.tags);
+        if request.stream {
+            self.estimated_input = Some(u64::from(request.estimate_input_tokens(Tokenizer)));
+        }
+    }
+
+    /// Records a request that failed before any hook existed (bad body, refused by a limit).
+    pub fn failed(self, error: &ApiError) {
+        self.outcome().error(error);
+        self.finish(None, None, false);
+    }
+
+    /// Builds the record and queues it. `usage` and `cost` are the upstream's; without usage, a
+    /// stream's input tokens are the gateway's own count, marked as estimated.
+    pub fn finish(mut self, usage: Option<Usage>, cost: Option<i64>, succeeded: bool) {
+        let outcome = match self.outcome.lock() {
+            Ok(mut outcome) => std::mem::take(&mut *outcome),
+            Err(_) => Outcome::default(),
+        };
+        let record = &mut self.record;
+        record.latency_us = i64::try_from(self.started.elapsed().as_micros()).unwrap_or(i64::MAX);
+        record.provider = outcome.provider;
+        record.model = outcome.model;
+        record.status = outcome.status;
+        record.error_type = outcome.error_type;
+        match usage {
+            Some(usage) => {
+                record.input_tokens = usage.input_tokens;
+                record.output_tokens = usage.output_tokens;
+                record.cached_input_tokens = usage.cached_input_tokens;
+                record.cost_micros = cost;
+            }
+            None if record.status < 400 && record.model.is_some() => {
+                if let Some(input) = self.estimated_input {
+                    record.input_tokens = input;
+                    record.estimated = true;
+                    record.cost_micros = outcome.price.map(|info| {
+                        super::proxy::usage_cost(
+                            info,
+                            Usage {
+                                input_tokens: input,
+                                output_tokens: 0,
+                                cached_input_tokens: 0,
+                                cache_write_tokens: 0,
+                                images: 0,
+                            },
+                        )
+                    });
+                }
+            }
+            None => {}
+        }
+        if !succeeded && record.status < 400 && record.error_type.is_none() {
+            // A stream that failed midway or whose client went away.
+            record.error_type = Some("stream_incomplete".to_owned());
+        }
+        self.ledger.record(std::mem::take(record));
+    }
+}
+
+impl OutcomeCell {
+    fn with(&self, f: impl FnOnce(&mut Outcome)) {
+        if let Ok(mut outcome) = self.0.lock() {
+            f(&mut outcome);
+        }
+    }
+
+    /// The target being tried; the last one is the one that answered.
+    pub fn target(&self, target: &Target<'_>) {
+        self.with(|o| {
+            o.provider = Some(target.provider.name.to_string());
+            o.model = Some(target.model.to_owned());
+            o.price = target.provider.price(target.model);
+        });
+    }
+
+    pub fn status(&self, status: u16) {
+        self.with(|o| o.status = status);
+    }
+
+    pub fn error(&self, error: &ApiError) {
+        let status = error.status().as_u16();
+        let detail = error.detail();
+        let kind = detail.code.unwrap_or(detail.kind).to_owned();
+        self.with(|o| {
+            o.status = status;
+            o.error_type = Some(kind);
+        });
+    }
+}
+
+fn operation_name(operation: Operation) -> &'static str {
+    match operation {
+        Operation::ChatCompletions => "chat.completions",
+        Operation::Embeddings => "embeddings",
+        Operation::ImageGenerations => "images.generations",
+        Operation::ListModels => "models",
+    }
+}

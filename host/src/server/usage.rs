@@ -1,0 +1,190 @@
+//! The usage analytics endpoints: `POST /usage/total` and `POST /usage/models`.
+//!
+//! Both are scoped to the project of the `x-project-id` header (`default` without one). API keys
+//! do not exist yet, so `Authorization` is not checked: anyone who can reach the gateway can read
+//! any project's usage. Keep these endpoints on a private network until keys land.
+//!
+//! Times: `start_time_us` and `end_time_us` are µs since the epoch; a value below 10^14 is taken
+//! as milliseconds (what most clients send). The range is `[start, end)`; `end` defaults to now
+//! and `start` to 30 days before `end`. Answers are always in µs, money in USD.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::error::ApiError;
+use crate::ledger::time::{DAY_US, format_utc, now_us};
+use crate::ledger::{Store, Totals, Unit};
+use crate::state::AppState;
+
+/// Below this a time is in milliseconds (10^14 µs is 1973; 10^14 ms is the year 5138).
+const MS_BELOW: i64 = 100_000_000_000_000;
+const DEFAULT_RANGE_US: i64 = 30 * DAY_US;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TotalQuery {
+    #[serde(default)]
+    start_time_us: Option<i64>,
+    #[serde(default)]
+    end_time_us: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelsQuery {
+    #[serde(default)]
+    start_time_us: Option<i64>,
+    #[serde(default)]
+    end_time_us: Option<i64>,
+    #[serde(default)]
+    min_unit: Option<String>,
+}
+
+pub async fn total(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let query: TotalQuery = parse(&body)?;
+    let (start, end) = range(query.start_time_us, query.end_time_us)?;
+    let project = project(&headers);
+    let totals = blocking(&state, move |store| store.total(&project, start, end)).await?;
+    Ok(Json(json!({
+        "total": sums(totals),
+        "period_start": start,
+        "period_end": end,
+    })))
+}
+
+pub async fn models(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let query: ModelsQuery = parse(&body)?;
+    let (start, end) = range(query.start_time_us, query.end_time_us)?;
+    let unit = match query.min_unit.as_deref() {
+        None => Unit::Hour,
+        Some(name) => Unit::parse(name).ok_or_else(|| ApiError::InvalidField {
+            param: "min_unit".to_owned(),
+            message: format!(
+                "'min_unit' must be one of minute, hour, day, week, month; got '{name}'."
+            ),
+        })?,
+    };
+    let project = project(&headers);
+    let buckets = blocking(&state, move |store| {
+        store.models(&project, start, end, unit)
+    })
+    .await?;
+    let models: Vec<Value> = buckets
+        .into_iter()
+        .map(|b| {
+            let mut entry = serde_json::Map::new();
+            entry.insert(unit.name().to_owned(), format_utc(b.bucket_us).into());
+            entry.insert("provider".to_owned(), b.provider.into());
+            entry.insert("model_name".to_owned(), b.model.into());
+            if let Value::Object(sums) = sums(b.totals) {
+                entry.extend(sums);
+            }
+            Value::Object(entry)
+        })
+        .collect();
+    Ok(Json(json!({
+        "models": models,
+        "period_start": start,
+        "period_end": end,
+    })))
+}
+
+/// The project the caller asks about: `x-project-id`, else `default`.
+pub fn project(headers: &HeaderMap) -> String {
+    headers
+        .get("x-project-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .unwrap_or(super::proxy::DEFAULT_PROJECT)
+        .to_owned()
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    // An empty body asks for the defaults.
+    let body = if body.iter().all(u8::is_ascii_whitespace) {
+        b"{}".as_slice()
+    } else {
+        body
+    };
+    let mut de = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let param = e.path().to_string();
+        let syntax = !e.inner().is_data();
+        let message = e.into_inner().to_string();
+        if syntax || param == "." || param.is_empty() {
+            ApiError::InvalidJson(message)
+        } else {
+            ApiError::InvalidField {
+                message: format!("Invalid '{param}': {message}."),
+                param,
+            }
+        }
+    })
+}
+
+/// The range in µs, from values in µs or ms.
+fn range(start: Option<i64>, end: Option<i64>) -> Result<(i64, i64), ApiError> {
+    let to_us = |param: &str, value: i64| {
+        if value < 0 {
+            return Err(ApiError::InvalidField {
+                param: param.to_owned(),
+                message: format!("'{param}' must not be negative."),
+            });
+        }
+        Ok(if value < MS_BELOW {
+            value * 1_000
+        } else {
+            value
+        })
+    };
+    let end = match end {
+        Some(v) => to_us("end_time_us", v)?,
+        None => now_us(),
+    };
+    let start = match start {
+        Some(v) => to_us("start_time_us", v)?,
+        None => (end - DEFAULT_RANGE_US).max(0),
+    };
+    if start > end {
+        return Err(ApiError::InvalidField {
+            param: "start_time_us".to_owned(),
+            message: "'start_time_us' must not be after 'end_time_us'.".to_owned(),
+        });
+    }
+    Ok((start, end))
+}
+
+fn sums(totals: Totals) -> Value {
+    json!({
+        "total_input_tokens": totals.input_tokens,
+        "total_output_tokens": totals.output_tokens,
+        "total_cost": totals.cost_micros as f64 / 1_000_000.0,
+    })
+}
+
+async fn blocking<T: Send + 'static>(
+    state: &AppState,
+    query: impl FnOnce(&dyn Store) -> anyhow::Result<T> + Send + 'static,
+) -> Result<T, ApiError> {
+    let store = state.ledger.store();
+    match tokio::task::spawn_blocking(move || query(store.as_ref())).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(ApiError::LedgerUnavailable(format!("{e:#}"))),
+        Err(e) => Err(ApiError::LedgerUnavailable(e.to_string())),
+    }
+}
