@@ -207,7 +207,7 @@ async fn every_request_gets_one_exact_record_flushed_on_shutdown() {
     assert_eq!(gone.status, 200);
     assert_eq!(gone.error_type.as_deref(), Some("stream_incomplete"));
     assert!(gone.estimated);
-    assert!(gone.input > 0, "{gone:?}");
+    assert!(gone.input > 0 && gone.output > 0, "{gone:?}");
 
     let limited = by_id("req-429");
     assert_eq!(

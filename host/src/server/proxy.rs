@@ -327,6 +327,7 @@ async fn attempt(
                     finish.take().map(|finish| -> OnFinish {
                         Box::new(move |usage, _, ok| finish(usage, cost(usage), ok))
                     }),
+                    Some(outcome.seen_output()),
                 )
                 .into_response();
                 (response, None, None)

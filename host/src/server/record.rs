@@ -1,6 +1,7 @@
 //! The usage record of one `/v1/*` request, filled in as the request travels and handed to the
 //! ledger exactly once when it is over (for a stream: when it ends or the client goes away).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -32,11 +33,13 @@ pub struct Recorder {
     /// Input tokens counted by the gateway, for a stream whose upstream reports no usage.
     estimated_input: Option<u64>,
     outcome: Arc<Mutex<Outcome>>,
+    /// Output tokens a stream counted itself because the upstream reported no usage.
+    seen_output: Arc<AtomicU64>,
 }
 
 /// The proxy's handle on the outcome, kept while the hook travels with the response.
 #[derive(Clone)]
-pub struct OutcomeCell(Arc<Mutex<Outcome>>);
+pub struct OutcomeCell(Arc<Mutex<Outcome>>, Arc<AtomicU64>);
 
 impl Recorder {
     pub fn new(ledger: &Ledger, request_id: String, project: String, operation: Operation) -> Self {
@@ -53,6 +56,7 @@ impl Recorder {
             started: Instant::now(),
             estimated_input: None,
             outcome: Arc::default(),
+            seen_output: Arc::default(),
         }
     }
 
@@ -61,7 +65,7 @@ impl Recorder {
     }
 
     pub fn outcome(&self) -> OutcomeCell {
-        OutcomeCell(Arc::clone(&self.outcome))
+        OutcomeCell(Arc::clone(&self.outcome), Arc::clone(&self.seen_output))
     }
 
     /// Takes the user from the parsed request; for a stream, counts its input tokens in case the
@@ -82,7 +86,8 @@ impl Recorder {
     }
 
     /// Builds the record and queues it. `usage` and `cost` are the upstream's; without usage, a
-    /// stream's input tokens are the gateway's own count, marked as estimated.
+    /// stream's tokens are the gateway's own count (the prompt, and the text it relayed), marked
+    /// as estimated.
     pub fn finish(mut self, usage: Option<Usage>, cost: Option<i64>, succeeded: bool) {
         let outcome = match self.outcome.lock() {
             Ok(mut outcome) => std::mem::take(&mut *outcome),
@@ -103,14 +108,16 @@ impl Recorder {
             }
             None if record.status < 400 && record.model.is_some() => {
                 if let Some(input) = self.estimated_input {
+                    let output = self.seen_output.load(Ordering::Relaxed);
                     record.input_tokens = input;
+                    record.output_tokens = output;
                     record.estimated = true;
                     record.cost_micros = outcome.price.map(|info| {
                         super::proxy::usage_cost(
                             info,
                             Usage {
                                 input_tokens: input,
-                                output_tokens: 0,
+                                output_tokens: output,
                                 cached_input_tokens: 0,
                                 cache_write_tokens: 0,
                                 images: 0,
@@ -134,6 +141,11 @@ impl OutcomeCell {
         if let Ok(mut outcome) = self.0.lock() {
             f(&mut outcome);
         }
+    }
+
+    /// Where a stream puts the output tokens it counted when the upstream reports no usage.
+    pub fn seen_output(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.1)
     }
 
     /// The target being tried; the last one is the one that answered.

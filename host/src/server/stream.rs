@@ -15,6 +15,9 @@ use futures_util::stream::{self, BoxStream};
 
 use super::error::ApiError;
 use crate::plugins::{ProviderStream, StreamOutput, Usage};
+use crate::tokenizer::Tokenizer;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
@@ -39,9 +42,12 @@ pub fn relay(
     idle_timeout: Duration,
     client_wants_usage: bool,
     on_finish: Option<OnFinish>,
+    seen_output: Option<Arc<AtomicU64>>,
 ) -> SseResponse {
     let relay = Relay {
         on_finish,
+        seen_output,
+        text: String::new(),
         usage: None,
         failed: false,
         provider,
@@ -76,6 +82,10 @@ impl IntoResponse for SseResponse {
 
 struct Relay {
     on_finish: Option<OnFinish>,
+    /// Where the output tokens the gateway counted go when the upstream reported no usage.
+    seen_output: Option<Arc<AtomicU64>>,
+    /// The text sent so far, kept only until the upstream reports usage.
+    text: String,
     usage: Option<Usage>,
     failed: bool,
     provider: std::sync::Arc<str>,
@@ -122,6 +132,12 @@ impl Relay {
                 Ok(Ok(output)) => {
                     if output.usage.is_some() {
                         self.usage = output.usage;
+                        self.text = String::new();
+                    } else if self.usage.is_none() && self.seen_output.is_some() {
+                        output
+                            .events
+                            .iter()
+                            .for_each(|e| delta_text(e, &mut self.text));
                     }
                     let mut buf = Vec::new();
                     write_events(&mut buf, output.events, self.client_wants_usage);
@@ -154,8 +170,53 @@ impl Relay {
 
 impl Drop for Relay {
     fn drop(&mut self) {
+        if self.usage.is_none()
+            && !self.text.is_empty()
+            && let Some(seen) = &self.seen_output
+        {
+            seen.store(u64::from(Tokenizer.count(&self.text)), Ordering::Relaxed);
+        }
         if let Some(on_finish) = self.on_finish.take() {
             on_finish(self.usage, None, self.ended && !self.failed);
+        }
+    }
+}
+
+/// Appends the text of a chunk's `choices[].delta` (content, reasoning, tool arguments).
+fn delta_text(event: &str, text: &mut String) {
+    #[derive(serde::Deserialize)]
+    struct Chunk<'a> {
+        #[serde(default, borrow)]
+        choices: Vec<Choice<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Choice<'a> {
+        #[serde(default, borrow)]
+        delta: Option<Delta<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Delta<'a> {
+        #[serde(default, borrow)]
+        content: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default, borrow)]
+        reasoning_content: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default)]
+        tool_calls: Vec<serde_json::Value>,
+    }
+    let Ok(chunk) = serde_json::from_str::<Chunk<'_>>(event) else {
+        return;
+    };
+    for delta in chunk.choices.into_iter().filter_map(|c| c.delta) {
+        for part in [delta.content, delta.reasoning_content]
+            .into_iter()
+            .flatten()
+        {
+            text.push_str(&part);
+        }
+        for call in delta.tool_calls {
+            if let Some(args) = call["function"]["arguments"].as_str() {
+                text.push_str(args);
+            }
         }
     }
 }
@@ -194,6 +255,23 @@ fn is_usage_only(event: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn collects_the_text_of_deltas() {
+        let mut text = String::new();
+        delta_text(r#"{"choices":[{"delta":{"content":"Hel"}}]}"#, &mut text);
+        delta_text(
+            r#"{"choices":[{"delta":{"content":"lo \"x\""}}]}"#,
+            &mut text,
+        );
+        delta_text(
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{}"}}]}}]}"#,
+            &mut text,
+        );
+        delta_text(r#"{"choices":[],"usage":{"prompt_tokens":1}}"#, &mut text);
+        delta_text("not json", &mut text);
+        assert_eq!(text, "Hello \"x\"{}");
+    }
 
     #[test]
     fn drops_the_usage_chunk_only_for_clients_that_did_not_ask() {
