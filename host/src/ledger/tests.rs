@@ -136,3 +136,62 @@ async fn a_full_queue_drops_and_counts() {
     ledger.shutdown().await;
     assert_eq!(ledger.queued(), 0);
 }
+
+/// Ingest rate and query times on a file database: `cargo test --release --lib
+/// ledger::tests::measure -- --ignored --nocapture` (LEDGER_MEASURE_RECORDS, default 1M).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement, not a check"]
+async fn measure() {
+    let n: i64 = std::env::var("LEDGER_MEASURE_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-measure-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = Arc::new(sqlite::SqliteStore::open(&dir.join("m.db")).unwrap());
+    let ledger = Ledger::with_store(store.clone(), 100_000);
+    let span = 30 * 24 * HOUR_US;
+    let started = std::time::Instant::now();
+    for i in 0..n {
+        let mut r = record(
+            H + i * span / n,
+            ["a", "b", "c", "d"][(i % 4) as usize],
+            100,
+            50,
+            7,
+        );
+        r.user_id = Some(format!("u{}", i % 100));
+        while ledger.queued() > 90_000 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        ledger.record(r);
+    }
+    ledger.shutdown().await;
+    let ingest = started.elapsed();
+    assert_eq!(ledger.dropped(), 0);
+    eprintln!(
+        "ingest: {n} records in {ingest:?} = {:.0} records/s",
+        n as f64 / ingest.as_secs_f64()
+    );
+    for (what, unit) in [
+        ("total", None),
+        ("models/hour", Some(Unit::Hour)),
+        ("models/day", Some(Unit::Day)),
+    ] {
+        let t = std::time::Instant::now();
+        match unit {
+            None => assert_eq!(
+                store.total("p", H + 1, H + span - 1).unwrap().requests as i64 + 1,
+                n
+            ),
+            Some(unit) => assert!(
+                !store
+                    .models("p", H + 1, H + span - 1, unit)
+                    .unwrap()
+                    .is_empty()
+            ),
+        }
+        eprintln!("{what} over 30 days: {:?}", t.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
