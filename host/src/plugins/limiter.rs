@@ -90,23 +90,9 @@ impl LimiterPlugin {
         counters: Option<CounterAccess>,
         f: impl AsyncFnOnce(&Bindings, &mut wasmtime::Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
-        let (mut sandbox, bindings) = match self.warm.take() {
-            Some(warm) => warm,
-            None => {
-                let mut sandbox = self.host.sandbox(&self.name).await?;
-                match self.pre.instantiate_async(&mut sandbox.store).await {
-                    Ok(bindings) => (sandbox, bindings),
-                    Err(e) => return Err(sandbox.classify(e)),
-                }
-            }
-        };
-        sandbox.store.data_mut().counters = counters;
-        let result = sandbox.run(&bindings, f).await;
-        // A warm instance must not keep the previous rule's counters.
-        sandbox.store.data_mut().counters = None;
-        if result.is_ok() {
-            self.warm.give((sandbox, bindings));
-        }
-        result
+        let instantiate = async |s: &mut wasmtime::Store<_>| self.pre.instantiate_async(s).await;
+        self.warm
+            .run(&self.host, &self.name, instantiate, counters, f)
+            .await
     }
 }

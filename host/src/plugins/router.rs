@@ -71,20 +71,9 @@ impl RouterPlugin {
             &mut wasmtime::Store<super::state::PluginState>,
         ) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
-        let (mut sandbox, bindings) = match self.warm.take() {
-            Some(warm) => warm,
-            None => {
-                let mut sandbox = self.host.sandbox(&self.name).await?;
-                match self.pre.instantiate_async(&mut sandbox.store).await {
-                    Ok(bindings) => (sandbox, bindings),
-                    Err(e) => return Err(sandbox.classify(e)),
-                }
-            }
-        };
-        let result = sandbox.run(&bindings, f).await;
-        if result.is_ok() {
-            self.warm.give((sandbox, bindings));
-        }
-        result
+        let instantiate = async |s: &mut wasmtime::Store<_>| self.pre.instantiate_async(s).await;
+        self.warm
+            .run(&self.host, &self.name, instantiate, None, f)
+            .await
     }
 }

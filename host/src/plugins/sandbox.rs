@@ -7,7 +7,7 @@ use std::time::Instant;
 use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
-use super::state::{DeadlineExceeded, PluginState};
+use super::state::{CounterAccess, DeadlineExceeded, PluginState};
 use super::{PluginFailure, PluginHost};
 
 pub(super) struct Sandbox {
@@ -117,14 +117,37 @@ impl<B> WarmPool<B> {
         }
     }
 
-    pub(super) fn take(&self) -> Option<(Sandbox, B)> {
-        self.idle().pop()
-    }
-
-    pub(super) fn give(&self, instance: (Sandbox, B)) {
-        let mut idle = self.idle();
-        if idle.len() < WARM_PER_PLUGIN {
-            idle.push(instance);
+    /// Runs `f` on a warm instance of `plugin`, or on a new one from `instantiate`, with
+    /// `counters` (limiters) for this call only; keeps the instance warm if the call succeeded.
+    pub(super) async fn run<T>(
+        &self,
+        host: &PluginHost,
+        plugin: &Arc<str>,
+        instantiate: impl AsyncFnOnce(&mut Store<PluginState>) -> wasmtime::Result<B>,
+        counters: Option<CounterAccess>,
+        f: impl AsyncFnOnce(&B, &mut Store<PluginState>) -> wasmtime::Result<T>,
+    ) -> Result<T, PluginFailure> {
+        let warm = self.idle().pop();
+        let (mut sandbox, bindings) = match warm {
+            Some(warm) => warm,
+            None => {
+                let mut sandbox = host.sandbox(plugin).await?;
+                match instantiate(&mut sandbox.store).await {
+                    Ok(bindings) => (sandbox, bindings),
+                    Err(e) => return Err(sandbox.classify(e)),
+                }
+            }
+        };
+        sandbox.store.data_mut().counters = counters;
+        let result = sandbox.run(&bindings, f).await;
+        // A warm instance must not keep this call's counters.
+        sandbox.store.data_mut().counters = None;
+        if result.is_ok() {
+            let mut idle = self.idle();
+            if idle.len() < WARM_PER_PLUGIN {
+                idle.push((sandbox, bindings));
+            }
         }
+        result
     }
 }
