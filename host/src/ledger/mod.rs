@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use store::{ModelBucket, Store, Totals, Unit};
+pub use store::{ApiKey, ModelBucket, Store, Totals, Unit};
 
 /// Records written in one transaction at most.
 const BATCH: usize = 1_000;

@@ -14,7 +14,7 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 use super::UsageRecord;
-use super::store::{ModelBucket, Store, Totals, Unit};
+use super::store::{ApiKey, ModelBucket, Store, Totals, Unit};
 use super::time::{HOUR_US, MINUTE_US, bucket_start};
 
 const SCHEMA: &str = "
@@ -51,7 +51,30 @@ CREATE TABLE IF NOT EXISTS usage_hourly (
     requests INTEGER NOT NULL,
     PRIMARY KEY (project, hour_us, user_id, provider, model)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS api_keys (
+    id TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    name TEXT,
+    key_hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    revoked_us INTEGER
+);
 ";
+
+const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us";
+
+fn key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKey> {
+    Ok(ApiKey {
+        id: row.get(0)?,
+        project: row.get(1)?,
+        name: row.get(2)?,
+        hash: row.get(3)?,
+        prefix: row.get(4)?,
+        created_us: row.get(5)?,
+        revoked_us: row.get(6)?,
+    })
+}
 
 pub struct SqliteStore {
     conn: Mutex<Connection>,
@@ -277,5 +300,50 @@ impl Store for SqliteStore {
         let conn = self.conn()?;
         let n: i64 = conn.query_row("SELECT COUNT(*) FROM usage_records", [], |row| row.get(0))?;
         Ok(n.max(0) as u64)
+    }
+
+    fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
+        let conn = self.conn()?;
+        conn.execute(
+            &format!("INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+            params![
+                key.id,
+                key.project,
+                key.name,
+                key.hash,
+                key.prefix,
+                key.created_us,
+                key.revoked_us
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {KEY_COLUMNS} FROM api_keys WHERE ?1 IS NULL OR project = ?1
+             ORDER BY created_us, id"
+        ))?;
+        let keys = stmt.query_map(params![project], key_row)?;
+        Ok(keys.collect::<Result<_, _>>()?)
+    }
+
+    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
+        let conn = self.conn()?;
+        let changed = conn.execute(
+            "UPDATE api_keys SET revoked_us = ?2 WHERE id = ?1 AND revoked_us IS NULL",
+            params![id, at_us],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1"
+        ))?;
+        let mut rows = stmt.query_map(params![hash], key_row)?;
+        Ok(rows.next().transpose()?)
     }
 }

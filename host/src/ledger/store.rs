@@ -1,9 +1,10 @@
-//! What a ledger store does: write batches, and answer the analytics questions.
+//! What a ledger store does: write batches, answer the analytics questions, and keep the API keys
+//! (hashed) in the same database.
 //!
-//! Only SQLite implements it today. A PostgreSQL store (for several replicas sharing one ledger)
-//! implements the same trait on the same schema: `usage_records` plus the `usage_hourly` rollup
-//! kept by UPSERTs in the batch's transaction (`INSERT ... ON CONFLICT ... DO UPDATE` is the
-//! same statement in both).
+//! SQLite and PostgreSQL (for several replicas sharing one ledger) implement the same trait on
+//! the same schema: `usage_records` plus the `usage_hourly` rollup kept by UPSERTs in the batch's
+//! transaction (`INSERT ... ON CONFLICT ... DO UPDATE` is the same statement in both), and
+//! `api_keys`.
 
 use super::UsageRecord;
 
@@ -67,6 +68,21 @@ pub struct ModelBucket {
     pub totals: Totals,
 }
 
+/// An API key as stored: the SHA-256 of the key, never the key itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiKey {
+    /// Public and stable (`key_…`): what records, logs and `keys revoke` name.
+    pub id: String,
+    pub project: String,
+    pub name: Option<String>,
+    /// Lower-case hex SHA-256 of the whole key.
+    pub hash: String,
+    /// The key's first characters, so that `keys list` can show which key is which.
+    pub prefix: String,
+    pub created_us: i64,
+    pub revoked_us: Option<i64>,
+}
+
 /// A ledger store. Calls block (they run on a blocking thread); ranges are `[start_us, end_us)`.
 pub trait Store: Send + Sync + 'static {
     /// Writes `records` and their rollups in one transaction: all or nothing.
@@ -87,4 +103,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records stored (for tests and diagnostics).
     fn count(&self) -> anyhow::Result<u64>;
+
+    /// Stores a new key; its id and hash are unique.
+    fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()>;
+
+    /// Every key (revoked ones too), of one project or of all, oldest first.
+    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>>;
+
+    /// Marks the key revoked at `at_us`; `false` when no unrevoked key has that id.
+    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool>;
+
+    /// The key whose hash is `hash`, revoked or not.
+    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>>;
 }

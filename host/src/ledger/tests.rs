@@ -51,6 +51,41 @@ fn totals_mix_whole_hours_from_the_rollup_with_raw_edges() {
     assert_eq!(t.input_tokens, 10);
 }
 
+fn key(id: &str, project: &str, created_us: i64) -> ApiKey {
+    ApiKey {
+        id: id.to_owned(),
+        project: project.to_owned(),
+        name: Some(format!("{id} name")),
+        hash: format!("hash-of-{id}"),
+        prefix: "wg-abc".to_owned(),
+        created_us,
+        revoked_us: None,
+    }
+}
+
+/// Shared by every store: keys are found by hash, listed per project, revoked once.
+pub(super) fn check_keys(store: &dyn Store) {
+    let (a, b, c) = (key("key_a", "p", 1), key("key_b", "q", 2), key("key_c", "p", 3));
+    for k in [&a, &b, &c] {
+        store.insert_key(k).unwrap();
+    }
+    assert!(store.insert_key(&a).is_err(), "ids are unique");
+    assert_eq!(store.key_by_hash("hash-of-key_b").unwrap(), Some(b.clone()));
+    assert_eq!(store.key_by_hash("nope").unwrap(), None);
+    assert_eq!(store.keys(Some("p")).unwrap(), vec![a.clone(), c.clone()]);
+    assert_eq!(store.keys(None).unwrap().len(), 3);
+    assert!(store.revoke_key("key_a", 42).unwrap());
+    assert!(!store.revoke_key("key_a", 43).unwrap(), "already revoked");
+    assert!(!store.revoke_key("key_zzz", 43).unwrap());
+    let revoked = store.key_by_hash("hash-of-key_a").unwrap().unwrap();
+    assert_eq!(revoked.revoked_us, Some(42));
+}
+
+#[test]
+fn sqlite_keeps_api_keys() {
+    check_keys(&sqlite::SqliteStore::in_memory().unwrap());
+}
+
 #[test]
 fn model_buckets_are_the_same_from_rollups_and_raw_rows() {
     let records = [
@@ -118,6 +153,18 @@ impl Store for Stuck {
     }
     fn count(&self) -> anyhow::Result<u64> {
         Ok(0)
+    }
+    fn insert_key(&self, _: &ApiKey) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn keys(&self, _: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
+        Ok(Vec::new())
+    }
+    fn revoke_key(&self, _: &str, _: i64) -> anyhow::Result<bool> {
+        Ok(false)
+    }
+    fn key_by_hash(&self, _: &str) -> anyhow::Result<Option<ApiKey>> {
+        Ok(None)
     }
 }
 
