@@ -25,6 +25,93 @@ enum Command {
     Serve(ServeArgs),
     /// List the built-in model catalog: kinds, context windows, capabilities, prices.
     Models(ModelsArgs),
+    /// Store a provider's API key outside the config (hidden prompt, or standard input).
+    Login(LoginArgs),
+    /// Create, list and revoke the gateway's own API keys (kept hashed in the ledger database).
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Usage and cost over a range, in total or per model, from the ledger or a gateway.
+    Usage(UsageArgs),
+}
+
+#[derive(Args)]
+struct LoginArgs {
+    /// The provider entry the key is for (its name under `providers:`), e.g. `openai`.
+    #[arg(required_unless_present = "list")]
+    provider: Option<String>,
+    /// Forget the provider's key instead.
+    #[arg(long)]
+    remove: bool,
+    /// List the providers that have a stored key (never the keys).
+    #[arg(long, conflicts_with_all = ["provider", "remove"])]
+    list: bool,
+    /// The credentials file. Default: $WASMGATE_CREDENTIALS, else
+    /// $XDG_CONFIG_HOME/wasmgate/credentials.yaml, else ~/.config/wasmgate/credentials.yaml.
+    #[arg(long)]
+    credentials: Option<PathBuf>,
+}
+
+/// Where `keys` and `usage` find the ledger database.
+#[derive(Args)]
+struct LedgerArgs {
+    /// Config file whose `ledger.url` to use (default as for `serve`).
+    #[arg(long, env = "WASMGATE_CONFIG")]
+    config: Option<PathBuf>,
+    /// The ledger database itself, e.g. `sqlite://./wasmgate.db` (overrides the config).
+    #[arg(long)]
+    ledger: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Make a key for a project; it is printed once, alone on standard output.
+    Create {
+        #[arg(long)]
+        project: String,
+        /// A note to tell keys apart in `keys list`.
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+    /// List keys: id, project, name, first characters, state.
+    List {
+        #[arg(long)]
+        project: Option<String>,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+    /// Revoke a key by its id; gateways refuse it within seconds.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+}
+
+#[derive(Args)]
+struct UsageArgs {
+    /// The project to report on.
+    #[arg(long, default_value = "default")]
+    project: String,
+    /// Start of the range: 2025-01-31, "2025-01-31 12:00" (UTC), or 90m, 24h, 7d ago.
+    /// Default: 30 days before --until.
+    #[arg(long)]
+    since: Option<String>,
+    /// End of the range (excluded), in the same forms. Default: now.
+    #[arg(long)]
+    until: Option<String>,
+    /// Per model, in buckets of: minute, hour, day, week or month. Without it: the totals.
+    #[arg(long, value_name = "UNIT")]
+    by: Option<String>,
+    /// Ask a running gateway (e.g. http://127.0.0.1:8080) instead of reading the ledger.
+    #[arg(long, requires = "key")]
+    gateway: Option<String>,
+    /// The project's API key, for --gateway.
+    #[arg(long, env = "WASMGATE_API_KEY", hide_env_values = true)]
+    key: Option<String>,
+    #[command(flatten)]
+    ledger: LedgerArgs,
 }
 
 #[derive(Args)]
@@ -78,6 +165,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Models(args) => models(&args),
+        Command::Login(args) => login(&args),
+        Command::Keys(command) => keys(command),
+        Command::Usage(args) => runtime.block_on(usage(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -92,6 +182,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Installed first, so a SIGTERM during start-up is not the default (abrupt) exit.
     let shutdown = shutdown_signal()?;
     let (mut config, source) = load_config(args.config.as_deref())?;
+    let credentials = match wasmgate::credentials::default_path() {
+        Some(path) => wasmgate::credentials::Credentials::load(&path)?,
+        None => wasmgate::credentials::Credentials::default(),
+    };
+    let from_file =
+        wasmgate::credentials::fill_keys(&mut config, |var| std::env::var(var).ok(), &credentials);
     config.apply(&Overrides {
         host: args.host,
         port: args.port,
@@ -108,6 +204,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", addr.0, addr.1))?;
     let local = listener.local_addr()?;
     tracing::info!("wasmgate listening on http://{local} (config: {source})");
+    if !from_file.is_empty() {
+        tracing::info!(providers = ?from_file, "provider keys taken from `wasmgate login`");
+    }
     wasmgate::server::run(listener, state, shutdown).await?;
     tracing::info!("wasmgate stopped");
     Ok(())
@@ -133,6 +232,99 @@ fn models(args: &ModelsArgs) -> anyhow::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(()),
     }
+}
+
+fn login(args: &LoginArgs) -> anyhow::Result<()> {
+    use wasmgate::cli::login;
+    let path = match &args.credentials {
+        Some(path) => path.clone(),
+        None => wasmgate::credentials::default_path()
+            .ok_or_else(|| anyhow::anyhow!("no home directory: pass --credentials FILE"))?,
+    };
+    let mut stderr = std::io::stderr();
+    match (&args.provider, args.list) {
+        (_, true) => login::list(&path, &mut std::io::stdout().lock()),
+        (Some(provider), false) if args.remove => login::logout(provider, &path, &mut stderr),
+        (Some(provider), false) => {
+            login::login(provider, &path, &mut std::io::stdin().lock(), &mut stderr)
+        }
+        (None, false) => anyhow::bail!("name the provider: `wasmgate login openai`"),
+    }
+}
+
+fn open_store(args: &LedgerArgs) -> anyhow::Result<std::sync::Arc<dyn wasmgate::ledger::Store>> {
+    let mut config = match &args.ledger {
+        Some(_) => wasmgate::ledger::LedgerConfig::default(),
+        None => load_config(args.config.as_deref())?.0.ledger,
+    };
+    if let Some(url) = &args.ledger {
+        config.url.clone_from(url);
+    }
+    wasmgate::ledger::open_store(&config)
+}
+
+fn keys(command: KeysCommand) -> anyhow::Result<()> {
+    use wasmgate::cli::keys;
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+    match command {
+        KeysCommand::Create {
+            project,
+            name,
+            ledger,
+        } => keys::create(
+            open_store(&ledger)?.as_ref(),
+            &project,
+            name.as_deref(),
+            &mut out,
+            &mut err,
+        ),
+        KeysCommand::List { project, ledger } => {
+            keys::list(open_store(&ledger)?.as_ref(), project.as_deref(), &mut out)
+        }
+        KeysCommand::Revoke { id, ledger } => {
+            keys::revoke(open_store(&ledger)?.as_ref(), &id, &mut out)
+        }
+    }
+}
+
+async fn usage(args: UsageArgs) -> anyhow::Result<()> {
+    use wasmgate::cli::usage::{self, Query, Source};
+    let now = wasmgate::ledger::time::now_us();
+    let end_us = match &args.until {
+        Some(t) => usage::parse_time(t, now)?,
+        None => now,
+    };
+    let start_us = match &args.since {
+        Some(t) => usage::parse_time(t, now)?,
+        None => end_us - 30 * wasmgate::ledger::time::DAY_US,
+    };
+    if start_us > end_us {
+        anyhow::bail!("--since must not be after --until");
+    }
+    let per_model = match &args.by {
+        None => None,
+        Some(unit) => Some(wasmgate::ledger::Unit::parse(unit).ok_or_else(|| {
+            anyhow::anyhow!("--by: one of minute, hour, day, week, month; got `{unit}`")
+        })?),
+    };
+    let source = match (args.gateway, args.key) {
+        (Some(url), Some(key)) => Source::Remote {
+            url,
+            key: wasmgate::secret::Secret::new(key),
+        },
+        _ => Source::Local(open_store(&args.ledger)?),
+    };
+    let query = Query {
+        project: args.project,
+        start_us,
+        end_us,
+        per_model,
+    };
+    let mut out = Vec::new();
+    usage::report(&source, &query, &mut out).await?;
+    use std::io::Write as _;
+    std::io::stdout().lock().write_all(&out)?;
+    Ok(())
 }
 
 fn load_config(path: Option<&Path>) -> anyhow::Result<(Config, String)> {

@@ -26,6 +26,7 @@ pub fn plugin_cache_dir() -> PathBuf {
 /// A gateway running in this process on 127.0.0.1, port 0.
 pub struct TestGateway {
     pub addr: SocketAddr,
+    pub state: std::sync::Arc<wasmgate::state::AppState>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -53,11 +54,12 @@ impl TestGateway {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(wasmgate::server::run(listener, state, async move {
+        let task = tokio::spawn(wasmgate::server::run(listener, state.clone(), async move {
             let _ = rx.await;
         }));
         Ok(Self {
             addr,
+            state,
             shutdown: Some(tx),
             task: Some(task),
         })
@@ -73,6 +75,13 @@ impl TestGateway {
             .with_api_base(self.url("/v1"))
             .with_api_key("sk-client-key-not-forwarded");
         async_openai::Client::with_config(config)
+    }
+
+    /// A new API key of `project`, stored in this gateway's ledger database.
+    pub fn api_key(&self, project: &str) -> String {
+        let (key, stored) = wasmgate::auth::generate(project, None, 0);
+        self.state.ledger.store().insert_key(&stored).unwrap();
+        key
     }
 
     /// Stops accepting, waits for requests in flight, and returns.

@@ -59,6 +59,18 @@ pub struct Config {
     /// Where usage records are kept.
     #[serde(default)]
     pub ledger: crate::ledger::LedgerConfig,
+    /// API keys on `/v1/*` (the `/usage/*` endpoints always need one).
+    #[serde(default)]
+    pub auth: AuthConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Refuse `/v1/*` requests without a valid key (401) or with another project's (403).
+    /// Off by default, as suits a gateway on a developer's machine.
+    #[serde(default)]
+    pub required: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

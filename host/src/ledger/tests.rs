@@ -65,7 +65,11 @@ fn key(id: &str, project: &str, created_us: i64) -> ApiKey {
 
 /// Shared by every store: keys are found by hash, listed per project, revoked once.
 pub(super) fn check_keys(store: &dyn Store) {
-    let (a, b, c) = (key("key_a", "p", 1), key("key_b", "q", 2), key("key_c", "p", 3));
+    let (a, b, c) = (
+        key("key_a", "p", 1),
+        key("key_b", "q", 2),
+        key("key_c", "p", 3),
+    );
     for k in [&a, &b, &c] {
         store.insert_key(k).unwrap();
     }

@@ -1,5 +1,6 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
+mod auth;
 mod error;
 mod models;
 mod proxy;

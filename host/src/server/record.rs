@@ -27,7 +27,6 @@ struct Outcome {
 /// A request's record in the making.
 pub struct Recorder {
     ledger: Ledger,
-    operation: Operation,
     record: UsageRecord,
     started: Instant,
     /// Input tokens counted by the gateway, for a stream whose upstream reports no usage.
@@ -42,14 +41,20 @@ pub struct Recorder {
 pub struct OutcomeCell(Arc<Mutex<Outcome>>, Arc<AtomicU64>);
 
 impl Recorder {
-    pub fn new(ledger: &Ledger, request_id: String, project: String, operation: Operation) -> Self {
+    pub fn new(
+        ledger: &Ledger,
+        request_id: String,
+        project: String,
+        api_key_id: Option<String>,
+        operation: Operation,
+    ) -> Self {
         Self {
             ledger: ledger.clone(),
-            operation,
             record: UsageRecord {
                 request_id,
                 time_us: crate::ledger::time::now_us(),
                 project,
+                api_key_id,
                 operation: operation_name(operation).to_owned(),
                 ..UsageRecord::default()
             },
@@ -58,10 +63,6 @@ impl Recorder {
             outcome: Arc::default(),
             seen_output: Arc::default(),
         }
-    }
-
-    pub fn operation(&self) -> Operation {
-        self.operation
     }
 
     pub fn outcome(&self) -> OutcomeCell {
