@@ -206,7 +206,13 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
             max_instances: 64,
         };
         let cache = std::env::temp_dir().join("wasmgate-bench-cache");
-        let host = PluginHost::new(limits, Some(cache), wasmgate::tokenizer::Tokenizer).unwrap();
+        let host = PluginHost::new(
+            limits,
+            Some(cache),
+            wasmgate::tokenizer::Tokenizer,
+            std::sync::Arc::new(wasmgate::telemetry::Telemetry::without_traces()),
+        )
+        .unwrap();
         let plugin = host
             .load_provider("openai", std::path::Path::new("/nonexistent"))
             .unwrap();
@@ -301,7 +307,13 @@ fn policy_calls() -> [(String, Duration, Duration); 2] {
             max_instances: 64,
         };
         let cache = std::env::temp_dir().join("wasmgate-bench-cache");
-        let host = PluginHost::new(limits, Some(cache), wasmgate::tokenizer::Tokenizer).unwrap();
+        let host = PluginHost::new(
+            limits,
+            Some(cache),
+            wasmgate::tokenizer::Tokenizer,
+            std::sync::Arc::new(wasmgate::telemetry::Telemetry::without_traces()),
+        )
+        .unwrap();
         let nowhere = std::path::Path::new("/nonexistent");
         let router = host.load_router("fallback", nowhere).unwrap();
         let targets: Vec<RouteTarget> = ["a/m", "b/m", "c/m"]

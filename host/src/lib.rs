@@ -53,14 +53,16 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         .or_else(plugins::default_cache_dir);
     let tokenizer = tokenizer::Tokenizer;
     tokenizer.load().await;
-    let host = PluginHost::new(limits, cache_dir, tokenizer)?;
+    let http = upstream::client()?;
+    let telemetry = Arc::new(telemetry::Telemetry::new(&config.observability, &http));
+    let host = PluginHost::new(limits, cache_dir, tokenizer, Arc::clone(&telemetry))?;
     let max_body_bytes = config.server.max_body_bytes;
     let ledger = ledger::Ledger::open(&config.ledger)?;
     let gateway = Gateway::load(config, &host).await?;
     Ok(Arc::new(AppState {
         gateway: ArcSwap::from_pointee(gateway),
         plugins: host,
-        http: upstream::client()?,
+        http,
         max_body_bytes,
         started_unix: SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -69,5 +71,6 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         background: tokio_util::task::TaskTracker::new(),
         keys: auth::Keys::new(ledger.store()),
         ledger,
+        telemetry,
     }))
 }

@@ -22,4 +22,6 @@ pub struct AppState {
     pub ledger: crate::ledger::Ledger,
     /// API key lookups (the keys live in the ledger's database).
     pub keys: crate::auth::Keys,
+    /// Metrics, and the span exporter (flushed on shutdown after the ledger).
+    pub telemetry: std::sync::Arc<crate::telemetry::Telemetry>,
 }

@@ -375,6 +375,43 @@ pub struct ObservabilityConfig {
     pub log_level: Option<String>,
     #[serde(default)]
     pub log_format: LogFormat,
+    /// Puts each request's prompt on its log line. Off by default: prompts are user data.
+    #[serde(default)]
+    pub log_prompts: bool,
+    /// OpenTelemetry traces over OTLP/HTTP; none are recorded without this.
+    #[serde(default)]
+    pub traces: Option<TracesConfig>,
+}
+
+/// Where spans are exported (`observability.traces`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TracesConfig {
+    /// The collector's OTLP/HTTP endpoint, e.g. `http://127.0.0.1:4318` (`/v1/traces` is
+    /// appended unless the URL ends with it).
+    pub otlp_endpoint: String,
+    /// The `service.name` resource attribute.
+    #[serde(default = "default_service_name")]
+    pub service_name: String,
+    /// How long finished spans wait to be sent together, in milliseconds.
+    #[serde(default = "default_export_interval_ms")]
+    pub export_interval_ms: u64,
+    /// Spans waiting to be sent at most; past that, new spans are dropped and counted.
+    #[serde(default = "default_span_queue")]
+    pub queue_capacity: usize,
+    /// Headers sent to the collector (e.g. its API key).
+    #[serde(default)]
+    pub headers: IndexMap<String, Secret>,
+}
+
+fn default_service_name() -> String {
+    "wasmgate".to_owned()
+}
+fn default_export_interval_ms() -> u64 {
+    1_000
+}
+fn default_span_queue() -> usize {
+    65_536
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
@@ -589,6 +626,35 @@ impl Config {
                 "ledger.queue_capacity",
                 "must be at least 1",
             ));
+        }
+        if let Some(traces) = &self.observability.traces {
+            let at = |key: &str| format!("observability.traces.{key}");
+            let url = &traces.otlp_endpoint;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(ConfigError::key(
+                    at("otlp_endpoint"),
+                    "must start with http:// or https:// (OTLP over HTTP)",
+                ));
+            }
+            if traces.export_interval_ms == 0 {
+                return Err(ConfigError::key(
+                    at("export_interval_ms"),
+                    "must be at least 1",
+                ));
+            }
+            if traces.queue_capacity == 0 {
+                return Err(ConfigError::key(at("queue_capacity"), "must be at least 1"));
+            }
+            for (name, value) in &traces.headers {
+                if http::HeaderName::from_bytes(name.as_bytes()).is_err()
+                    || http::HeaderValue::from_str(value.expose()).is_err()
+                {
+                    return Err(ConfigError::key(
+                        format!("observability.traces.headers.{name}"),
+                        "is not a valid HTTP header",
+                    ));
+                }
+            }
         }
         if let Some(level) = &self.observability.log_level {
             tracing_subscriber::EnvFilter::try_new(level).map_err(|e| {

@@ -39,7 +39,7 @@ impl LimiterPlugin {
     }
 
     pub async fn validate(&self, options: &str) -> Result<Result<(), ConfigError>, PluginFailure> {
-        self.call(None, async |b: &Bindings, s| {
+        self.call("validate", None, async |b: &Bindings, s| {
             b.wasmgate_plugin_limiter().call_validate(s, options).await
         })
         .await
@@ -57,7 +57,7 @@ impl LimiterPlugin {
             store: Arc::clone(store),
             prefix: Arc::clone(rule),
         };
-        self.call(Some(access), async |b: &Bindings, s| {
+        self.call("check", Some(access), async |b: &Bindings, s| {
             b.wasmgate_plugin_limiter()
                 .call_check(s, options, request)
                 .await
@@ -77,7 +77,7 @@ impl LimiterPlugin {
             store: Arc::clone(store),
             prefix: Arc::clone(rule),
         };
-        self.call(Some(access), async |b: &Bindings, s| {
+        self.call("settle", Some(access), async |b: &Bindings, s| {
             b.wasmgate_plugin_limiter()
                 .call_settle(s, options, request, *usage)
                 .await
@@ -87,12 +87,13 @@ impl LimiterPlugin {
 
     async fn call<T>(
         &self,
+        call: &'static str,
         counters: Option<CounterAccess>,
         f: impl AsyncFnOnce(&Bindings, &mut wasmtime::Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
         let instantiate = async |s: &mut wasmtime::Store<_>| self.pre.instantiate_async(s).await;
         self.warm
-            .run(&self.host, &self.name, instantiate, counters, f)
+            .run(&self.host, &self.name, call, instantiate, counters, f)
             .await
     }
 }

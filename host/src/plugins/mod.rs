@@ -108,6 +108,15 @@ pub enum PluginFailure {
 }
 
 impl PluginFailure {
+    /// The failure's kind, as metrics label it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Trapped { .. } => "trapped",
+            Self::TimedOut { .. } => "timeout",
+            Self::OutOfMemory { .. } => "out_of_memory",
+        }
+    }
+
     pub fn plugin(&self) -> &str {
         match self {
             Self::Trapped { plugin, .. }
@@ -145,6 +154,8 @@ struct HostInner {
     /// Back-pressure: one permit per pooled instance slot.
     permits: Arc<Semaphore>,
     tokenizer: crate::tokenizer::Tokenizer,
+    /// Where call times and failures are counted.
+    telemetry: Arc<crate::telemetry::Telemetry>,
 }
 
 impl PluginHost {
@@ -152,6 +163,7 @@ impl PluginHost {
         limits: PluginLimits,
         cache_dir: Option<PathBuf>,
         tokenizer: crate::tokenizer::Tokenizer,
+        telemetry: Arc<crate::telemetry::Telemetry>,
     ) -> anyhow::Result<Self> {
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(limits.max_instances)
@@ -198,6 +210,7 @@ impl PluginHost {
                 limits,
                 cache_dir,
                 tokenizer,
+                telemetry,
             }),
         })
     }

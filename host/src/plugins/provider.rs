@@ -72,14 +72,17 @@ impl ProviderPlugin {
 impl PluginCall {
     async fn run<T>(
         &mut self,
+        call: &'static str,
         f: impl AsyncFnOnce(&bindings::ProviderPlugin, &mut Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
-        self.sandbox.run(&self.bindings, f).await
+        self.sandbox.run(call, &self.bindings, f).await
     }
 
     pub async fn validate(&mut self, config: &ProviderConfig) -> CallResult<(), ConfigError> {
-        self.run(async |b, s| b.wasmgate_plugin_provider().call_validate(s, config).await)
-            .await
+        self.run("validate", async |b, s| {
+            b.wasmgate_plugin_provider().call_validate(s, config).await
+        })
+        .await
     }
 
     pub async fn prepare(
@@ -87,7 +90,7 @@ impl PluginCall {
         config: &ProviderConfig,
         request: &CanonicalRequest,
     ) -> CallResult<Prepared, PluginError> {
-        self.run(async |b, s| {
+        self.run("prepare", async |b, s| {
             b.wasmgate_plugin_provider()
                 .call_prepare(s, config, request)
                 .await
@@ -101,7 +104,7 @@ impl PluginCall {
         request: &RequestInfo,
         response: &HttpResponse,
     ) -> CallResult<Completion, PluginError> {
-        self.run(async |b, s| {
+        self.run("parse_response", async |b, s| {
             b.wasmgate_plugin_provider()
                 .call_parse_response(s, config, request, response)
                 .await
@@ -117,7 +120,7 @@ impl PluginCall {
         headers: &[(String, String)],
     ) -> Result<ProviderStream, PluginFailure> {
         let decoder = self
-            .run(async |b, s| {
+            .run("open_stream", async |b, s| {
                 b.wasmgate_plugin_provider()
                     .stream_decoder()
                     .call_constructor(s, config, request, headers)
@@ -135,7 +138,7 @@ impl ProviderStream {
     pub async fn push(&mut self, bytes: &[u8]) -> CallResult<StreamOutput, PluginError> {
         let decoder = self.decoder;
         self.call
-            .run(async |b, s| {
+            .run("push", async |b, s| {
                 b.wasmgate_plugin_provider()
                     .stream_decoder()
                     .call_push(s, decoder, bytes)
@@ -147,7 +150,7 @@ impl ProviderStream {
     pub async fn finish(&mut self) -> CallResult<StreamOutput, PluginError> {
         let decoder = self.decoder;
         self.call
-            .run(async |b, s| {
+            .run("finish", async |b, s| {
                 b.wasmgate_plugin_provider()
                     .stream_decoder()
                     .call_finish(s, decoder)

@@ -41,7 +41,7 @@ impl RouterPlugin {
         options: &str,
         targets: &[String],
     ) -> Result<Result<(), ConfigError>, PluginFailure> {
-        self.call(async |b: &Bindings, s| {
+        self.call("validate", async |b: &Bindings, s| {
             b.wasmgate_plugin_router()
                 .call_validate(s, options, targets)
                 .await
@@ -56,7 +56,7 @@ impl RouterPlugin {
         request: &RouteRequest,
         targets: &[Target],
     ) -> Result<Result<Vec<u32>, String>, PluginFailure> {
-        self.call(async |b: &Bindings, s| {
+        self.call("route", async |b: &Bindings, s| {
             b.wasmgate_plugin_router()
                 .call_route(s, options, request, targets)
                 .await
@@ -66,6 +66,7 @@ impl RouterPlugin {
 
     async fn call<T>(
         &self,
+        call: &'static str,
         f: impl AsyncFnOnce(
             &Bindings,
             &mut wasmtime::Store<super::state::PluginState>,
@@ -73,7 +74,7 @@ impl RouterPlugin {
     ) -> Result<T, PluginFailure> {
         let instantiate = async |s: &mut wasmtime::Store<_>| self.pre.instantiate_async(s).await;
         self.warm
-            .run(&self.host, &self.name, instantiate, None, f)
+            .run(&self.host, &self.name, call, instantiate, None, f)
             .await
     }
 }

@@ -9,10 +9,12 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::state::{CounterAccess, DeadlineExceeded, PluginState};
 use super::{PluginFailure, PluginHost};
+use crate::telemetry::PluginTimer;
 
 pub(super) struct Sandbox {
     pub(super) store: Store<PluginState>,
     plugin: Arc<str>,
+    telemetry: Arc<crate::telemetry::Telemetry>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -40,6 +42,7 @@ impl PluginHost {
         let mut sandbox = Sandbox {
             store,
             plugin: Arc::clone(plugin),
+            telemetry: Arc::clone(&inner.telemetry),
             _permit: permit,
         };
         sandbox.arm();
@@ -76,17 +79,23 @@ impl Sandbox {
         PluginFailure::Trapped { plugin, detail }
     }
 
-    /// Runs one export with a fresh deadline, turning a trap into a `PluginFailure`.
+    /// Runs one export (named `call`, for metrics and traces) with a fresh deadline, turning a
+    /// trap into a `PluginFailure`.
     pub(super) async fn run<B, T>(
         &mut self,
+        call: &'static str,
         bindings: &B,
         f: impl AsyncFnOnce(&B, &mut Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
         self.arm();
-        match f(bindings, &mut self.store).await {
+        let timer = PluginTimer::start(&self.plugin, call);
+        let result = match f(bindings, &mut self.store).await {
             Ok(value) => Ok(value),
             Err(e) => Err(self.classify(e)),
-        }
+        };
+        let failure = result.as_ref().err().map(PluginFailure::kind);
+        timer.end(&self.telemetry.metrics, &self.plugin, call, failure);
+        result
     }
 }
 
@@ -123,6 +132,7 @@ impl<B> WarmPool<B> {
         &self,
         host: &PluginHost,
         plugin: &Arc<str>,
+        call: &'static str,
         instantiate: impl AsyncFnOnce(&mut Store<PluginState>) -> wasmtime::Result<B>,
         counters: Option<CounterAccess>,
         f: impl AsyncFnOnce(&B, &mut Store<PluginState>) -> wasmtime::Result<T>,
@@ -139,7 +149,7 @@ impl<B> WarmPool<B> {
             }
         };
         sandbox.store.data_mut().counters = counters;
-        let result = sandbox.run(&bindings, f).await;
+        let result = sandbox.run(call, &bindings, f).await;
         // A warm instance must not keep this call's counters.
         sandbox.store.data_mut().counters = None;
         if result.is_ok() {

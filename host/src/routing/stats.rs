@@ -29,6 +29,17 @@ impl Stats {
         };
         Arc::clone(map.entry(id.to_owned()).or_default())
     }
+
+    /// Every target seen so far, with its statistics (for `/metrics`).
+    pub fn each(&self, mut f: impl FnMut(&str, &TargetStats)) {
+        let map = match self.targets.read() {
+            Ok(map) => map,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for (id, stats) in map.iter() {
+            f(id, stats);
+        }
+    }
 }
 
 #[derive(Default)]

@@ -264,7 +264,7 @@ impl ApiError {
         }
     }
 
-    fn internal_detail(&self) -> Option<String> {
+    pub(super) fn internal_detail(&self) -> Option<String> {
         match self {
             Self::PluginFailed(failure) | Self::LimitsUnavailable(failure) => {
                 Some(failure.to_string())

@@ -38,6 +38,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/total", post(usage::total))
         .route("/usage/models", post(usage::models))
         .route("/health", get(health))
+        .route("/metrics", get(metrics))
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(request_log::request_log))
@@ -56,6 +57,7 @@ pub async fn run(
     });
     let background = state.background.clone();
     let ledger = state.ledger.clone();
+    let telemetry = std::sync::Arc::clone(&state.telemetry);
     axum::serve(listener, app(state))
         .with_graceful_shutdown(shutdown)
         .await?;
@@ -64,7 +66,22 @@ pub async fn run(
     background.close();
     background.wait().await;
     ledger.shutdown().await;
+    // The spans of the last requests, sent while the collector may still be waiting for them.
+    telemetry.shutdown(std::time::Duration::from_secs(5)).await;
     Ok(())
+}
+
+/// Prometheus' scrape endpoint.
+async fn metrics(
+    axum::extract::State(state): axum::extract::State<Arc<AppState>>,
+) -> impl axum::response::IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::telemetry::scrape::CONTENT_TYPE,
+        )],
+        crate::telemetry::scrape::render(&state),
+    )
 }
 
 async fn health() -> axum::Json<serde_json::Value> {

@@ -15,7 +15,7 @@ use super::stream;
 use std::time::Instant;
 
 use super::record::{OutcomeCell, Recorder};
-use super::request_log::RequestId;
+use super::request_log::{LoggedAtEnd, RequestId};
 use super::stream::OnFinish;
 use crate::auth::Caller;
 use crate::catalog::{self, ModelInfo};
@@ -25,6 +25,7 @@ use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, 
 use crate::plugins::{Settlement, Usage};
 use crate::routing::{self, Route};
 use crate::state::AppState;
+use crate::telemetry::{self, Trace};
 use crate::tokenizer::Tokenizer;
 use crate::upstream;
 
@@ -33,7 +34,7 @@ pub async fn chat_completions(
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> Response {
     proxy(&state, &headers, id, Operation::ChatCompletions, body).await
 }
 
@@ -42,7 +43,7 @@ pub async fn embeddings(
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> Response {
     proxy(&state, &headers, id, Operation::Embeddings, body).await
 }
 
@@ -51,11 +52,28 @@ pub async fn image_generations(
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
+) -> Response {
     proxy(&state, &headers, id, Operation::ImageGenerations, body).await
 }
 
+/// Proxies one request. Its log line is written when it ends (by the recorder's telemetry,
+/// which knows the tokens), so the response is marked for the request-log middleware.
 async fn proxy(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: Option<Extension<RequestId>>,
+    operation: Operation,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let mut response = match forward(state, headers, id, operation, body).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    };
+    response.extensions_mut().insert(LoggedAtEnd);
+    response
+}
+
+async fn forward(
     state: &AppState,
     headers: &HeaderMap,
     id: Option<Extension<RequestId>>,
@@ -64,7 +82,18 @@ async fn proxy(
 ) -> Result<Response, ApiError> {
     let gateway = state.gateway.load_full();
     let request_id = id.map(|Extension(RequestId(id))| id).unwrap_or_default();
-    let caller = auth::caller(state, headers, gateway.config.auth.required).await;
+    let (path, name) = match operation {
+        Operation::ChatCompletions => ("/v1/chat/completions", "chat"),
+        Operation::Embeddings => ("/v1/embeddings", "embeddings"),
+        Operation::ImageGenerations => ("/v1/images/generations", "image_generation"),
+        Operation::ListModels => ("/v1/models", "models"),
+    };
+    let telemetry = state.telemetry.request(headers, path, name, &request_id);
+    let trace = telemetry.trace().clone();
+    let span = trace.stage("auth");
+    let required = gateway.config.auth.required;
+    let caller = span.scope(auth::caller(state, headers, required)).await;
+    drop(span);
     // A refused request is recorded too, under the project it claimed.
     let (project, key_id) = match &caller {
         Ok(caller) => (caller.project.clone(), caller.key_id.clone()),
@@ -73,7 +102,14 @@ async fn proxy(
             None,
         ),
     };
-    let mut recorder = Recorder::new(&state.ledger, request_id, project, key_id, operation);
+    let mut recorder = Recorder::new(
+        &state.ledger,
+        request_id,
+        project,
+        key_id,
+        operation,
+        telemetry,
+    );
     let caller = match caller {
         Ok(caller) => caller,
         Err(error) => {
@@ -100,7 +136,8 @@ async fn proxy(
     recorder.request(&request);
     let outcome = recorder.outcome();
     let model = std::mem::take(&mut request.model);
-    let (settle, limit_headers) = match admit(state, &gateway, &caller, &request, &model).await {
+    let admitted = admit(state, &gateway, (&caller, &trace), &request, &model).await;
+    let (settle, limit_headers) = match admitted {
         Ok(admitted) => admitted,
         Err(error) => {
             recorder.failed(&error);
@@ -116,15 +153,19 @@ async fn proxy(
     }));
     let result = match gateway.routes.get(&model) {
         Some(route) => {
-            let attempt = (&mut request, &mut finish, &outcome);
+            let attempt = (&mut request, &mut finish, &outcome, &trace);
             routed(state, &gateway, route, (&model, &caller.project), attempt).await
         }
         None => match gateway.resolve(&model) {
-            Ok(target) => attempt(state, &mut request, &target, &mut finish, &outcome)
-                .await
-                .map(|(response, usage, cost)| {
-                    (with_route_headers(response, &target, 1), usage, cost)
-                }),
+            Ok(target) => attempt(
+                state,
+                &mut request,
+                &target,
+                &mut finish,
+                (&outcome, &trace),
+            )
+            .await
+            .map(|(response, usage, cost)| (with_route_headers(response, &target, 1), usage, cost)),
             Err(ResolveError::NotFound) => Err(ApiError::ModelNotFound(model.clone())),
             Err(ResolveError::Ambiguous(candidates)) => Err(ApiError::AmbiguousModel {
                 model: model.clone(),
@@ -165,13 +206,14 @@ async fn proxy(
 async fn admit(
     state: &AppState,
     gateway: &Gateway,
-    caller: &Caller,
+    (caller, trace): (&Caller, &Trace),
     request: &ClientRequest,
     model: &str,
 ) -> Result<(Option<OnFinish>, Vec<(String, String)>), ApiError> {
     if gateway.limits.is_empty() {
         return Ok((None, Vec::new()));
     }
+    let span = trace.stage("limits");
     let estimated_input_tokens = request.estimate_input_tokens(Tokenizer);
     let max_output_tokens = request.max_output_tokens();
     let facts = Facts {
@@ -188,10 +230,16 @@ async fn admit(
             max_output_tokens.unwrap_or(DEFAULT_OUTPUT_ESTIMATE),
         ),
     };
-    let admission = gateway.limits.admit(&facts).await.map_err(|r| match r {
-        Refusal::Denied(denial) => ApiError::LimitExceeded(denial),
-        Refusal::Unavailable(failure) => ApiError::LimitsUnavailable(failure),
+    let admitted = span.scope(gateway.limits.admit(&facts)).await;
+    let admission = admitted.map_err(|refusal| {
+        let error = match refusal {
+            Refusal::Denied(denial) => ApiError::LimitExceeded(denial),
+            Refusal::Unavailable(failure) => ApiError::LimitsUnavailable(failure),
+        };
+        trace.denied(error.detail().code.unwrap_or("limit"));
+        error
     })?;
+    drop(span);
     let headers = admission.headers.clone();
     let background = state.background.clone();
     let finish: OnFinish = Box::new(move |usage: Option<Usage>, cost, succeeded| {
@@ -214,7 +262,12 @@ async fn routed(
     gateway: &Gateway,
     route: &Route,
     (model, project): (&str, &str),
-    (request, finish, outcome): (&mut ClientRequest, &mut Option<OnFinish>, &OutcomeCell),
+    (request, finish, outcome, trace): (
+        &mut ClientRequest,
+        &mut Option<OnFinish>,
+        &OutcomeCell,
+        &Trace,
+    ),
 ) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
     let observed = route.observed(&state.stats, Instant::now());
     let random = uuid::Uuid::new_v4().as_u64_pair();
@@ -230,12 +283,14 @@ async fn routed(
         model: model.to_owned(),
         message,
     };
-    let order = route
-        .router
-        .route(&route.options, &facts, &observed)
+    let mut span = trace.stage("route");
+    span.set("wasmgate.route", model.to_owned());
+    let order = span
+        .scope(route.router.route(&route.options, &facts, &observed))
         .await
         .map_err(ApiError::PluginFailed)?
         .map_err(no_route)?;
+    drop(span);
     let plan = route.plan(&order, &observed);
     let last = plan.len();
     if last == 0 {
@@ -250,12 +305,14 @@ async fn routed(
             .resolve(id)
             .map_err(|_| ApiError::ModelNotFound(id.clone()))?;
         let stats = state.stats.get(id).begin(route.breaker);
-        match attempt(state, request, &target, finish, outcome).await {
+        match attempt(state, request, &target, finish, (outcome, trace)).await {
             Ok((response, usage, cost)) => {
+                trace.routed(model, id, n, "ok");
                 stats.succeeded(request.stream, usage.map(|u| u.output_tokens));
                 return Ok((with_route_headers(response, &target, n + 1), usage, cost));
             }
             Err(error) if error.is_target_failure() => {
+                trace.routed(model, id, n, "failed");
                 stats.failed();
                 if n + 1 == last {
                     return Err(error);
@@ -267,20 +324,60 @@ async fn routed(
                 );
             }
             // The client's own mistake: another target would refuse it too.
-            Err(error) => return Err(error),
+            Err(error) => {
+                trace.routed(model, id, n, "rejected");
+                return Err(error);
+            }
         }
     }
     Err(no_route("every target failed".to_owned()))
 }
 
-/// One attempt at one target. Returns the response and, for whole answers, the usage; a stream
-/// takes `finish` and reports its usage when it ends.
+/// One attempt at one target, in a span of its own. Returns the response and, for whole
+/// answers, the usage; a stream takes `finish` and reports its usage when it ends.
 async fn attempt(
     state: &AppState,
     request: &mut ClientRequest,
     target: &Target<'_>,
     finish: &mut Option<OnFinish>,
+    (outcome, trace): (&OutcomeCell, &Trace),
+) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
+    let provider = target.provider;
+    let operation = match request.operation {
+        Operation::Embeddings => "embeddings",
+        Operation::ImageGenerations => "image_generation",
+        Operation::ChatCompletions | Operation::ListModels => "chat",
+    };
+    let mut span = trace.attempt(
+        operation,
+        &provider.name,
+        provider.plugin.name(),
+        target.model,
+    );
+    let scope = span.span().scope_handle();
+    let result = scope
+        .run(send(state, request, target, finish, outcome, &mut span))
+        .await;
+    if let Err(error) = &result {
+        let detail = error.detail();
+        let code = detail.code.unwrap_or(detail.kind);
+        span.failed(
+            trace.metrics(),
+            code,
+            &detail.message,
+            error.is_target_failure(),
+        );
+    }
+    result
+}
+
+async fn send(
+    state: &AppState,
+    request: &mut ClientRequest,
+    target: &Target<'_>,
+    finish: &mut Option<OnFinish>,
     outcome: &OutcomeCell,
+    span: &mut telemetry::Attempt,
 ) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
     outcome.target(target);
     let price = target.provider.price(target.model);
@@ -306,17 +403,25 @@ async fn attempt(
     Ok(match prepared {
         Prepared::Local(completion) => {
             let usage = completion.usage;
+            span.completion(&completion.body, usage);
             (json_response(completion), usage, cost(usage))
         }
         Prepared::LocalStream(output) => {
+            outcome.first_output();
             let usage = output.usage;
             let response = stream::local(output, request.client_wants_usage).into_response();
             (response, usage, cost(usage))
         }
-        Prepared::Upstream(http) => {
+        Prepared::Upstream(mut http) => {
+            if let Some(traceparent) = span.traceparent() {
+                http.headers
+                    .retain(|(name, _)| !name.eq_ignore_ascii_case("traceparent"));
+                http.headers.push(("traceparent".to_owned(), traceparent));
+            }
             let upstream = upstream::send(&state.http, http, provider.timeout)
                 .await
                 .map_err(|e| ApiError::upstream(&provider.name, e))?;
+            span.status(upstream.status().as_u16());
             if request.stream && upstream.status().is_success() {
                 let headers = header_pairs(upstream.headers());
                 let decoder = call
@@ -332,13 +437,14 @@ async fn attempt(
                     finish.take().map(|finish| -> OnFinish {
                         Box::new(move |usage, _, ok| finish(usage, cost(usage), ok))
                     }),
-                    Some(outcome.seen_output()),
+                    Some(outcome.clone()),
                 )
                 .into_response();
                 (response, None, None)
             } else {
                 let completion = complete(&mut call, target, &info, upstream).await?;
                 let usage = completion.usage;
+                span.completion(&completion.body, usage);
                 (json_response(completion), usage, cost(usage))
             }
         }

@@ -1,9 +1,10 @@
 //! The usage record of one `/v1/*` request, filled in as the request travels and handed to the
 //! ledger exactly once when it is over (for a stream: when it ends or the client goes away).
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::error::ApiError;
 use super::request::ClientRequest;
@@ -11,6 +12,7 @@ use crate::catalog::ModelInfo;
 use crate::gateway::Target;
 use crate::ledger::{Ledger, UsageRecord};
 use crate::plugins::{Operation, Usage};
+use crate::telemetry::{RequestEnd, RequestTelemetry};
 use crate::tokenizer::Tokenizer;
 
 /// What is known of a request's end before its hook runs: the target that answered and the
@@ -22,6 +24,20 @@ struct Outcome {
     price: Option<&'static ModelInfo>,
     status: u16,
     error_type: Option<String>,
+    /// `gen_ai.provider.name` of the target that answered.
+    system: Option<Cow<'static, str>>,
+    /// The error's message for the client, and its internal detail, for the log line.
+    error: Option<(String, Option<String>)>,
+}
+
+/// What the proxy and the hook share.
+struct Shared {
+    outcome: Mutex<Outcome>,
+    /// Output tokens a stream counted itself because the upstream reported no usage.
+    seen_output: Arc<AtomicU64>,
+    started: Instant,
+    /// When the first output went to the client, in µs after `started` (0: not yet).
+    first_output_us: AtomicU64,
 }
 
 /// A request's record in the making.
@@ -31,14 +47,14 @@ pub struct Recorder {
     started: Instant,
     /// Input tokens counted by the gateway, for a stream whose upstream reports no usage.
     estimated_input: Option<u64>,
-    outcome: Arc<Mutex<Outcome>>,
-    /// Output tokens a stream counted itself because the upstream reported no usage.
-    seen_output: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+    /// The request's span, metrics and log line, finished with the record.
+    telemetry: RequestTelemetry,
 }
 
 /// The proxy's handle on the outcome, kept while the hook travels with the response.
 #[derive(Clone)]
-pub struct OutcomeCell(Arc<Mutex<Outcome>>, Arc<AtomicU64>);
+pub struct OutcomeCell(Arc<Shared>);
 
 impl Recorder {
     pub fn new(
@@ -47,6 +63,7 @@ impl Recorder {
         project: String,
         api_key_id: Option<String>,
         operation: Operation,
+        telemetry: RequestTelemetry,
     ) -> Self {
         Self {
             ledger: ledger.clone(),
@@ -60,13 +77,18 @@ impl Recorder {
             },
             started: Instant::now(),
             estimated_input: None,
-            outcome: Arc::default(),
-            seen_output: Arc::default(),
+            shared: Arc::new(Shared {
+                outcome: Mutex::default(),
+                seen_output: Arc::default(),
+                started: Instant::now(),
+                first_output_us: AtomicU64::new(0),
+            }),
+            telemetry,
         }
     }
 
     pub fn outcome(&self) -> OutcomeCell {
-        OutcomeCell(Arc::clone(&self.outcome), Arc::clone(&self.seen_output))
+        OutcomeCell(Arc::clone(&self.shared))
     }
 
     /// Takes the user from the parsed request; for a stream, counts its input tokens in case the
@@ -78,6 +100,10 @@ impl Recorder {
         if request.stream {
             self.estimated_input = Some(u64::from(request.estimate_input_tokens(Tokenizer)));
         }
+        self.telemetry
+            .request(&request.model, request.max_output_tokens(), || {
+                request.prompt_json()
+            });
     }
 
     /// Records a request that failed before any hook existed (bad body, refused by a limit).
@@ -90,7 +116,7 @@ impl Recorder {
     /// stream's tokens are the gateway's own count (the prompt, and the text it relayed), marked
     /// as estimated.
     pub fn finish(mut self, usage: Option<Usage>, cost: Option<i64>, succeeded: bool) {
-        let outcome = match self.outcome.lock() {
+        let outcome = match self.shared.outcome.lock() {
             Ok(mut outcome) => std::mem::take(&mut *outcome),
             Err(_) => Outcome::default(),
         };
@@ -109,7 +135,7 @@ impl Recorder {
             }
             None if record.status < 400 && record.model.is_some() => {
                 if let Some(input) = self.estimated_input {
-                    let output = self.seen_output.load(Ordering::Relaxed);
+                    let output = self.shared.seen_output.load(Ordering::Relaxed);
                     record.input_tokens = input;
                     record.output_tokens = output;
                     record.estimated = true;
@@ -133,20 +159,41 @@ impl Recorder {
             // A stream that failed midway or whose client went away.
             record.error_type = Some("stream_incomplete".to_owned());
         }
+        let first_output_us = self.shared.first_output_us.load(Ordering::Relaxed);
+        let error = outcome.error.as_ref();
+        self.telemetry.finish(&RequestEnd {
+            record,
+            system: outcome.system.as_deref(),
+            time_to_first_output: (first_output_us > 0)
+                .then(|| Duration::from_micros(first_output_us)),
+            error: error.map(|(message, detail)| (message.as_str(), detail.as_deref())),
+        });
         self.ledger.record(std::mem::take(record));
     }
 }
 
 impl OutcomeCell {
     fn with(&self, f: impl FnOnce(&mut Outcome)) {
-        if let Ok(mut outcome) = self.0.lock() {
+        if let Ok(mut outcome) = self.0.outcome.lock() {
             f(&mut outcome);
         }
     }
 
     /// Where a stream puts the output tokens it counted when the upstream reports no usage.
     pub fn seen_output(&self) -> Arc<AtomicU64> {
-        Arc::clone(&self.1)
+        Arc::clone(&self.0.seen_output)
+    }
+
+    /// The first output is on its way to the client (time to first token); later calls are
+    /// ignored.
+    pub fn first_output(&self) {
+        let us = u64::try_from(self.0.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        let _ = self.0.first_output_us.compare_exchange(
+            0,
+            us.max(1),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
     }
 
     /// The target being tried; the last one is the one that answered.
@@ -155,6 +202,9 @@ impl OutcomeCell {
             o.provider = Some(target.provider.name.to_string());
             o.model = Some(target.model.to_owned());
             o.price = target.provider.price(target.model);
+            o.system = Some(crate::telemetry::gen_ai_system(
+                target.provider.plugin.name(),
+            ));
         });
     }
 
@@ -166,9 +216,12 @@ impl OutcomeCell {
         let status = error.status().as_u16();
         let detail = error.detail();
         let kind = detail.code.unwrap_or(detail.kind).to_owned();
+        let message = detail.message;
+        let internal = error.internal_detail();
         self.with(|o| {
             o.status = status;
             o.error_type = Some(kind);
+            o.error = Some((message, internal));
         });
     }
 }

@@ -182,6 +182,16 @@ impl ClientRequest {
         found.iter().map(|t| tokenizer.count(t)).sum()
     }
 
+    /// The prompt as the client sent it (`messages`, `input` or `prompt`), as JSON: for the log
+    /// line, when the operator turned `observability.log_prompts` on.
+    pub fn prompt_json(&self) -> String {
+        ["messages", "input", "prompt"]
+            .iter()
+            .find_map(|k| self.body.get(*k))
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    }
+
     /// The canonical request for the upstream model name `upstream_model`.
     pub fn canonical(&mut self, upstream_model: &str) -> CanonicalRequest {
         self.body

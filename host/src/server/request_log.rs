@@ -28,6 +28,10 @@ pub async fn request_log(mut request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let mut response = next.run(request).await;
+    if response.extensions().get::<LoggedAtEnd>().is_some() {
+        response.headers_mut().insert("x-request-id", id);
+        return response;
+    }
     let status = response.status().as_u16();
     let headers = response.headers();
     let provider = header(headers, "x-wasmgate-provider");
@@ -47,6 +51,11 @@ pub async fn request_log(mut request: Request, next: Next) -> Response {
     response.headers_mut().insert("x-request-id", id);
     response
 }
+
+/// Marks a response whose request writes its own log line when it ends (the `/v1` proxy: a
+/// stream's tokens are known only then).
+#[derive(Clone, Copy, Debug)]
+pub struct LoggedAtEnd;
 
 /// The request's id, for handlers (the usage ledger).
 #[derive(Clone, Debug, Default)]

@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 
 use super::error::ApiError;
+use super::record::OutcomeCell;
 use crate::plugins::{ProviderStream, StreamOutput, Usage};
 use crate::tokenizer::Tokenizer;
 use std::sync::Arc;
@@ -42,11 +43,12 @@ pub fn relay(
     idle_timeout: Duration,
     client_wants_usage: bool,
     on_finish: Option<OnFinish>,
-    seen_output: Option<Arc<AtomicU64>>,
+    outcome: Option<OutcomeCell>,
 ) -> SseResponse {
     let relay = Relay {
         on_finish,
-        seen_output,
+        seen_output: outcome.as_ref().map(OutcomeCell::seen_output),
+        first_output: outcome,
         text: String::new(),
         usage: None,
         failed: false,
@@ -84,6 +86,8 @@ struct Relay {
     on_finish: Option<OnFinish>,
     /// Where the output tokens the gateway counted go when the upstream reported no usage.
     seen_output: Option<Arc<AtomicU64>>,
+    /// Told when the first bytes go to the client (time to first token), then dropped.
+    first_output: Option<OutcomeCell>,
     /// The text sent so far, kept only until the upstream reports usage.
     text: String,
     usage: Option<Usage>,
@@ -145,6 +149,9 @@ impl Relay {
                         buf.extend_from_slice(DONE);
                     }
                     if !buf.is_empty() {
+                        if let Some(outcome) = self.first_output.take() {
+                            outcome.first_output();
+                        }
                         self.ready.push_back(Bytes::from(buf));
                     }
                 }

@@ -1,4 +1,4 @@
-//! Logging set-up: level from `--log-level`, the config, or `RUST_LOG`; text or JSON lines.
+//! The log subscriber: level from `--log-level`, the config, or `RUST_LOG`; text or JSON lines.
 
 use tracing_subscriber::EnvFilter;
 

@@ -1,0 +1,61 @@
+//! `GET /metrics`: the recorded families, and the gauges read from the gateway's state when
+//! scraped (ledger queue, circuit breakers, span export).
+
+use std::time::Instant;
+
+use super::metrics::write_gauge;
+use crate::plugins::CircuitState;
+use crate::state::AppState;
+
+/// Prometheus' classic text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The whole scrape.
+pub fn render(state: &AppState) -> String {
+    let mut out = String::with_capacity(16 * 1024);
+    let telemetry = &state.telemetry;
+    telemetry.metrics.write(&mut out);
+
+    let mut breakers = Vec::new();
+    let now = Instant::now();
+    state.stats.each(|id, stats| {
+        let value = match stats.circuit(now) {
+            CircuitState::Closed => 0.0,
+            CircuitState::HalfOpen => 1.0,
+            CircuitState::Open => 2.0,
+        };
+        breakers.push((id.to_owned(), value));
+    });
+    breakers.sort_by(|a, b| a.0.cmp(&b.0));
+    write_gauge(
+        &mut out,
+        "wasmgate_circuit_breaker_state",
+        "Circuit breaker of each routing target: 0 closed, 1 half-open (one trial allowed), 2 open.",
+        "gauge",
+        breakers
+            .iter()
+            .map(|(id, value)| (vec![("target", id.as_str())], *value)),
+    );
+    write_gauge(
+        &mut out,
+        "wasmgate_ledger_queue_depth",
+        "Usage records waiting to be written.",
+        "gauge",
+        [(Vec::new(), state.ledger.queued() as f64)],
+    );
+    write_gauge(
+        &mut out,
+        "wasmgate_ledger_dropped_records_total",
+        "Usage records dropped because the ledger queue was full.",
+        "counter",
+        [(Vec::new(), state.ledger.dropped() as f64)],
+    );
+    write_gauge(
+        &mut out,
+        "wasmgate_spans_dropped_total",
+        "Spans not exported: the export queue was full or the collector failed.",
+        "counter",
+        [(Vec::new(), telemetry.spans_dropped() as f64)],
+    );
+    out
+}
