@@ -203,7 +203,7 @@ async fn a_request_is_one_trace_of_stages_attempts_and_plugin_calls_with_genai_a
     let failed = one(&spans, "chat error-500");
     let f = attrs(failed);
     assert_eq!(failed.kind, 3, "client span");
-    assert_eq!(f["error.type"], "upstream_error");
+    assert_eq!(f["error.type"], "http_500");
     assert_eq!(f["http.response.status_code"], 500);
     assert_eq!(
         failed.status.as_ref().map(|s| s.code),
@@ -435,7 +435,7 @@ async fn metrics_count_requests_tokens_errors_retries_denials_breakers_and_plugi
         "only the stream has a first token"
     );
     assert_eq!(
-        get(r#"wasmgate_upstream_errors_total{provider="openai",error="upstream_error"}"#),
+        get(r#"wasmgate_upstream_errors_total{provider="openai",error="http_500"}"#),
         2.0,
         "the direct error-500 and the virtual model's first attempt"
     );

@@ -264,6 +264,18 @@ impl ApiError {
         }
     }
 
+    /// A short name of the failure, for metrics labels and a span's `error.type`: the
+    /// upstream's HTTP status (`http_503`) when it answered with an error, else the error code.
+    pub fn error_type(&self) -> String {
+        if let Self::Provider { error, .. } = self
+            && let Some(status) = error.upstream_status
+        {
+            return format!("http_{status}");
+        }
+        let detail = self.detail();
+        detail.code.unwrap_or(detail.kind).to_owned()
+    }
+
     pub(super) fn internal_detail(&self) -> Option<String> {
         match self {
             Self::PluginFailed(failure) | Self::LimitsUnavailable(failure) => {

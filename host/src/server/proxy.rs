@@ -359,12 +359,10 @@ async fn attempt(
         .run(send(state, request, target, finish, outcome, &mut span))
         .await;
     if let Err(error) = &result {
-        let detail = error.detail();
-        let code = detail.code.unwrap_or(detail.kind);
         span.failed(
             trace.metrics(),
-            code,
-            &detail.message,
+            &error.error_type(),
+            &error.to_string(),
             error.is_target_failure(),
         );
     }

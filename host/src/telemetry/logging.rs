@@ -11,8 +11,11 @@ pub fn init(config: &ObservabilityConfig) {
         Some(level) => EnvFilter::try_new(level).unwrap_or_else(|_| EnvFilter::new("info")),
         None => EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
     };
+    // Colours only for a person at a terminal: escape codes in a log file break grep.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let result = match config.log_format {
         LogFormat::Json => builder.json().try_init(),
