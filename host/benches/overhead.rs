@@ -5,7 +5,9 @@
 //!   through the gateway (`openai` plugin), and the difference;
 //! - throughput at concurrency 64, direct and through the gateway, and their ratio;
 //! - one provider-plugin call (fresh instance + prepare + parse-response) for 1 KiB and 100 KiB
-//!   bodies.
+//!   bodies;
+//! - what tracing and metrics cost per request, with metrics only and with spans exported to an
+//!   OTLP/HTTP collector on 127.0.0.1 (`BENCH_TELEMETRY_ONLY=1` runs only this part).
 //!
 //! The mock, the gateway and the load generator each run on a one-thread runtime of their own, so
 //! the gateway has one core's worth of CPU, as when the peers were measured. Bounded in count and
@@ -397,7 +399,182 @@ fn us(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
 
+/// Requests instrumented in the telemetry benchmark, after as many of warm-up.
+const TELEMETRY_REQUESTS: usize = 20_000;
+
+/// An OTLP/HTTP collector on its own runtime that reads and discards what it is sent; returns
+/// its address and the count of requests it got.
+fn start_collector(
+    rt: &tokio::runtime::Runtime,
+) -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    let posts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&posts);
+    let addr = rt.block_on(async move {
+        let app = Router::new().route(
+            "/v1/traces",
+            routing::post(move |body: axum::body::Bytes| {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                async move {
+                    drop(body);
+                    ""
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        addr
+    });
+    (addr, posts)
+}
+
+/// Everything the request path asks of telemetry for one routed request with a limit: the
+/// request span (from an incoming traceparent), the limits and route stages with one plugin call
+/// each, one upstream attempt with two plugin calls, and the end (metrics, span attributes, log
+/// line filtered out at the `error` level). Eight spans when traces are on.
+async fn instrumented_request(
+    telemetry: &Arc<wasmgate::telemetry::Telemetry>,
+    headers: &http::HeaderMap,
+    completion: &str,
+) {
+    use wasmgate::telemetry::{PluginTimer, RequestEnd};
+    let mut request = telemetry.request(headers, "/v1/chat/completions", "chat", "req-bench");
+    request.request("smart", Some(256), String::new);
+    let trace = request.trace().clone();
+    let metrics = trace.metrics();
+    let limits = trace.stage("limits");
+    limits
+        .scope(async {
+            PluginTimer::start("rate-limit", "check").end(metrics, "rate-limit", "check", None);
+        })
+        .await;
+    drop(limits);
+    let route = trace.stage("route");
+    route
+        .scope(async {
+            PluginTimer::start("fallback", "route").end(metrics, "fallback", "route", None);
+        })
+        .await;
+    drop(route);
+    let mut attempt = trace.attempt("chat", "openai", "openai", "gpt-4o-mini");
+    let scope = attempt.span().scope_handle();
+    scope
+        .run(async {
+            PluginTimer::start("openai", "prepare").end(metrics, "openai", "prepare", None);
+            let traceparent = attempt.traceparent();
+            assert!(traceparent.is_some());
+            attempt.status(200);
+            let usage = wasmgate::plugins::Usage {
+                input_tokens: 200,
+                output_tokens: 50,
+                cached_input_tokens: 0,
+                cache_write_tokens: 0,
+                images: 0,
+            };
+            PluginTimer::start("openai", "parse_response").end(
+                metrics,
+                "openai",
+                "parse_response",
+                None,
+            );
+            attempt.completion(completion, Some(usage));
+        })
+        .await;
+    trace.routed("smart", "openai/gpt-4o-mini", 0, "ok");
+    drop(attempt);
+    let record = wasmgate::ledger::UsageRecord {
+        request_id: "req-bench".into(),
+        provider: Some("openai".into()),
+        model: Some("gpt-4o-mini".into()),
+        input_tokens: 200,
+        output_tokens: 50,
+        cost_micros: Some(60),
+        latency_us: 350,
+        status: 200,
+        ..Default::default()
+    };
+    request.finish(&RequestEnd {
+        record: &record,
+        system: Some("openai"),
+        time_to_first_output: None,
+        error: None,
+    });
+}
+
+/// Mean and p50 on the request's thread, and CPU per request of the whole process (exporter and
+/// collector included), of `TELEMETRY_REQUESTS` instrumented requests.
+fn telemetry_cost(traces: Option<SocketAddr>) -> (Duration, Duration, Duration) {
+    let rt = runtime("telemetry");
+    rt.block_on(async {
+        let yaml = match traces {
+            Some(addr) => format!(
+                "observability: {{ log_level: error, traces: {{ otlp_endpoint: 'http://{addr}' }} }}"
+            ),
+            None => "observability: { log_level: error }".to_owned(),
+        };
+        let config = Config::from_yaml(&yaml).unwrap();
+        wasmgate::telemetry::init(&config.observability);
+        let http = wasmgate::upstream::client().unwrap();
+        let telemetry = Arc::new(wasmgate::telemetry::Telemetry::new(
+            &config.observability,
+            &http,
+        ));
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            "traceparent",
+            http::HeaderValue::from_static(
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            ),
+        );
+        let completion = completion_body(1024);
+        for _ in 0..TELEMETRY_REQUESTS {
+            instrumented_request(&telemetry, &headers, &completion).await;
+        }
+        let cpu_before = process_cpu();
+        let mut times = Vec::with_capacity(TELEMETRY_REQUESTS);
+        for _ in 0..TELEMETRY_REQUESTS {
+            let started = Instant::now();
+            instrumented_request(&telemetry, &headers, &completion).await;
+            times.push(started.elapsed());
+        }
+        // Everything queued is sent before the CPU is read, so the export is counted in full.
+        telemetry.shutdown(Duration::from_secs(30)).await;
+        let cpu = process_cpu() - cpu_before;
+        assert_eq!(telemetry.spans_dropped(), 0, "the queue kept up");
+        let n = times.len() as u32;
+        let mean = times.iter().sum::<Duration>() / n;
+        times.sort();
+        (mean, percentile(&times, 0.5), cpu / n)
+    })
+}
+
+fn print_telemetry_cost() {
+    let collector_rt = runtime("collector");
+    let (collector, posts) = start_collector(&collector_rt);
+    println!(
+        "
+telemetry per request (request span + 2 stages + 1 attempt + 4 plugin calls), {TELEMETRY_REQUESTS} requests"
+    );
+    println!("| | mean on the request path | p50 | CPU per request, export included |");
+    println!("|---|---|---|---|");
+    for (name, traces) in [
+        ("metrics only (no `observability.traces`)", None),
+        ("metrics + 8 spans exported over OTLP/HTTP", Some(collector)),
+    ] {
+        let (mean, p50, cpu) = telemetry_cost(traces);
+        println!("| {name} | {} | {} | {} |", us(mean), us(p50), us(cpu));
+    }
+    println!(
+        "({} export requests received by the collector)",
+        posts.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
 fn main() {
+    if std::env::var_os("BENCH_TELEMETRY_ONLY").is_some() {
+        print_telemetry_cost();
+        return;
+    }
     if std::env::var_os("BENCH_PLUGIN_ONLY").is_some() {
         for size in [1024, 100 * 1024] {
             let (mean, p50) = plugin_call(size);
@@ -462,6 +639,7 @@ fn main() {
         println!("| {} KiB | {} | {} |", size / 1024, us(mean), us(p50));
     }
     print_policy_calls();
+    print_telemetry_cost();
 }
 
 fn print_policy_calls() {

@@ -477,7 +477,7 @@ impl PluginTimer {
             Span::none()
         } else {
             let mut span =
-                trace::current_child(format!("plugin {plugin}.{call}"), SpanKind::Internal);
+                trace::current_child(|| format!("plugin {plugin}.{call}"), SpanKind::Internal);
             if span.is_recording() {
                 span.set("wasmgate.plugin", plugin.to_owned());
                 span.set("wasmgate.plugin.call", call);

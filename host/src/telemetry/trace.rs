@@ -347,11 +347,12 @@ tokio::task_local! {
     static CURRENT: Option<Parent>;
 }
 
-/// A child of the task's current span (see [`Span::scope`]); nothing outside any scope.
-pub fn current_child(name: impl Into<Cow<'static, str>>, kind: SpanKind) -> Span {
+/// A child of the task's current span (see [`Span::scope`]); nothing outside any scope. The
+/// name is made only for a span that records.
+pub fn current_child<N: Into<Cow<'static, str>>>(name: impl FnOnce() -> N, kind: SpanKind) -> Span {
     CURRENT
         .try_with(|parent| match parent {
-            Some(p) => Span::live(&p.tracer, p.trace_id, Some(p.span_id), name.into(), kind),
+            Some(p) => Span::live(&p.tracer, p.trace_id, Some(p.span_id), name().into(), kind),
             None => Span::none(),
         })
         .unwrap_or_default()
@@ -396,9 +397,9 @@ mod tests {
         root.set("n", 3u32);
         let child = root.child("child", SpanKind::Internal);
         let nested = root
-            .scope(async { current_child("plugin", SpanKind::Internal) })
+            .scope(async { current_child(|| "plugin", SpanKind::Internal) })
             .await;
-        let outside = current_child("outside", SpanKind::Internal);
+        let outside = current_child(|| "outside", SpanKind::Internal);
         assert!(!outside.is_recording());
         drop((nested, child, root));
         let mut spans = Vec::new();
