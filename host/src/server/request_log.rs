@@ -44,6 +44,10 @@ pub async fn request_log(mut request: Request, next: Next) -> Response {
             error = message.as_str(), detail = detail.as_deref().unwrap_or(""),
             "request failed"
         ),
+        // Probes and scrapes arrive every few seconds: at `info` they would drown the requests.
+        None if path == "/metrics" || path == "/health" => tracing::debug!(
+            request_id, %method, path, status, latency_us, "request"
+        ),
         None => tracing::info!(
             request_id, %method, path, status, provider, model, latency_us, "request"
         ),
