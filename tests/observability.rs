@@ -192,7 +192,13 @@ async fn a_request_is_one_trace_of_stages_attempts_and_plugin_calls_with_genai_a
     };
     assert_eq!(
         children_of(root),
-        ["chat error-500", "chat gpt-4o-mini", "limits", "route"]
+        [
+            "auth",
+            "chat error-500",
+            "chat gpt-4o-mini",
+            "limits",
+            "route"
+        ]
     );
     assert_eq!(
         children_of(one(&spans, "limits")),
@@ -485,7 +491,7 @@ async fn metrics_count_requests_tokens_errors_retries_denials_breakers_and_plugi
 async fn plugin_traps_are_counted_by_kind() {
     let config = format!(
         r#"
-plugins: {{ dir: {dir}, max_instances: 8, call_timeout_ms: 100, memory_limit_mib: 32 }}
+plugins: {{ dir: {dir}, max_instances: 8, call_timeout_ms: 500, memory_limit_mib: 32 }}
 providers:
   faulty:
     plugin: faulty
