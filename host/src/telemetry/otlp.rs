@@ -8,13 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::trace::{SpanData, Tracer, Value};
-
-/// Spans sent in one request at most.
-const MAX_BATCH: usize = 512;
+use super::trace::{BATCH as MAX_BATCH, SpanData, Tracer, Value};
 /// How long one export may take before the batch is given up.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -35,47 +31,31 @@ pub fn spawn(
     http: reqwest::Client,
     stop: CancellationToken,
 ) -> (Arc<Tracer>, tokio::task::JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel(config.queue_capacity);
-    let tracer = Arc::new(Tracer::new(tx));
-    let task = tokio::spawn(run(config, http, rx, Arc::clone(&tracer), stop));
+    let tracer = Arc::new(Tracer::new(config.queue_capacity));
+    let task = tokio::spawn(run(config, http, Arc::clone(&tracer), stop));
     (tracer, task)
 }
 
+/// Sends what is waiting every `interval`, or as soon as a whole batch is, until stopped.
 async fn run(
     config: ExportConfig,
     http: reqwest::Client,
-    mut rx: mpsc::Receiver<SpanData>,
     tracer: Arc<Tracer>,
     stop: CancellationToken,
 ) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut stopping = false;
-    while !stopping {
-        tokio::select! {
-            n = rx.recv_many(&mut batch, MAX_BATCH) => if n == 0 { break },
-            () = stop.cancelled() => stopping = true,
-        }
-        // Let more spans arrive, so that one POST carries a whole request's spans or more.
-        if !stopping {
-            let deadline = tokio::time::Instant::now() + config.interval;
-            while batch.len() < MAX_BATCH {
-                let room = MAX_BATCH - batch.len();
-                tokio::select! {
-                    n = rx.recv_many(&mut batch, room) => if n == 0 { break },
-                    () = tokio::time::sleep_until(deadline) => break,
-                    () = stop.cancelled() => { stopping = true; break }
-                }
-            }
-        }
-        if stopping {
-            while let Ok(span) = rx.try_recv() {
-                batch.push(span);
-            }
-        }
-        for chunk in batch.chunks(MAX_BATCH) {
+    loop {
+        let stopping = tokio::select! {
+            () = tokio::time::sleep(config.interval) => false,
+            () = tracer.batch_ready() => false,
+            () = stop.cancelled() => true,
+        };
+        let spans = tracer.take();
+        for chunk in spans.chunks(MAX_BATCH) {
             export(&config, &http, &tracer, chunk).await;
         }
-        batch.clear();
+        if stopping {
+            break;
+        }
     }
 }
 
@@ -205,11 +185,20 @@ fn string(out: &mut Vec<u8>, field: u32, text: &str) {
     bytes(out, field, text.as_bytes());
 }
 
-/// A nested message: written to a scratch buffer first, since its length prefix comes first.
+/// A nested message: written in place, then its length prefix is inserted before it (a short
+/// move of the bytes just written, cheaper than a scratch buffer per attribute).
 fn message(out: &mut Vec<u8>, field: u32, write: impl FnOnce(&mut Vec<u8>)) {
-    let mut inner = Vec::new();
-    write(&mut inner);
-    bytes(out, field, &inner);
+    tag(out, field, 2);
+    let start = out.len();
+    write(out);
+    let (mut prefix, mut n, mut len) = ([0u8; 10], 0, (out.len() - start) as u64);
+    while len >= 0x80 {
+        prefix[n] = (len as u8) | 0x80;
+        len >>= 7;
+        n += 1;
+    }
+    prefix[n] = len as u8;
+    out.splice(start..start, prefix[..=n].iter().copied());
 }
 
 #[cfg(test)]
