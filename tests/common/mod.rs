@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod mock_bedrock;
 pub mod mock_openai;
 pub mod mock_providers;
 pub mod redis;
@@ -26,6 +27,8 @@ pub fn plugin_cache_dir() -> PathBuf {
 /// A gateway running in this process on 127.0.0.1, port 0.
 pub struct TestGateway {
     pub addr: SocketAddr,
+    /// The gateway's shared state, for reading what it stored (the ledger).
+    pub state: std::sync::Arc<wasmgate::state::AppState>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -53,11 +56,12 @@ impl TestGateway {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(wasmgate::server::run(listener, state, async move {
+        let task = tokio::spawn(wasmgate::server::run(listener, state.clone(), async move {
             let _ = rx.await;
         }));
         Ok(Self {
             addr,
+            state,
             shutdown: Some(tx),
             task: Some(task),
         })
