@@ -40,8 +40,8 @@ fn catalog_cost(catalog: &Catalog, provider: &str, model: &str, t: Tokens) -> i6
     let input = i128::from(p.input.expect("an input price"));
     let fresh = t.input - t.cached - t.written;
     let pico = i128::from(fresh) * input
-        + i128::from(t.cached) * i128::from(p.cached_input.map_or(input, i128::from))
-        + i128::from(t.written) * i128::from(p.cache_write.map_or(input, i128::from))
+        + i128::from(t.cached) * p.cached_input.map_or(input, i128::from)
+        + i128::from(t.written) * p.cache_write.map_or(input, i128::from)
         + i128::from(t.output) * i128::from(p.output.expect("an output price"));
     i64::try_from((pico + 500_000) / 1_000_000).unwrap()
 }
