@@ -19,7 +19,7 @@ use crate::tokenizer::Tokenizer;
 struct Outcome {
     provider: Option<String>,
     model: Option<String>,
-    price: Option<&'static ModelInfo>,
+    price: Option<Arc<ModelInfo>>,
     status: u16,
     error_type: Option<String>,
 }
@@ -115,7 +115,7 @@ impl Recorder {
                     record.estimated = true;
                     record.cost_micros = outcome.price.map(|info| {
                         super::proxy::usage_cost(
-                            info,
+                            &info,
                             Usage {
                                 input_tokens: input,
                                 output_tokens: output,
