@@ -4,7 +4,8 @@
 //! - [`plugins`]: the wasmtime host, the only module that touches WebAssembly.
 //! - [`gateway`]: one loaded config, its providers and model resolution.
 //! - [`ledger`]: the usage ledger, written in batches off the request path.
-//! - [`server`]: the HTTP API.
+//! - [`reload`]: hot reload of the config and plugins (SIGHUP, file changes).
+//! - [`server`]: the HTTP API, and the graceful shutdown.
 //! - [`upstream`]: the pooled HTTP client for upstream providers.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
@@ -14,6 +15,7 @@ pub mod gateway;
 pub mod ledger;
 pub mod limits;
 pub mod plugins;
+pub mod reload;
 pub mod routing;
 pub mod secret;
 pub mod server;

@@ -1,12 +1,13 @@
 //! The `wasmgate` command line.
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use wasmgate::catalog::{Catalog, Kind, table};
-use wasmgate::config::{Config, DEFAULT_CONFIG, Overrides};
+use wasmgate::config::{ConfigSource, Overrides};
+use wasmgate::reload::{self, Reloader};
 
 #[derive(Parser)]
 #[command(
@@ -89,17 +90,22 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    // Installed first, so a SIGTERM during start-up is not the default (abrupt) exit.
+    // Installed first, so a SIGTERM (or a SIGHUP, whose default is to exit) during start-up is
+    // not the default abrupt exit.
     let shutdown = shutdown_signal()?;
-    let (mut config, source) = load_config(args.config.as_deref())?;
-    config.apply(&Overrides {
+    let hangup = hangup_signal()?;
+    let source = ConfigSource::discover(args.config.as_deref());
+    let overrides = Overrides {
         host: args.host,
         port: args.port,
         plugins_dir: args.plugins_dir,
         log_level: args.log_level,
         requests_per_minute: args.rpm,
         daily_budget_usd: args.daily_budget_usd,
-    });
+    };
+    // Every config read, the first and each reload, gets the command-line overrides.
+    let prepare: reload::Prepare = Box::new(move |config| config.apply(&overrides));
+    let (reloader, config) = Reloader::start(source, prepare)?;
     wasmgate::telemetry::init(&config.observability);
     let addr = (config.server.host, config.server.port);
     let state = wasmgate::build_state(config).await?;
@@ -107,8 +113,23 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", addr.0, addr.1))?;
     let local = listener.local_addr()?;
-    tracing::info!("wasmgate listening on http://{local} (config: {source})");
-    wasmgate::server::run(listener, state, shutdown).await?;
+    tracing::info!(
+        "wasmgate listening on http://{local} (config: {})",
+        reloader.source()
+    );
+    let stop_watching = tokio_util::sync::CancellationToken::new();
+    let watcher = tokio::spawn(reloader.watch(
+        std::sync::Arc::clone(&state),
+        hangup,
+        stop_watching.clone(),
+        reload::POLL_INTERVAL,
+    ));
+    let served = wasmgate::server::run(listener, state, shutdown).await;
+    stop_watching.cancel();
+    if let Err(e) = watcher.await {
+        tracing::error!("the config watcher failed: {e}");
+    }
+    served?;
     tracing::info!("wasmgate stopped");
     Ok(())
 }
@@ -135,20 +156,6 @@ fn models(args: &ModelsArgs) -> anyhow::Result<()> {
     }
 }
 
-fn load_config(path: Option<&Path>) -> anyhow::Result<(Config, String)> {
-    if let Some(path) = path {
-        return Ok((Config::from_file(path)?, path.display().to_string()));
-    }
-    let local = Path::new("config.yaml");
-    if local.exists() {
-        return Ok((Config::from_file(local)?, "./config.yaml".to_owned()));
-    }
-    Ok((
-        Config::from_yaml(DEFAULT_CONFIG)?,
-        "embedded default".to_owned(),
-    ))
-}
-
 /// Resolves on Ctrl-C or SIGTERM. The handlers are registered when this is called.
 fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     #[cfg(unix)]
@@ -164,4 +171,19 @@ fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + S
         drop(ctrl_c.await);
         tracing::info!("shutting down: finishing requests in flight");
     })
+}
+
+/// Yields once per SIGHUP (a reload request); never yields where there are no such signals.
+fn hangup_signal() -> anyhow::Result<impl futures_util::Stream<Item = ()> + Unpin + Send + 'static>
+{
+    #[cfg(unix)]
+    {
+        let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+        Ok(Box::pin(futures_util::stream::unfold(
+            hangup,
+            |mut hangup| async move { hangup.recv().await.map(|()| ((), hangup)) },
+        )))
+    }
+    #[cfg(not(unix))]
+    Ok(futures_util::stream::pending())
 }
