@@ -28,12 +28,14 @@ struct Setup {
 }
 
 impl Setup {
-    /// Writes a config: `server` and `plugins` fixed, then `providers` as given.
-    fn write(&self, server_extra: &str, providers: &str) {
+    /// Writes a config: `server` on `port` (0: any), `plugins` fixed, `providers` as given.
+    fn write(&self, port: u16, providers: &str) {
+        // The per-request log lines are left out: the test looks for the reload lines.
         let text = format!(
-            "server: {{ host: 127.0.0.1, port: 0{server_extra} }}\n\
+            "server: {{ host: 127.0.0.1, port: {port} }}\n\
              plugins: {{ dir: {plugins}, cache_dir: {cache} }}\n\
              ledger: {{ url: 'sqlite::memory:' }}\n\
+             observability: {{ log_level: 'info,wasmgate::server::request_log=warn' }}\n\
              providers:\n{providers}",
             plugins = self.dir.join("plugins").display(),
             cache = common::plugin_cache_dir().display(),
@@ -89,7 +91,11 @@ impl Load {
                         Ok(r) if r.status() == 200 => {
                             ok.fetch_add(1, Ordering::Relaxed);
                         }
-                        Ok(r) => failures.push(format!("{}: {}", r.status(), r.text().await.unwrap_or_default())),
+                        Ok(r) => failures.push(format!(
+                            "{}: {}",
+                            r.status(),
+                            r.text().await.unwrap_or_default()
+                        )),
                         Err(e) => failures.push(e.to_string()),
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
@@ -111,7 +117,10 @@ impl Load {
         while let Some(task) = self.tasks.join_next().await {
             failures.extend(task.unwrap());
         }
-        assert!(failures.is_empty(), "requests failed under reload: {failures:#?}");
+        assert!(
+            failures.is_empty(),
+            "requests failed under reload: {failures:#?}"
+        );
         self.succeeded()
     }
 }
@@ -157,7 +166,7 @@ async fn good_and_bad_reloads_under_load() {
         dir: dir.clone(),
         base_url: mock.base_url(),
     };
-    setup.write("", &format!("{}{}", setup.mock(), echo("echo", "echo-1")));
+    setup.write(0, &format!("{}{}", setup.mock(), echo("echo", "echo-1")));
     let mut gateway = Gateway::serve(&dir, &setup.config).await;
     let load = Load::start(gateway.url("/v1/chat/completions"), "echo-1");
     assert_eq!(answered_by(&gateway, "echo-2").await, Err(404));
@@ -184,15 +193,21 @@ async fn good_and_bad_reloads_under_load() {
     // 1. SIGHUP: `echo2` added, `mock` removed.
     under_load(&load).await;
     setup.write(
-        "",
+        0,
         &format!("{}{}", echo("echo", "echo-1"), echo("echo2", "echo-2")),
     );
     gateway.signal(libc::SIGHUP);
     let line = gateway
-        .wait_for_line(|l| l.contains("config reloaded (SIGHUP): generation 2"), WATCH_TIMEOUT)
+        .wait_for_line(
+            |l| l.contains("config reloaded (SIGHUP): generation 2"),
+            WATCH_TIMEOUT,
+        )
         .await;
     assert!(line.contains("2 providers"), "{line}");
-    assert_eq!(answered_by(&gateway, "echo-2").await.as_deref(), Ok("echo2"));
+    assert_eq!(
+        answered_by(&gateway, "echo-2").await.as_deref(),
+        Ok("echo2")
+    );
     assert_eq!(answered_by(&gateway, "paced-1500").await, Err(404));
     // The stream started on generation 1 went on to its end.
     let text = stream.await.unwrap();
@@ -202,7 +217,7 @@ async fn good_and_bad_reloads_under_load() {
     // 2. A rewrite alone, found by the watcher; a restart-only key is named and kept.
     under_load(&load).await;
     setup.write(
-        ", port: 1",
+        1,
         &format!(
             "{}{}{}",
             echo("echo", "echo-1"),
@@ -220,12 +235,15 @@ async fn good_and_bad_reloads_under_load() {
         1,
         "{lines:#?}"
     );
-    assert_eq!(answered_by(&gateway, "echo-3").await.as_deref(), Ok("echo3"));
+    assert_eq!(
+        answered_by(&gateway, "echo-3").await.as_deref(),
+        Ok("echo3")
+    );
 
     // 3. An invalid config: rejected, naming the entry; generation 3 keeps serving.
     under_load(&load).await;
     setup.write(
-        "",
+        0,
         &format!(
             "{}{}",
             echo("echo", "echo-1"),
@@ -236,16 +254,22 @@ async fn good_and_bad_reloads_under_load() {
     let line = gateway
         .wait_for_line(|l| l.contains("rejected"), WATCH_TIMEOUT)
         .await;
-    assert!(line.contains("config reload (SIGHUP) rejected, still serving generation 3"), "{line}");
+    assert!(
+        line.contains("config reload (SIGHUP) rejected, still serving generation 3"),
+        "{line}"
+    );
     assert!(
         line.contains("providers.broken") && line.contains("no-such-plugin"),
         "{line}"
     );
-    assert_eq!(answered_by(&gateway, "echo-3").await.as_deref(), Ok("echo3"));
+    assert_eq!(
+        answered_by(&gateway, "echo-3").await.as_deref(),
+        Ok("echo3")
+    );
 
     // 4. A valid config again (generation 4), then a plugin file that is no component: the
     //    reload it triggers is rejected naming the plugin, and the built-in `echo` serves on.
-    setup.write("", &echo("echo", "echo-1"));
+    setup.write(0, &echo("echo", "echo-1"));
     gateway
         .wait_for_line(|l| l.contains("generation 4"), WATCH_TIMEOUT)
         .await;
@@ -258,7 +282,10 @@ async fn good_and_bad_reloads_under_load() {
         )
         .await;
     assert!(line.contains("still serving generation 4"), "{line}");
-    assert!(line.contains("providers.echo") && line.contains("plugin `echo`"), "{line}");
+    assert!(
+        line.contains("providers.echo") && line.contains("plugin `echo`"),
+        "{line}"
+    );
     under_load(&load).await;
     assert_eq!(answered_by(&gateway, "echo-1").await.as_deref(), Ok("echo"));
     assert_eq!(answered_by(&gateway, "echo-3").await, Err(404));

@@ -38,7 +38,10 @@ async fn start_stream(
     gateway: &Gateway,
     model: &str,
     id: &str,
-) -> (String, futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>) {
+) -> (
+    String,
+    futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+) {
     let response = common::http()
         .post(gateway.url("/v1/chat/completions"))
         .header("x-request-id", id)
@@ -74,7 +77,10 @@ async fn a_stream_in_flight_at_sigterm_completes_and_the_process_exits_0() {
     let (mut text, mut body) = start_stream(&gateway, "mock/paced-2000", "drained-stream").await;
     gateway.signal(libc::SIGTERM);
     gateway
-        .wait_for_line(|l| l.contains("draining 1 connections"), Duration::from_secs(5))
+        .wait_for_line(
+            |l| l.contains("draining 1 connections"),
+            Duration::from_secs(5),
+        )
         .await;
     // New connections are refused while the stream goes on.
     let refused = tokio::net::TcpStream::connect(("127.0.0.1", gateway.port)).await;
@@ -117,8 +123,16 @@ async fn a_stream_past_the_deadline_is_cut_recorded_and_the_process_exits_0() {
             .send(),
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !mock.requests().await.iter().any(|r| r.body["model"] == "slow") {
-        assert!(std::time::Instant::now() < deadline, "the slow request did not reach the mock");
+    while !mock
+        .requests()
+        .await
+        .iter()
+        .any(|r| r.body["model"] == "slow")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the slow request did not reach the mock"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     gateway.signal(libc::SIGTERM);
@@ -151,15 +165,24 @@ async fn a_stream_past_the_deadline_is_cut_recorded_and_the_process_exits_0() {
     // relayed part was recorded.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while mock.shared.cancelled_streams.load(Ordering::SeqCst) == 0 {
-        assert!(std::time::Instant::now() < deadline, "the upstream stream was not cancelled");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upstream stream was not cancelled"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let (status, estimated) = record(&dir.join("ledger.db"), "cut-stream")
         .unwrap_or_else(|| panic!("no record for the cut stream: {:#?}", gateway.lines()));
     assert_eq!(status, 200);
-    assert!(estimated, "the endless stream reports no usage: the record is counted");
+    assert!(
+        estimated,
+        "the endless stream reports no usage: the record is counted"
+    );
     // The request cut while it waited is recorded as cancelled.
-    assert!(slow.await.unwrap().is_err(), "the cut request got an answer");
+    assert!(
+        slow.await.unwrap().is_err(),
+        "the cut request got an answer"
+    );
     assert_eq!(
         record(&dir.join("ledger.db"), "cut-request"),
         Some((499, false))

@@ -208,7 +208,12 @@ fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
         &mut new_server.max_body_bytes,
     );
     let (old, plugins) = (&running.plugins, &mut new.plugins);
-    keep(k, "plugins.cache_dir", &old.cache_dir, &mut plugins.cache_dir);
+    keep(
+        k,
+        "plugins.cache_dir",
+        &old.cache_dir,
+        &mut plugins.cache_dir,
+    );
     keep(
         k,
         "plugins.call_timeout_ms",
@@ -292,7 +297,9 @@ mod tests {
 
     #[test]
     fn restart_only_keys_are_named_and_keep_their_running_values() {
-        let running = config("server: { port: 9000, max_body_bytes: 100 }\nledger: { url: 'sqlite::memory:' }\n");
+        let running = config(
+            "server: { port: 9000, max_body_bytes: 100 }\nledger: { url: 'sqlite::memory:' }\n",
+        );
         let mut new = config(
             "server: { port: 9001, max_body_bytes: 100, shutdown_timeout_ms: 5 }\n\
              plugins: { dir: ./elsewhere, max_instances: 3 }\n\
@@ -312,7 +319,10 @@ mod tests {
         assert_eq!(new.server.port, 9000);
         assert_eq!(new.plugins.max_instances, running.plugins.max_instances);
         assert_eq!(new.ledger.url, "sqlite::memory:");
-        assert_eq!(new.observability.log_format, running.observability.log_format);
+        assert_eq!(
+            new.observability.log_format,
+            running.observability.log_format
+        );
         // What reloads is left as the new file says.
         assert_eq!(new.server.shutdown_timeout_ms, 5);
         assert_eq!(new.plugins.dir, Path::new("./elsewhere"));
@@ -327,12 +337,16 @@ mod tests {
 
     #[test]
     fn only_wasm_files_of_the_plugin_directory_count() {
-        let dir = std::env::temp_dir().join(format!("wasmgate-reload-stamps-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("wasmgate-reload-stamps-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.join("a.wasm"), b"x").unwrap_or_else(|e| panic!("{e}"));
         std::fs::write(dir.join("notes.txt"), b"x").unwrap_or_else(|e| panic!("{e}"));
         let stamps = plugin_stamps(&dir);
-        assert_eq!(stamps.keys().collect::<Vec<_>>(), [&OsString::from("a.wasm")]);
+        assert_eq!(
+            stamps.keys().collect::<Vec<_>>(),
+            [&OsString::from("a.wasm")]
+        );
         std::fs::write(dir.join("a.wasm"), b"xy").unwrap_or_else(|e| panic!("{e}"));
         assert_ne!(plugin_stamps(&dir), stamps);
         assert!(plugin_stamps(&dir.join("missing")).is_empty());

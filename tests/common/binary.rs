@@ -77,7 +77,11 @@ impl Gateway {
     }
 
     /// The first log line matching `found`, waiting up to `timeout` for it.
-    pub async fn wait_for_line(&mut self, found: impl Fn(&str) -> bool, timeout: Duration) -> String {
+    pub async fn wait_for_line(
+        &mut self,
+        found: impl Fn(&str) -> bool,
+        timeout: Duration,
+    ) -> String {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(line) = self.lines().into_iter().find(|l| found(l)) {

@@ -68,19 +68,18 @@ impl Limits {
         plugins_dir: &std::path::Path,
         previous: Option<&Limits>,
     ) -> Result<Self, String> {
-        let store: Arc<dyn CounterStore> = if let Some(previous) =
-            previous.filter(|p| p.store_url == config.store)
-        {
-            Arc::clone(&previous.store)
-        } else if config.store == "memory" {
-            Arc::new(counters::MemoryCounters::new(window::Clock::new()))
-        } else {
-            Arc::new(
-                counters::RedisCounters::connect(&config.store)
-                    .await
-                    .map_err(|e| format!("limits.store: {e}"))?,
-            )
-        };
+        let store: Arc<dyn CounterStore> =
+            if let Some(previous) = previous.filter(|p| p.store_url == config.store) {
+                Arc::clone(&previous.store)
+            } else if config.store == "memory" {
+                Arc::new(counters::MemoryCounters::new(window::Clock::new()))
+            } else {
+                Arc::new(
+                    counters::RedisCounters::connect(&config.store)
+                        .await
+                        .map_err(|e| format!("limits.store: {e}"))?,
+                )
+            };
         let mut rules = Vec::with_capacity(config.rules.len());
         for (i, rule) in config.rules.iter().enumerate() {
             rules.push(load_rule(i, rule, host, plugins_dir).await?);

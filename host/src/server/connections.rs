@@ -75,8 +75,9 @@ impl Connections {
     }
 
     fn serve(&self, io: TokioIo<tokio::net::TcpStream>, app: Router) {
-        let service =
-            TowerToHyperService::new(app.map_request(|req: http::Request<Incoming>| req.map(Body::new)));
+        let service = TowerToHyperService::new(
+            app.map_request(|req: http::Request<Incoming>| req.map(Body::new)),
+        );
         let connections = self.clone();
         self.spawn(async move {
             let builder = Builder::new(Executor(connections.clone()));
@@ -137,7 +138,10 @@ fn log_connection_end(result: Result<(), Box<dyn std::error::Error + Send + Sync
 /// and followed by a pause, since accepting again at once would fail the same way.
 async fn accept_failed(e: &io::Error) {
     use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(e.kind(), ConnectionAborted | ConnectionRefused | ConnectionReset) {
+    if matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
         return;
     }
     tracing::error!("accepting a connection failed: {e}");
