@@ -300,3 +300,39 @@ async fn good_and_bad_reloads_under_load() {
     let (status, _) = gateway.wait_exit(Duration::from_secs(10)).await;
     assert!(status.success(), "exit status {status}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limit_counts_survive_a_reload() {
+    let dir = temp_dir("reload-limits");
+    let config = dir.join("config.yaml");
+    let write = |providers: &str| {
+        let text = format!(
+            "server: {{ host: 127.0.0.1, port: 0 }}\n\
+             plugins: {{ dir: {plugins}, cache_dir: {cache} }}\n\
+             ledger: {{ url: 'sqlite::memory:' }}\n\
+             limits:\n  rules:\n    - {{ policy: rate-limit, id: daily, options: {{ requests_per_day: 3 }} }}\n\
+             providers:\n{providers}",
+            plugins = dir.join("plugins").display(),
+            cache = common::plugin_cache_dir().display(),
+        );
+        std::fs::write(&config, text).unwrap();
+    };
+    write(&echo("echo", "echo-1"));
+    let mut gateway = Gateway::serve(&dir, &config).await;
+    for _ in 0..3 {
+        assert_eq!(answered_by(&gateway, "echo-1").await.as_deref(), Ok("echo"));
+    }
+    // A reload that leaves the rule (and its id) as it was keeps its count: the allowance is
+    // spent, not handed out again.
+    write(&format!(
+        "{}{}",
+        echo("echo", "echo-1"),
+        echo("echo2", "echo-2")
+    ));
+    gateway.signal(libc::SIGHUP);
+    gateway
+        .wait_for_line(|l| l.contains("generation 2"), WATCH_TIMEOUT)
+        .await;
+    assert_eq!(answered_by(&gateway, "echo-2").await, Err(429));
+    assert_eq!(answered_by(&gateway, "echo-1").await, Err(429));
+}
