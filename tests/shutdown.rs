@@ -188,3 +188,39 @@ async fn a_stream_past_the_deadline_is_cut_recorded_and_the_process_exits_0() {
         Some((499, false))
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_cuts_the_drain_short() {
+    let mock = MockOpenAi::start().await;
+    let dir = temp_dir("shutdown-twice");
+    let config = write_config(&dir, &mock, 60_000);
+    let mut gateway = Gateway::serve(&dir, &config).await;
+
+    let (_, _body) = start_stream(&gateway, "mock/endless", "impatient").await;
+    gateway.signal(libc::SIGINT);
+    gateway
+        .wait_for_line(
+            |l| l.contains("draining 1 connections"),
+            Duration::from_secs(5),
+        )
+        .await;
+    gateway.signal(libc::SIGINT);
+    let (status, took) = gateway.wait_exit(Duration::from_secs(10)).await;
+    assert!(status.success(), "exit status {status}");
+    assert!(
+        took < Duration::from_secs(3),
+        "exited after {took:?}, not at once"
+    );
+    assert!(
+        gateway
+            .lines()
+            .iter()
+            .any(|l| l.contains("cut 1 connections still in flight")),
+        "{:#?}",
+        gateway.lines()
+    );
+    assert_eq!(
+        record(&dir.join("ledger.db"), "impatient").map(|(status, _)| status),
+        Some(200)
+    );
+}

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use futures_util::{Stream, StreamExt};
 use wasmgate::catalog::{Catalog, Kind, table};
 use wasmgate::config::{ConfigSource, Overrides};
 use wasmgate::reload::{self, Reloader};
@@ -92,8 +93,23 @@ fn main() -> ExitCode {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Installed first, so a SIGTERM (or a SIGHUP, whose default is to exit) during start-up is
     // not the default abrupt exit.
-    let shutdown = shutdown_signal()?;
+    let stop = std::sync::Arc::new(tokio::sync::Mutex::new(stop_signals()?));
     let hangup = hangup_signal()?;
+    // The first signal starts the drain; a second one (an impatient Ctrl-C) cuts it short.
+    // They are awaited one after the other, so the lock is never contended.
+    let shutdown = {
+        let stop = std::sync::Arc::clone(&stop);
+        async move {
+            stop.lock().await.next().await;
+            tracing::info!(
+                "shutting down: finishing requests in flight (signal again to cut them)"
+            );
+        }
+    };
+    let cut_now = async move {
+        stop.lock().await.next().await;
+        tracing::warn!("second signal: cutting the requests still in flight");
+    };
     let source = ConfigSource::discover(args.config.as_deref());
     let overrides = Overrides {
         host: args.host,
@@ -124,7 +140,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         stop_watching.clone(),
         reload::POLL_INTERVAL,
     ));
-    let served = wasmgate::server::run(listener, state, shutdown).await;
+    let served = wasmgate::server::run_until(listener, state, shutdown, cut_now).await;
     stop_watching.cancel();
     if let Err(e) = watcher.await {
         tracing::error!("the config watcher failed: {e}");
@@ -156,34 +172,39 @@ fn models(args: &ModelsArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM. The handlers are registered when this is called.
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+/// Yields on each SIGTERM and each Ctrl-C (SIGINT). The handlers are registered when this is
+/// called.
+fn stop_signals() -> anyhow::Result<impl Stream<Item = ()> + Unpin + Send + 'static> {
     #[cfg(unix)]
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let ctrl_c = tokio::signal::ctrl_c();
-    Ok(async move {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-        #[cfg(not(unix))]
-        drop(ctrl_c.await);
-        tracing::info!("shutting down: finishing requests in flight");
-    })
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal_stream(signal(SignalKind::terminate())?);
+        let interrupt = signal_stream(signal(SignalKind::interrupt())?);
+        Ok(futures_util::stream::select(term, interrupt))
+    }
+    #[cfg(not(unix))]
+    Ok(Box::pin(futures_util::stream::unfold((), |()| async {
+        tokio::signal::ctrl_c().await.ok().map(|()| ((), ()))
+    })))
 }
 
 /// Yields once per SIGHUP (a reload request); never yields where there are no such signals.
-fn hangup_signal() -> anyhow::Result<impl futures_util::Stream<Item = ()> + Unpin + Send + 'static>
-{
+fn hangup_signal() -> anyhow::Result<impl Stream<Item = ()> + Unpin + Send + 'static> {
     #[cfg(unix)]
     {
-        let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-        Ok(Box::pin(futures_util::stream::unfold(
-            hangup,
-            |mut hangup| async move { hangup.recv().await.map(|()| ((), hangup)) },
-        )))
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(signal_stream(signal(SignalKind::hangup())?))
     }
     #[cfg(not(unix))]
     Ok(futures_util::stream::pending())
+}
+
+#[cfg(unix)]
+fn signal_stream(
+    signal: tokio::signal::unix::Signal,
+) -> std::pin::Pin<Box<dyn Stream<Item = ()> + Send>> {
+    Box::pin(futures_util::stream::unfold(
+        signal,
+        |mut signal| async move { signal.recv().await.map(|()| ((), signal)) },
+    ))
 }

@@ -112,20 +112,33 @@ impl Connections {
         self.tasks.len()
     }
 
-    /// Waits up to `deadline` for every connection to finish, then drops the rest and waits for
-    /// them to unwind. Returns how many were cut. Call after [`Connections::accept`] returned.
-    pub async fn drain(&self, deadline: Duration) -> usize {
-        if tokio::time::timeout(deadline, self.tasks.wait())
-            .await
-            .is_ok()
-        {
-            return 0;
-        }
+    /// Waits up to `deadline` (or until `cut_now` resolves) for every connection to finish, then
+    /// drops the rest and waits for them to unwind. Call after [`Connections::accept`] returned.
+    pub async fn drain(&self, deadline: Duration, cut_now: impl Future<Output = ()>) -> Drained {
+        let early = tokio::select! {
+            finished = tokio::time::timeout(deadline, self.tasks.wait()) => {
+                if finished.is_ok() {
+                    return Drained::All;
+                }
+                false
+            }
+            () = cut_now => true,
+        };
         let cut = self.tasks.len();
         self.abort.cancel();
         self.tasks.wait().await;
-        cut
+        Drained::Cut { cut, early }
     }
+}
+
+/// How a drain ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drained {
+    /// Every connection finished in time.
+    All,
+    /// `cut` connections (and HTTP/2 streams) were still running: at the deadline, or `early`
+    /// when asked to stop waiting.
+    Cut { cut: usize, early: bool },
 }
 
 fn log_connection_end(result: Result<(), Box<dyn std::error::Error + Send + Sync>>) {

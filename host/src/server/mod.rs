@@ -51,6 +51,17 @@ pub async fn run(
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    run_until(listener, state, shutdown, std::future::pending()).await
+}
+
+/// [`run`], where `cut_now` resolving during the drain cuts what is left without waiting for the
+/// deadline (a second Ctrl-C).
+pub async fn run_until(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    cut_now: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     let connections = connections::Connections::default();
     connections
         .accept(listener, app(Arc::clone(&state)), shutdown)
@@ -64,12 +75,15 @@ pub async fn run(
             deadline.as_millis()
         );
     }
-    let cut = connections.drain(deadline).await;
-    if cut > 0 {
-        tracing::warn!(
+    match connections.drain(deadline, cut_now).await {
+        connections::Drained::All => {}
+        connections::Drained::Cut { cut, early: false } => tracing::warn!(
             "shutdown deadline of {} ms passed: cut {cut} connections still in flight",
             deadline.as_millis()
-        );
+        ),
+        connections::Drained::Cut { cut, early: true } => {
+            tracing::warn!("cut {cut} connections still in flight")
+        }
     }
     // Requests are over, and a cut stream has queued its record as it was dropped; let their
     // follow-up work (settling limits) finish too, then write every usage record still queued.
