@@ -43,6 +43,8 @@ pub enum ReloadError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Gateway(#[from] StartupError),
+    #[error("the reload task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
 }
 
 /// Completes a config just read, before it is validated by loading: the command-line overrides,
@@ -109,7 +111,14 @@ impl Reloader {
                 kept.join(", ")
             );
         }
-        let gateway = Gateway::load_replacing(config, &state.plugins, Some(&current)).await?;
+        // Compiling a changed component takes a CPU for 100 ms or more: that happens on a
+        // blocking thread, not on a worker that is serving requests.
+        let runtime = tokio::runtime::Handle::current();
+        let plugins = state.plugins.clone();
+        let gateway = tokio::task::spawn_blocking(move || {
+            runtime.block_on(Gateway::load_replacing(config, &plugins, Some(&current)))
+        })
+        .await??;
         state.gateway.store(Arc::new(gateway));
         self.generation += 1;
         Ok(self.generation)
