@@ -299,6 +299,7 @@ async fn good_and_bad_reloads_under_load() {
     gateway.signal(libc::SIGTERM);
     let (status, _) = gateway.wait_exit(Duration::from_secs(10)).await;
     assert!(status.success(), "exit status {status}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -335,4 +336,6 @@ async fn limit_counts_survive_a_reload() {
         .await;
     assert_eq!(answered_by(&gateway, "echo-2").await, Err(429));
     assert_eq!(answered_by(&gateway, "echo-1").await, Err(429));
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -104,6 +104,7 @@ async fn a_stream_in_flight_at_sigterm_completes_and_the_process_exits_0() {
         record(&dir.join("ledger.db"), "drained-stream"),
         Some((200, false))
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,6 +188,7 @@ async fn a_stream_past_the_deadline_is_cut_recorded_and_the_process_exits_0() {
         record(&dir.join("ledger.db"), "cut-request"),
         Some((499, false))
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -223,4 +225,5 @@ async fn a_second_signal_cuts_the_drain_short() {
         record(&dir.join("ledger.db"), "impatient").map(|(status, _)| status),
         Some(200)
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
