@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod binary;
 pub mod mock_bedrock;
 pub mod mock_openai;
 pub mod mock_providers;
