@@ -235,6 +235,7 @@ async fn every_request_gets_one_exact_record_flushed_on_shutdown() {
 async fn usage(gateway: &TestGateway, path: &str, project: &str, body: Value) -> (u16, Value) {
     let response = http()
         .post(gateway.url(path))
+        .bearer_auth(gateway.api_key(project))
         .header("x-project-id", project)
         .json(&body)
         .send()
@@ -393,6 +394,7 @@ async fn bad_usage_queries_get_400_in_openais_shape() {
     // Not JSON at all.
     let response = http()
         .post(gateway.url("/usage/models"))
+        .bearer_auth(gateway.api_key("acme"))
         .body("{nope")
         .send()
         .await

@@ -98,6 +98,16 @@ pub struct Gateway {
 impl Gateway {
     /// Loads every provider's plugin (once per plugin) and has it validate the entry's options.
     pub async fn load(config: Config, host: &PluginHost) -> Result<Self, StartupError> {
+        Self::load_replacing(config, host, None).await
+    }
+
+    /// Like [`Gateway::load`], for a reload: the limit counters of `previous` are kept when the
+    /// counter store is unchanged.
+    pub async fn load_replacing(
+        config: Config,
+        host: &PluginHost,
+        previous: Option<&Gateway>,
+    ) -> Result<Self, StartupError> {
         let mut plugins: HashMap<String, ProviderPlugin> = HashMap::new();
         let mut providers = Vec::with_capacity(config.providers.len());
         for (name, entry) in &config.providers {
@@ -167,7 +177,8 @@ impl Gateway {
                 }
             }
         }
-        let limits = Limits::load(&config.limits, host, &config.plugins.dir)
+        let previous_limits = previous.map(|g| g.limits.as_ref());
+        let limits = Limits::load(&config.limits, host, &config.plugins.dir, previous_limits)
             .await
             .map_err(|message| StartupError::Limits { message })?;
         let mut gateway = Self {

@@ -4,16 +4,24 @@
 //! - [`plugins`]: the wasmtime host, the only module that touches WebAssembly.
 //! - [`gateway`]: one loaded config, its providers and model resolution.
 //! - [`ledger`]: the usage ledger, written in batches off the request path.
-//! - [`server`]: the HTTP API.
+//! - [`auth`]: API keys (stored hashed) and the projects they belong to.
+//! - [`credentials`]: provider keys kept by `wasmgate login`, outside the config.
+//! - [`cli`]: the commands besides `serve` (`keys`, `login`, `usage`).
+//! - [`reload`]: hot reload of the config and plugins (SIGHUP, file changes).
+//! - [`server`]: the HTTP API, and the graceful shutdown.
 //! - [`upstream`]: the pooled HTTP client for upstream providers.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
+pub mod auth;
 pub mod catalog;
+pub mod cli;
 pub mod config;
+pub mod credentials;
 pub mod gateway;
 pub mod ledger;
 pub mod limits;
 pub mod plugins;
+pub mod reload;
 pub mod routing;
 pub mod secret;
 pub mod server;
@@ -61,6 +69,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
             .map_or(0, |d| d.as_secs()),
         stats: routing::stats::Stats::default(),
         background: tokio_util::task::TaskTracker::new(),
+        keys: auth::Keys::new(ledger.store()),
         ledger,
     }))
 }

@@ -1,12 +1,14 @@
 //! The `wasmgate` command line.
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use futures_util::{Stream, StreamExt};
 use wasmgate::catalog::{Catalog, Kind, table};
-use wasmgate::config::{Config, DEFAULT_CONFIG, Overrides};
+use wasmgate::config::{Config, ConfigSource, Overrides};
+use wasmgate::reload::{self, Reloader};
 
 #[derive(Parser)]
 #[command(
@@ -25,6 +27,93 @@ enum Command {
     Serve(ServeArgs),
     /// List the built-in model catalog: kinds, context windows, capabilities, prices.
     Models(ModelsArgs),
+    /// Store a provider's API key outside the config (hidden prompt, or standard input).
+    Login(LoginArgs),
+    /// Create, list and revoke the gateway's own API keys (kept hashed in the ledger database).
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Usage and cost over a range, in total or per model, from the ledger or a gateway.
+    Usage(UsageArgs),
+}
+
+#[derive(Args)]
+struct LoginArgs {
+    /// The provider entry the key is for (its name under `providers:`), e.g. `openai`.
+    #[arg(required_unless_present = "list")]
+    provider: Option<String>,
+    /// Forget the provider's key instead.
+    #[arg(long)]
+    remove: bool,
+    /// List the providers that have a stored key (never the keys).
+    #[arg(long, conflicts_with_all = ["provider", "remove"])]
+    list: bool,
+    /// The credentials file. Default: $WASMGATE_CREDENTIALS, else
+    /// $XDG_CONFIG_HOME/wasmgate/credentials.yaml, else ~/.config/wasmgate/credentials.yaml.
+    #[arg(long)]
+    credentials: Option<PathBuf>,
+}
+
+/// Where `keys` and `usage` find the ledger database.
+#[derive(Args)]
+struct LedgerArgs {
+    /// Config file whose `ledger.url` to use (default as for `serve`).
+    #[arg(long, env = "WASMGATE_CONFIG")]
+    config: Option<PathBuf>,
+    /// The ledger database itself, e.g. `sqlite://./wasmgate.db` (overrides the config).
+    #[arg(long)]
+    ledger: Option<String>,
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Make a key for a project; it is printed once, alone on standard output.
+    Create {
+        #[arg(long)]
+        project: String,
+        /// A note to tell keys apart in `keys list`.
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+    /// List keys: id, project, name, first characters, state.
+    List {
+        #[arg(long)]
+        project: Option<String>,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+    /// Revoke a key by its id; gateways refuse it within seconds.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+}
+
+#[derive(Args)]
+struct UsageArgs {
+    /// The project to report on.
+    #[arg(long, default_value = "default")]
+    project: String,
+    /// Start of the range: 2025-01-31, "2025-01-31 12:00" (UTC), or 90m, 24h, 7d ago.
+    /// Default: 30 days before --until.
+    #[arg(long)]
+    since: Option<String>,
+    /// End of the range (excluded), in the same forms. Default: now.
+    #[arg(long)]
+    until: Option<String>,
+    /// Per model, in buckets of: minute, hour, day, week or month. Without it: the totals.
+    #[arg(long, value_name = "UNIT")]
+    by: Option<String>,
+    /// Ask a running gateway (e.g. http://127.0.0.1:8080) instead of reading the ledger.
+    #[arg(long, requires = "key")]
+    gateway: Option<String>,
+    /// The project's API key, for --gateway.
+    #[arg(long, env = "WASMGATE_API_KEY", hide_env_values = true)]
+    key: Option<String>,
+    #[command(flatten)]
+    ledger: LedgerArgs,
 }
 
 #[derive(Args)]
@@ -78,6 +167,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Serve(args) => runtime.block_on(serve(args)),
         Command::Models(args) => models(&args),
+        Command::Login(args) => login(&args),
+        Command::Keys(command) => keys(command),
+        Command::Usage(args) => runtime.block_on(usage(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -89,26 +181,77 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    // Installed first, so a SIGTERM during start-up is not the default (abrupt) exit.
-    let shutdown = shutdown_signal()?;
-    let (mut config, source) = load_config(args.config.as_deref())?;
-    config.apply(&Overrides {
+    // Installed first, so a SIGTERM (or a SIGHUP, whose default is to exit) during start-up is
+    // not the default abrupt exit.
+    let stop = std::sync::Arc::new(tokio::sync::Mutex::new(stop_signals()?));
+    let hangup = hangup_signal()?;
+    // The first signal starts the drain; a second one (an impatient Ctrl-C) cuts it short.
+    // They are awaited one after the other, so the lock is never contended.
+    let shutdown = {
+        let stop = std::sync::Arc::clone(&stop);
+        async move {
+            stop.lock().await.next().await;
+            tracing::info!(
+                "shutting down: finishing requests in flight (signal again to cut them)"
+            );
+        }
+    };
+    let cut_now = async move {
+        stop.lock().await.next().await;
+        tracing::warn!("second signal: cutting the requests still in flight");
+    };
+    let source = ConfigSource::discover(args.config.as_deref());
+    let overrides = Overrides {
         host: args.host,
         port: args.port,
         plugins_dir: args.plugins_dir,
         log_level: args.log_level,
         requests_per_minute: args.rpm,
         daily_budget_usd: args.daily_budget_usd,
+    };
+    // Every config read, the first and each reload, gets the command-line overrides and the
+    // provider keys from the environment or `wasmgate login` (read again: a login between two
+    // reloads counts).
+    let from_login = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let filled = std::sync::Arc::clone(&from_login);
+    let prepare: reload::Prepare = Box::new(move |config| {
+        config.apply(&overrides);
+        let names = fill_provider_keys(config);
+        if let Ok(mut last) = filled.lock() {
+            *last = names;
+        }
     });
+    let (reloader, config) = Reloader::start(source, prepare)?;
     wasmgate::telemetry::init(&config.observability);
+    // Said only now: the first config was read before logging was set up.
+    if let Ok(names) = from_login.lock()
+        && !names.is_empty()
+    {
+        tracing::info!(providers = ?*names, "provider keys taken from `wasmgate login`");
+    }
     let addr = (config.server.host, config.server.port);
     let state = wasmgate::build_state(config).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", addr.0, addr.1))?;
     let local = listener.local_addr()?;
-    tracing::info!("wasmgate listening on http://{local} (config: {source})");
-    wasmgate::server::run(listener, state, shutdown).await?;
+    tracing::info!(
+        "wasmgate listening on http://{local} (config: {})",
+        reloader.source()
+    );
+    let stop_watching = tokio_util::sync::CancellationToken::new();
+    let watcher = tokio::spawn(reloader.watch(
+        std::sync::Arc::clone(&state),
+        hangup,
+        stop_watching.clone(),
+        reload::POLL_INTERVAL,
+    ));
+    let served = wasmgate::server::run_until(listener, state, shutdown, cut_now).await;
+    stop_watching.cancel();
+    if let Err(e) = watcher.await {
+        tracing::error!("the config watcher failed: {e}");
+    }
+    served?;
     tracing::info!("wasmgate stopped");
     Ok(())
 }
@@ -135,33 +278,152 @@ fn models(args: &ModelsArgs) -> anyhow::Result<()> {
     }
 }
 
-fn load_config(path: Option<&Path>) -> anyhow::Result<(Config, String)> {
-    if let Some(path) = path {
-        return Ok((Config::from_file(path)?, path.display().to_string()));
-    }
-    let local = Path::new("config.yaml");
-    if local.exists() {
-        return Ok((Config::from_file(local)?, "./config.yaml".to_owned()));
-    }
-    Ok((
-        Config::from_yaml(DEFAULT_CONFIG)?,
-        "embedded default".to_owned(),
-    ))
+/// Gives provider entries without `api_key` theirs from `<NAME>_API_KEY`, else from the
+/// credentials file. A file that cannot be read is logged and skipped: the entries it would
+/// have filled fail as they would without it. Returns the entries the file filled.
+fn fill_provider_keys(config: &mut Config) -> Vec<String> {
+    use wasmgate::credentials::{self, Credentials};
+    let file = match credentials::default_path().map(|path| Credentials::load(&path)) {
+        Some(Ok(file)) => file,
+        Some(Err(e)) => {
+            tracing::warn!("provider keys from `wasmgate login` not used: {e:#}");
+            Credentials::default()
+        }
+        None => Credentials::default(),
+    };
+    credentials::fill_keys(config, |var| std::env::var(var).ok(), &file)
 }
 
-/// Resolves on Ctrl-C or SIGTERM. The handlers are registered when this is called.
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
-    #[cfg(unix)]
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let ctrl_c = tokio::signal::ctrl_c();
-    Ok(async move {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+fn login(args: &LoginArgs) -> anyhow::Result<()> {
+    use wasmgate::cli::login;
+    let path = match &args.credentials {
+        Some(path) => path.clone(),
+        None => wasmgate::credentials::default_path()
+            .ok_or_else(|| anyhow::anyhow!("no home directory: pass --credentials FILE"))?,
+    };
+    let mut stderr = std::io::stderr();
+    match (&args.provider, args.list) {
+        (_, true) => login::list(&path, &mut std::io::stdout().lock()),
+        (Some(provider), false) if args.remove => login::logout(provider, &path, &mut stderr),
+        (Some(provider), false) => {
+            login::login(provider, &path, &mut std::io::stdin().lock(), &mut stderr)
         }
-        #[cfg(not(unix))]
-        drop(ctrl_c.await);
-        tracing::info!("shutting down: finishing requests in flight");
-    })
+        (None, false) => anyhow::bail!("name the provider: `wasmgate login openai`"),
+    }
+}
+
+fn open_store(args: &LedgerArgs) -> anyhow::Result<std::sync::Arc<dyn wasmgate::ledger::Store>> {
+    let mut config = match &args.ledger {
+        Some(_) => wasmgate::ledger::LedgerConfig::default(),
+        None => {
+            ConfigSource::discover(args.config.as_deref())
+                .load()?
+                .ledger
+        }
+    };
+    if let Some(url) = &args.ledger {
+        config.url.clone_from(url);
+    }
+    wasmgate::ledger::open_store(&config)
+}
+
+fn keys(command: KeysCommand) -> anyhow::Result<()> {
+    use wasmgate::cli::keys;
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+    match command {
+        KeysCommand::Create {
+            project,
+            name,
+            ledger,
+        } => keys::create(
+            open_store(&ledger)?.as_ref(),
+            &project,
+            name.as_deref(),
+            &mut out,
+            &mut err,
+        ),
+        KeysCommand::List { project, ledger } => {
+            keys::list(open_store(&ledger)?.as_ref(), project.as_deref(), &mut out)
+        }
+        KeysCommand::Revoke { id, ledger } => {
+            keys::revoke(open_store(&ledger)?.as_ref(), &id, &mut out)
+        }
+    }
+}
+
+async fn usage(args: UsageArgs) -> anyhow::Result<()> {
+    use wasmgate::cli::usage::{self, Query, Source};
+    let now = wasmgate::ledger::time::now_us();
+    let end_us = match &args.until {
+        Some(t) => usage::parse_time(t, now)?,
+        None => now,
+    };
+    let start_us = match &args.since {
+        Some(t) => usage::parse_time(t, now)?,
+        None => end_us - 30 * wasmgate::ledger::time::DAY_US,
+    };
+    if start_us > end_us {
+        anyhow::bail!("--since must not be after --until");
+    }
+    let per_model = match &args.by {
+        None => None,
+        Some(unit) => Some(wasmgate::ledger::Unit::parse(unit).ok_or_else(|| {
+            anyhow::anyhow!("--by: one of minute, hour, day, week, month; got `{unit}`")
+        })?),
+    };
+    let source = match (args.gateway, args.key) {
+        (Some(url), Some(key)) => Source::Remote {
+            url,
+            key: wasmgate::secret::Secret::new(key),
+        },
+        _ => Source::Local(open_store(&args.ledger)?),
+    };
+    let query = Query {
+        project: args.project,
+        start_us,
+        end_us,
+        per_model,
+    };
+    let mut out = Vec::new();
+    usage::report(&source, &query, &mut out).await?;
+    use std::io::Write as _;
+    std::io::stdout().lock().write_all(&out)?;
+    Ok(())
+}
+
+/// Yields on each SIGTERM and each Ctrl-C (SIGINT). The handlers are registered when this is
+/// called.
+fn stop_signals() -> anyhow::Result<impl Stream<Item = ()> + Unpin + Send + 'static> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal_stream(signal(SignalKind::terminate())?);
+        let interrupt = signal_stream(signal(SignalKind::interrupt())?);
+        Ok(futures_util::stream::select(term, interrupt))
+    }
+    #[cfg(not(unix))]
+    Ok(Box::pin(futures_util::stream::unfold((), |()| async {
+        tokio::signal::ctrl_c().await.ok().map(|()| ((), ()))
+    })))
+}
+
+/// Yields once per SIGHUP (a reload request); never yields where there are no such signals.
+fn hangup_signal() -> anyhow::Result<impl Stream<Item = ()> + Unpin + Send + 'static> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(signal_stream(signal(SignalKind::hangup())?))
+    }
+    #[cfg(not(unix))]
+    Ok(futures_util::stream::pending())
+}
+
+#[cfg(unix)]
+fn signal_stream(
+    signal: tokio::signal::unix::Signal,
+) -> std::pin::Pin<Box<dyn Stream<Item = ()> + Send>> {
+    Box::pin(futures_util::stream::unfold(
+        signal,
+        |mut signal| async move { signal.recv().await.map(|()| ((), signal)) },
+    ))
 }

@@ -20,4 +20,6 @@ pub struct AppState {
     pub stats: crate::routing::stats::Stats,
     /// The usage ledger; flushed on shutdown after the background work.
     pub ledger: crate::ledger::Ledger,
+    /// API key lookups (the keys live in the ledger's database).
+    pub keys: crate::auth::Keys,
 }

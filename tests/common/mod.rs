@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod binary;
 pub mod mock_bedrock;
 pub mod mock_openai;
 pub mod mock_providers;
@@ -77,6 +78,13 @@ impl TestGateway {
             .with_api_base(self.url("/v1"))
             .with_api_key("sk-client-key-not-forwarded");
         async_openai::Client::with_config(config)
+    }
+
+    /// A new API key of `project`, stored in this gateway's ledger database.
+    pub fn api_key(&self, project: &str) -> String {
+        let (key, stored) = wasmgate::auth::generate(project, None, 0);
+        self.state.ledger.store().insert_key(&stored).unwrap();
+        key
     }
 
     /// Stops accepting, waits for requests in flight, and returns.

@@ -3,6 +3,7 @@
 mod catalog;
 mod interpolate;
 pub mod presets;
+mod source;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ use serde::Deserialize;
 use crate::secret::Secret;
 
 pub use catalog::CatalogConfig;
+pub use source::ConfigSource;
 
 /// The config used when no file is given and `./config.yaml` does not exist: it runs with no key
 /// and no network (the `echo` provider), and shows how the `openai` provider is set up.
@@ -70,6 +72,18 @@ pub struct Config {
     /// The built-in catalog with `catalog:` merged over it: every price the gateway uses.
     #[serde(skip, default = "catalog::builtin")]
     pub models: Arc<crate::catalog::Catalog>,
+    /// API keys on `/v1/*` (the `/usage/*` endpoints always need one).
+    #[serde(default)]
+    pub auth: AuthConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Refuse `/v1/*` requests without a valid key (401) or with another project's (403).
+    /// Off by default, as suits a gateway on a developer's machine.
+    #[serde(default)]
+    pub required: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -262,6 +276,16 @@ pub struct ServerConfig {
     /// Largest request body accepted, in bytes; larger ones get 413.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
+    /// On SIGTERM or SIGINT, how long requests in flight (streams included) may take to finish
+    /// before they are cut.
+    #[serde(default = "default_shutdown_timeout_ms")]
+    pub shutdown_timeout_ms: u64,
+}
+
+impl ServerConfig {
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
 }
 
 impl Default for ServerConfig {
@@ -270,6 +294,7 @@ impl Default for ServerConfig {
             host: default_host(),
             port: default_port(),
             max_body_bytes: default_max_body_bytes(),
+            shutdown_timeout_ms: default_shutdown_timeout_ms(),
         }
     }
 }
@@ -279,6 +304,11 @@ fn default_host() -> IpAddr {
 }
 fn default_port() -> u16 {
     8080
+}
+fn default_shutdown_timeout_ms() -> u64 {
+    // Kubernetes sends SIGKILL 30 s after SIGTERM by default; this leaves 5 s of that grace
+    // for the background work and the ledger flush that follow the drain.
+    25_000
 }
 fn default_max_body_bytes() -> usize {
     // Vision requests carry base64 images; OpenAI itself accepts bodies of tens of MB.

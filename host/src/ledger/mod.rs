@@ -38,7 +38,7 @@ pub struct UsageRecord {
     /// When the request started, in µs since the Unix epoch.
     pub time_us: i64,
     pub project: String,
-    /// The API key's id (never the key). Always `None` until API keys exist.
+    /// The API key's id (never the key); `None` for an anonymous request to an open gateway.
     pub api_key_id: Option<String>,
     pub user_id: Option<String>,
     pub user_name: Option<String>,
@@ -91,6 +91,17 @@ fn default_queue_capacity() -> usize {
     100_000
 }
 
+/// Opens the store `config.url` names, without a writer (for `wasmgate keys` and `usage`).
+pub fn open_store(config: &LedgerConfig) -> anyhow::Result<Arc<dyn Store>> {
+    Ok(if let Some(path) = config.url.strip_prefix("sqlite://") {
+        Arc::new(sqlite::SqliteStore::open(std::path::Path::new(path))?)
+    } else if config.url == "sqlite::memory:" {
+        Arc::new(sqlite::SqliteStore::in_memory()?)
+    } else {
+        anyhow::bail!("ledger.url: unsupported `{}`", config.url)
+    })
+}
+
 /// The ledger: a cheap handle (clone it freely) on the queue, the writer task and the store.
 #[derive(Clone)]
 pub struct Ledger {
@@ -108,15 +119,7 @@ struct Inner {
 impl Ledger {
     /// Opens the store `config.url` names and starts the writer task.
     pub fn open(config: &LedgerConfig) -> anyhow::Result<Self> {
-        let store: Arc<dyn Store> = if let Some(path) = config.url.strip_prefix("sqlite://") {
-            Arc::new(sqlite::SqliteStore::open(std::path::Path::new(path))?)
-        } else if config.url == "sqlite::memory:" {
-            Arc::new(sqlite::SqliteStore::in_memory()?)
-        } else {
-            // PostgreSQL (`postgres://`) is the next store: implement `Store` for it.
-            anyhow::bail!("ledger.url: unsupported `{}`", config.url)
-        };
-        Ok(Self::with_store(store, config.queue_capacity))
+        Ok(Self::with_store(open_store(config)?, config.queue_capacity))
     }
 
     /// A ledger writing to `store`; must be called inside a Tokio runtime.

@@ -47,6 +47,40 @@ pub fn format_utc(us: i64) -> String {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+/// Reads `YYYY-MM-DD`, `YYYY-MM-DD HH:MM` or `YYYY-MM-DD HH:MM:SS` (a `T` may separate the
+/// date and time), in UTC, as µs since the epoch.
+pub fn parse_utc(text: &str) -> Option<i64> {
+    let text = text.trim();
+    let (date, time) = match text.split_once([' ', 'T']) {
+        Some((date, time)) => (date, Some(time.trim_end_matches('Z'))),
+        None => (text, None),
+    };
+    let number = |s: &str| s.parse::<i64>().ok();
+    let mut ymd = date.split('-');
+    let (y, m, d) = (
+        number(ymd.next()?)?,
+        number(ymd.next()?)?,
+        number(ymd.next()?)?,
+    );
+    if ymd.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let mut seconds = 0;
+    if let Some(time) = time {
+        let parts: Vec<i64> = time.split(':').map(number).collect::<Option<_>>()?;
+        let (h, min, s) = match parts.as_slice() {
+            [h, min] => (*h, *min, 0),
+            [h, min, s] => (*h, *min, *s),
+            _ => return None,
+        };
+        if !(0..24).contains(&h) || !(0..60).contains(&min) || !(0..60).contains(&s) {
+            return None;
+        }
+        seconds = h * 3600 + min * 60 + s;
+    }
+    Some(days_from_civil(y, m, d) * DAY_US + seconds * 1_000_000)
+}
+
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
@@ -110,6 +144,23 @@ mod tests {
         for days in [-800_000, -1, 0, 59, 60, 11_016, 19_782, 2_932_896] {
             let (y, m, d) = civil_from_days(days);
             assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+
+    #[test]
+    fn parses_what_it_formats() {
+        assert_eq!(parse_utc("2024-02-29 13:45:30"), Some(T - 500_000));
+        assert_eq!(parse_utc("2024-02-29T13:45:30Z"), Some(T - 500_000));
+        assert_eq!(parse_utc("2024-02-29 13:45"), Some(T - 30_500_000));
+        assert_eq!(parse_utc("1970-01-01"), Some(0));
+        for bad in [
+            "2024-13-01",
+            "2024-02",
+            "yesterday",
+            "2024-02-29 25:00",
+            "2024-02-29 1:2:3:4",
+        ] {
+            assert_eq!(parse_utc(bad), None, "{bad}");
         }
     }
 }

@@ -46,6 +46,15 @@ pub enum ApiError {
     BadUpstreamRequest { provider: String, detail: String },
     #[error("The usage ledger cannot answer right now; try again shortly.")]
     LedgerUnavailable(String),
+    #[error(
+        "You didn't provide an API key. Send it as `Authorization: Bearer <key>`; \
+         `wasmgate keys create --project <project>` makes one."
+    )]
+    MissingApiKey,
+    #[error("Incorrect or revoked API key provided.")]
+    InvalidApiKey,
+    #[error("This API key does not belong to the project `{0}`.")]
+    WrongProject(String),
 }
 
 #[derive(Serialize)]
@@ -89,6 +98,8 @@ impl ApiError {
             | Self::BadUpstreamRequest { .. } => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             Self::LedgerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::MissingApiKey | Self::InvalidApiKey => StatusCode::UNAUTHORIZED,
+            Self::WrongProject(_) => StatusCode::FORBIDDEN,
         }
     }
 
@@ -138,6 +149,9 @@ impl ApiError {
             }
             Self::UpstreamTimeout { .. } => ("api_error", None, Some("upstream_timeout")),
             Self::LedgerUnavailable(_) => ("api_error", None, Some("ledger_unavailable")),
+            Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
+            Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
+            Self::WrongProject(_) => ("permission_error", None, Some("project_mismatch")),
         };
         let message = match self {
             // The plugin failure's own text names the plugin and the limit it hit; it holds no
@@ -243,7 +257,10 @@ impl ApiError {
             | Self::UnknownRoute { .. }
             | Self::LimitExceeded(_)
             | Self::LimitsUnavailable(_)
-            | Self::LedgerUnavailable(_) => false,
+            | Self::LedgerUnavailable(_)
+            | Self::MissingApiKey
+            | Self::InvalidApiKey
+            | Self::WrongProject(_) => false,
         }
     }
 

@@ -8,6 +8,7 @@ use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
+use super::auth;
 use super::error::ApiError;
 use super::request::ClientRequest;
 use super::stream;
@@ -16,6 +17,7 @@ use std::time::Instant;
 use super::record::{OutcomeCell, Recorder};
 use super::request_log::RequestId;
 use super::stream::OnFinish;
+use crate::auth::Caller;
 use crate::catalog::{self, ModelInfo};
 use crate::gateway::{Gateway, ResolveError, Target};
 use crate::limits::{Facts, Refusal};
@@ -32,8 +34,7 @@ pub async fn chat_completions(
     id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let recorder = recorder(&state, &headers, id, Operation::ChatCompletions);
-    proxy(&state, recorder, body).await
+    proxy(&state, &headers, id, Operation::ChatCompletions, body).await
 }
 
 pub async fn embeddings(
@@ -42,8 +43,7 @@ pub async fn embeddings(
     id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let recorder = recorder(&state, &headers, id, Operation::Embeddings);
-    proxy(&state, recorder, body).await
+    proxy(&state, &headers, id, Operation::Embeddings, body).await
 }
 
 pub async fn image_generations(
@@ -52,30 +52,35 @@ pub async fn image_generations(
     id: Option<Extension<RequestId>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let recorder = recorder(&state, &headers, id, Operation::ImageGenerations);
-    proxy(&state, recorder, body).await
-}
-
-/// Where usage goes without an `x-project-id` header (API keys and projects do not exist yet).
-pub(super) const DEFAULT_PROJECT: &str = "default";
-
-/// The request's usage record, for the project of its `x-project-id` header.
-fn recorder(
-    state: &AppState,
-    headers: &HeaderMap,
-    id: Option<Extension<RequestId>>,
-    operation: Operation,
-) -> Recorder {
-    let request_id = id.map(|Extension(RequestId(id))| id).unwrap_or_default();
-    let project = super::usage::project(headers);
-    Recorder::new(&state.ledger, request_id, project, operation)
+    proxy(&state, &headers, id, Operation::ImageGenerations, body).await
 }
 
 async fn proxy(
     state: &AppState,
-    mut recorder: Recorder,
+    headers: &HeaderMap,
+    id: Option<Extension<RequestId>>,
+    operation: Operation,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
+    let gateway = state.gateway.load_full();
+    let request_id = id.map(|Extension(RequestId(id))| id).unwrap_or_default();
+    let caller = auth::caller(state, headers, gateway.config.auth.required).await;
+    // A refused request is recorded too, under the project it claimed.
+    let (project, key_id) = match &caller {
+        Ok(caller) => (caller.project.clone(), caller.key_id.clone()),
+        Err(_) => (
+            auth::claimed_project(headers).unwrap_or_else(|| auth::DEFAULT_PROJECT.to_owned()),
+            None,
+        ),
+    };
+    let mut recorder = Recorder::new(&state.ledger, request_id, project, key_id, operation);
+    let caller = match caller {
+        Ok(caller) => caller,
+        Err(error) => {
+            recorder.failed(&error);
+            return Err(error);
+        }
+    };
     let parsed = body
         .map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -84,7 +89,7 @@ async fn proxy(
                 ApiError::InvalidJson(rejection.body_text())
             }
         })
-        .and_then(|body| ClientRequest::parse(recorder.operation(), &body));
+        .and_then(|body| ClientRequest::parse(operation, &body));
     let mut request = match parsed {
         Ok(request) => request,
         Err(error) => {
@@ -94,9 +99,8 @@ async fn proxy(
     };
     recorder.request(&request);
     let outcome = recorder.outcome();
-    let gateway = state.gateway.load_full();
     let model = std::mem::take(&mut request.model);
-    let (settle, limit_headers) = match admit(state, &gateway, &request, &model).await {
+    let (settle, limit_headers) = match admit(state, &gateway, &caller, &request, &model).await {
         Ok(admitted) => admitted,
         Err(error) => {
             recorder.failed(&error);
@@ -113,7 +117,7 @@ async fn proxy(
     let result = match gateway.routes.get(&model) {
         Some(route) => {
             let attempt = (&mut request, &mut finish, &outcome);
-            routed(state, &gateway, route, &model, attempt).await
+            routed(state, &gateway, route, (&model, &caller.project), attempt).await
         }
         None => match gateway.resolve(&model) {
             Ok(target) => attempt(state, &mut request, &target, &mut finish, &outcome)
@@ -161,6 +165,7 @@ async fn proxy(
 async fn admit(
     state: &AppState,
     gateway: &Gateway,
+    caller: &Caller,
     request: &ClientRequest,
     model: &str,
 ) -> Result<(Option<OnFinish>, Vec<(String, String)>), ApiError> {
@@ -170,8 +175,8 @@ async fn admit(
     let estimated_input_tokens = request.estimate_input_tokens(Tokenizer);
     let max_output_tokens = request.max_output_tokens();
     let facts = Facts {
-        project: DEFAULT_PROJECT,
-        api_key_id: None,
+        project: &caller.project,
+        api_key_id: caller.key_id.as_deref(),
         user_id: request.user.id.as_deref(),
         model,
         estimated_input_tokens,
@@ -208,14 +213,14 @@ async fn routed(
     state: &AppState,
     gateway: &Gateway,
     route: &Route,
-    model: &str,
+    (model, project): (&str, &str),
     (request, finish, outcome): (&mut ClientRequest, &mut Option<OnFinish>, &OutcomeCell),
 ) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
     let observed = route.observed(&state.stats, Instant::now());
     let random = uuid::Uuid::new_v4().as_u64_pair();
     let facts = routing::route_request(
         model,
-        DEFAULT_PROJECT,
+        project,
         &request.user,
         request.estimate_input_tokens(Tokenizer),
         request.stream,

@@ -27,7 +27,6 @@ struct Outcome {
 /// A request's record in the making.
 pub struct Recorder {
     ledger: Ledger,
-    operation: Operation,
     record: UsageRecord,
     started: Instant,
     /// Input tokens counted by the gateway, for a stream whose upstream reports no usage.
@@ -35,6 +34,8 @@ pub struct Recorder {
     outcome: Arc<Mutex<Outcome>>,
     /// Output tokens a stream counted itself because the upstream reported no usage.
     seen_output: Arc<AtomicU64>,
+    /// Queued already: by `finish`, or by `drop` for a request cut before its end.
+    written: bool,
 }
 
 /// The proxy's handle on the outcome, kept while the hook travels with the response.
@@ -42,14 +43,20 @@ pub struct Recorder {
 pub struct OutcomeCell(Arc<Mutex<Outcome>>, Arc<AtomicU64>);
 
 impl Recorder {
-    pub fn new(ledger: &Ledger, request_id: String, project: String, operation: Operation) -> Self {
+    pub fn new(
+        ledger: &Ledger,
+        request_id: String,
+        project: String,
+        api_key_id: Option<String>,
+        operation: Operation,
+    ) -> Self {
         Self {
             ledger: ledger.clone(),
-            operation,
             record: UsageRecord {
                 request_id,
                 time_us: crate::ledger::time::now_us(),
                 project,
+                api_key_id,
                 operation: operation_name(operation).to_owned(),
                 ..UsageRecord::default()
             },
@@ -57,11 +64,8 @@ impl Recorder {
             estimated_input: None,
             outcome: Arc::default(),
             seen_output: Arc::default(),
+            written: false,
         }
-    }
-
-    pub fn operation(&self) -> Operation {
-        self.operation
     }
 
     pub fn outcome(&self) -> OutcomeCell {
@@ -89,6 +93,13 @@ impl Recorder {
     /// stream's tokens are the gateway's own count (the prompt, and the text it relayed), marked
     /// as estimated.
     pub fn finish(mut self, usage: Option<Usage>, cost: Option<i64>, succeeded: bool) {
+        self.write(usage, cost, succeeded);
+    }
+
+    fn write(&mut self, usage: Option<Usage>, cost: Option<i64>, succeeded: bool) {
+        if std::mem::replace(&mut self.written, true) {
+            return;
+        }
         let outcome = match self.outcome.lock() {
             Ok(mut outcome) => std::mem::take(&mut *outcome),
             Err(_) => Outcome::default(),
@@ -169,6 +180,24 @@ impl OutcomeCell {
             o.status = status;
             o.error_type = Some(kind);
         });
+    }
+}
+
+/// A request dropped before its end was known (its client went away while it waited for the
+/// upstream, or a shutdown deadline cut it) is recorded too: with 499, as nginx logs a request
+/// its client closed, and what the target reported so far.
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if self.written {
+            return;
+        }
+        if let Ok(mut outcome) = self.outcome.lock()
+            && outcome.status == 0
+        {
+            outcome.status = 499;
+            outcome.error_type = Some("request_cancelled".to_owned());
+        }
+        self.write(None, None, false);
     }
 }
 

@@ -1,8 +1,8 @@
 //! The usage analytics endpoints: `POST /usage/total` and `POST /usage/models`.
 //!
-//! Both are scoped to the project of the `x-project-id` header (`default` without one). API keys
-//! do not exist yet, so `Authorization` is not checked: anyone who can reach the gateway can read
-//! any project's usage. Keep these endpoints on a private network until keys land.
+//! Both need `Authorization: Bearer <key>` and answer for the key's project only: 401 for a
+//! missing, unknown or revoked key, 403 when `x-project-id` names another project (see
+//! [`super::auth`]). No project ever sees another's usage.
 //!
 //! Times: `start_time_us` and `end_time_us` are µs since the epoch; a value below 10^14 is taken
 //! as milliseconds (what most clients send). The range is `[start, end)`; `end` defaults to now
@@ -17,6 +17,7 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::auth;
 use super::error::ApiError;
 use crate::ledger::time::{DAY_US, format_utc, now_us};
 use crate::ledger::{Store, Totals, Unit};
@@ -51,9 +52,9 @@ pub async fn total(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
+    let project = auth::caller(&state, &headers, true).await?.project;
     let query: TotalQuery = parse(&body)?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
-    let project = project(&headers);
     let totals = blocking(&state, move |store| store.total(&project, start, end)).await?;
     Ok(Json(json!({
         "total": sums(totals),
@@ -67,6 +68,7 @@ pub async fn models(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
+    let project = auth::caller(&state, &headers, true).await?.project;
     let query: ModelsQuery = parse(&body)?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let unit = match query.min_unit.as_deref() {
@@ -78,7 +80,6 @@ pub async fn models(
             ),
         })?,
     };
-    let project = project(&headers);
     let buckets = blocking(&state, move |store| {
         store.models(&project, start, end, unit)
     })
@@ -101,17 +102,6 @@ pub async fn models(
         "period_start": start,
         "period_end": end,
     })))
-}
-
-/// The project the caller asks about: `x-project-id`, else `default`.
-pub fn project(headers: &HeaderMap) -> String {
-    headers
-        .get("x-project-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .unwrap_or(super::proxy::DEFAULT_PROJECT)
-        .to_owned()
 }
 
 fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {

@@ -1,0 +1,12 @@
+//! The commands besides `serve`, as library functions that write to any `Write` (so tests can
+//! read what they print): `keys`, `login`, `usage`.
+//!
+//! - [`keys`]: create, list and revoke API keys in the ledger's database.
+//! - [`login`]: keep a provider's key in the credentials file.
+//! - [`usage`]: the `/usage/*` questions as tables, from a local ledger or a remote gateway.
+//! - [`table`]: aligned text columns.
+
+pub mod keys;
+pub mod login;
+pub mod table;
+pub mod usage;

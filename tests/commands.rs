@@ -1,0 +1,375 @@
+//! The real binary's commands besides `serve`: `keys` (create, list, revoke, honoured by a
+//! gateway on the same ledger), `login` (a private credentials file that `serve` reads) and
+//! `usage` (the same table from a local ledger and from a running gateway).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::mock_openai::MockOpenAi;
+use common::{TestGateway, http};
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_wasmgate");
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wasmgate-cmd-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `wasmgate args...` with no ambient config or credentials.
+fn wasmgate(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .env("WASMGATE_CREDENTIALS", dir.join("credentials.yaml"))
+        .env("XDG_CACHE_HOME", common::plugin_cache_dir())
+        .env_remove("WASMGATE_CONFIG")
+        .env_remove("WASMGATE_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ledger_url(dir: &Path) -> String {
+    format!("sqlite://{}", dir.join("ledger.db").display())
+}
+
+async fn gateway_on(dir: &Path, base_url: &str) -> TestGateway {
+    let yaml = format!(
+        "{}\nledger: {{ url: '{}' }}\n",
+        common::config_for(base_url),
+        ledger_url(dir)
+    );
+    TestGateway::start(&yaml).await
+}
+
+async fn usage_status(gateway: &TestGateway, key: &str) -> u16 {
+    http()
+        .post(gateway.url("/usage/total"))
+        .bearer_auth(key)
+        .header("x-project-id", "acme")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_created_listed_revoked_and_honoured() {
+    let dir = temp_dir("keys");
+    let ledger = ledger_url(&dir);
+    let created = wasmgate(
+        &dir,
+        &[
+            "keys",
+            "create",
+            "--project",
+            "acme",
+            "--name",
+            "ci",
+            "--ledger",
+            &ledger,
+        ],
+        "",
+    );
+    assert!(created.status.success(), "{}", text(&created.stderr));
+    let key = text(&created.stdout).trim().to_owned();
+    assert!(
+        key.starts_with("wg-") && !key.contains('\n'),
+        "only the key on stdout: {key}"
+    );
+    let note = text(&created.stderr);
+    assert!(note.contains("shown once"), "{note}");
+    let id = note
+        .split_whitespace()
+        .find(|w| w.starts_with("key_"))
+        .unwrap()
+        .to_owned();
+
+    let listed = wasmgate(&dir, &["keys", "list", "--ledger", &ledger], "");
+    let list = text(&listed.stdout);
+    assert!(listed.status.success());
+    assert!(
+        list.contains(&id) && list.contains("acme") && list.contains("ci"),
+        "{list}"
+    );
+    assert!(list.contains(&format!("{}…", &key[..10])), "{list}");
+    assert!(
+        !list.contains(&key),
+        "the key itself is never listed: {list}"
+    );
+    assert!(list.contains("active"));
+
+    let mock = MockOpenAi::start().await;
+    let gateway = gateway_on(&dir, &mock.base_url()).await;
+    assert_eq!(usage_status(&gateway, &key).await, 200);
+    gateway.stop().await;
+
+    let revoked = wasmgate(&dir, &["keys", "revoke", &id, "--ledger", &ledger], "");
+    assert!(revoked.status.success(), "{}", text(&revoked.stderr));
+    let again = wasmgate(&dir, &["keys", "revoke", &id, "--ledger", &ledger], "");
+    assert!(!again.status.success());
+    assert!(
+        text(&again.stderr).contains("no active API key"),
+        "{}",
+        text(&again.stderr)
+    );
+    let list = text(&wasmgate(&dir, &["keys", "list", "--ledger", &ledger], "").stdout);
+    assert!(list.contains("revoked"), "{list}");
+
+    let gateway = gateway_on(&dir, &mock.base_url()).await;
+    assert_eq!(usage_status(&gateway, &key).await, 401);
+    gateway.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn login_keeps_the_key_private_and_serve_uses_it() {
+    let dir = temp_dir("login");
+    let secret = "sk-from-login-0123456789";
+    let login = wasmgate(&dir, &["login", "openai"], &format!("{secret}\n"));
+    assert!(login.status.success(), "{}", text(&login.stderr));
+    let said = format!("{}{}", text(&login.stdout), text(&login.stderr));
+    assert!(!said.contains(secret), "login never prints the key: {said}");
+    let file = dir.join("credentials.yaml");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    assert!(std::fs::read_to_string(&file).unwrap().contains(secret));
+    let listed = wasmgate(&dir, &["login", "--list"], "");
+    assert_eq!(text(&listed.stdout), "openai\n");
+    let empty = wasmgate(&dir, &["login", "groq"], "\n");
+    assert!(!empty.status.success(), "an empty key is refused");
+
+    // `serve` with a config that has no secret: the key comes from the credentials file.
+    let mock = MockOpenAi::start().await;
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    models: [gpt-4o-mini]\n\
+             ledger: {{ url: 'sqlite::memory:' }}\nobservability: {{ log_level: debug }}\n",
+            mock.base_url()
+        ),
+    )
+    .unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let config = config.display().to_string();
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--config",
+            &config,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port,
+        ])
+        .current_dir(&dir)
+        .env("WASMGATE_CREDENTIALS", &file)
+        .env("XDG_CACHE_HOME", common::plugin_cache_dir())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while !lines.iter().any(|l: &String| l.contains("listening on")) {
+        assert!(Instant::now() < deadline, "did not start: {lines:#?}");
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+            lines.push(line);
+        }
+    }
+    let response = http()
+        .post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        .json(&json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let upstream = mock.last_request().await;
+    assert_eq!(
+        upstream.headers["authorization"].to_str().unwrap(),
+        format!("Bearer {secret}")
+    );
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: sending a signal to our own child process.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
+    assert_eq!(rc, 0);
+    assert!(child.wait().unwrap().success());
+    lines.extend(rx.try_iter());
+    assert!(
+        lines.iter().any(|l| l.contains("wasmgate login")),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains(secret)),
+        "the key is never logged: {lines:#?}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_prints_the_same_table_from_the_ledger_and_from_a_gateway() {
+    let dir = temp_dir("usage");
+    let mock = MockOpenAi::start().await;
+    let gateway = gateway_on(&dir, &mock.base_url()).await;
+    let key = gateway.api_key("acme");
+    for model in ["gpt-4o-mini", "gpt-4o-mini", "echo-1"] {
+        let response = http()
+            .post(gateway.url("/v1/chat/completions"))
+            .bearer_auth(&key)
+            .json(&json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let store = gateway.state.ledger.store();
+    for _ in 0..100 {
+        if store.count().unwrap() == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(store.count().unwrap(), 3);
+    let ledger = ledger_url(&dir);
+    let range = ["--since", "1d", "--until", "2099-01-01"];
+    let local_args = [
+        &[
+            "usage",
+            "--project",
+            "acme",
+            "--by",
+            "day",
+            "--ledger",
+            &ledger,
+        ][..],
+        &range,
+    ]
+    .concat();
+    let local = wasmgate(&dir, &local_args, "");
+    assert!(local.status.success(), "{}", text(&local.stderr));
+    let table = text(&local.stdout);
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("project acme, "), "{table}");
+    assert!(
+        lines[1].starts_with("day ") && lines[1].contains("cost (USD)"),
+        "{table}"
+    );
+    let row = |model: &str| {
+        lines
+            .iter()
+            .find(|l| l.split_whitespace().nth(3) == Some(model))
+            .unwrap_or_else(|| panic!("no {model} row: {table}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    // 2 × the mock's 13 prompt and 7 completion tokens, at gpt-4o-mini's catalog price.
+    assert_eq!(
+        &row("gpt-4o-mini")[4..],
+        ["26", "14", "0.000012"],
+        "{table}"
+    );
+    assert_eq!(row("echo-1")[2], "echo", "{table}");
+    assert!(lines.last().unwrap().starts_with("total"), "{table}");
+
+    let url = gateway.url("");
+    let remote_args = [
+        &[
+            "usage",
+            "--project",
+            "acme",
+            "--by",
+            "day",
+            "--gateway",
+            &url,
+            "--key",
+            &key,
+        ][..],
+        &range,
+    ]
+    .concat();
+    let remote = wasmgate(&dir, &remote_args, "");
+    assert!(remote.status.success(), "{}", text(&remote.stderr));
+    // The title's range differs by the moments each command ran; the rows are the same.
+    assert_eq!(
+        text(&remote.stdout).lines().skip(1).collect::<Vec<_>>(),
+        lines[1..]
+    );
+
+    let totals = wasmgate(
+        &dir,
+        &["usage", "--project", "acme", "--ledger", &ledger],
+        "",
+    );
+    let totals = text(&totals.stdout);
+    assert!(
+        totals.lines().nth(1).unwrap().contains("input tokens"),
+        "{totals}"
+    );
+    let wrong_key = [
+        &[
+            "usage",
+            "--project",
+            "acme",
+            "--gateway",
+            &url,
+            "--key",
+            "wg-nope",
+        ][..],
+        &range,
+    ]
+    .concat();
+    let refused = wasmgate(&dir, &wrong_key, "");
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("401"),
+        "{}",
+        text(&refused.stderr)
+    );
+    gateway.stop().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}
