@@ -7,7 +7,12 @@
 //! - one provider-plugin call (fresh instance + prepare + parse-response) for 1 KiB and 100 KiB
 //!   bodies;
 //! - what tracing and metrics cost per request, with metrics only and with spans exported to an
-//!   OTLP/HTTP collector on 127.0.0.1 (`BENCH_TELEMETRY_ONLY=1` runs only this part).
+//!   OTLP/HTTP collector on 127.0.0.1 (`BENCH_TELEMETRY_ONLY=1` runs only this part);
+//! - one `push` into each provider's stream decoder (openai, anthropic, gemini, cohere,
+//!   azure-openai, bedrock), per chunk of one text-delta event in that provider's wire format.
+//!
+//! `BENCH_PLUGIN_ONLY=1` prints only the plugin calls and decoders, `BENCH_DECODERS=1` only the
+//! decoders.
 //!
 //! The mock, the gateway and the load generator each run on a one-thread runtime of their own, so
 //! the gateway has one core's worth of CPU, as when the peers were measured. Bounded in count and
@@ -617,12 +622,17 @@ fn main() {
         print_telemetry_cost();
         return;
     }
+    if std::env::var_os("BENCH_DECODERS").is_some() {
+        print_decoders();
+        return;
+    }
     if std::env::var_os("BENCH_PLUGIN_ONLY").is_some() {
         for size in [1024, 100 * 1024] {
             let (mean, p50) = plugin_call(size);
             println!("| {} KiB | {} | {} |", size / 1024, us(mean), us(p50));
         }
         print_policy_calls();
+        print_decoders();
         return;
     }
     // Named threads, so that a profile (`perf report --sort comm`) tells the three apart.
@@ -681,6 +691,7 @@ fn main() {
         println!("| {} KiB | {} | {} |", size / 1024, us(mean), us(p50));
     }
     print_policy_calls();
+    print_decoders();
     print_telemetry_cost();
 }
 
@@ -691,4 +702,272 @@ fn print_policy_calls() {
     for (name, mean, p50) in policy_calls() {
         println!("| {name} | {} | {} |", us(mean), us(p50));
     }
+}
+
+/// Stream decoders measured per pushed chunk: each pushes `DECODER_CHUNKS` one-event chunks
+/// into each of `DECODER_STREAMS` streams (after two streams of warm-up).
+const DECODER_STREAMS: usize = 20;
+const DECODER_CHUNKS: usize = 100;
+
+/// One provider's stream: the bytes that open it (pushed untimed), and one text-delta event in
+/// its wire format, pushed again and again.
+struct DecoderCase {
+    plugin: &'static str,
+    model: &'static str,
+    api_key: &'static str,
+    options: &'static str,
+    preamble: Vec<u8>,
+    chunk: Vec<u8>,
+}
+
+/// Twenty characters of text, as a delta of a typical token or few.
+const DELTA: &str = "the quick brown fox ";
+
+fn sse(event: Option<&str>, data: &serde_json::Value, crlf: bool) -> Vec<u8> {
+    let nl = if crlf { "\r\n" } else { "\n" };
+    let mut text = String::new();
+    if let Some(event) = event {
+        text.push_str(&format!("event: {event}{nl}"));
+    }
+    text.push_str(&format!("data: {data}{nl}{nl}"));
+    text.into_bytes()
+}
+
+/// CRC-32 (IEEE), bit by bit; frames are built before any timing.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = u32::MAX;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+        }
+    }
+    !crc
+}
+
+/// One `application/vnd.amazon.eventstream` event message with JSON `payload`.
+fn eventstream(event: &str, payload: &serde_json::Value) -> Vec<u8> {
+    let payload = payload.to_string();
+    let mut headers = Vec::new();
+    for (name, value) in [
+        (":event-type", event),
+        (":content-type", "application/json"),
+        (":message-type", "event"),
+    ] {
+        headers.push(name.len() as u8);
+        headers.extend_from_slice(name.as_bytes());
+        headers.push(7);
+        headers.extend_from_slice(&(value.len() as u16).to_be_bytes());
+        headers.extend_from_slice(value.as_bytes());
+    }
+    let total = (16 + headers.len() + payload.len()) as u32;
+    let mut out = total.to_be_bytes().to_vec();
+    out.extend_from_slice(&(headers.len() as u32).to_be_bytes());
+    out.extend_from_slice(&crc32(&out).to_be_bytes());
+    out.extend_from_slice(&headers);
+    out.extend_from_slice(payload.as_bytes());
+    out.extend_from_slice(&crc32(&out).to_be_bytes());
+    out
+}
+
+fn decoder_cases() -> Vec<DecoderCase> {
+    let openai_chunk = |filters: bool| {
+        let mut chunk = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+            "created": 1_700_000_000, "model": "gpt-4o-mini", "system_fingerprint": "fp_bench",
+            "choices": [{"index": 0, "delta": {"content": DELTA}, "logprobs": null,
+                         "finish_reason": null}]});
+        if filters {
+            chunk["choices"][0]["content_filter_results"] =
+                json!({"hate": {"filtered": false, "severity": "safe"}});
+        }
+        sse(None, &chunk, false)
+    };
+    let anthropic_delta = sse(
+        Some("content_block_delta"),
+        &json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": DELTA}}),
+        false,
+    );
+    let gemini_chunk = sse(
+        None,
+        &json!({"candidates": [{"content": {"parts": [{"text": DELTA}], "role": "model"},
+                                "index": 0}],
+                "usageMetadata": {"promptTokenCount": 8, "candidatesTokenCount": 12,
+                                  "totalTokenCount": 20},
+                "modelVersion": "gemini-2.0-flash", "responseId": "bench"}),
+        true,
+    );
+    let cohere_delta = sse(
+        Some("content-delta"),
+        &json!({"type": "content-delta", "index": 0,
+                "delta": {"message": {"content": {"text": DELTA}}}}),
+        false,
+    );
+    let bedrock_delta = eventstream(
+        "contentBlockDelta",
+        &json!({"contentBlockIndex": 0, "delta": {"text": DELTA}, "p": "abcdefghijkl"}),
+    );
+    let cat = |parts: Vec<Vec<u8>>| parts.concat();
+    vec![
+        DecoderCase {
+            plugin: "openai",
+            model: "gpt-4o-mini",
+            api_key: "sk-bench",
+            options: "{}",
+            preamble: openai_chunk(false),
+            chunk: openai_chunk(false),
+        },
+        DecoderCase {
+            plugin: "anthropic",
+            model: "claude-sonnet-4-5",
+            api_key: "sk-ant-bench",
+            options: "{}",
+            preamble: cat(vec![
+                sse(
+                    Some("message_start"),
+                    &json!({"type": "message_start", "message": {"id": "msg_bench",
+                        "type": "message", "role": "assistant", "content": [],
+                        "model": "claude-sonnet-4-5", "stop_reason": null, "stop_sequence": null,
+                        "usage": {"input_tokens": 8, "output_tokens": 1}}}),
+                    false,
+                ),
+                sse(
+                    Some("content_block_start"),
+                    &json!({"type": "content_block_start", "index": 0,
+                            "content_block": {"type": "text", "text": ""}}),
+                    false,
+                ),
+                anthropic_delta.clone(),
+            ]),
+            chunk: anthropic_delta,
+        },
+        DecoderCase {
+            plugin: "gemini",
+            model: "gemini-2.0-flash",
+            api_key: "bench",
+            options: "{}",
+            preamble: gemini_chunk.clone(),
+            chunk: gemini_chunk,
+        },
+        DecoderCase {
+            plugin: "cohere",
+            model: "command-a-03-2025",
+            api_key: "bench",
+            options: "{}",
+            preamble: cat(vec![
+                sse(
+                    Some("message-start"),
+                    &json!({"id": "bench", "type": "message-start", "delta": {"message":
+                        {"role": "assistant", "content": [], "tool_plan": "", "tool_calls": [],
+                         "citations": []}}}),
+                    false,
+                ),
+                sse(
+                    Some("content-start"),
+                    &json!({"type": "content-start", "index": 0,
+                            "delta": {"message": {"content": {"type": "text", "text": ""}}}}),
+                    false,
+                ),
+                cohere_delta.clone(),
+            ]),
+            chunk: cohere_delta,
+        },
+        DecoderCase {
+            plugin: "azure-openai",
+            model: "gpt-4o",
+            api_key: "bench",
+            options: "{}",
+            preamble: openai_chunk(true),
+            chunk: openai_chunk(true),
+        },
+        DecoderCase {
+            plugin: "bedrock",
+            model: "anthropic.claude-sonnet-4-5-20250929-v1:0",
+            api_key: "AKIDBENCH:secret",
+            options: r#"{"region": "us-east-1"}"#,
+            preamble: cat(vec![
+                eventstream("messageStart", &json!({"role": "assistant", "p": "abcd"})),
+                bedrock_delta.clone(),
+            ]),
+            chunk: bedrock_delta,
+        },
+    ]
+}
+
+/// Mean and p50 of one `push` of `case.chunk` into a live decoder, through the plugin host: the
+/// bytes copied into the sandbox, the plugin's decoding, the chunks copied out.
+async fn decoder_push(host: &PluginHost, case: &DecoderCase) -> (Duration, Duration) {
+    let plugin = host
+        .load_provider(case.plugin, std::path::Path::new("/nonexistent"))
+        .unwrap();
+    let config = wasmgate::plugins::ProviderConfig {
+        name: case.plugin.into(),
+        base_url: Some("http://127.0.0.1:9/v1".into()),
+        api_key: Some(case.api_key.into()),
+        models: vec![case.model.into()],
+        options: case.options.into(),
+    };
+    let info = RequestInfo {
+        operation: Operation::ChatCompletions,
+        model: case.model.into(),
+        stream: true,
+    };
+    let content_type = if case.plugin == "bedrock" {
+        "application/vnd.amazon.eventstream"
+    } else {
+        "text/event-stream"
+    };
+    let headers = vec![("content-type".to_owned(), content_type.to_owned())];
+    let mut times = Vec::with_capacity(DECODER_STREAMS * DECODER_CHUNKS);
+    for stream_no in 0..DECODER_STREAMS + 2 {
+        let call = plugin.start().await.unwrap();
+        let mut stream = call.open_stream(&config, &info, &headers).await.unwrap();
+        let opened = stream.push(&case.preamble).await.unwrap().unwrap();
+        assert!(!opened.events.is_empty(), "{}: no chunk", case.plugin);
+        for _ in 0..DECODER_CHUNKS {
+            let started = Instant::now();
+            let out = stream.push(&case.chunk).await.unwrap().unwrap();
+            let took = started.elapsed();
+            assert_eq!(out.events.len(), 1, "{}: one chunk per event", case.plugin);
+            if stream_no >= 2 {
+                times.push(took);
+            }
+        }
+    }
+    let mean = times.iter().sum::<Duration>() / times.len() as u32;
+    times.sort();
+    (mean, percentile(&times, 0.5))
+}
+
+fn print_decoders() {
+    println!(
+        "\nstream decoders, one text-delta event per push, {DECODER_STREAMS} streams x {DECODER_CHUNKS} pushes"
+    );
+    println!("| decoder | event bytes | mean per chunk | p50 per chunk |");
+    println!("|---|---|---|---|");
+    runtime("decoder").block_on(async {
+        let limits = PluginLimits {
+            call_timeout: Duration::from_millis(200),
+            memory_bytes: 64 << 20,
+            max_instances: 64,
+        };
+        let cache = std::env::temp_dir().join("wasmgate-bench-cache");
+        let host = PluginHost::new(
+            limits,
+            Some(cache),
+            wasmgate::tokenizer::Tokenizer,
+            std::sync::Arc::new(wasmgate::telemetry::Telemetry::without_traces()),
+        )
+        .unwrap();
+        for case in decoder_cases() {
+            let (mean, p50) = decoder_push(&host, &case).await;
+            println!(
+                "| `{}` | {} | {} | {} |",
+                case.plugin,
+                case.chunk.len(),
+                us(mean),
+                us(p50)
+            );
+        }
+    });
 }

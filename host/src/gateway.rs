@@ -22,13 +22,20 @@ pub struct Provider {
     pub timeout: Duration,
     /// The catalog provider whose prices apply, if the catalog knows it.
     pub catalog: Option<String>,
+    /// The config's catalog (built-in, with `catalog:` merged over it).
+    models: Arc<Catalog>,
 }
 
 impl Provider {
     /// The catalog's entry (prices) for `model` at this provider, when it has prices.
-    pub fn price(&self, model: &str) -> Option<&'static ModelInfo> {
-        let info = Catalog::builtin().lookup(self.catalog.as_deref()?, model)?;
-        info.is_priced().then_some(info)
+    pub fn price(&self, model: &str) -> Option<Arc<ModelInfo>> {
+        let info = self.models.shared(self.catalog.as_deref()?, model)?;
+        info.is_priced().then(|| Arc::clone(info))
+    }
+
+    /// What the catalog knows of `model` at this provider, priced or not.
+    pub fn info(&self, model: &str) -> Option<&ModelInfo> {
+        self.models.lookup(self.catalog.as_deref()?, model)
     }
 
     /// Whether any model name is passed through (the entry declares no models).
@@ -91,6 +98,16 @@ pub struct Gateway {
 impl Gateway {
     /// Loads every provider's plugin (once per plugin) and has it validate the entry's options.
     pub async fn load(config: Config, host: &PluginHost) -> Result<Self, StartupError> {
+        Self::load_replacing(config, host, None).await
+    }
+
+    /// Like [`Gateway::load`], for a reload: the limit counters of `previous` are kept when the
+    /// counter store is unchanged.
+    pub async fn load_replacing(
+        config: Config,
+        host: &PluginHost,
+        previous: Option<&Gateway>,
+    ) -> Result<Self, StartupError> {
         let mut plugins: HashMap<String, ProviderPlugin> = HashMap::new();
         let mut providers = Vec::with_capacity(config.providers.len());
         for (name, entry) in &config.providers {
@@ -114,15 +131,6 @@ impl Gateway {
                 models: entry.models.clone(),
                 options: serde_json::Value::Object(entry.options.clone()).to_string(),
             };
-            if let Some(catalog) = &entry.catalog
-                && !Catalog::builtin().has_provider(catalog)
-            {
-                return Err(StartupError::Rejected {
-                    provider: name.clone(),
-                    plugin: entry.plugin.clone(),
-                    message: format!("catalog: no provider `{catalog}` in the model catalog"),
-                });
-            }
             let plugin_failed = |source| StartupError::Plugin {
                 provider: name.clone(),
                 source,
@@ -155,8 +163,9 @@ impl Gateway {
                 ]
                 .into_iter()
                 .flatten()
-                .find(|p| Catalog::builtin().has_provider(p))
+                .find(|p| config.models.has_provider(p))
                 .map(str::to_owned),
+                models: Arc::clone(&config.models),
             });
         }
         let mut by_model: HashMap<String, Vec<usize>> = HashMap::new();
@@ -168,7 +177,8 @@ impl Gateway {
                 }
             }
         }
-        let limits = Limits::load(&config.limits, host, &config.plugins.dir)
+        let previous_limits = previous.map(|g| g.limits.as_ref());
+        let limits = Limits::load(&config.limits, host, &config.plugins.dir, previous_limits)
             .await
             .map_err(|message| StartupError::Limits { message })?;
         let mut gateway = Self {

@@ -7,7 +7,8 @@
 //! - [`auth`]: API keys (stored hashed) and the projects they belong to.
 //! - [`credentials`]: provider keys kept by `wasmgate login`, outside the config.
 //! - [`cli`]: the commands besides `serve` (`keys`, `login`, `usage`).
-//! - [`server`]: the HTTP API.
+//! - [`reload`]: hot reload of the config and plugins (SIGHUP, file changes).
+//! - [`server`]: the HTTP API, and the graceful shutdown.
 //! - [`upstream`]: the pooled HTTP client for upstream providers.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
@@ -20,6 +21,7 @@ pub mod gateway;
 pub mod ledger;
 pub mod limits;
 pub mod plugins;
+pub mod reload;
 pub mod routing;
 pub mod secret;
 pub mod server;

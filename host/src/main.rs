@@ -1,12 +1,14 @@
 //! The `wasmgate` command line.
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use futures_util::{Stream, StreamExt};
 use wasmgate::catalog::{Catalog, Kind, table};
-use wasmgate::config::{Config, DEFAULT_CONFIG, Overrides};
+use wasmgate::config::{Config, ConfigSource, Overrides};
+use wasmgate::reload::{self, Reloader};
 
 #[derive(Parser)]
 #[command(
@@ -179,35 +181,77 @@ fn main() -> ExitCode {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    // Installed first, so a SIGTERM during start-up is not the default (abrupt) exit.
-    let shutdown = shutdown_signal()?;
-    let (mut config, source) = load_config(args.config.as_deref())?;
-    let credentials = match wasmgate::credentials::default_path() {
-        Some(path) => wasmgate::credentials::Credentials::load(&path)?,
-        None => wasmgate::credentials::Credentials::default(),
+    // Installed first, so a SIGTERM (or a SIGHUP, whose default is to exit) during start-up is
+    // not the default abrupt exit.
+    let stop = std::sync::Arc::new(tokio::sync::Mutex::new(stop_signals()?));
+    let hangup = hangup_signal()?;
+    // The first signal starts the drain; a second one (an impatient Ctrl-C) cuts it short.
+    // They are awaited one after the other, so the lock is never contended.
+    let shutdown = {
+        let stop = std::sync::Arc::clone(&stop);
+        async move {
+            stop.lock().await.next().await;
+            tracing::info!(
+                "shutting down: finishing requests in flight (signal again to cut them)"
+            );
+        }
     };
-    let from_file =
-        wasmgate::credentials::fill_keys(&mut config, |var| std::env::var(var).ok(), &credentials);
-    config.apply(&Overrides {
+    let cut_now = async move {
+        stop.lock().await.next().await;
+        tracing::warn!("second signal: cutting the requests still in flight");
+    };
+    let source = ConfigSource::discover(args.config.as_deref());
+    let overrides = Overrides {
         host: args.host,
         port: args.port,
         plugins_dir: args.plugins_dir,
         log_level: args.log_level,
         requests_per_minute: args.rpm,
         daily_budget_usd: args.daily_budget_usd,
+    };
+    // Every config read, the first and each reload, gets the command-line overrides and the
+    // provider keys from the environment or `wasmgate login` (read again: a login between two
+    // reloads counts).
+    let from_login = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let filled = std::sync::Arc::clone(&from_login);
+    let prepare: reload::Prepare = Box::new(move |config| {
+        config.apply(&overrides);
+        let names = fill_provider_keys(config);
+        if let Ok(mut last) = filled.lock() {
+            *last = names;
+        }
     });
+    let (reloader, config) = Reloader::start(source, prepare)?;
     wasmgate::telemetry::init(&config.observability);
+    // Said only now: the first config was read before logging was set up.
+    if let Ok(names) = from_login.lock()
+        && !names.is_empty()
+    {
+        tracing::info!(providers = ?*names, "provider keys taken from `wasmgate login`");
+    }
     let addr = (config.server.host, config.server.port);
     let state = wasmgate::build_state(config).await?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", addr.0, addr.1))?;
     let local = listener.local_addr()?;
-    tracing::info!("wasmgate listening on http://{local} (config: {source})");
-    if !from_file.is_empty() {
-        tracing::info!(providers = ?from_file, "provider keys taken from `wasmgate login`");
+    tracing::info!(
+        "wasmgate listening on http://{local} (config: {})",
+        reloader.source()
+    );
+    let stop_watching = tokio_util::sync::CancellationToken::new();
+    let watcher = tokio::spawn(reloader.watch(
+        std::sync::Arc::clone(&state),
+        hangup,
+        stop_watching.clone(),
+        reload::POLL_INTERVAL,
+    ));
+    let served = wasmgate::server::run_until(listener, state, shutdown, cut_now).await;
+    stop_watching.cancel();
+    if let Err(e) = watcher.await {
+        tracing::error!("the config watcher failed: {e}");
     }
-    wasmgate::server::run(listener, state, shutdown).await?;
+    served?;
     tracing::info!("wasmgate stopped");
     Ok(())
 }
@@ -234,6 +278,22 @@ fn models(args: &ModelsArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Gives provider entries without `api_key` theirs from `<NAME>_API_KEY`, else from the
+/// credentials file. A file that cannot be read is logged and skipped: the entries it would
+/// have filled fail as they would without it. Returns the entries the file filled.
+fn fill_provider_keys(config: &mut Config) -> Vec<String> {
+    use wasmgate::credentials::{self, Credentials};
+    let file = match credentials::default_path().map(|path| Credentials::load(&path)) {
+        Some(Ok(file)) => file,
+        Some(Err(e)) => {
+            tracing::warn!("provider keys from `wasmgate login` not used: {e:#}");
+            Credentials::default()
+        }
+        None => Credentials::default(),
+    };
+    credentials::fill_keys(config, |var| std::env::var(var).ok(), &file)
+}
+
 fn login(args: &LoginArgs) -> anyhow::Result<()> {
     use wasmgate::cli::login;
     let path = match &args.credentials {
@@ -255,7 +315,11 @@ fn login(args: &LoginArgs) -> anyhow::Result<()> {
 fn open_store(args: &LedgerArgs) -> anyhow::Result<std::sync::Arc<dyn wasmgate::ledger::Store>> {
     let mut config = match &args.ledger {
         Some(_) => wasmgate::ledger::LedgerConfig::default(),
-        None => load_config(args.config.as_deref())?.0.ledger,
+        None => {
+            ConfigSource::discover(args.config.as_deref())
+                .load()?
+                .ledger
+        }
     };
     if let Some(url) = &args.ledger {
         config.url.clone_from(url);
@@ -327,33 +391,39 @@ async fn usage(args: UsageArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn load_config(path: Option<&Path>) -> anyhow::Result<(Config, String)> {
-    if let Some(path) = path {
-        return Ok((Config::from_file(path)?, path.display().to_string()));
+/// Yields on each SIGTERM and each Ctrl-C (SIGINT). The handlers are registered when this is
+/// called.
+fn stop_signals() -> anyhow::Result<impl Stream<Item = ()> + Unpin + Send + 'static> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal_stream(signal(SignalKind::terminate())?);
+        let interrupt = signal_stream(signal(SignalKind::interrupt())?);
+        Ok(futures_util::stream::select(term, interrupt))
     }
-    let local = Path::new("config.yaml");
-    if local.exists() {
-        return Ok((Config::from_file(local)?, "./config.yaml".to_owned()));
-    }
-    Ok((
-        Config::from_yaml(DEFAULT_CONFIG)?,
-        "embedded default".to_owned(),
-    ))
+    #[cfg(not(unix))]
+    Ok(Box::pin(futures_util::stream::unfold((), |()| async {
+        tokio::signal::ctrl_c().await.ok().map(|()| ((), ()))
+    })))
 }
 
-/// Resolves on Ctrl-C or SIGTERM. The handlers are registered when this is called.
-fn shutdown_signal() -> anyhow::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+/// Yields once per SIGHUP (a reload request); never yields where there are no such signals.
+fn hangup_signal() -> anyhow::Result<impl Stream<Item = ()> + Unpin + Send + 'static> {
     #[cfg(unix)]
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let ctrl_c = tokio::signal::ctrl_c();
-    Ok(async move {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
-        }
-        #[cfg(not(unix))]
-        drop(ctrl_c.await);
-        tracing::info!("shutting down: finishing requests in flight");
-    })
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(signal_stream(signal(SignalKind::hangup())?))
+    }
+    #[cfg(not(unix))]
+    Ok(futures_util::stream::pending())
+}
+
+#[cfg(unix)]
+fn signal_stream(
+    signal: tokio::signal::unix::Signal,
+) -> std::pin::Pin<Box<dyn Stream<Item = ()> + Send>> {
+    Box::pin(futures_util::stream::unfold(
+        signal,
+        |mut signal| async move { signal.recv().await.map(|()| ((), signal)) },
+    ))
 }

@@ -7,6 +7,7 @@
 //! | `error-400`, `error-401`, `error-404`, `error-429`, `error-500`, `error-503` | that status with OpenAI's error body |
 //! | `slow` | answers after 3 s |
 //! | `endless` | a stream that never ends (a chunk every 20 ms) until the client goes away |
+//! | `paced-<ms>` | a stream of a chunk every 20 ms for about `<ms>` ms, then usage and `[DONE]` |
 //! | `garbage` | 200 with a body that is not JSON |
 
 use std::net::SocketAddr;
@@ -164,6 +165,9 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     if model == "endless" {
         return endless(shared);
     }
+    if let Some(ms) = model.strip_prefix("paced-").and_then(|ms| ms.parse().ok()) {
+        return paced(&model, ms);
+    }
     if stream {
         return stream_chat(&model, tool.as_deref(), include_usage);
     }
@@ -294,6 +298,33 @@ fn endless(shared: Arc<Shared>) -> Response {
             Ok::<_, std::convert::Infallible>(Bytes::from(format!("data: {event}\n\n"))),
             (i + 1, guard),
         ))
+    });
+    sse(Body::from_stream(body))
+}
+
+/// The chunks `t0 `, `t1 `, ... one every 20 ms for about `ms` ms, then the usage chunk and
+/// `[DONE]`: a stream that is still running when a test reloads or stops the gateway.
+fn paced(model: &str, ms: u64) -> Response {
+    let model = model.to_owned();
+    let count = (ms / 20).max(1);
+    let body = futures_util::stream::unfold(0u64, move |i| {
+        let model = model.clone();
+        async move {
+            let event = if i < count {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let event = chunk(&model, json!({"content": format!("t{i} ")}), None, true);
+                format!("data: {event}\n\n")
+            } else if i == count {
+                let event = json!({
+                    "id": "chatcmpl-mock123", "object": "chat.completion.chunk",
+                    "created": 1_700_000_000, "model": model, "choices": [], "usage": usage()
+                });
+                format!("data: {event}\n\ndata: [DONE]\n\n")
+            } else {
+                return None;
+            };
+            Some((Ok::<_, std::convert::Infallible>(Bytes::from(event)), i + 1))
+        }
     });
     sse(Body::from_stream(body))
 }

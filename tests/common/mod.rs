@@ -3,6 +3,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod binary;
+pub mod mock_bedrock;
 pub mod mock_openai;
 pub mod mock_providers;
 pub mod redis;
@@ -26,6 +28,7 @@ pub fn plugin_cache_dir() -> PathBuf {
 /// A gateway running in this process on 127.0.0.1, port 0.
 pub struct TestGateway {
     pub addr: SocketAddr,
+    /// The gateway's shared state, for reading what it stored (the ledger).
     pub state: std::sync::Arc<wasmgate::state::AppState>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,

@@ -128,7 +128,7 @@ impl TryFrom<CatalogFile> for Catalog {
                     ));
                 }
                 let info = model_info(&block.provider, entry, &at)?;
-                models.insert(info.model.clone(), info);
+                models.insert(info.model.clone(), std::sync::Arc::new(info));
             }
             providers.insert(
                 block.provider,

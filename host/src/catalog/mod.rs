@@ -14,7 +14,7 @@ mod tests;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -143,7 +143,9 @@ impl ModelInfo {
 #[derive(Debug, Clone, Default)]
 struct ProviderModels {
     source: Option<String>,
-    models: IndexMap<String, ModelInfo>,
+    /// Shared, so that a request can hold its model's prices past a config reload without
+    /// copying them, and merging catalogs copies no model.
+    models: IndexMap<String, Arc<ModelInfo>>,
 }
 
 /// Models by provider, in the order the catalog lists them.
@@ -190,19 +192,34 @@ impl Catalog {
                 ours.source.clone_from(&theirs.source);
             }
             for (model, info) in &theirs.models {
-                ours.models.insert(model.clone(), info.clone());
+                ours.models.insert(model.clone(), Arc::clone(info));
             }
         }
         merged
     }
 
     pub fn lookup(&self, provider: &str, model: &str) -> Option<&ModelInfo> {
+        self.shared(provider, model).map(|info| &**info)
+    }
+
+    /// [`Catalog::lookup`], as a handle that outlives the catalog.
+    pub fn shared(&self, provider: &str, model: &str) -> Option<&Arc<ModelInfo>> {
         self.providers.get(provider)?.models.get(model)
     }
 
     /// Every model, grouped by provider.
     pub fn models(&self) -> impl Iterator<Item = &ModelInfo> {
-        self.providers.values().flat_map(|p| p.models.values())
+        self.providers
+            .values()
+            .flat_map(|p| p.models.values().map(|info| &**info))
+    }
+
+    /// The names of `provider`'s models, in catalog order; none for an unknown provider.
+    pub fn model_names(&self, provider: &str) -> impl Iterator<Item = &str> {
+        self.providers
+            .get(provider)
+            .into_iter()
+            .flat_map(|p| p.models.keys().map(String::as_str))
     }
 
     /// Each provider's name and the source of its prices.

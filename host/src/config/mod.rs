@@ -1,15 +1,22 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
+mod catalog;
 mod interpolate;
+pub mod presets;
+mod source;
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
 
 use crate::secret::Secret;
+
+pub use catalog::CatalogConfig;
+pub use source::ConfigSource;
 
 /// The config used when no file is given and `./config.yaml` does not exist: it runs with no key
 /// and no network (the `echo` provider), and shows how the `openai` provider is set up.
@@ -59,6 +66,12 @@ pub struct Config {
     /// Where usage records are kept.
     #[serde(default)]
     pub ledger: crate::ledger::LedgerConfig,
+    /// Models that extend or replace the built-in catalog.
+    #[serde(default)]
+    pub catalog: CatalogConfig,
+    /// The built-in catalog with `catalog:` merged over it: every price the gateway uses.
+    #[serde(skip, default = "catalog::builtin")]
+    pub models: Arc<crate::catalog::Catalog>,
     /// API keys on `/v1/*` (the `/usage/*` endpoints always need one).
     #[serde(default)]
     pub auth: AuthConfig,
@@ -263,6 +276,16 @@ pub struct ServerConfig {
     /// Largest request body accepted, in bytes; larger ones get 413.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
+    /// On SIGTERM or SIGINT, how long requests in flight (streams included) may take to finish
+    /// before they are cut.
+    #[serde(default = "default_shutdown_timeout_ms")]
+    pub shutdown_timeout_ms: u64,
+}
+
+impl ServerConfig {
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
 }
 
 impl Default for ServerConfig {
@@ -271,6 +294,7 @@ impl Default for ServerConfig {
             host: default_host(),
             port: default_port(),
             max_body_bytes: default_max_body_bytes(),
+            shutdown_timeout_ms: default_shutdown_timeout_ms(),
         }
     }
 }
@@ -280,6 +304,11 @@ fn default_host() -> IpAddr {
 }
 fn default_port() -> u16 {
     8080
+}
+fn default_shutdown_timeout_ms() -> u64 {
+    // Kubernetes sends SIGKILL 30 s after SIGTERM by default; this leaves 5 s of that grace
+    // for the background work and the ledger flush that follow the drain.
+    25_000
 }
 fn default_max_body_bytes() -> usize {
     // Vision requests carry base64 images; OpenAI itself accepts bodies of tens of MB.
@@ -336,6 +365,10 @@ fn default_max_instances() -> u32 {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderEntry {
+    /// The built-in preset (`presets.yaml`) this entry started from; already applied: it filled
+    /// in every key the entry left out.
+    #[serde(default)]
+    pub preset: Option<String>,
     /// The plugin that speaks this provider's wire format (`<plugins.dir>/<plugin>.wasm`).
     pub plugin: String,
     #[serde(default)]
@@ -435,6 +468,20 @@ pub struct Overrides {
     pub daily_budget_usd: Option<f64>,
 }
 
+/// The `catalog:` section alone, its errors named from the config's root.
+fn catalog_section(section: serde_yaml::Value) -> Result<CatalogConfig, ConfigError> {
+    if section.is_null() {
+        return Ok(CatalogConfig::default());
+    }
+    serde_path_to_error::deserialize(section).map_err(|e| {
+        let path = match e.path().to_string() {
+            root if root == "." => "catalog".to_owned(),
+            path => format!("catalog.{path}"),
+        };
+        ConfigError::key(path, e.into_inner().to_string())
+    })
+}
+
 impl Config {
     /// Parses YAML text: `${VAR}` interpolation, then typed deserialisation, then validation.
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
@@ -446,10 +493,15 @@ impl Config {
         interpolate::interpolate(&mut value, &mut Vec::new(), &|name| {
             std::env::var(name).ok()
         })?;
-        let config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
+        // The catalog first: presets list its models, and it may add some.
+        let section = value.get("catalog").cloned().unwrap_or_default();
+        let models = Arc::new(catalog_section(section)?.load()?);
+        presets::expand(&mut value, &models)?;
+        let mut config: Config = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             ConfigError::key(path, e.into_inner().to_string())
         })?;
+        config.models = models;
         config.validate()?;
         Ok(config)
     }
@@ -548,6 +600,14 @@ impl Config {
             }
             if entry.timeout_ms == 0 {
                 return Err(ConfigError::key(at("timeout_ms"), "must be at least 1"));
+            }
+            if let Some(catalog) = &entry.catalog
+                && !self.models.has_provider(catalog)
+            {
+                return Err(ConfigError::key(
+                    at("catalog"),
+                    format!("no provider `{catalog}` in the model catalog"),
+                ));
             }
             if let Some(i) = entry.models.iter().position(|m| m.trim().is_empty()) {
                 return Err(ConfigError::key(
@@ -681,6 +741,25 @@ mod tests {
         let text = include_str!("../../../config.example.yaml");
         let config = Config::from_yaml(text).unwrap_or_else(|e| panic!("{e}"));
         assert!(config.providers.contains_key("openai"));
+    }
+
+    #[test]
+    fn the_example_configs_commented_presets_are_valid_once_uncommented() {
+        let text = include_str!("../../../config.example.yaml");
+        let block = text
+            .split("# presets:begin\n")
+            .nth(1)
+            .and_then(|rest| rest.split("  # presets:end").next())
+            .unwrap_or_default();
+        let entries: String = block
+            .lines()
+            .map(|line| format!("{}\n", line.replacen("# ", "", 1)))
+            .collect();
+        assert_eq!(entries.lines().count(), 13, "{entries}");
+        let config = Config::from_yaml(&format!("providers:\n{entries}"))
+            .unwrap_or_else(|e| panic!("{e}\n{entries}"));
+        assert_eq!(config.providers.len(), 13);
+        assert!(config.providers.values().all(|p| p.plugin == "openai"));
     }
 
     #[test]

@@ -346,4 +346,40 @@ impl Store for SqliteStore {
         let mut rows = stmt.query_map(params![hash], key_row)?;
         Ok(rows.next().transpose()?)
     }
+
+    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        let conn = self.conn()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
+                provider, model, operation, input_tokens, output_tokens, cached_input_tokens,
+                cost_micros, latency_us, status, error_type, estimated
+             FROM usage_records WHERE request_id = ?1 ORDER BY rowid DESC LIMIT 1",
+        )?;
+        let mut rows = stmt.query(params![request_id])?;
+        let Some(row) = rows.next()? else {
+            return Ok(None);
+        };
+        let count = |i: usize| -> anyhow::Result<u64> { Ok(u64::try_from(row.get::<_, i64>(i)?)?) };
+        let tags: String = row.get(6)?;
+        Ok(Some(UsageRecord {
+            request_id: row.get(0)?,
+            time_us: row.get(1)?,
+            project: row.get(2)?,
+            api_key_id: row.get(3)?,
+            user_id: row.get(4)?,
+            user_name: row.get(5)?,
+            user_tags: serde_json::from_str(&tags)?,
+            provider: row.get(7)?,
+            model: row.get(8)?,
+            operation: row.get(9)?,
+            input_tokens: count(10)?,
+            output_tokens: count(11)?,
+            cached_input_tokens: count(12)?,
+            cost_micros: row.get(13)?,
+            latency_us: row.get(14)?,
+            status: row.get(15)?,
+            error_type: row.get(16)?,
+            estimated: row.get(17)?,
+        }))
+    }
 }

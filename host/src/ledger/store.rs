@@ -115,4 +115,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// The key whose hash is `hash`, revoked or not.
     fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>>;
+
+    /// The stored record of one request, by its request id (for tests and diagnostics: the
+    /// table has no index on it, so this reads every record). The last one if several share it.
+    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>>;
 }

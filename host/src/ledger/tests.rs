@@ -27,6 +27,26 @@ fn store_with(records: &[UsageRecord]) -> sqlite::SqliteStore {
 }
 
 #[test]
+fn a_record_reads_back_whole_by_its_request_id() {
+    let mut full = record(H, "a", 5, 6, 7);
+    full.api_key_id = Some("key-1".to_owned());
+    full.user_id = Some("u".to_owned());
+    full.user_name = Some("Ada".to_owned());
+    full.user_tags = vec!["beta".to_owned(), "eu".to_owned()];
+    full.cached_input_tokens = 3;
+    full.latency_us = 1234;
+    full.status = 429;
+    full.error_type = Some("rate_limit_exceeded".to_owned());
+    full.estimated = true;
+    let mut unpriced = record(H + 1, "b", 1, 1, 0);
+    unpriced.cost_micros = None;
+    let store = store_with(&[full.clone(), unpriced.clone()]);
+    assert_eq!(store.record(&full.request_id).unwrap(), Some(full));
+    assert_eq!(store.record(&unpriced.request_id).unwrap(), Some(unpriced));
+    assert_eq!(store.record("nope").unwrap(), None);
+}
+
+#[test]
 fn totals_mix_whole_hours_from_the_rollup_with_raw_edges() {
     let records = [
         record(H - 1, "a", 1, 1, 1),                    // before the range
@@ -168,6 +188,9 @@ impl Store for Stuck {
         Ok(false)
     }
     fn key_by_hash(&self, _: &str) -> anyhow::Result<Option<ApiKey>> {
+        Ok(None)
+    }
+    fn record(&self, _: &str) -> anyhow::Result<Option<UsageRecord>> {
         Ok(None)
     }
 }

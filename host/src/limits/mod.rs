@@ -15,6 +15,8 @@ use crate::plugins::{
 /// The limit rules of one config, with their counter store.
 pub struct Limits {
     store: Arc<dyn CounterStore>,
+    /// `limits.store` as configured, to tell whether a reload may keep `store`.
+    store_url: String,
     rules: Vec<Rule>,
 }
 
@@ -57,25 +59,36 @@ pub struct Admission {
 }
 
 impl Limits {
+    /// Loads the rules' limiter plugins. `previous` is the config being replaced by a reload:
+    /// when its store is the same, its counters are kept (in memory they would otherwise start
+    /// from zero, and every reload would hand out a fresh allowance).
     pub async fn load(
         config: &LimitsConfig,
         host: &PluginHost,
         plugins_dir: &std::path::Path,
+        previous: Option<&Limits>,
     ) -> Result<Self, String> {
-        let store: Arc<dyn CounterStore> = if config.store == "memory" {
-            Arc::new(counters::MemoryCounters::new(window::Clock::new()))
-        } else {
-            Arc::new(
-                counters::RedisCounters::connect(&config.store)
-                    .await
-                    .map_err(|e| format!("limits.store: {e}"))?,
-            )
-        };
+        let store: Arc<dyn CounterStore> =
+            if let Some(previous) = previous.filter(|p| p.store_url == config.store) {
+                Arc::clone(&previous.store)
+            } else if config.store == "memory" {
+                Arc::new(counters::MemoryCounters::new(window::Clock::new()))
+            } else {
+                Arc::new(
+                    counters::RedisCounters::connect(&config.store)
+                        .await
+                        .map_err(|e| format!("limits.store: {e}"))?,
+                )
+            };
         let mut rules = Vec::with_capacity(config.rules.len());
         for (i, rule) in config.rules.iter().enumerate() {
             rules.push(load_rule(i, rule, host, plugins_dir).await?);
         }
-        Ok(Self { store, rules })
+        Ok(Self {
+            store,
+            store_url: config.store.clone(),
+            rules,
+        })
     }
 
     pub fn is_empty(&self) -> bool {

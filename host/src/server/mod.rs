@@ -1,6 +1,7 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
 mod auth;
+mod connections;
 mod error;
 mod models;
 mod proxy;
@@ -17,7 +18,6 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, Uri};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 
 pub use error::ApiError;
@@ -45,31 +45,71 @@ pub fn app(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight finish.
+/// Serves `app` on `listener` until `shutdown` resolves. Then it stops accepting, lets requests
+/// in flight (streams included) finish for up to `server.shutdown_timeout_ms`, cuts what is left,
+/// waits for the follow-up work and writes every queued usage record.
 pub async fn run(
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // Nagle's algorithm meeting delayed ACKs stalls small SSE writes by ~40 ms.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let background = state.background.clone();
-    let ledger = state.ledger.clone();
-    let telemetry = std::sync::Arc::clone(&state.telemetry);
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown)
-        .await?;
-    // Requests are done; let their follow-up work (settling limits) finish too, then write
-    // every usage record still queued.
-    background.close();
-    background.wait().await;
-    ledger.shutdown().await;
+    run_until(listener, state, shutdown, std::future::pending()).await
+}
+
+/// [`run`], where `cut_now` resolving during the drain cuts what is left without waiting for the
+/// deadline (a second Ctrl-C).
+pub async fn run_until(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    cut_now: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let connections = connections::Connections::default();
+    connections
+        .accept(listener, app(Arc::clone(&state)), shutdown)
+        .await;
+    // Read now rather than at start-up, so that a reload can change it.
+    let deadline = state.gateway.load().config.server.shutdown_timeout();
+    let in_flight = connections.in_flight();
+    if in_flight > 0 {
+        tracing::info!(
+            "draining {in_flight} connections, for up to {} ms",
+            deadline.as_millis()
+        );
+    }
+    match connections.drain(deadline, cut_now).await {
+        connections::Drained::All => {}
+        connections::Drained::Cut { cut, early: false } => tracing::warn!(
+            "shutdown deadline of {} ms passed: cut {cut} connections still in flight",
+            deadline.as_millis()
+        ),
+        connections::Drained::Cut { cut, early: true } => {
+            tracing::warn!("cut {cut} connections still in flight")
+        }
+    }
+    // Requests are over, and a cut stream has queued its record as it was dropped; let their
+    // follow-up work (settling limits) finish too, then write every usage record still queued.
+    state.background.close();
+    if tokio::time::timeout(BACKGROUND_GRACE, state.background.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "background work still running after {} s: not waiting for it",
+            BACKGROUND_GRACE.as_secs()
+        );
+    }
+    state.ledger.shutdown().await;
     // The spans of the last requests, sent while the collector may still be waiting for them.
-    telemetry.shutdown(std::time::Duration::from_secs(5)).await;
+    state
+        .telemetry
+        .shutdown(std::time::Duration::from_secs(5))
+        .await;
     Ok(())
 }
+
+/// How long settling limits may take after the drain (a slow Redis must not hold the exit).
+const BACKGROUND_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Prometheus' scrape endpoint.
 async fn metrics(

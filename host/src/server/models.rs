@@ -7,6 +7,7 @@ use axum::extract::{Path, State};
 use serde::Serialize;
 
 use super::error::ApiError;
+use crate::catalog::ModelInfo;
 use crate::gateway::{Gateway, Provider};
 use crate::plugins::{CanonicalRequest, Operation, Prepared};
 use crate::state::AppState;
@@ -24,6 +25,92 @@ pub struct Model {
     object: &'static str,
     created: u64,
     owned_by: String,
+    /// What the catalog knows of the model: extra fields, left out for models it does not know.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    details: Option<Details>,
+}
+
+/// A catalog entry as `/v1/models` shows it.
+#[derive(Serialize)]
+struct Details {
+    kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    context_window: Option<u64>,
+    capabilities: Capabilities,
+    /// USD, as providers publish prices; left out when no price is known.
+    #[serde(skip_serializing_if = "Pricing::is_empty")]
+    pricing: Pricing,
+}
+
+#[derive(Serialize)]
+struct Capabilities {
+    tools: bool,
+    vision: bool,
+    json_mode: bool,
+}
+
+#[derive(Serialize)]
+struct Pricing {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_per_mtok: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_per_mtok: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cached_input_per_mtok: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_write_per_mtok: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    per_image: Option<f64>,
+}
+
+impl Pricing {
+    fn is_empty(&self) -> bool {
+        [
+            self.input_per_mtok,
+            self.output_per_mtok,
+            self.cached_input_per_mtok,
+            self.cache_write_per_mtok,
+            self.per_image,
+        ]
+        .iter()
+        .all(Option::is_none)
+    }
+}
+
+impl Details {
+    /// Prices are integers (pico-USD per token or image) inside; floats only here, at the edge.
+    fn of(info: &ModelInfo) -> Self {
+        let per_mtok = |pico: Option<i64>| pico.map(|p| p as f64 / 1e6);
+        let per_unit = |pico: Option<i64>| pico.map(|p| p as f64 / 1e12);
+        let prices = &info.prices;
+        Details {
+            kind: info.kind.name(),
+            context_window: info.context_window,
+            capabilities: Capabilities {
+                tools: info.capabilities.tools,
+                vision: info.capabilities.vision,
+                json_mode: info.capabilities.json_mode,
+            },
+            pricing: Pricing {
+                input_per_mtok: per_mtok(prices.input),
+                output_per_mtok: per_mtok(prices.output),
+                cached_input_per_mtok: per_mtok(prices.cached_input),
+                cache_write_per_mtok: per_mtok(prices.cache_write),
+                per_image: per_unit(prices.per_image),
+            },
+        }
+    }
+}
+
+/// A provider's model as listed.
+fn provider_model(state: &AppState, provider: &Provider, name: &str) -> Model {
+    Model {
+        id: format!("{}/{name}", provider.name),
+        object: "model",
+        created: state.started_unix,
+        owned_by: provider.name.to_string(),
+        details: provider.info(name).map(Details::of),
+    }
 }
 
 pub async fn list(State(state): State<Arc<AppState>>) -> Json<ModelList> {
@@ -36,12 +123,11 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Json<ModelList> {
         } else {
             provider.config.models.clone()
         };
-        data.extend(names.into_iter().map(|name| Model {
-            id: format!("{}/{name}", provider.name),
-            object: "model",
-            created: state.started_unix,
-            owned_by: provider.name.to_string(),
-        }));
+        data.extend(
+            names
+                .iter()
+                .map(|name| provider_model(&state, provider, name)),
+        );
     }
     // Virtual models (routing:) are called by their bare name.
     data.extend(gateway.config.routing.keys().map(|name| Model {
@@ -49,6 +135,7 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Json<ModelList> {
         object: "model",
         created: state.started_unix,
         owned_by: VIRTUAL_OWNER.to_owned(),
+        details: None,
     }));
     Json(ModelList {
         object: "list",
@@ -70,17 +157,13 @@ pub async fn retrieve(
             created: state.started_unix,
             owned_by: VIRTUAL_OWNER.to_owned(),
             id,
+            details: None,
         }));
     }
     let target = gateway
         .resolve(&id)
         .map_err(|_| ApiError::ModelNotFound(id.clone()))?;
-    Ok(Json(Model {
-        id: format!("{}/{}", target.provider.name, target.model),
-        object: "model",
-        created: state.started_unix,
-        owned_by: target.provider.name.to_string(),
-    }))
+    Ok(Json(provider_model(&state, target.provider, target.model)))
 }
 
 /// Asks a provider's plugin (and through it, the upstream) which models it serves. Failures

@@ -379,7 +379,11 @@ async fn send(
 ) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
     outcome.target(target);
     let price = target.provider.price(target.model);
-    let cost = move |usage: Option<Usage>| usage.zip(price).map(|(u, info)| usage_cost(info, u));
+    let cost = move |usage: Option<Usage>| {
+        usage
+            .zip(price.as_deref())
+            .map(|(u, info)| usage_cost(info, u))
+    };
     let canonical = request.canonical(target.model);
     let info = RequestInfo {
         operation: request.operation,
@@ -485,9 +489,9 @@ fn estimate_cost(gateway: &Gateway, model: &str, input: u32, output: u32) -> Opt
             .targets
             .iter()
             .filter_map(|t| price(&t.id))
-            .map(|info| usage_cost(info, usage))
+            .map(|info| usage_cost(&info, usage))
             .max(),
-        None => price(model).map(|info| usage_cost(info, usage)),
+        None => price(model).map(|info| usage_cost(&info, usage)),
     }
 }
 

@@ -21,7 +21,7 @@ use crate::tokenizer::Tokenizer;
 struct Outcome {
     provider: Option<String>,
     model: Option<String>,
-    price: Option<&'static ModelInfo>,
+    price: Option<Arc<ModelInfo>>,
     status: u16,
     error_type: Option<String>,
     /// `gen_ai.provider.name` of the target that answered.
@@ -48,8 +48,10 @@ pub struct Recorder {
     /// Input tokens counted by the gateway, for a stream whose upstream reports no usage.
     estimated_input: Option<u64>,
     shared: Arc<Shared>,
-    /// The request's span, metrics and log line, finished with the record.
-    telemetry: RequestTelemetry,
+    /// The request's span, metrics and log line, finished with the record (taken then).
+    telemetry: Option<RequestTelemetry>,
+    /// Queued already: by `finish`, or by `drop` for a request cut before its end.
+    written: bool,
 }
 
 /// The proxy's handle on the outcome, kept while the hook travels with the response.
@@ -83,7 +85,8 @@ impl Recorder {
                 started: Instant::now(),
                 first_output_us: AtomicU64::new(0),
             }),
-            telemetry,
+            telemetry: Some(telemetry),
+            written: false,
         }
     }
 
@@ -100,10 +103,11 @@ impl Recorder {
         if request.stream {
             self.estimated_input = Some(u64::from(request.estimate_input_tokens(Tokenizer)));
         }
-        self.telemetry
-            .request(&request.model, request.max_output_tokens(), || {
+        if let Some(telemetry) = &mut self.telemetry {
+            telemetry.request(&request.model, request.max_output_tokens(), || {
                 request.prompt_json()
             });
+        }
     }
 
     /// Records a request that failed before any hook existed (bad body, refused by a limit).
@@ -116,6 +120,13 @@ impl Recorder {
     /// stream's tokens are the gateway's own count (the prompt, and the text it relayed), marked
     /// as estimated.
     pub fn finish(mut self, usage: Option<Usage>, cost: Option<i64>, succeeded: bool) {
+        self.write(usage, cost, succeeded);
+    }
+
+    fn write(&mut self, usage: Option<Usage>, cost: Option<i64>, succeeded: bool) {
+        if std::mem::replace(&mut self.written, true) {
+            return;
+        }
         let outcome = match self.shared.outcome.lock() {
             Ok(mut outcome) => std::mem::take(&mut *outcome),
             Err(_) => Outcome::default(),
@@ -141,7 +152,7 @@ impl Recorder {
                     record.estimated = true;
                     record.cost_micros = outcome.price.map(|info| {
                         super::proxy::usage_cost(
-                            info,
+                            &info,
                             Usage {
                                 input_tokens: input,
                                 output_tokens: output,
@@ -159,15 +170,17 @@ impl Recorder {
             // A stream that failed midway or whose client went away.
             record.error_type = Some("stream_incomplete".to_owned());
         }
-        let first_output_us = self.shared.first_output_us.load(Ordering::Relaxed);
-        let error = outcome.error.as_ref();
-        self.telemetry.finish(&RequestEnd {
-            record,
-            system: outcome.system.as_deref(),
-            time_to_first_output: (first_output_us > 0)
-                .then(|| Duration::from_micros(first_output_us)),
-            error: error.map(|(message, detail)| (message.as_str(), detail.as_deref())),
-        });
+        if let Some(telemetry) = self.telemetry.take() {
+            let first_output_us = self.shared.first_output_us.load(Ordering::Relaxed);
+            let error = outcome.error.as_ref();
+            telemetry.finish(&RequestEnd {
+                record,
+                system: outcome.system.as_deref(),
+                time_to_first_output: (first_output_us > 0)
+                    .then(|| Duration::from_micros(first_output_us)),
+                error: error.map(|(message, detail)| (message.as_str(), detail.as_deref())),
+            });
+        }
         self.ledger.record(std::mem::take(record));
     }
 }
@@ -223,6 +236,24 @@ impl OutcomeCell {
             o.error_type = Some(kind);
             o.error = Some((message, internal));
         });
+    }
+}
+
+/// A request dropped before its end was known (its client went away while it waited for the
+/// upstream, or a shutdown deadline cut it) is recorded too: with 499, as nginx logs a request
+/// its client closed, and what the target reported so far.
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if self.written {
+            return;
+        }
+        if let Ok(mut outcome) = self.shared.outcome.lock()
+            && outcome.status == 0
+        {
+            outcome.status = 499;
+            outcome.error_type = Some("request_cancelled".to_owned());
+        }
+        self.write(None, None, false);
     }
 }
 

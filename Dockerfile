@@ -1,0 +1,36 @@
+# wasmgate in a container.
+#   docker build -t wasmgate .
+#   docker run -p 8080:8080 -v wasmgate-data:/data wasmgate serve
+# /data (the working directory) holds config.yaml if you provide one, the usage ledger
+# (wasmgate.db), the compiled-plugin cache, and the keys `wasmgate login` stores.
+
+FROM rust:1.95-bookworm AS builder
+# The build script compiles the plugins for this target and embeds the built-in ones.
+RUN rustup target add wasm32-wasip2
+WORKDIR /src
+COPY . .
+RUN cargo build --release --locked --bin wasmgate
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin wasmgate \
+    && mkdir -p /data \
+    && chown wasmgate:wasmgate /data
+COPY --from=builder /src/target/release/wasmgate /usr/local/bin/wasmgate
+# The components as built; the same ones are also built into the binary. Point `plugins.dir`
+# at a directory of your own (e.g. /data/plugins) to add or replace plugins.
+COPY --from=builder /src/target/plugins/ /usr/local/lib/wasmgate/plugins/
+COPY config.example.yaml /usr/local/share/wasmgate/config.example.yaml
+# HOME=/data puts the component cache (~/.cache) and `wasmgate login`'s keys (~/.config) in the
+# volume, next to ./config.yaml and the ledger (./wasmgate.db).
+ENV HOME=/data
+WORKDIR /data
+VOLUME ["/data"]
+USER wasmgate:wasmgate
+EXPOSE 8080
+# SIGTERM (what `docker stop` sends) drains requests in flight, flushes the ledger, exits 0;
+# SIGHUP (`docker kill -s HUP`) reloads the config and plugins.
+ENTRYPOINT ["wasmgate"]
+CMD ["serve"]

@@ -1,0 +1,162 @@
+//! The accept loop and the connections it serves, all tracked so that a shutdown can first drain
+//! them and then, past its deadline, cut them.
+//!
+//! `axum::serve` drains without a deadline and spawns connections where nothing can cancel them.
+//! Here every connection (and every HTTP/2 stream hyper spawns) runs in one `TaskTracker` and
+//! stops when the abort token fires; dropping a connection drops its handlers and response
+//! bodies, which is what records a cut stream's usage before the ledger is flushed.
+
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt as _;
+
+/// The connections being served: draining asks them to finish, aborting drops them.
+#[derive(Clone, Default)]
+pub struct Connections {
+    tasks: TaskTracker,
+    drain: CancellationToken,
+    abort: CancellationToken,
+}
+
+/// Runs hyper's tasks (HTTP/2 streams) in the tracker, so they are waited for and aborted with
+/// their connection.
+#[derive(Clone)]
+struct Executor(Connections);
+
+impl<F> hyper::rt::Executor<F> for Executor
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, future: F) {
+        self.0.spawn(future);
+    }
+}
+
+impl Connections {
+    /// Accepts connections on `listener` and serves `app` on each until `shutdown` resolves; the
+    /// listener is closed on return, so new connections are refused from then on.
+    pub async fn accept(
+        &self,
+        listener: TcpListener,
+        app: Router,
+        shutdown: impl Future<Output = ()>,
+    ) {
+        let mut shutdown = pin!(shutdown);
+        loop {
+            let (tcp, _peer) = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        accept_failed(&e).await;
+                        continue;
+                    }
+                },
+            };
+            // Nagle's algorithm meeting delayed ACKs stalls small SSE writes by ~40 ms.
+            let _ = tcp.set_nodelay(true);
+            self.serve(TokioIo::new(tcp), app.clone());
+        }
+        self.drain.cancel();
+        self.tasks.close();
+    }
+
+    fn serve(&self, io: TokioIo<tokio::net::TcpStream>, app: Router) {
+        let service = TowerToHyperService::new(
+            app.map_request(|req: http::Request<Incoming>| req.map(Body::new)),
+        );
+        let connections = self.clone();
+        self.spawn(async move {
+            let builder = Builder::new(Executor(connections.clone()));
+            let mut conn = pin!(builder.serve_connection_with_upgrades(io, service));
+            tokio::select! {
+                result = conn.as_mut() => return log_connection_end(result),
+                () = connections.drain.cancelled() => {}
+            }
+            // Idle connections close now; busy ones after the response they are sending.
+            conn.as_mut().graceful_shutdown();
+            log_connection_end(conn.await);
+        });
+    }
+
+    /// Spawns `future` as a tracked task that is dropped when the connections are aborted.
+    fn spawn<F>(&self, future: F)
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let abort = self.abort.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                _ = future => {}
+                () = abort.cancelled() => {}
+            }
+        });
+    }
+
+    /// Connections (and HTTP/2 streams) still running.
+    pub fn in_flight(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Waits up to `deadline` (or until `cut_now` resolves) for every connection to finish, then
+    /// drops the rest and waits for them to unwind. Call after [`Connections::accept`] returned.
+    pub async fn drain(&self, deadline: Duration, cut_now: impl Future<Output = ()>) -> Drained {
+        let early = tokio::select! {
+            finished = tokio::time::timeout(deadline, self.tasks.wait()) => {
+                if finished.is_ok() {
+                    return Drained::All;
+                }
+                false
+            }
+            () = cut_now => true,
+        };
+        let cut = self.tasks.len();
+        self.abort.cancel();
+        self.tasks.wait().await;
+        Drained::Cut { cut, early }
+    }
+}
+
+/// How a drain ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drained {
+    /// Every connection finished in time.
+    All,
+    /// `cut` connections (and HTTP/2 streams) were still running: at the deadline, or `early`
+    /// when asked to stop waiting.
+    Cut { cut: usize, early: bool },
+}
+
+fn log_connection_end(result: Result<(), Box<dyn std::error::Error + Send + Sync>>) {
+    if let Err(e) = result {
+        tracing::debug!("connection ended with an error: {e}");
+    }
+}
+
+/// Errors that concern one connection are skipped; others (out of file descriptors) are logged
+/// and followed by a pause, since accepting again at once would fail the same way.
+async fn accept_failed(e: &io::Error) {
+    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!("accepting a connection failed: {e}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+}
