@@ -5,6 +5,7 @@
 
 pub mod mock_openai;
 pub mod mock_providers;
+pub mod postgres;
 pub mod redis;
 
 use std::net::SocketAddr;
