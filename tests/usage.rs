@@ -23,8 +23,11 @@ const MOCK_COST_MICROS: i64 = 6;
 /// Where a test's gateway keeps its ledger.
 enum Backend {
     Sqlite(PathBuf),
-    /// A database of its own on the shared cluster (kept alive by the `Arc`).
-    Postgres(String, Arc<PgCluster>),
+    /// A database of its own on the shared cluster, kept alive while the test runs.
+    Postgres {
+        url: String,
+        _cluster: Arc<PgCluster>,
+    },
 }
 
 /// Each test taking a [`Backend`], once on SQLite and once on PostgreSQL.
@@ -65,13 +68,16 @@ impl Backend {
     /// `None` when PostgreSQL is absent and `WASMGATE_SKIP_POSTGRES=1`.
     fn postgres() -> Option<Self> {
         let (url, cluster) = common::postgres::database()?;
-        Some(Self::Postgres(url, cluster))
+        Some(Self::Postgres {
+            url,
+            _cluster: cluster,
+        })
     }
 
     fn url(&self) -> String {
         match self {
             Self::Sqlite(path) => format!("sqlite://{}", path.display()),
-            Self::Postgres(url, _) => url.clone(),
+            Self::Postgres { url, .. } => url.clone(),
         }
     }
 
@@ -79,7 +85,7 @@ impl Backend {
     async fn rows(&self) -> Vec<(String, i64, i64, Row)> {
         match self {
             Self::Sqlite(path) => sqlite_rows(path),
-            Self::Postgres(url, _) => {
+            Self::Postgres { url, .. } => {
                 let url = url.clone();
                 // The sync client blocks on a runtime of its own: not on this test's thread.
                 tokio::task::spawn_blocking(move || postgres_rows(&url))
@@ -736,5 +742,10 @@ async fn no_record_lost_on_sigterm_under_load() {
     assert!(
         answered.len() < CLIENTS * PER_CLIENT,
         "SIGTERM came after the load ended: nothing was tested"
+    );
+    eprintln!(
+        "{} of {} requests answered before SIGTERM ended the load; as many records",
+        answered.len(),
+        CLIENTS * PER_CLIENT
     );
 }

@@ -287,6 +287,9 @@ mod tests {
         // Within one hour: raw only.
         assert_eq!(plan(D + 1, D + 9, None, true).raw, vec![(D + 1, D + 9)]);
         // Aligned: no raw edges.
-        assert_eq!(plan(D, D + DAY_US, Some(Unit::Month), true).raw, Vec::<Span>::new());
+        assert_eq!(
+            plan(D, D + DAY_US, Some(Unit::Month), true).raw,
+            Vec::<Span>::new()
+        );
     }
 }

@@ -608,7 +608,8 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
         user_tags: vec!["team-3".to_owned()],
         ..UserFilter::default()
     };
-    let queries: [(&str, Box<dyn Fn() -> usize>); 7] = [
+    type Query<'a> = Box<dyn Fn() -> usize + 'a>;
+    let queries: [(&str, Query<'_>); 7] = [
         (
             "/usage/total",
             Box::new(|| store.total("p0", start, end).unwrap().requests as usize),
