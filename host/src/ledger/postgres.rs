@@ -236,7 +236,9 @@ impl PostgresStore {
         };
         let result = query(&mut client).map_err(|e| self.scrub(format_args!("{e:#}")));
         let mut readers = self.lock(&self.readers)?;
-        if client.is_closed() {
+        // A client only learns that its server went away when it next talks to it: after any
+        // error, a fresh connection is cheaper than finding out which errors left it broken.
+        if result.is_err() || client.is_closed() {
             readers.open -= 1;
         } else {
             readers.idle.push(client);
@@ -529,8 +531,8 @@ impl Store for PostgresStore {
         let result = self
             .write_on(client, records)
             .map_err(|e| self.scrub(format_args!("{e:#}")));
-        if client.is_closed() {
-            // The server went away: the next try opens a new connection.
+        if result.is_err() {
+            // The server may have gone away (see `read`): the next try opens a new connection.
             *writer = None;
         }
         result
