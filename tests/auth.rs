@@ -50,8 +50,8 @@ fn assert_error(status: u16, body: &Value, want_status: u16, code: &str) {
 async fn usage_endpoints_need_a_key_of_the_project_asked_about() {
     let mock = MockOpenAi::start().await;
     let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
-    let acme = gateway.api_key("acme");
-    let other = gateway.api_key("other");
+    let acme = gateway.api_key("acme").await;
+    let other = gateway.api_key("other").await;
     for path in ["/usage/total", "/usage/models"] {
         let (status, body) = post(&gateway, path, None, Some("acme"), json!({})).await;
         assert_error(status, &body, 401, "missing_api_key");
@@ -91,7 +91,10 @@ async fn usage_endpoints_need_a_key_of_the_project_asked_about() {
 async fn projects_see_only_their_own_usage() {
     let mock = MockOpenAi::start().await;
     let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
-    let (acme, other) = (gateway.api_key("acme"), gateway.api_key("other"));
+    let (acme, other) = (
+        gateway.api_key("acme").await,
+        gateway.api_key("other").await,
+    );
     // Open gateway: the key decides the project, whatever x-project-id a stranger claims.
     for (key, n) in [(&acme, 2), (&other, 1)] {
         for _ in 0..n {
@@ -139,8 +142,8 @@ async fn required_auth_guards_v1_and_records_who_called() {
         db.display()
     );
     let gateway = TestGateway::start(&yaml).await;
-    let acme_key = gateway.api_key("acme");
-    let other = gateway.api_key("other");
+    let acme_key = gateway.api_key("acme").await;
+    let other = gateway.api_key("other").await;
 
     let (status, body) = post(&gateway, "/v1/chat/completions", None, Some("acme"), chat()).await;
     assert_error(status, &body, 401, "missing_api_key");

@@ -256,7 +256,7 @@ async fn usage_prints_the_same_table_from_the_ledger_and_from_a_gateway() {
     let dir = temp_dir("usage");
     let mock = MockOpenAi::start().await;
     let gateway = gateway_on(&dir, &mock.base_url()).await;
-    let key = gateway.api_key("acme");
+    let key = gateway.api_key("acme").await;
     for model in ["gpt-4o-mini", "gpt-4o-mini", "echo-1"] {
         let response = http()
             .post(gateway.url("/v1/chat/completions"))

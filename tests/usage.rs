@@ -1,34 +1,106 @@
 //! The usage ledger through the real gateway: one exact record per request (whole, streamed,
-//! disconnected, failed), the `/usage/*` analytics endpoints, and no record lost on shutdown.
+//! disconnected, failed), the `/usage/*` analytics endpoints and their user filter, and no record
+//! lost on shutdown (also under load, with SIGTERM sent to the real binary). Each test that
+//! touches the store runs twice: on SQLite and on a throwaway PostgreSQL cluster.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::mock_openai::{CACHED_TOKENS, COMPLETION_TOKENS, MockOpenAi, PROMPT_TOKENS};
+use common::postgres::PgCluster;
 use common::{TestGateway, config_for, http};
 use serde_json::{Value, json};
 
 /// gpt-4o-mini's catalog price of the mock's usage (13 prompt, 5 of them cached, 7 completion).
 const MOCK_COST_MICROS: i64 = 6;
 
-/// A fresh ledger file for one test.
-fn ledger_file(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wasmgate-usage-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join("ledger.db")
+/// Where a test's gateway keeps its ledger.
+enum Backend {
+    Sqlite(PathBuf),
+    /// A database of its own on the shared cluster, kept alive while the test runs.
+    Postgres {
+        url: String,
+        _cluster: Arc<PgCluster>,
+    },
 }
 
-async fn start(mock: &MockOpenAi, db: &std::path::Path) -> TestGateway {
+/// Each test taking a [`Backend`], once on SQLite and once on PostgreSQL.
+macro_rules! on_both_stores {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            #[tokio::test]
+            async fn sqlite() {
+                super::$test(super::Backend::sqlite(stringify!($test))).await;
+            }
+
+            #[tokio::test]
+            async fn postgres() {
+                if let Some(backend) = super::Backend::postgres() {
+                    super::$test(backend).await;
+                }
+            }
+        }
+    )*};
+}
+
+on_both_stores!(
+    every_request_gets_one_exact_record_flushed_on_shutdown,
+    totals_and_model_buckets_per_project_in_ms_or_us,
+    models_filtered_by_user_are_bucketed_by_day,
+);
+
+impl Backend {
+    /// A fresh ledger file for one test.
+    fn sqlite(name: &str) -> Self {
+        let dir =
+            std::env::temp_dir().join(format!("wasmgate-usage-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self::Sqlite(dir.join("ledger.db"))
+    }
+
+    /// `None` when PostgreSQL is absent and `WASMGATE_SKIP_POSTGRES=1`.
+    fn postgres() -> Option<Self> {
+        let (url, cluster) = common::postgres::database()?;
+        Some(Self::Postgres {
+            url,
+            _cluster: cluster,
+        })
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Self::Sqlite(path) => format!("sqlite://{}", path.display()),
+            Self::Postgres { url, .. } => url.clone(),
+        }
+    }
+
+    /// Every stored record, oldest first: (request id, time, latency, the rest).
+    async fn rows(&self) -> Vec<(String, i64, i64, Row)> {
+        match self {
+            Self::Sqlite(path) => sqlite_rows(path),
+            Self::Postgres { url, .. } => {
+                let url = url.clone();
+                // The sync client blocks on a runtime of its own: not on this test's thread.
+                tokio::task::spawn_blocking(move || postgres_rows(&url))
+                    .await
+                    .unwrap()
+            }
+        }
+    }
+}
+
+async fn start(mock: &MockOpenAi, backend: &Backend) -> TestGateway {
     let yaml = format!(
-        "{}\nledger: {{ url: 'sqlite://{}' }}\n",
+        "{}\nledger: {{ url: '{}' }}\n",
         config_for(&mock.base_url()),
-        db.display()
+        backend.url()
     );
     TestGateway::start(&yaml).await
 }
@@ -57,15 +129,49 @@ struct Row {
     estimated: bool,
 }
 
-fn rows(db: &std::path::Path) -> Vec<(String, i64, i64, Row)> {
+const ROW_COLUMNS: &str = "request_id, time_us, latency_us, project, user_id, provider, model,
+    operation, input_tokens, output_tokens, cached_input_tokens, cost_micros, status, error_type,
+    estimated";
+
+fn postgres_rows(url: &str) -> Vec<(String, i64, i64, Row)> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let rows = client
+        .query(
+            &format!("SELECT {ROW_COLUMNS} FROM usage_records ORDER BY time_us"),
+            &[],
+        )
+        .unwrap();
+    rows.iter()
+        .map(|r| {
+            (
+                r.get(0),
+                r.get(1),
+                r.get(2),
+                Row {
+                    project: r.get(3),
+                    user_id: r.get(4),
+                    provider: r.get(5),
+                    model: r.get(6),
+                    operation: r.get(7),
+                    input: r.get(8),
+                    output: r.get(9),
+                    cached: r.get(10),
+                    cost: r.get(11),
+                    status: i64::from(r.get::<_, i32>(12)),
+                    error_type: r.get(13),
+                    estimated: r.get(14),
+                },
+            )
+        })
+        .collect()
+}
+
+fn sqlite_rows(db: &std::path::Path) -> Vec<(String, i64, i64, Row)> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut stmt = conn
-        .prepare(
-            "SELECT request_id, time_us, latency_us, project, user_id, provider, model, operation,
-                input_tokens, output_tokens, cached_input_tokens, cost_micros, status, error_type,
-                estimated
-             FROM usage_records ORDER BY time_us",
-        )
+        .prepare(&format!(
+            "SELECT {ROW_COLUMNS} FROM usage_records ORDER BY time_us"
+        ))
         .unwrap();
     stmt.query_map([], |r| {
         Ok((
@@ -119,11 +225,9 @@ fn mock_row(project: &str) -> Row {
     }
 }
 
-#[tokio::test]
-async fn every_request_gets_one_exact_record_flushed_on_shutdown() {
+async fn every_request_gets_one_exact_record_flushed_on_shutdown(backend: Backend) {
     let mock = MockOpenAi::start().await;
-    let db = ledger_file("records");
-    let gateway = start(&mock, &db).await;
+    let gateway = start(&mock, &backend).await;
     let client = http();
     let before = now_us();
 
@@ -189,7 +293,7 @@ async fn every_request_gets_one_exact_record_flushed_on_shutdown() {
     // Nothing is read before the gateway stops: shutdown must write every queued record.
     gateway.stop().await;
     let after = now_us();
-    let rows = rows(&db);
+    let rows = backend.rows().await;
     let by_id = |id: &str| {
         let (_, time, latency, row) = rows.iter().find(|(r, ..)| r == id).unwrap_or_else(|| {
             panic!("no record {id} in {rows:#?}");
@@ -235,7 +339,7 @@ async fn every_request_gets_one_exact_record_flushed_on_shutdown() {
 async fn usage(gateway: &TestGateway, path: &str, project: &str, body: Value) -> (u16, Value) {
     let response = http()
         .post(gateway.url(path))
-        .bearer_auth(gateway.api_key(project))
+        .bearer_auth(gateway.api_key(project).await)
         .header("x-project-id", project)
         .json(&body)
         .send()
@@ -270,11 +374,9 @@ async fn wait_for_tokens(gateway: &TestGateway, project: &str, input: u64) {
     panic!("the ledger never showed {input} input tokens for {project}");
 }
 
-#[tokio::test]
-async fn totals_and_model_buckets_per_project_in_ms_or_us() {
+async fn totals_and_model_buckets_per_project_in_ms_or_us(backend: Backend) {
     let mock = MockOpenAi::start().await;
-    let db = ledger_file("endpoints");
-    let gateway = start(&mock, &db).await;
+    let gateway = start(&mock, &backend).await;
     let start_us = now_us();
     send(&gateway, "acme", 3).await;
     send(&gateway, "other", 1).await;
@@ -355,8 +457,7 @@ async fn totals_and_model_buckets_per_project_in_ms_or_us() {
 #[tokio::test]
 async fn bad_usage_queries_get_400_in_openais_shape() {
     let mock = MockOpenAi::start().await;
-    let db = ledger_file("bad");
-    let gateway = start(&mock, &db).await;
+    let gateway = start(&mock, &Backend::sqlite("bad")).await;
     let cases = [
         (
             "/usage/total",
@@ -379,6 +480,15 @@ async fn bad_usage_queries_get_400_in_openais_shape() {
             "min_unit",
         ),
         ("/usage/models", json!({"min_unit": 3}), "min_unit"),
+        ("/usage/models", json!({"user_id": ""}), "user_id"),
+        ("/usage/models", json!({"user_id": 7}), "user_id"),
+        ("/usage/models", json!({"user_tags": "vip"}), "user_tags"),
+        (
+            "/usage/models",
+            json!({"user_tags": ["vip", " "]}),
+            "user_tags",
+        ),
+        ("/usage/total", json!({"user_id": "u-1"}), ""),
         ("/usage/total", json!({"star_time_us": 1}), ""),
     ];
     for (path, body, param) in cases {
@@ -394,7 +504,7 @@ async fn bad_usage_queries_get_400_in_openais_shape() {
     // Not JSON at all.
     let response = http()
         .post(gateway.url("/usage/models"))
-        .bearer_auth(gateway.api_key("acme"))
+        .bearer_auth(gateway.api_key("acme").await)
         .body("{nope")
         .send()
         .await
@@ -403,4 +513,241 @@ async fn bad_usage_queries_get_400_in_openais_shape() {
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["error"]["code"], "invalid_json");
     gateway.stop().await;
+}
+
+/// Sends one whole request for `project` as `user` (an `extra.user` object).
+async fn send_as(gateway: &TestGateway, project: &str, user: Value) {
+    let mut body = chat("gpt-4o-mini", false);
+    body["extra"]["user"] = user;
+    let response = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .header("x-project-id", project)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+async fn models_filtered_by_user_are_bucketed_by_day(backend: Backend) {
+    let mock = MockOpenAi::start().await;
+    let gateway = start(&mock, &backend).await;
+    let start_us = now_us();
+    send_as(
+        &gateway,
+        "acme",
+        json!({"id": "ada", "name": "Ada", "tags": ["beta"]}),
+    )
+    .await;
+    send_as(
+        &gateway,
+        "acme",
+        json!({"id": "ada", "name": "Ada", "tags": ["beta"]}),
+    )
+    .await;
+    send_as(
+        &gateway,
+        "acme",
+        json!({"id": "bob", "name": "Bob", "tags": ["vip", "beta"]}),
+    )
+    .await;
+    send_as(&gateway, "acme", json!({"id": "cy", "tags": ["free"]})).await;
+    send_as(&gateway, "other", json!({"id": "ada", "name": "Ada"})).await;
+    wait_for_tokens(&gateway, "acme", 4 * PROMPT_TOKENS).await;
+    wait_for_tokens(&gateway, "other", PROMPT_TOKENS).await;
+    let end_us = now_us() + 1_000_000;
+    let range = json!({"start_time_us": start_us, "end_time_us": end_us});
+
+    // The input tokens of each answer's buckets, and the buckets' key.
+    let ask = |filter: Value| {
+        let mut query = range.clone();
+        query
+            .as_object_mut()
+            .unwrap()
+            .extend(filter.as_object().unwrap().clone());
+        let gateway = &gateway;
+        async move {
+            let (status, body) = usage(gateway, "/usage/models", "acme", query).await;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body["period_start"], start_us, "{body}");
+            let models = body["models"].as_array().unwrap().clone();
+            let input: u64 = models
+                .iter()
+                .map(|m| m["total_input_tokens"].as_u64().unwrap())
+                .sum();
+            (models, input / PROMPT_TOKENS)
+        }
+    };
+
+    let (models, requests) = ask(json!({"user_id": "ada"})).await;
+    assert_eq!(requests, 2, "only ada's two requests in acme: {models:?}");
+    let day = models[0]["day"].as_str().unwrap();
+    assert!(day.ends_with(" 00:00:00"), "bucketed by day: {day}");
+    assert!(models[0].get("hour").is_none(), "{models:?}");
+    assert_eq!(models[0]["model_name"], "gpt-4o-mini");
+    assert_eq!(
+        models[0]["total_cost"].as_f64().unwrap(),
+        2.0 * MOCK_COST_MICROS as f64 / 1e6
+    );
+
+    assert_eq!(ask(json!({"user_name": "Bob"})).await.1, 1);
+    assert_eq!(ask(json!({"user_tags": ["beta"]})).await.1, 3);
+    assert_eq!(
+        ask(json!({"user_tags": ["vip", "free"]})).await.1,
+        2,
+        "any tag"
+    );
+    assert_eq!(
+        ask(json!({"user_id": "ada", "user_tags": ["vip"]})).await.1,
+        0
+    );
+    assert_eq!(
+        ask(json!({"user_id": "nobody"})).await.0,
+        Vec::<Value>::new()
+    );
+
+    // An explicit unit still wins over the filter's day.
+    let (models, requests) = ask(json!({"user_id": "ada", "min_unit": "hour"})).await;
+    assert_eq!(requests, 2);
+    assert!(models[0]["hour"].as_str().is_some(), "{models:?}");
+
+    // The time range still applies: before the requests, nothing.
+    let (status, body) = usage(
+        &gateway,
+        "/usage/models",
+        "acme",
+        json!({"start_time_us": start_us - 3_600_000_000i64, "end_time_us": start_us, "user_id": "ada"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["models"], json!([]));
+    gateway.stop().await;
+}
+
+/// The real binary under a bounded load (8 clients, at most 480 requests, at most 5 s) gets
+/// SIGTERM midway: it exits 0, and the ledger file holds exactly one record per response, each
+/// named by the response's `x-request-id`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_record_lost_on_sigterm_under_load() {
+    const CLIENTS: usize = 8;
+    const PER_CLIENT: usize = 60;
+    const SIGTERM_AFTER: usize = 120;
+    let Backend::Sqlite(db) = Backend::sqlite("sigterm") else {
+        unreachable!()
+    };
+    let dir = db.parent().unwrap().to_owned();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "server: {{ host: 127.0.0.1, port: {port} }}\n\
+             providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n\
+             ledger: {{ url: 'sqlite://{}' }}\n",
+            db.display()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wasmgate"))
+        .args(["serve", "--log-level", "info", "--config"])
+        .arg(&config)
+        .current_dir(&dir)
+        .env("XDG_CACHE_HOME", common::plugin_cache_dir())
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = http();
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while client.get(format!("{url}/health")).send().await.is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "wasmgate did not start"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "wasmgate exited");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let answered = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let load_ends = tokio::time::Instant::now() + Duration::from_secs(5);
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|c| {
+            let (client, url, answered) = (client.clone(), url.clone(), Arc::clone(&answered));
+            tokio::spawn(async move {
+                for i in 0..PER_CLIENT {
+                    if tokio::time::Instant::now() > load_ends {
+                        break;
+                    }
+                    let id = format!("load-{c}-{i}");
+                    let sent = client
+                        .post(format!("{url}/v1/chat/completions"))
+                        .header("x-request-id", &id)
+                        .json(&json!({"model": "echo-1", "messages": [{"role": "user", "content": "hi"}]}))
+                        .send()
+                        .await;
+                    // After SIGTERM, new connections are refused: that request never existed.
+                    let Ok(response) = sent else { continue };
+                    let echoed = response.headers()["x-request-id"].to_str().unwrap().to_owned();
+                    if response.bytes().await.is_ok() {
+                        assert_eq!(echoed, id);
+                        answered.lock().unwrap().push(echoed);
+                    }
+                }
+            })
+        })
+        .collect();
+    while answered.lock().unwrap().len() < SIGTERM_AFTER {
+        assert!(
+            tokio::time::Instant::now() < load_ends,
+            "the load never got going"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    for client in clients {
+        client.await.unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(status.success(), "exit status {status}");
+
+    let answered = answered.lock().unwrap().clone();
+    let stored: Vec<String> = sqlite_rows(&db).into_iter().map(|(id, ..)| id).collect();
+    let missing: Vec<_> = answered.iter().filter(|id| !stored.contains(id)).collect();
+    assert!(missing.is_empty(), "answered but not recorded: {missing:?}");
+    assert_eq!(
+        stored.len(),
+        answered.len(),
+        "one record per answered request (sent {} of {})",
+        answered.len(),
+        CLIENTS * PER_CLIENT
+    );
+    assert!(
+        answered.len() < CLIENTS * PER_CLIENT,
+        "SIGTERM came after the load ended: nothing was tested"
+    );
+    eprintln!(
+        "{} of {} requests answered before SIGTERM ended the load; as many records",
+        answered.len(),
+        CLIENTS * PER_CLIENT
+    );
 }

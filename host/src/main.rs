@@ -106,6 +106,12 @@ struct UsageArgs {
     /// Per model, in buckets of: minute, hour, day, week or month. Without it: the totals.
     #[arg(long, value_name = "UNIT")]
     by: Option<String>,
+    /// Only this user's usage (the `extra.user` id); implies per model, by day unless --by.
+    #[arg(long)]
+    user: Option<String>,
+    /// Only users with this tag (repeatable: any of them); implies per model, by day unless --by.
+    #[arg(long)]
+    tag: Vec<String>,
     /// Ask a running gateway (e.g. http://127.0.0.1:8080) instead of reading the ledger.
     #[arg(long, requires = "key")]
     gateway: Option<String>,
@@ -365,7 +371,13 @@ async fn usage(args: UsageArgs) -> anyhow::Result<()> {
     if start_us > end_us {
         anyhow::bail!("--since must not be after --until");
     }
+    let users = wasmgate::ledger::UserFilter {
+        user_id: args.user,
+        user_name: None,
+        user_tags: args.tag,
+    };
     let per_model = match &args.by {
+        None if !users.is_empty() => Some(wasmgate::ledger::Unit::Day),
         None => None,
         Some(unit) => Some(wasmgate::ledger::Unit::parse(unit).ok_or_else(|| {
             anyhow::anyhow!("--by: one of minute, hour, day, week, month; got `{unit}`")
@@ -383,6 +395,7 @@ async fn usage(args: UsageArgs) -> anyhow::Result<()> {
         start_us,
         end_us,
         per_model,
+        users,
     };
     let mut out = Vec::new();
     usage::report(&source, &query, &mut out).await?;

@@ -7,6 +7,7 @@ pub mod binary;
 pub mod mock_bedrock;
 pub mod mock_openai;
 pub mod mock_providers;
+pub mod postgres;
 pub mod redis;
 
 use std::net::SocketAddr;
@@ -81,9 +82,14 @@ impl TestGateway {
     }
 
     /// A new API key of `project`, stored in this gateway's ledger database.
-    pub fn api_key(&self, project: &str) -> String {
+    pub async fn api_key(&self, project: &str) -> String {
         let (key, stored) = wasmgate::auth::generate(project, None, 0);
-        self.state.ledger.store().insert_key(&stored).unwrap();
+        let store = self.state.ledger.store();
+        // Store calls block (PostgreSQL's client refuses to run on an async worker).
+        tokio::task::spawn_blocking(move || store.insert_key(&stored))
+            .await
+            .unwrap()
+            .unwrap();
         key
     }
 

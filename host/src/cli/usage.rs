@@ -8,7 +8,7 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::ledger::time::{DAY_US, HOUR_US, format_utc, parse_utc};
-use crate::ledger::{ModelBucket, Store, Totals, Unit};
+use crate::ledger::{ModelBucket, Store, Totals, Unit, UserFilter};
 use crate::secret::Secret;
 
 use super::table;
@@ -26,6 +26,8 @@ pub struct Query {
     pub end_us: i64,
     /// `None`: the range's totals; `Some(unit)`: per model and `unit` bucket.
     pub per_model: Option<Unit>,
+    /// Only these users' usage (per model only: totals are per project).
+    pub users: UserFilter,
 }
 
 /// Reads `2025-01-01`, `2025-01-01 12:00[:00]` (UTC), or a span back from now: `90m`, `24h`, `7d`.
@@ -136,7 +138,9 @@ async fn models(source: &Source, query: &Query, unit: Unit) -> anyhow::Result<Ve
         Source::Local(store) => {
             let store = Arc::clone(store);
             let (project, start, end) = (query.project.clone(), query.start_us, query.end_us);
-            tokio::task::spawn_blocking(move || store.models(&project, start, end, unit)).await?
+            let users = query.users.clone();
+            tokio::task::spawn_blocking(move || store.models(&project, start, end, unit, &users))
+                .await?
         }
         Source::Remote { .. } => {
             let body = ask(
@@ -257,6 +261,7 @@ mod tests {
             start_us: parse_utc("2025-03-01").unwrap(),
             end_us: parse_utc("2025-03-08").unwrap(),
             per_model: None,
+            users: UserFilter::default(),
         };
         let mut out = Vec::new();
         report(&source, &query, &mut out).await.unwrap();

@@ -675,10 +675,15 @@ impl Config {
                 ));
             }
         }
-        if !(self.ledger.url.starts_with("sqlite://") || self.ledger.url == "sqlite::memory:") {
+        let url = &self.ledger.url;
+        if !(url.starts_with("sqlite://")
+            || url == "sqlite::memory:"
+            || url.starts_with("postgres://")
+            || url.starts_with("postgresql://"))
+        {
             return Err(ConfigError::key(
                 "ledger.url",
-                "must be sqlite://PATH or sqlite::memory:",
+                "must be sqlite://PATH, sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB",
             ));
         }
         if self.ledger.queue_capacity == 0 {

@@ -11,20 +11,24 @@
 //!
 //! - [`store`]: the storage trait and what the analytics endpoints ask of it.
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
+//! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
+//! - `rollup`: what both stores share about rollups and ranges.
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
+pub mod postgres;
+mod rollup;
 pub mod sqlite;
 pub mod store;
 pub mod time;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use store::{ApiKey, ModelBucket, Store, Totals, Unit};
+pub use store::{ApiKey, ModelBucket, Store, Totals, Unit, UserFilter};
 
 /// Records written in one transaction at most.
 const BATCH: usize = 1_000;
@@ -64,15 +68,26 @@ pub struct UsageRecord {
 }
 
 /// Where the ledger keeps its records (`ledger:` in the config).
-#[derive(Clone, Debug, serde::Deserialize)]
+#[derive(Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerConfig {
-    /// `sqlite://path/to/file.db`, or `sqlite::memory:` (lost on exit; for tests).
+    /// `sqlite://path/to/file.db`, `sqlite::memory:` (lost on exit; for tests), or
+    /// `postgres://user:password@host:port/db`.
     #[serde(default = "default_url")]
     pub url: String,
     /// Records waiting to be written at most; past that, new records are dropped and counted.
     #[serde(default = "default_queue_capacity")]
     pub queue_capacity: usize,
+}
+
+impl std::fmt::Debug for LedgerConfig {
+    // By hand: the URL may hold the database's password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerConfig")
+            .field("url", &postgres::redact_url(&self.url))
+            .field("queue_capacity", &self.queue_capacity)
+            .finish()
+    }
 }
 
 impl Default for LedgerConfig {
@@ -92,13 +107,19 @@ fn default_queue_capacity() -> usize {
 }
 
 /// Opens the store `config.url` names, without a writer (for `wasmgate keys` and `usage`).
+/// A PostgreSQL store connects on first use, so this never waits on the network.
 pub fn open_store(config: &LedgerConfig) -> anyhow::Result<Arc<dyn Store>> {
     Ok(if let Some(path) = config.url.strip_prefix("sqlite://") {
         Arc::new(sqlite::SqliteStore::open(std::path::Path::new(path))?)
     } else if config.url == "sqlite::memory:" {
         Arc::new(sqlite::SqliteStore::in_memory()?)
+    } else if config.url.starts_with("postgres://") || config.url.starts_with("postgresql://") {
+        Arc::new(postgres::PostgresStore::open(&config.url)?)
     } else {
-        anyhow::bail!("ledger.url: unsupported `{}`", config.url)
+        anyhow::bail!(
+            "ledger.url: unsupported `{}` (sqlite://, sqlite::memory: or postgres://)",
+            postgres::redact_url(&config.url)
+        )
     })
 }
 
@@ -112,6 +133,8 @@ struct Inner {
     tx: mpsc::Sender<UsageRecord>,
     store: Arc<dyn Store>,
     dropped: AtomicU64,
+    /// When a drop was last logged, in µs since the epoch: at most one warning a second.
+    drop_logged_us: AtomicI64,
     stop: CancellationToken,
     writer: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -132,6 +155,7 @@ impl Ledger {
                 tx,
                 store,
                 dropped: AtomicU64::new(0),
+                drop_logged_us: AtomicI64::new(i64::MIN),
                 stop,
                 writer: tokio::sync::Mutex::new(Some(writer)),
             }),
@@ -147,7 +171,23 @@ impl Ledger {
                 mpsc::error::TrySendError::Full(_) => "the ledger queue is full",
                 mpsc::error::TrySendError::Closed(_) => "the ledger has shut down",
             };
-            tracing::warn!(dropped, "usage record dropped: {reason}");
+            // Under load a full queue drops thousands of records a second: one line a second
+            // (with the running count) says as much without flooding the log.
+            let now = time::now_us();
+            let last = self.inner.drop_logged_us.load(Ordering::Relaxed);
+            if now.saturating_sub(last) >= 1_000_000
+                && self
+                    .inner
+                    .drop_logged_us
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                tracing::warn!(
+                    dropped,
+                    queued = self.queued(),
+                    "usage records dropped: {reason}"
+                );
+            }
         }
     }
 
@@ -213,21 +253,39 @@ async fn write_loop(
                 }
             }
         }
-        write_batch(&store, batch, &stop).await;
+        write_batch(&store, batch, &stop, &rx).await;
     }
 }
 
 /// Writes one batch, retrying with a backoff while the store fails; when stopping, gives up
-/// after a few tries so that shutdown ends.
-async fn write_batch(store: &Arc<dyn Store>, batch: Vec<UsageRecord>, stop: &CancellationToken) {
+/// after a few tries so that shutdown ends. While it retries, the records behind it wait in the
+/// queue: each warning says how full the queue is, and recovery is logged with the outage's
+/// length, so that an operator sees the buffer fill and drain.
+async fn write_batch(
+    store: &Arc<dyn Store>,
+    batch: Vec<UsageRecord>,
+    stop: &CancellationToken,
+    queue: &mpsc::Receiver<UsageRecord>,
+) {
     let batch = Arc::new(batch);
     let mut delay = Duration::from_millis(100);
+    let started = tokio::time::Instant::now();
     for attempt in 1.. {
         let (store, records) = (Arc::clone(store), Arc::clone(&batch));
         let result = tokio::task::spawn_blocking(move || store.write(&records)).await;
         let error = match result {
-            Ok(Ok(())) => return,
-            Ok(Err(e)) => e.to_string(),
+            Ok(Ok(())) => {
+                if attempt > 1 {
+                    tracing::info!(
+                        attempts = attempt,
+                        outage_ms = started.elapsed().as_millis() as u64,
+                        queued = queue.len(),
+                        "usage records written again after the ledger database failed"
+                    );
+                }
+                return;
+            }
+            Ok(Err(e)) => format!("{e:#}"),
             Err(e) => e.to_string(),
         };
         if stop.is_cancelled() && attempt >= 3 {
@@ -240,7 +298,9 @@ async fn write_batch(store: &Arc<dyn Store>, batch: Vec<UsageRecord>, stop: &Can
         tracing::warn!(
             records = batch.len(),
             attempt,
-            "cannot write usage records, retrying: {error}"
+            queued = queue.len(),
+            capacity = queue.max_capacity(),
+            "cannot write usage records, retrying in {delay:?}: {error}"
         );
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(10));

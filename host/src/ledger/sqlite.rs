@@ -1,12 +1,13 @@
-//! The embedded SQLite store: `usage_records` (one row per request) and `usage_hourly` (sums per
-//! hour, project, user, provider and model, kept up to date in the same transaction).
+//! The embedded SQLite store, on the schema [`super::store`] describes.
 //!
-//! Queries read whole hours from the rollup and only the partial hours at the edges of the range
-//! from the raw table, so their cost grows with the number of hours, not of requests. Minute
-//! buckets cannot come from an hourly rollup: they read the raw table (indexed by project and
-//! time), which is fine for the short ranges minute buckets are asked for.
+//! Queries read whole hours from a rollup and only the partial hours at the edges of the range
+//! from the raw table, so their cost grows with the number of hours, not of requests. Unfiltered
+//! questions read `usage_hourly_models` (one row per hour and model, however many users);
+//! questions about some users read `usage_daily_users` for whole days (the unit they are
+//! answered in by default) and `usage_hourly_users` for whole hours, both through primary keys
+//! that start with the user.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -14,8 +15,8 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 use super::UsageRecord;
-use super::store::{ApiKey, ModelBucket, Store, Totals, Unit};
-use super::time::{HOUR_US, MINUTE_US, bucket_start};
+use super::rollup::{self, Buckets, NO_USER, UserKeys, UserSeen};
+use super::store::{ApiKey, ModelBucket, Store, Totals, Unit, UserFilter};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS usage_records (
@@ -23,6 +24,7 @@ CREATE TABLE IF NOT EXISTS usage_records (
     time_us INTEGER NOT NULL,
     project TEXT NOT NULL,
     api_key_id TEXT,
+    user_key INTEGER NOT NULL,
     user_id TEXT,
     user_name TEXT,
     user_tags TEXT NOT NULL,
@@ -39,17 +41,48 @@ CREATE TABLE IF NOT EXISTS usage_records (
     estimated INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS usage_records_by_project_time ON usage_records (project, time_us);
-CREATE TABLE IF NOT EXISTS usage_hourly (
+CREATE TABLE IF NOT EXISTS usage_users (
+    user_key INTEGER PRIMARY KEY,
+    project TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    user_name TEXT NOT NULL,
+    user_tags TEXT NOT NULL,
+    UNIQUE (project, user_id, user_name, user_tags)
+);
+CREATE TABLE IF NOT EXISTS usage_hourly_models (
     project TEXT NOT NULL,
     hour_us INTEGER NOT NULL,
-    user_id TEXT NOT NULL,
     provider TEXT NOT NULL,
     model TEXT NOT NULL,
     input_tokens INTEGER NOT NULL,
     output_tokens INTEGER NOT NULL,
     cost_micros INTEGER NOT NULL,
     requests INTEGER NOT NULL,
-    PRIMARY KEY (project, hour_us, user_id, provider, model)
+    PRIMARY KEY (project, hour_us, provider, model)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage_hourly_users (
+    project TEXT NOT NULL,
+    user_key INTEGER NOT NULL,
+    hour_us INTEGER NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_micros INTEGER NOT NULL,
+    requests INTEGER NOT NULL,
+    PRIMARY KEY (project, user_key, hour_us, provider, model)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage_daily_users (
+    project TEXT NOT NULL,
+    user_key INTEGER NOT NULL,
+    day_us INTEGER NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_micros INTEGER NOT NULL,
+    requests INTEGER NOT NULL,
+    PRIMARY KEY (project, user_key, day_us, provider, model)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS api_keys (
     id TEXT PRIMARY KEY,
@@ -61,6 +94,9 @@ CREATE TABLE IF NOT EXISTS api_keys (
     revoked_us INTEGER
 );
 ";
+
+/// Key lists longer than this are queried in chunks (SQLite caps the parameters of a statement).
+const KEYS_PER_QUERY: usize = 500;
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us";
 
@@ -78,6 +114,7 @@ fn key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKey> {
 
 pub struct SqliteStore {
     conn: Mutex<Connection>,
+    users: Mutex<UserKeys>,
 }
 
 impl SqliteStore {
@@ -85,7 +122,11 @@ impl SqliteStore {
     pub fn open(path: &Path) -> anyhow::Result<Self> {
         let conn = Connection::open(path)
             .with_context(|| format!("cannot open the ledger database {}", path.display()))?;
-        conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")?;
+        // A batch touches one rollup row per user in each per-user rollup, spread over their
+        // B-trees: with SQLite's 2 MiB default cache, a thousand active users thrash it.
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536;",
+        )?;
         Self::init(conn)
     }
 
@@ -95,10 +136,30 @@ impl SqliteStore {
     }
 
     fn init(conn: Connection) -> anyhow::Result<Self> {
+        // The first development schema had no `user_key`: its records cannot be filtered by
+        // user, nor its rollups read by the queries below. Say so rather than fail on a column.
+        let has_records: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'usage_records')",
+            [],
+            |row| row.get(0),
+        )?;
+        if has_records {
+            let columns: i64 = conn.query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('usage_records') WHERE name = 'user_key'",
+                [],
+                |row| row.get(0),
+            )?;
+            anyhow::ensure!(
+                columns == 1,
+                "this ledger database was written by an earlier development version of \
+                 wasmgate (no usage_records.user_key): move it away to start a new one"
+            );
+        }
         conn.execute_batch(SCHEMA)
             .context("cannot create the ledger tables")?;
         Ok(Self {
             conn: Mutex::new(conn),
+            users: Mutex::new(UserKeys::default()),
         })
     }
 
@@ -109,76 +170,121 @@ impl SqliteStore {
     }
 }
 
-/// `[start, end)` in µs.
-type Span = (i64, i64);
-
-/// The range split into whole hours `[a, b)` (read from the rollup) and the partial hours at its
-/// edges (read from the raw table). `None` for the hours when the range holds no whole hour.
-fn split(start: i64, end: i64) -> (Option<Span>, Vec<Span>) {
-    let a = start.div_euclid(HOUR_US) * HOUR_US
-        + if start.rem_euclid(HOUR_US) == 0 {
-            0
-        } else {
-            HOUR_US
-        };
-    let b = end.div_euclid(HOUR_US) * HOUR_US;
-    if a >= b {
-        return (None, vec![(start, end)]);
-    }
-    let edges = [(start, a), (b, end)]
-        .into_iter()
-        .filter(|(s, e)| s < e)
-        .collect();
-    (Some((a, b)), edges)
+fn sums(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Totals> {
+    Ok(rollup::totals(
+        row.get(first)?,
+        row.get(first + 1)?,
+        row.get(first + 2)?,
+        row.get(first + 3)?,
+    ))
 }
 
-fn sums(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Totals> {
-    Ok(Totals {
-        input_tokens: row.get::<_, Option<i64>>(first)?.unwrap_or(0).max(0) as u64,
-        output_tokens: row.get::<_, Option<i64>>(first + 1)?.unwrap_or(0).max(0) as u64,
-        cost_micros: row.get::<_, Option<i64>>(first + 2)?.unwrap_or(0),
-        requests: row.get::<_, Option<i64>>(first + 3)?.unwrap_or(0).max(0) as u64,
-    })
+/// `?, ?, ...` for `n` parameters.
+fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+impl SqliteStore {
+    /// The key of every user in `records` (or [`NO_USER`]), inserting the users not seen yet.
+    /// Returns the keys first looked up here, to remember once the transaction has committed.
+    fn user_keys(
+        &self,
+        tx: &rusqlite::Transaction<'_>,
+        records: &[UsageRecord],
+    ) -> anyhow::Result<(Vec<i64>, HashMap<UserSeen, i64>)> {
+        let known = self
+            .users
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the ledger user cache is poisoned"))?;
+        let mut fresh = HashMap::new();
+        let mut keys = Vec::with_capacity(records.len());
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO usage_users (project, user_id, user_name, user_tags) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (project, user_id, user_name, user_tags) DO NOTHING",
+        )?;
+        let mut select = tx.prepare_cached(
+            "SELECT user_key FROM usage_users
+             WHERE project = ?1 AND user_id = ?2 AND user_name = ?3 AND user_tags = ?4",
+        )?;
+        for r in records {
+            let Some(user) = UserSeen::of(r)? else {
+                keys.push(NO_USER);
+                continue;
+            };
+            let key = match known.get(&user).or_else(|| fresh.get(&user).copied()) {
+                Some(key) => key,
+                None => {
+                    let at = params![user.project, user.id, user.name, user.tags];
+                    insert.execute(at)?;
+                    let key: i64 = select.query_row(at, |row| row.get(0))?;
+                    fresh.insert(user, key);
+                    key
+                }
+            };
+            keys.push(key);
+        }
+        Ok((keys, fresh))
+    }
+
+    /// The keys of the project's users that `filter` matches.
+    fn matching_users(
+        conn: &Connection,
+        project: &str,
+        filter: &UserFilter,
+    ) -> anyhow::Result<Vec<i64>> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT user_key, user_id, user_name, user_tags FROM usage_users
+             WHERE project = ?1 AND (?2 IS NULL OR user_id = ?2)",
+        )?;
+        let rows = stmt.query_map(params![project, filter.user_id], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut keys = Vec::new();
+        for row in rows {
+            let (key, id, name, tags) = row?;
+            let tags: Vec<String> = serde_json::from_str(&tags)?;
+            if filter.matches(&id, &name, &tags) {
+                keys.push(key);
+            }
+        }
+        Ok(keys)
+    }
 }
 
 impl Store for SqliteStore {
     fn write(&self, records: &[UsageRecord]) -> anyhow::Result<()> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
+        let (user_keys, fresh) = self.user_keys(&tx, records)?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_id,
-                    user_name, user_tags, provider, model, operation, input_tokens, output_tokens,
-                    cached_input_tokens, cost_micros, latency_us, status, error_type, estimated)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_key,
+                    user_id, user_name, user_tags, provider, model, operation, input_tokens,
+                    output_tokens, cached_input_tokens, cost_micros, latency_us, status,
+                    error_type, estimated)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
+                    ?17, ?18, ?19)",
             )?;
-            let mut rollup = tx.prepare_cached(
-                "INSERT INTO usage_hourly (project, hour_us, user_id, provider, model,
-                    input_tokens, output_tokens, cost_micros, requests)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 1)
-                 ON CONFLICT (project, hour_us, user_id, provider, model) DO UPDATE SET
-                    input_tokens = input_tokens + excluded.input_tokens,
-                    output_tokens = output_tokens + excluded.output_tokens,
-                    cost_micros = cost_micros + excluded.cost_micros,
-                    requests = requests + 1",
-            )?;
-            for r in records {
-                let tags = serde_json::to_string(&r.user_tags)?;
-                let input = i64::try_from(r.input_tokens)?;
-                let output = i64::try_from(r.output_tokens)?;
+            for (r, user_key) in records.iter().zip(&user_keys) {
                 insert.execute(params![
                     r.request_id,
                     r.time_us,
                     r.project,
                     r.api_key_id,
+                    user_key,
                     r.user_id,
                     r.user_name,
-                    tags,
+                    serde_json::to_string(&r.user_tags)?,
                     r.provider,
                     r.model,
                     r.operation,
-                    input,
-                    output,
+                    i64::try_from(r.input_tokens)?,
+                    i64::try_from(r.output_tokens)?,
                     i64::try_from(r.cached_input_tokens)?,
                     r.cost_micros,
                     r.latency_us,
@@ -186,30 +292,75 @@ impl Store for SqliteStore {
                     r.error_type,
                     r.estimated,
                 ])?;
-                rollup.execute(params![
-                    r.project,
-                    bucket_start(r.time_us, Unit::Hour),
-                    r.user_id.as_deref().unwrap_or(""),
-                    r.provider.as_deref().unwrap_or(""),
-                    r.model.as_deref().unwrap_or(""),
-                    input,
-                    output,
-                    r.cost_micros.unwrap_or(0),
+            }
+            let rollups = rollup::rollups(records, &user_keys)?;
+            let mut models = tx.prepare_cached(
+                "INSERT INTO usage_hourly_models (project, hour_us, provider, model,
+                    input_tokens, output_tokens, cost_micros, requests)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                 ON CONFLICT (project, hour_us, provider, model) DO UPDATE SET
+                    input_tokens = input_tokens + excluded.input_tokens,
+                    output_tokens = output_tokens + excluded.output_tokens,
+                    cost_micros = cost_micros + excluded.cost_micros,
+                    requests = requests + excluded.requests",
+            )?;
+            for ((project, hour, provider, model), s) in &rollups.models {
+                models.execute(params![
+                    project,
+                    hour,
+                    provider,
+                    model,
+                    s.input_tokens,
+                    s.output_tokens,
+                    s.cost_micros,
+                    s.requests
                 ])?;
+            }
+            for (table, time, rows) in [
+                ("usage_hourly_users", "hour_us", &rollups.users),
+                ("usage_daily_users", "day_us", &rollups.user_days),
+            ] {
+                let mut users = tx.prepare_cached(&format!(
+                    "INSERT INTO {table} (project, user_key, {time}, provider, model,
+                        input_tokens, output_tokens, cost_micros, requests)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                     ON CONFLICT (project, user_key, {time}, provider, model) DO UPDATE SET
+                        input_tokens = input_tokens + excluded.input_tokens,
+                        output_tokens = output_tokens + excluded.output_tokens,
+                        cost_micros = cost_micros + excluded.cost_micros,
+                        requests = requests + excluded.requests"
+                ))?;
+                for ((project, user, at, provider, model), s) in rows {
+                    users.execute(params![
+                        project,
+                        user,
+                        at,
+                        provider,
+                        model,
+                        s.input_tokens,
+                        s.output_tokens,
+                        s.cost_micros,
+                        s.requests
+                    ])?;
+                }
             }
         }
         tx.commit()?;
+        self.users
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the ledger user cache is poisoned"))?
+            .extend(fresh);
         Ok(())
     }
 
     fn total(&self, project: &str, start_us: i64, end_us: i64) -> anyhow::Result<Totals> {
         let conn = self.conn()?;
-        let (hours, edges) = split(start_us, end_us);
+        let plan = rollup::plan(start_us, end_us, None, false);
         let mut totals = Totals::default();
-        if let Some((a, b)) = hours {
+        for (a, b) in plan.hours {
             let mut stmt = conn.prepare_cached(
                 "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), SUM(requests)
-                 FROM usage_hourly WHERE project = ?1 AND hour_us >= ?2 AND hour_us < ?3",
+                 FROM usage_hourly_models WHERE project = ?1 AND hour_us >= ?2 AND hour_us < ?3",
             )?;
             totals.add(stmt.query_row(params![project, a, b], |row| sums(row, 0))?);
         }
@@ -217,7 +368,7 @@ impl Store for SqliteStore {
             "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), COUNT(*)
              FROM usage_records WHERE project = ?1 AND time_us >= ?2 AND time_us < ?3",
         )?;
-        for (s, e) in edges {
+        for (s, e) in plan.raw {
             totals.add(stmt.query_row(params![project, s, e], |row| sums(row, 0))?);
         }
         Ok(totals)
@@ -229,71 +380,83 @@ impl Store for SqliteStore {
         start_us: i64,
         end_us: i64,
         unit: Unit,
+        filter: &UserFilter,
     ) -> anyhow::Result<Vec<ModelBucket>> {
         let conn = self.conn()?;
-        let (hours, edges) = match unit {
-            Unit::Minute => (None, vec![(start_us, end_us)]),
-            _ => split(start_us, end_us),
-        };
-        // Raw rows are grouped by minute or hour here, then folded into `unit` buckets below.
-        let grain = if unit == Unit::Minute {
-            MINUTE_US
+        let mut buckets = Buckets::new(unit);
+        // Chunks of user keys to sum over (`None`: every record, from the per-model rollup).
+        let chunks: Vec<Option<&[i64]>>;
+        let users;
+        if filter.is_empty() {
+            chunks = vec![None];
         } else {
-            HOUR_US
-        };
-        let mut buckets: BTreeMap<(i64, String, String), Totals> = BTreeMap::new();
-        let mut add = |at: i64, provider: String, model: String, totals: Totals| {
-            buckets
-                .entry((bucket_start(at, unit), provider, model))
-                .or_default()
-                .add(totals);
-        };
-        if let Some((a, b)) = hours {
-            let mut stmt = conn.prepare_cached(
-                "SELECT hour_us, provider, model,
-                    SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), SUM(requests)
-                 FROM usage_hourly
-                 WHERE project = ?1 AND hour_us >= ?2 AND hour_us < ?3 AND model <> ''
-                 GROUP BY hour_us, provider, model",
-            )?;
-            let rows = stmt.query_map(params![project, a, b], |row| {
-                Ok((row.get(0)?, row.get(1)?, row.get(2)?, sums(row, 3)?))
-            })?;
-            for row in rows {
-                let (at, provider, model, totals) = row?;
-                add(at, provider, model, totals);
+            users = Self::matching_users(&conn, project, filter)?;
+            chunks = users.chunks(KEYS_PER_QUERY).map(Some).collect();
+        }
+        let plan = rollup::plan(start_us, end_us, Some(unit), !filter.is_empty());
+        for keys in chunks {
+            let user_clause = match keys {
+                None => String::new(),
+                Some(keys) => format!("AND user_key IN ({})", placeholders(keys.len())),
+            };
+            let mut values: Vec<rusqlite::types::Value> = vec![project.to_owned().into()];
+            values.extend(keys.unwrap_or_default().iter().map(|&k| k.into()));
+            let rollups = plan
+                .days
+                .iter()
+                .map(|&span| ("usage_daily_users", "day_us", span))
+                .chain(plan.hours.iter().map(|&span| match keys {
+                    None => ("usage_hourly_models", "hour_us", span),
+                    Some(_) => ("usage_hourly_users", "hour_us", span),
+                }));
+            for (table, time, (a, b)) in rollups {
+                let mut stmt = conn.prepare_cached(&format!(
+                    "SELECT {time}, provider, model,
+                        SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), SUM(requests)
+                     FROM {table}
+                     WHERE project = ? {user_clause} AND {time} >= ? AND {time} < ?
+                        AND model <> ''
+                     GROUP BY {time}, provider, model"
+                ))?;
+                let mut at = values.clone();
+                at.extend([a.into(), b.into()]);
+                let rows = stmt.query_map(rusqlite::params_from_iter(at), |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, sums(row, 3)?))
+                })?;
+                for row in rows {
+                    let (start, provider, model, totals) = row?;
+                    buckets.add(start, provider, model, totals);
+                }
+            }
+            let mut stmt = conn.prepare_cached(&format!(
+                "SELECT (time_us / ?) * ? AS grain, provider, model,
+                    SUM(input_tokens), SUM(output_tokens), SUM(COALESCE(cost_micros, 0)),
+                    COUNT(*)
+                 FROM usage_records
+                 WHERE project = ? {user_clause} AND time_us >= ? AND time_us < ?
+                    AND model IS NOT NULL
+                 GROUP BY grain, provider, model"
+            ))?;
+            let grain = rollup::grain(unit);
+            for &(s, e) in &plan.raw {
+                let mut at: Vec<rusqlite::types::Value> = vec![grain.into(), grain.into()];
+                at.extend(values.iter().cloned());
+                at.extend([s.into(), e.into()]);
+                let rows = stmt.query_map(rusqlite::params_from_iter(at), |row| {
+                    Ok((
+                        row.get(0)?,
+                        row.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                        row.get(2)?,
+                        sums(row, 3)?,
+                    ))
+                })?;
+                for row in rows {
+                    let (at, provider, model, totals) = row?;
+                    buckets.add(at, provider, model, totals);
+                }
             }
         }
-        let mut stmt = conn.prepare_cached(
-            "SELECT (time_us / ?4) * ?4 AS grain, provider, model,
-                SUM(input_tokens), SUM(output_tokens), SUM(COALESCE(cost_micros, 0)), COUNT(*)
-             FROM usage_records
-             WHERE project = ?1 AND time_us >= ?2 AND time_us < ?3 AND model IS NOT NULL
-             GROUP BY grain, provider, model",
-        )?;
-        for (s, e) in edges {
-            let rows = stmt.query_map(params![project, s, e, grain], |row| {
-                Ok((
-                    row.get(0)?,
-                    row.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                    row.get(2)?,
-                    sums(row, 3)?,
-                ))
-            })?;
-            for row in rows {
-                let (at, provider, model, totals) = row?;
-                add(at, provider, model, totals);
-            }
-        }
-        Ok(buckets
-            .into_iter()
-            .map(|((bucket_us, provider, model), totals)| ModelBucket {
-                bucket_us,
-                provider,
-                model,
-                totals,
-            })
-            .collect())
+        Ok(buckets.into_vec())
     }
 
     fn count(&self) -> anyhow::Result<u64> {

@@ -2,9 +2,18 @@
 //! (hashed) in the same database.
 //!
 //! SQLite and PostgreSQL (for several replicas sharing one ledger) implement the same trait on
-//! the same schema: `usage_records` plus the `usage_hourly` rollup kept by UPSERTs in the batch's
-//! transaction (`INSERT ... ON CONFLICT ... DO UPDATE` is the same statement in both), and
-//! `api_keys`.
+//! the same schema, kept by UPSERTs in the batch's transaction (`INSERT ... ON CONFLICT ... DO
+//! UPDATE` is the same statement in both):
+//! - `usage_records`: one row per request, with `user_key` naming its user in `usage_users`;
+//! - `usage_users`: one row per distinct (project, user id, name, tags) seen, so that a filter on
+//!   a name or a tag becomes a short list of user keys;
+//! - `usage_hourly_models`: sums per (project, hour, provider, model), what unfiltered questions
+//!   read: its size does not grow with the number of users;
+//! - `usage_hourly_users` and `usage_daily_users`: sums per (project, user key, hour or day,
+//!   provider, model), what questions about some users read, through their primary keys. Each
+//!   user's hours are many (a busy user has a row per hour and model); days keep a filtered
+//!   month to a few hundred rows per user;
+//! - `api_keys`.
 
 use super::UsageRecord;
 
@@ -68,6 +77,32 @@ pub struct ModelBucket {
     pub totals: Totals,
 }
 
+/// Which users' usage `/usage/models` sums: every field given must match (an empty filter
+/// matches every record, including those without a user).
+///
+/// `user_tags` matches a record that has **any** of the tags. Names and tags are those the
+/// record was sent with, so a user renamed or retagged is matched by each name for the requests
+/// sent under it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserFilter {
+    pub user_id: Option<String>,
+    pub user_name: Option<String>,
+    pub user_tags: Vec<String>,
+}
+
+impl UserFilter {
+    pub fn is_empty(&self) -> bool {
+        self.user_id.is_none() && self.user_name.is_none() && self.user_tags.is_empty()
+    }
+
+    /// Whether a user seen as (`id`, `name`, `tags`) passes; `None` and `""` are both "absent".
+    pub fn matches(&self, id: &str, name: &str, tags: &[String]) -> bool {
+        self.user_id.as_deref().is_none_or(|want| want == id)
+            && self.user_name.as_deref().is_none_or(|want| want == name)
+            && (self.user_tags.is_empty() || tags.iter().any(|t| self.user_tags.contains(t)))
+    }
+}
+
 /// An API key as stored: the SHA-256 of the key, never the key itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiKey {
@@ -91,14 +126,15 @@ pub trait Store: Send + Sync + 'static {
     /// The project's sums over the range.
     fn total(&self, project: &str, start_us: i64, end_us: i64) -> anyhow::Result<Totals>;
 
-    /// The project's sums per `unit` bucket and model over the range, ordered by bucket,
-    /// provider and model.
+    /// The project's sums per `unit` bucket and model over the range, of the users `filter`
+    /// matches, ordered by bucket, provider and model.
     fn models(
         &self,
         project: &str,
         start_us: i64,
         end_us: i64,
         unit: Unit,
+        filter: &UserFilter,
     ) -> anyhow::Result<Vec<ModelBucket>>;
 
     /// Records stored (for tests and diagnostics).

@@ -1,5 +1,45 @@
+//! The ledger's tests. Store-level checks take a `&dyn Store` and run against SQLite and a real
+//! PostgreSQL server (a throwaway cluster, see tests/common/postgres.rs).
+
+use std::time::Duration;
+
 use super::time::{HOUR_US, format_utc};
 use super::*;
+
+#[path = "../../../tests/common/postgres.rs"]
+#[allow(dead_code)]
+mod pg;
+
+/// A `#[test]` per store for a check taking `&dyn Store` (on an empty store).
+macro_rules! on_every_store {
+    ($($check:ident),* $(,)?) => {$(
+        mod $check {
+            #[test]
+            fn sqlite() {
+                let store = crate::ledger::sqlite::SqliteStore::in_memory().unwrap();
+                super::$check(&store);
+            }
+
+            #[test]
+            fn postgres() {
+                let Some((url, _cluster)) = super::pg::database() else {
+                    return;
+                };
+                let store = crate::ledger::postgres::PostgresStore::open(&url).unwrap();
+                super::$check(&store);
+            }
+        }
+    )*};
+}
+
+on_every_store!(
+    check_record,
+    check_totals,
+    check_model_buckets,
+    check_keys,
+    check_user_filter,
+    check_many_users_one_bucket,
+);
 
 // 2024-02-29 13:00:00 UTC.
 const H: i64 = 1_709_211_600_000_000;
@@ -20,14 +60,8 @@ fn record(time_us: i64, model: &str, input: u64, output: u64, cost: i64) -> Usag
     }
 }
 
-fn store_with(records: &[UsageRecord]) -> sqlite::SqliteStore {
-    let store = sqlite::SqliteStore::in_memory().unwrap();
-    store.write(records).unwrap();
-    store
-}
-
-#[test]
-fn a_record_reads_back_whole_by_its_request_id() {
+/// A record reads back whole by its request id.
+fn check_record(store: &dyn Store) {
     let mut full = record(H, "a", 5, 6, 7);
     full.api_key_id = Some("key-1".to_owned());
     full.user_id = Some("u".to_owned());
@@ -40,14 +74,14 @@ fn a_record_reads_back_whole_by_its_request_id() {
     full.estimated = true;
     let mut unpriced = record(H + 1, "b", 1, 1, 0);
     unpriced.cost_micros = None;
-    let store = store_with(&[full.clone(), unpriced.clone()]);
+    store.write(&[full.clone(), unpriced.clone()]).unwrap();
     assert_eq!(store.record(&full.request_id).unwrap(), Some(full));
     assert_eq!(store.record(&unpriced.request_id).unwrap(), Some(unpriced));
     assert_eq!(store.record("nope").unwrap(), None);
 }
 
-#[test]
-fn totals_mix_whole_hours_from_the_rollup_with_raw_edges() {
+/// Totals mix whole hours from the rollup with raw edges.
+fn check_totals(store: &dyn Store) {
     let records = [
         record(H - 1, "a", 1, 1, 1),                    // before the range
         record(H + 10, "a", 10, 20, 30),                // edge (partial first hour)
@@ -56,7 +90,7 @@ fn totals_mix_whole_hours_from_the_rollup_with_raw_edges() {
         record(H + 3 * HOUR_US + 7, "b", 7, 7, 7),      // edge (partial last hour)
         record(H + 3 * HOUR_US + 9, "b", 9, 9, 9),      // at the end: excluded
     ];
-    let store = store_with(&records);
+    store.write(&records).unwrap();
     let t = store.total("p", H + 1, H + 3 * HOUR_US + 9).unwrap();
     assert_eq!(
         (t.input_tokens, t.output_tokens, t.cost_micros, t.requests),
@@ -105,20 +139,18 @@ pub(super) fn check_keys(store: &dyn Store) {
     assert_eq!(revoked.revoked_us, Some(42));
 }
 
-#[test]
-fn sqlite_keeps_api_keys() {
-    check_keys(&sqlite::SqliteStore::in_memory().unwrap());
-}
-
-#[test]
-fn model_buckets_are_the_same_from_rollups_and_raw_rows() {
+/// Model buckets are the same from rollups and raw rows.
+fn check_model_buckets(store: &dyn Store) {
     let records = [
         record(H + 10, "a", 10, 20, 30),
         record(H + HOUR_US + 60_000_000, "a", 100, 200, 300),
         record(H + HOUR_US + 5, "b", 1000, 2000, 3000),
     ];
-    let store = store_with(&records);
-    let hours = store.models("p", H, H + 2 * HOUR_US, Unit::Hour).unwrap();
+    store.write(&records).unwrap();
+    let all = UserFilter::default();
+    let hours = store
+        .models("p", H, H + 2 * HOUR_US, Unit::Hour, &all)
+        .unwrap();
     let shape: Vec<_> = hours
         .iter()
         .map(|b| {
@@ -137,28 +169,294 @@ fn model_buckets_are_the_same_from_rollups_and_raw_rows() {
             ("2024-02-29 14:00:00".to_owned(), "b", 1000),
         ]
     );
-    let days = store.models("p", H, H + 2 * HOUR_US, Unit::Day).unwrap();
+    let days = store
+        .models("p", H, H + 2 * HOUR_US, Unit::Day, &all)
+        .unwrap();
     assert_eq!(days.len(), 2);
     assert_eq!(days[0].totals.input_tokens, 110);
-    let minutes = store.models("p", H, H + 2 * HOUR_US, Unit::Minute).unwrap();
+    let minutes = store
+        .models("p", H, H + 2 * HOUR_US, Unit::Minute, &all)
+        .unwrap();
     assert_eq!(minutes.len(), 3);
     assert_eq!(format_utc(minutes[1].bucket_us), "2024-02-29 14:00:00");
     assert_eq!(format_utc(minutes[2].bucket_us), "2024-02-29 14:01:00");
 }
 
-#[tokio::test]
-async fn shutdown_writes_every_queued_record() {
-    let store = Arc::new(sqlite::SqliteStore::in_memory().unwrap());
+fn by(mut r: UsageRecord, id: &str, name: &str, tags: &[&str]) -> UsageRecord {
+    r.user_id = Some(id.to_owned());
+    r.user_name = Some(name.to_owned());
+    r.user_tags = tags.iter().map(|t| (*t).to_owned()).collect();
+    r
+}
+
+/// Per-model input tokens of an answer, as `(bucket, model, input)`.
+fn inputs(buckets: &[ModelBucket]) -> Vec<(String, String, u64)> {
+    buckets
+        .iter()
+        .map(|b| {
+            (
+                format_utc(b.bucket_us),
+                b.model.clone(),
+                b.totals.input_tokens,
+            )
+        })
+        .collect()
+}
+
+/// User filters: by id, name, any of the tags, combined with each other and with the range,
+/// the same from whole hours (rollup) and edges (raw rows).
+fn check_user_filter(store: &dyn Store) {
+    let mut q = by(
+        record(H + HOUR_US + 13, "a", 1_000_000, 0, 0),
+        "u1",
+        "Ada",
+        &["beta"],
+    );
+    q.project = "q".to_owned();
+    let records = [
+        by(record(H + 10, "a", 1, 0, 0), "u1", "Ada", &["beta"]), // edge
+        by(
+            record(H + HOUR_US + 5, "a", 10, 0, 0),
+            "u1",
+            "Ada",
+            &["beta"],
+        ),
+        by(
+            record(H + HOUR_US + 7, "b", 100, 0, 0),
+            "u2",
+            "Bob",
+            &["beta", "vip"],
+        ),
+        by(
+            record(H + 2 * HOUR_US + 3, "a", 1000, 0, 0),
+            "u3",
+            "Ada",
+            &[],
+        ), // edge
+        // u1 renamed and retagged: matched by what each record was sent with.
+        by(
+            record(H + HOUR_US + 9, "a", 10_000, 0, 0),
+            "u1",
+            "Ada L.",
+            &["vip"],
+        ),
+        record(H + HOUR_US + 11, "a", 100_000, 0, 0), // no user
+        q,
+    ];
+    store.write(&records).unwrap();
+    let (start, end) = (H + 1, H + 2 * HOUR_US + 100);
+    let day = "2024-02-29 00:00:00".to_owned();
+    let ask =
+        |filter: UserFilter| inputs(&store.models("p", start, end, Unit::Day, &filter).unwrap());
+    let id = |id: &str| UserFilter {
+        user_id: Some(id.to_owned()),
+        ..UserFilter::default()
+    };
+    let name = |name: &str| UserFilter {
+        user_name: Some(name.to_owned()),
+        ..UserFilter::default()
+    };
+    let tags = |tags: &[&str]| UserFilter {
+        user_tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+        ..UserFilter::default()
+    };
+    let a = |n: u64| (day.clone(), "a".to_owned(), n);
+    let b = |n: u64| (day.clone(), "b".to_owned(), n);
+
+    assert_eq!(ask(UserFilter::default()), [a(111_011), b(100)]);
+    assert_eq!(ask(id("u1")), [a(10_011)]);
+    assert_eq!(ask(name("Ada")), [a(1_011)]);
+    assert_eq!(ask(tags(&["vip"])), [a(10_000), b(100)]);
+    assert_eq!(ask(tags(&["vip", "beta"])), [a(10_011), b(100)], "any tag");
+    assert_eq!(
+        ask(UserFilter {
+            user_name: Some("Ada L.".to_owned()),
+            ..id("u1")
+        }),
+        [a(10_000)]
+    );
+    assert_eq!(
+        ask(UserFilter {
+            user_tags: vec!["beta".to_owned()],
+            ..id("u1")
+        }),
+        [a(11)]
+    );
+    assert_eq!(ask(id("nobody")), []);
+    assert_eq!(ask(tags(&["nope"])), []);
+
+    // The range narrows a user filter: the whole hour 14:00 only, by hour.
+    let hour = store
+        .models("p", H + HOUR_US, H + 2 * HOUR_US, Unit::Hour, &id("u1"))
+        .unwrap();
+    assert_eq!(
+        inputs(&hour),
+        [("2024-02-29 14:00:00".to_owned(), "a".to_owned(), 10_010)]
+    );
+    assert_eq!(hour[0].totals.requests, 2);
+    // Minutes come from raw rows only.
+    let minutes = store
+        .models("p", start, end, Unit::Minute, &id("u1"))
+        .unwrap();
+    assert_eq!(
+        inputs(&minutes),
+        [
+            ("2024-02-29 13:00:00".to_owned(), "a".to_owned(), 1),
+            ("2024-02-29 14:00:00".to_owned(), "a".to_owned(), 10_010),
+        ]
+    );
+    // Another project's user of the same id is not this one's.
+    let other = store.models("q", start, end, Unit::Day, &id("u1")).unwrap();
+    assert_eq!(inputs(&other), [a(1_000_000)]);
+}
+
+/// Many users in one hour make one unfiltered bucket per model (from the per-model rollup).
+fn check_many_users_one_bucket(store: &dyn Store) {
+    let records: Vec<_> = (0..60)
+        .map(|i| {
+            let mut r = by(record(H + i, "a", 2, 3, 5), &format!("u{i}"), "", &[]);
+            r.request_id = format!("many-{i}");
+            r
+        })
+        .collect();
+    // Two batches: the second adds to the rows the first made.
+    store.write(&records[..25]).unwrap();
+    store.write(&records[25..]).unwrap();
+    let all = store
+        .models("p", H, H + HOUR_US, Unit::Hour, &UserFilter::default())
+        .unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        all[0].totals,
+        Totals {
+            input_tokens: 120,
+            output_tokens: 180,
+            cost_micros: 300,
+            requests: 60
+        }
+    );
+    let one = UserFilter {
+        user_id: Some("u7".to_owned()),
+        ..UserFilter::default()
+    };
+    let mine = store.models("p", H, H + HOUR_US, Unit::Hour, &one).unwrap();
+    assert_eq!(mine[0].totals.requests, 1);
+    assert_eq!(store.total("p", H, H + HOUR_US).unwrap().requests, 60);
+    assert_eq!(store.count().unwrap(), 60);
+}
+
+/// `store.count()` off the async thread (the PostgreSQL client blocks on a runtime of its own).
+async fn count(store: &Arc<dyn Store>) -> u64 {
+    let store = Arc::clone(store);
+    tokio::task::spawn_blocking(move || store.count())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+async fn shutdown_writes_every_queued_record(store: Arc<dyn Store>) {
     let ledger = Ledger::with_store(store.clone(), 10_000);
     for i in 0..2_500 {
         ledger.record(record(H + i, "a", 1, 1, 1));
     }
     ledger.shutdown().await;
-    assert_eq!(store.count().unwrap(), 2_500);
+    assert_eq!(count(&store).await, 2_500);
     assert_eq!(ledger.dropped(), 0);
     // After shutdown, records are refused and counted.
     ledger.record(record(H, "a", 1, 1, 1));
     assert_eq!(ledger.dropped(), 1);
+}
+
+#[tokio::test]
+async fn shutdown_writes_every_queued_record_sqlite() {
+    shutdown_writes_every_queued_record(Arc::new(sqlite::SqliteStore::in_memory().unwrap())).await;
+}
+
+#[tokio::test]
+async fn shutdown_writes_every_queued_record_postgres() {
+    let Some((url, _cluster)) = pg::database() else {
+        return;
+    };
+    shutdown_writes_every_queued_record(Arc::new(postgres::PostgresStore::open(&url).unwrap()))
+        .await;
+}
+
+/// The server stops with records on their way and comes back: the writer retries, nothing is
+/// lost or written twice, and errors meanwhile never show the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_records_wait_while_the_server_is_down() {
+    let started = tokio::task::spawn_blocking(|| pg::PgCluster::start(&["fsync=off"]));
+    let Some(cluster) = started.await.unwrap() else {
+        return;
+    };
+    let cluster = Arc::new(cluster);
+    let url = cluster.database();
+    assert!(url.contains("pg-test-secret"));
+    let store: Arc<dyn Store> = Arc::new(postgres::PostgresStore::open(&url).unwrap());
+    let ledger = Ledger::with_store(store.clone(), 10_000);
+    let send = |from: i64, to: i64| {
+        for i in from..to {
+            ledger.record(record(H + i, "a", 1, 1, 1));
+        }
+    };
+    send(0, 300);
+    for _ in 0..100 {
+        if count(&store).await == 300 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count(&store).await, 300);
+
+    let c = Arc::clone(&cluster);
+    tokio::task::spawn_blocking(move || c.stop()).await.unwrap();
+    send(300, 600);
+    // Long enough for several failed writes (100, 200, 400 ms backoff).
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let s = Arc::clone(&store);
+    let error = tokio::task::spawn_blocking(move || s.total("p", 0, H * 2))
+        .await
+        .unwrap()
+        .unwrap_err();
+    let message = format!("{error:#}");
+    assert!(!message.contains("pg-test-secret"), "{message}");
+    assert!(message.contains("postgres:***@127.0.0.1"), "{message}");
+    assert_eq!(ledger.dropped(), 0);
+
+    let c = Arc::clone(&cluster);
+    tokio::task::spawn_blocking(move || c.restart())
+        .await
+        .unwrap();
+    send(600, 700);
+    ledger.shutdown().await;
+    assert_eq!(count(&store).await, 700, "none lost, none written twice");
+    let s = Arc::clone(&store);
+    let totals = tokio::task::spawn_blocking(move || s.total("p", 0, H * 2))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((totals.requests, totals.input_tokens), (700, 700));
+}
+
+#[test]
+fn the_database_password_never_shows() {
+    let url = "postgres://ada:hunter2-secret@127.0.0.1:1/ledger";
+    let store = postgres::PostgresStore::open(url).unwrap();
+    let message = format!("{:#}", store.count().unwrap_err());
+    assert!(!message.contains("hunter2"), "{message}");
+    assert!(message.contains("ada:***@127.0.0.1:1"), "{message}");
+    let config = LedgerConfig {
+        url: url.to_owned(),
+        ..LedgerConfig::default()
+    };
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+    let config = LedgerConfig {
+        url: "mysql://ada:hunter2-secret@db/x".to_owned(),
+        ..LedgerConfig::default()
+    };
+    let message = format!("{:#}", Ledger::open(&config).err().unwrap());
+    assert!(!message.contains("hunter2"), "{message}");
 }
 
 /// A store that blocks writes until told, to fill the queue.
@@ -172,7 +470,14 @@ impl Store for Stuck {
     fn total(&self, _: &str, _: i64, _: i64) -> anyhow::Result<Totals> {
         Ok(Totals::default())
     }
-    fn models(&self, _: &str, _: i64, _: i64, _: Unit) -> anyhow::Result<Vec<ModelBucket>> {
+    fn models(
+        &self,
+        _: &str,
+        _: i64,
+        _: i64,
+        _: Unit,
+        _: &UserFilter,
+    ) -> anyhow::Result<Vec<ModelBucket>> {
         Ok(Vec::new())
     }
     fn count(&self) -> anyhow::Result<u64> {
@@ -211,61 +516,196 @@ async fn a_full_queue_drops_and_counts() {
     assert_eq!(ledger.queued(), 0);
 }
 
-/// Ingest rate and query times on a file database: `cargo test --release --lib
-/// ledger::tests::measure -- --ignored --nocapture` (LEDGER_MEASURE_RECORDS, default 1M).
-#[tokio::test(flavor = "multi_thread")]
+/// Ingest rate and query times, through the real write path (queue, writer, batches):
+/// `cargo test --release -p wasmgate --lib ledger::tests::measure -- --ignored --nocapture`.
+/// `LEDGER_MEASURE_RECORDS` (default 1M; the figures in BENCHMARKS.md are for 10M) records over
+/// 30 days, 3 projects (70 % of the traffic in the first), 20 models of 3 providers and 1,000
+/// users, each with a name and one of 10 team tags. `LEDGER_MEASURE_STORE` picks `sqlite`,
+/// `postgres` or `both` (the default). SQLite is a file database; PostgreSQL a throwaway cluster
+/// with its default (durable) settings.
+#[test]
 #[ignore = "a measurement, not a check"]
-async fn measure() {
+fn measure() {
     let n: i64 = std::env::var("LEDGER_MEASURE_RECORDS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1_000_000);
-    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-measure-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = Arc::new(sqlite::SqliteStore::open(&dir.join("m.db")).unwrap());
-    let ledger = Ledger::with_store(store.clone(), 100_000);
+    let which = std::env::var("LEDGER_MEASURE_STORE").unwrap_or_else(|_| "both".to_owned());
+    if which == "sqlite" || which == "both" {
+        let dir =
+            std::env::temp_dir().join(format!("wasmgate-ledger-measure-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Arc::new(sqlite::SqliteStore::open(&dir.join("m.db")).unwrap());
+        measure_store("sqlite", store, n);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if which == "postgres" || which == "both" {
+        let Some(cluster) = pg::PgCluster::start(&[]) else {
+            return;
+        };
+        let url = cluster.database();
+        measure_store(
+            "postgres",
+            Arc::new(postgres::PostgresStore::open(&url).unwrap()),
+            n,
+        );
+    }
+}
+
+fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
+    const MODELS: [&str; 20] = [
+        "gpt-4o",
+        "gpt-4o-mini",
+        "gpt-4.1",
+        "gpt-4.1-mini",
+        "gpt-4.1-nano",
+        "o3",
+        "o4-mini",
+        "text-embedding-3-small",
+        "dall-e-3",
+        "gpt-3.5-turbo",
+        "claude-3-5-haiku",
+        "claude-3-7-sonnet",
+        "claude-sonnet-4",
+        "claude-opus-4",
+        "claude-3-opus",
+        "gemini-2.0-flash",
+        "gemini-2.5-pro",
+        "gemini-2.5-flash",
+        "gemini-1.5-pro",
+        "text-embedding-004",
+    ];
+    let provider = |m: usize| match m {
+        0..10 => "openai",
+        10..15 => "anthropic",
+        _ => "gemini",
+    };
+    let project = |user: i64| match user {
+        0..700 => "p0",
+        700..900 => "p1",
+        _ => "p2",
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let span = 30 * 24 * HOUR_US;
     let started = std::time::Instant::now();
-    for i in 0..n {
-        let mut r = record(
-            H + i * span / n,
-            ["a", "b", "c", "d"][(i % 4) as usize],
-            100,
-            50,
-            7,
-        );
-        r.user_id = Some(format!("u{}", i % 100));
-        while ledger.queued() > 90_000 {
-            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    let ledger = runtime.block_on(async {
+        let ledger = Ledger::with_store(store.clone(), 100_000);
+        // A cheap generator (a multiplicative hash), so that the figures are the store's.
+        for i in 0..n {
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let user = ((h >> 20) % 1000) as i64;
+            let m = ((h >> 40) % 20) as usize;
+            let at = H + (i128::from(i) * i128::from(span) / i128::from(n)) as i64;
+            let mut r = record(at, MODELS[m], 500 + h % 1000, 200 + h % 300, 40);
+            r.request_id = format!("r{i}");
+            r.project = project(user).to_owned();
+            r.provider = Some(provider(m).to_owned());
+            r.user_id = Some(format!("user-{user}"));
+            r.user_name = Some(format!("User {user}"));
+            r.user_tags = vec![format!("team-{}", user % 10)];
+            while ledger.queued() > 90_000 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            ledger.record(r);
         }
-        ledger.record(r);
-    }
-    ledger.shutdown().await;
+        ledger.shutdown().await;
+        ledger
+    });
     let ingest = started.elapsed();
     assert_eq!(ledger.dropped(), 0);
+    assert_eq!(store.count().unwrap(), n as u64);
     eprintln!(
-        "ingest: {n} records in {ingest:?} = {:.0} records/s",
+        "{name}: ingest {n} records in {ingest:.1?} = {:.0} records/s",
         n as f64 / ingest.as_secs_f64()
     );
-    for (what, unit) in [
-        ("total", None),
-        ("models/hour", Some(Unit::Hour)),
-        ("models/day", Some(Unit::Day)),
-    ] {
-        let t = std::time::Instant::now();
-        match unit {
-            None => assert_eq!(
-                store.total("p", H + 1, H + span - 1).unwrap().requests as i64 + 1,
-                n
-            ),
-            Some(unit) => assert!(
-                !store
-                    .models("p", H + 1, H + span - 1, unit)
+    let (start, end) = (H + 1_000_000, H + span - 1_000_000);
+    let all = UserFilter::default();
+    let one = UserFilter {
+        user_id: Some("user-7".to_owned()),
+        ..UserFilter::default()
+    };
+    let team = UserFilter {
+        user_tags: vec!["team-3".to_owned()],
+        ..UserFilter::default()
+    };
+    type Query<'a> = Box<dyn Fn() -> usize + 'a>;
+    let queries: [(&str, Query<'_>); 7] = [
+        (
+            "/usage/total",
+            Box::new(|| store.total("p0", start, end).unwrap().requests as usize),
+        ),
+        (
+            "/usage/models hour",
+            Box::new(|| {
+                store
+                    .models("p0", start, end, Unit::Hour, &all)
                     .unwrap()
-                    .is_empty()
-            ),
+                    .len()
+            }),
+        ),
+        (
+            "/usage/models day",
+            Box::new(|| {
+                store
+                    .models("p0", start, end, Unit::Day, &all)
+                    .unwrap()
+                    .len()
+            }),
+        ),
+        (
+            "/usage/models day, user_id (1 user)",
+            Box::new(|| {
+                store
+                    .models("p0", start, end, Unit::Day, &one)
+                    .unwrap()
+                    .len()
+            }),
+        ),
+        (
+            "/usage/models hour, user_id (1 user)",
+            Box::new(|| {
+                store
+                    .models("p0", start, end, Unit::Hour, &one)
+                    .unwrap()
+                    .len()
+            }),
+        ),
+        (
+            "/usage/models day, user_tags (70 users)",
+            Box::new(|| {
+                store
+                    .models("p0", start, end, Unit::Day, &team)
+                    .unwrap()
+                    .len()
+            }),
+        ),
+        (
+            "/usage/models hour, user_tags (70 users)",
+            Box::new(|| {
+                store
+                    .models("p0", start, end, Unit::Hour, &team)
+                    .unwrap()
+                    .len()
+            }),
+        ),
+    ];
+    for (what, query) in queries {
+        let mut times = Vec::new();
+        let mut rows = 0;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            rows = query();
+            times.push(t.elapsed());
         }
-        eprintln!("{what} over 30 days: {:?}", t.elapsed());
+        let first = times[0];
+        times.sort();
+        eprintln!(
+            "{name}: {what} over 30 days of p0: median {:.1?} (first {first:.1?}), {rows} rows",
+            times[2]
+        );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

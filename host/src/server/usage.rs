@@ -7,6 +7,10 @@
 //! Times: `start_time_us` and `end_time_us` are µs since the epoch; a value below 10^14 is taken
 //! as milliseconds (what most clients send). The range is `[start, end)`; `end` defaults to now
 //! and `start` to 30 days before `end`. Answers are always in µs, money in USD.
+//!
+//! `/usage/models` also takes a user filter, `user_id`, `user_name` and `user_tags` (a list: a
+//! record matches when it has any of them); every field given must match, and the range applies
+//! too. A filtered answer is bucketed by `day` unless `min_unit` says otherwise.
 
 use std::sync::Arc;
 
@@ -20,7 +24,7 @@ use serde_json::{Value, json};
 use super::auth;
 use super::error::ApiError;
 use crate::ledger::time::{DAY_US, format_utc, now_us};
-use crate::ledger::{Store, Totals, Unit};
+use crate::ledger::{Store, Totals, Unit, UserFilter};
 use crate::state::AppState;
 
 /// Below this a time is in milliseconds (10^14 µs is 1973; 10^14 ms is the year 5138).
@@ -45,6 +49,37 @@ struct ModelsQuery {
     end_time_us: Option<i64>,
     #[serde(default)]
     min_unit: Option<String>,
+    #[serde(default)]
+    user_id: Option<String>,
+    #[serde(default)]
+    user_name: Option<String>,
+    #[serde(default)]
+    user_tags: Option<Vec<String>>,
+}
+
+impl ModelsQuery {
+    /// The user filter of the query; an empty string is refused rather than guessed at.
+    fn filter(&mut self) -> Result<UserFilter, ApiError> {
+        let given = |param: &str, value: Option<String>| match value {
+            Some(v) if v.trim().is_empty() => Err(ApiError::InvalidField {
+                param: param.to_owned(),
+                message: format!("'{param}' must not be empty."),
+            }),
+            other => Ok(other),
+        };
+        let user_tags = self.user_tags.take().unwrap_or_default();
+        if user_tags.iter().any(|t| t.trim().is_empty()) {
+            return Err(ApiError::InvalidField {
+                param: "user_tags".to_owned(),
+                message: "'user_tags' must not hold an empty tag.".to_owned(),
+            });
+        }
+        Ok(UserFilter {
+            user_id: given("user_id", self.user_id.take())?,
+            user_name: given("user_name", self.user_name.take())?,
+            user_tags,
+        })
+    }
 }
 
 pub async fn total(
@@ -69,9 +104,12 @@ pub async fn models(
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let project = auth::caller(&state, &headers, true).await?.project;
-    let query: ModelsQuery = parse(&body)?;
+    let mut query: ModelsQuery = parse(&body)?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
+    let filter = query.filter()?;
     let unit = match query.min_unit.as_deref() {
+        // The spec buckets answers about users by day; an explicit `min_unit` still wins.
+        None if !filter.is_empty() => Unit::Day,
         None => Unit::Hour,
         Some(name) => Unit::parse(name).ok_or_else(|| ApiError::InvalidField {
             param: "min_unit".to_owned(),
@@ -81,7 +119,7 @@ pub async fn models(
         })?,
     };
     let buckets = blocking(&state, move |store| {
-        store.models(&project, start, end, unit)
+        store.models(&project, start, end, unit, &filter)
     })
     .await?;
     let models: Vec<Value> = buckets

@@ -1,0 +1,760 @@
+//! The PostgreSQL store (`ledger: { url: postgres://user:password@host:port/db }`), for
+//! several replicas sharing one ledger, on the schema [`super::store`] describes.
+//!
+//! It uses the synchronous `postgres` client: the [`Store`] trait is called on blocking threads,
+//! where a client's own small runtime may block. Connections are opened lazily and again after
+//! the server went away, so the gateway starts while the database is down and the ledger's
+//! writer simply retries (records wait in its bounded queue). The batch writer has a connection
+//! of its own, and queries take one from a small pool, so analytics never wait behind a batch.
+//!
+//! A batch is a handful of statements whatever its size: the records go in one `INSERT ...
+//! SELECT FROM UNNEST(arrays)`, and each rollup gets one UPSERT of rows already summed over the
+//! batch, in key order (see [`rollup::Rollups`]).
+//!
+//! The URL's password never appears in an error or a log line: messages show the URL with
+//! `***` for it, and every error from the client is scrubbed of it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use postgres::{Client, NoTls, Row, Transaction};
+
+use super::UsageRecord;
+use super::rollup::{self, Buckets, NO_USER, UserKeys, UserSeen};
+use super::store::{ApiKey, ModelBucket, Store, Totals, Unit, UserFilter};
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS usage_records (
+    request_id TEXT NOT NULL,
+    time_us BIGINT NOT NULL,
+    project TEXT NOT NULL,
+    api_key_id TEXT,
+    user_key BIGINT NOT NULL,
+    user_id TEXT,
+    user_name TEXT,
+    user_tags TEXT NOT NULL,
+    provider TEXT,
+    model TEXT,
+    operation TEXT NOT NULL,
+    input_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cached_input_tokens BIGINT NOT NULL,
+    cost_micros BIGINT,
+    latency_us BIGINT NOT NULL,
+    status INTEGER NOT NULL,
+    error_type TEXT,
+    estimated BOOLEAN NOT NULL
+);
+CREATE INDEX IF NOT EXISTS usage_records_by_project_time ON usage_records (project, time_us);
+CREATE TABLE IF NOT EXISTS usage_users (
+    user_key BIGSERIAL PRIMARY KEY,
+    project TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    user_name TEXT NOT NULL,
+    user_tags TEXT NOT NULL,
+    UNIQUE (project, user_id, user_name, user_tags)
+);
+CREATE TABLE IF NOT EXISTS usage_hourly_models (
+    project TEXT NOT NULL,
+    hour_us BIGINT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cost_micros BIGINT NOT NULL,
+    requests BIGINT NOT NULL,
+    PRIMARY KEY (project, hour_us, provider, model)
+);
+CREATE TABLE IF NOT EXISTS usage_hourly_users (
+    project TEXT NOT NULL,
+    user_key BIGINT NOT NULL,
+    hour_us BIGINT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cost_micros BIGINT NOT NULL,
+    requests BIGINT NOT NULL,
+    PRIMARY KEY (project, user_key, hour_us, provider, model)
+);
+CREATE TABLE IF NOT EXISTS usage_daily_users (
+    project TEXT NOT NULL,
+    user_key BIGINT NOT NULL,
+    day_us BIGINT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cost_micros BIGINT NOT NULL,
+    requests BIGINT NOT NULL,
+    PRIMARY KEY (project, user_key, day_us, provider, model)
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+    id TEXT PRIMARY KEY,
+    project TEXT NOT NULL,
+    name TEXT,
+    key_hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    created_us BIGINT NOT NULL,
+    revoked_us BIGINT
+);
+";
+
+/// Serialises `CREATE TABLE IF NOT EXISTS` across replicas starting together (concurrent ones
+/// can fail on the catalog's unique index). Any constant will do; this one reads "wasmgate".
+const SCHEMA_LOCK: i64 = 0x7761_736d_6761_7465;
+
+/// Query connections open at most; a query past that waits for one to come back.
+const MAX_READERS: usize = 4;
+/// How long a query waits for a connection before giving up.
+const READER_WAIT: Duration = Duration::from_secs(10);
+
+const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us";
+
+pub struct PostgresStore {
+    config: postgres::Config,
+    /// The URL with `***` for its password, for messages.
+    shown: String,
+    /// Scrubbed from every error message.
+    password: Option<String>,
+    writer: Mutex<Option<Client>>,
+    readers: Mutex<Readers>,
+    returned: Condvar,
+    schema_ready: AtomicBool,
+    users: Mutex<UserKeys>,
+}
+
+/// Idle query connections, and how many are open in all (idle or in use).
+#[derive(Default)]
+struct Readers {
+    idle: Vec<Client>,
+    open: usize,
+}
+
+impl PostgresStore {
+    /// Reads `url` (`postgres://` or `postgresql://`); connects on first use, not here.
+    pub fn open(url: &str) -> anyhow::Result<Self> {
+        let shown = redact_url(url);
+        let mut config: postgres::Config = url
+            .parse()
+            .map_err(|e| anyhow::anyhow!("ledger.url `{shown}`: {e}"))?;
+        config
+            .application_name("wasmgate")
+            .connect_timeout(Duration::from_secs(5))
+            // A server that vanished without closing its sockets is noticed in seconds, not
+            // after the system's TCP timeout (minutes): the writer can then retry elsewhere.
+            .tcp_user_timeout(Duration::from_secs(30))
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30));
+        let password = config
+            .get_password()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .filter(|p| !p.is_empty());
+        Ok(Self {
+            config,
+            shown,
+            password,
+            writer: Mutex::new(None),
+            readers: Mutex::new(Readers::default()),
+            returned: Condvar::new(),
+            schema_ready: AtomicBool::new(false),
+            users: Mutex::new(UserKeys::default()),
+        })
+    }
+
+    /// `error` as a message without the password, naming the database.
+    fn scrub(&self, error: impl std::fmt::Display) -> anyhow::Error {
+        let mut message = error.to_string();
+        if let Some(password) = &self.password {
+            message = message.replace(password.as_str(), "***");
+        }
+        anyhow::anyhow!("ledger database {}: {message}", self.shown)
+    }
+
+    fn connect(&self) -> anyhow::Result<Client> {
+        let mut client = self
+            .config
+            .connect(NoTls)
+            .map_err(|e| self.scrub(format_args!("cannot connect: {}", chain(&e))))?;
+        if !self.schema_ready.load(Ordering::Acquire) {
+            let mut tx = client.transaction().map_err(|e| self.scrub(chain(&e)))?;
+            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
+                .and_then(|_| tx.batch_execute(SCHEMA))
+                .and_then(|()| tx.commit())
+                .map_err(|e| self.scrub(format_args!("cannot create the tables: {}", chain(&e))))?;
+            self.schema_ready.store(true, Ordering::Release);
+        }
+        Ok(client)
+    }
+
+    fn lock<'a, T>(&self, mutex: &'a Mutex<T>) -> anyhow::Result<MutexGuard<'a, T>> {
+        mutex
+            .lock()
+            .map_err(|_| anyhow::anyhow!("a ledger lock is poisoned"))
+    }
+
+    /// Runs `query` on a pooled connection, opening one when none is idle and fewer than
+    /// [`MAX_READERS`] are open. A connection that broke is dropped, not pooled again.
+    fn read<T>(&self, query: impl FnOnce(&mut Client) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        let pooled = {
+            let mut readers = self.lock(&self.readers)?;
+            loop {
+                if let Some(client) = readers.idle.pop() {
+                    if client.is_closed() {
+                        readers.open -= 1;
+                        continue;
+                    }
+                    break Some(client);
+                }
+                if readers.open < MAX_READERS {
+                    readers.open += 1;
+                    break None;
+                }
+                let (guard, wait) = self
+                    .returned
+                    .wait_timeout(readers, READER_WAIT)
+                    .map_err(|_| anyhow::anyhow!("a ledger lock is poisoned"))?;
+                readers = guard;
+                anyhow::ensure!(
+                    !wait.timed_out() || !readers.idle.is_empty() || readers.open < MAX_READERS,
+                    "every ledger query connection is busy"
+                );
+            }
+        };
+        let mut client = match pooled {
+            Some(client) => client,
+            None => match self.connect() {
+                Ok(client) => client,
+                Err(e) => {
+                    self.lock(&self.readers)?.open -= 1;
+                    self.returned.notify_one();
+                    return Err(e);
+                }
+            },
+        };
+        let result = query(&mut client).map_err(|e| self.scrub(format_args!("{e:#}")));
+        let mut readers = self.lock(&self.readers)?;
+        // A client only learns that its server went away when it next talks to it: after any
+        // error, a fresh connection is cheaper than finding out which errors left it broken.
+        if result.is_err() || client.is_closed() {
+            readers.open -= 1;
+        } else {
+            readers.idle.push(client);
+        }
+        drop(readers);
+        self.returned.notify_one();
+        result
+    }
+
+    /// The key of every user in `records` (or [`NO_USER`]), inserting the users not seen yet;
+    /// also returns the keys looked up here, to remember once the transaction has committed.
+    fn user_keys(
+        &self,
+        tx: &mut Transaction<'_>,
+        records: &[UsageRecord],
+    ) -> anyhow::Result<(Vec<i64>, HashMap<UserSeen, i64>)> {
+        let known = self.lock(&self.users)?;
+        let mut fresh = HashMap::new();
+        let mut keys = Vec::with_capacity(records.len());
+        for r in records {
+            let Some(user) = UserSeen::of(r)? else {
+                keys.push(NO_USER);
+                continue;
+            };
+            if let Some(key) = known.get(&user).or_else(|| fresh.get(&user).copied()) {
+                keys.push(key);
+                continue;
+            }
+            let at: [&(dyn postgres::types::ToSql + Sync); 4] =
+                [&user.project, &user.id, &user.name, &user.tags];
+            // Another replica may insert the same user concurrently: the insert then waits for
+            // its commit and does nothing, and the select sees its row.
+            tx.execute(
+                "INSERT INTO usage_users (project, user_id, user_name, user_tags)
+                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                &at,
+            )?;
+            let key: i64 = tx
+                .query_one(
+                    "SELECT user_key FROM usage_users
+                     WHERE project = $1 AND user_id = $2 AND user_name = $3 AND user_tags = $4",
+                    &at,
+                )?
+                .get(0);
+            fresh.insert(user, key);
+            keys.push(key);
+        }
+        Ok((keys, fresh))
+    }
+
+    fn write_on(&self, client: &mut Client, records: &[UsageRecord]) -> anyhow::Result<()> {
+        let mut tx = client.transaction()?;
+        let (user_keys, fresh) = self.user_keys(&mut tx, records)?;
+        let text = |f: fn(&UsageRecord) -> &str| records.iter().map(f).collect::<Vec<_>>();
+        let opt = |f: fn(&UsageRecord) -> Option<&str>| records.iter().map(f).collect::<Vec<_>>();
+        let int = |f: fn(&UsageRecord) -> u64| {
+            records
+                .iter()
+                .map(|r| i64::try_from(f(r)))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let tags = records
+            .iter()
+            .map(|r| serde_json::to_string(&r.user_tags))
+            .collect::<Result<Vec<_>, _>>()?;
+        tx.execute(
+            "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_key,
+                user_id, user_name, user_tags, provider, model, operation, input_tokens,
+                output_tokens, cached_input_tokens, cost_micros, latency_us, status, error_type,
+                estimated)
+             SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
+                $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[],
+                $12::BIGINT[], $13::BIGINT[], $14::BIGINT[], $15::BIGINT[], $16::BIGINT[],
+                $17::INTEGER[], $18::TEXT[], $19::BOOLEAN[])",
+            &[
+                &text(|r| &r.request_id),
+                &records.iter().map(|r| r.time_us).collect::<Vec<_>>(),
+                &text(|r| &r.project),
+                &opt(|r| r.api_key_id.as_deref()),
+                &user_keys,
+                &opt(|r| r.user_id.as_deref()),
+                &opt(|r| r.user_name.as_deref()),
+                &tags,
+                &opt(|r| r.provider.as_deref()),
+                &opt(|r| r.model.as_deref()),
+                &text(|r| &r.operation),
+                &int(|r| r.input_tokens)?,
+                &int(|r| r.output_tokens)?,
+                &int(|r| r.cached_input_tokens)?,
+                &records.iter().map(|r| r.cost_micros).collect::<Vec<_>>(),
+                &records.iter().map(|r| r.latency_us).collect::<Vec<_>>(),
+                &records
+                    .iter()
+                    .map(|r| i32::from(r.status))
+                    .collect::<Vec<_>>(),
+                &opt(|r| r.error_type.as_deref()),
+                &records.iter().map(|r| r.estimated).collect::<Vec<_>>(),
+            ],
+        )?;
+        let rollups = rollup::rollups(records, &user_keys)?;
+        // Rows go in the arrays' order, which is the maps' key order: see `Rollups`.
+        let sums = |all: Vec<&rollup::Sums>| {
+            let pick = |f: fn(&rollup::Sums) -> i64| all.iter().map(|s| f(s)).collect::<Vec<_>>();
+            [
+                pick(|s| s.input_tokens),
+                pick(|s| s.output_tokens),
+                pick(|s| s.cost_micros),
+                pick(|s| s.requests),
+            ]
+        };
+        let keys: Vec<_> = rollups.models.keys().collect();
+        let [i, o, c, n] = sums(rollups.models.values().collect());
+        tx.execute(
+            "INSERT INTO usage_hourly_models AS h (project, hour_us, provider, model,
+                input_tokens, output_tokens, cost_micros, requests)
+             SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[],
+                $5::BIGINT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[])
+             ON CONFLICT (project, hour_us, provider, model) DO UPDATE SET
+                input_tokens = h.input_tokens + EXCLUDED.input_tokens,
+                output_tokens = h.output_tokens + EXCLUDED.output_tokens,
+                cost_micros = h.cost_micros + EXCLUDED.cost_micros,
+                requests = h.requests + EXCLUDED.requests",
+            &[
+                &keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(),
+                &keys.iter().map(|k| k.1).collect::<Vec<_>>(),
+                &keys.iter().map(|k| k.2.as_str()).collect::<Vec<_>>(),
+                &keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>(),
+                &i,
+                &o,
+                &c,
+                &n,
+            ],
+        )?;
+        for (table, time, rows) in [
+            ("usage_hourly_users", "hour_us", &rollups.users),
+            ("usage_daily_users", "day_us", &rollups.user_days),
+        ] {
+            if rows.is_empty() {
+                continue;
+            }
+            let keys: Vec<_> = rows.keys().collect();
+            let [i, o, c, n] = sums(rows.values().collect());
+            tx.execute(
+                &format!(
+                    "INSERT INTO {table} AS h (project, user_key, {time}, provider, model,
+                        input_tokens, output_tokens, cost_micros, requests)
+                     SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::BIGINT[], $4::TEXT[],
+                        $5::TEXT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[])
+                     ON CONFLICT (project, user_key, {time}, provider, model) DO UPDATE SET
+                        input_tokens = h.input_tokens + EXCLUDED.input_tokens,
+                        output_tokens = h.output_tokens + EXCLUDED.output_tokens,
+                        cost_micros = h.cost_micros + EXCLUDED.cost_micros,
+                        requests = h.requests + EXCLUDED.requests"
+                ),
+                &[
+                    &keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(),
+                    &keys.iter().map(|k| k.1).collect::<Vec<_>>(),
+                    &keys.iter().map(|k| k.2).collect::<Vec<_>>(),
+                    &keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>(),
+                    &keys.iter().map(|k| k.4.as_str()).collect::<Vec<_>>(),
+                    &i,
+                    &o,
+                    &c,
+                    &n,
+                ],
+            )?;
+        }
+        tx.commit()?;
+        self.lock(&self.users)?.extend(fresh);
+        Ok(())
+    }
+
+    /// The keys of the project's users that `filter` matches.
+    fn matching_users(
+        client: &mut Client,
+        project: &str,
+        filter: &UserFilter,
+    ) -> anyhow::Result<Vec<i64>> {
+        let rows = client.query(
+            "SELECT user_key, user_id, user_name, user_tags FROM usage_users
+             WHERE project = $1 AND ($2::TEXT IS NULL OR user_id = $2)",
+            &[&project, &filter.user_id],
+        )?;
+        let mut keys = Vec::new();
+        for row in rows {
+            let tags: Vec<String> = serde_json::from_str(row.get::<_, &str>(3))?;
+            if filter.matches(row.get(1), row.get(2), &tags) {
+                keys.push(row.get(0));
+            }
+        }
+        Ok(keys)
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        let writer = self.writer.get_mut().ok().and_then(Option::take);
+        let idle = self
+            .readers
+            .get_mut()
+            .map(|r| std::mem::take(&mut r.idle))
+            .unwrap_or_default();
+        if writer.is_none() && idle.is_empty() {
+            return;
+        }
+        // A client says goodbye to the server with a blocking call on its own runtime, which
+        // panics when the store is dropped inside an async context (a test, the end of
+        // `serve`): close the connections on a thread of their own.
+        if let Ok(closer) = std::thread::Builder::new()
+            .name("ledger-close".to_owned())
+            .spawn(move || drop((writer, idle)))
+        {
+            let _ = closer.join();
+        }
+    }
+}
+
+/// The message of a client error with its causes (its `Display` alone says only "db error").
+fn chain(error: &postgres::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
+
+/// `url` with `***` for its password, whether in the user-info or a `password=` parameter.
+pub fn redact_url(url: &str) -> String {
+    let mut shown = url.to_owned();
+    if let Some(scheme_end) = shown.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = shown[rest_start..]
+            .find(['/', '?'])
+            .map_or(shown.len(), |i| rest_start + i);
+        if let Some(at) = shown[rest_start..authority_end].rfind('@') {
+            let userinfo = rest_start..rest_start + at;
+            if let Some(colon) = shown[userinfo.clone()].find(':') {
+                shown.replace_range(userinfo.start + colon + 1..userinfo.end, "***");
+            }
+        }
+    }
+    if let Some(query_start) = shown.find('?') {
+        let (head, query) = shown.split_at(query_start + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some(("password", _)) => "password=***".to_owned(),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        shown = format!("{head}{}", query.join("&"));
+    }
+    shown
+}
+
+fn sums(row: &Row, first: usize) -> Totals {
+    rollup::totals(
+        row.get(first),
+        row.get(first + 1),
+        row.get(first + 2),
+        row.get(first + 3),
+    )
+}
+
+fn key_row(row: &Row) -> ApiKey {
+    ApiKey {
+        id: row.get(0),
+        project: row.get(1),
+        name: row.get(2),
+        hash: row.get(3),
+        prefix: row.get(4),
+        created_us: row.get(5),
+        revoked_us: row.get(6),
+    }
+}
+
+impl Store for PostgresStore {
+    fn write(&self, records: &[UsageRecord]) -> anyhow::Result<()> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut writer = self.lock(&self.writer)?;
+        let client = match writer.take() {
+            Some(client) if !client.is_closed() => writer.insert(client),
+            _ => writer.insert(self.connect()?),
+        };
+        let result = self
+            .write_on(client, records)
+            .map_err(|e| self.scrub(format_args!("{e:#}")));
+        if result.is_err() {
+            // The server may have gone away (see `read`): the next try opens a new connection.
+            *writer = None;
+        }
+        result
+    }
+
+    fn total(&self, project: &str, start_us: i64, end_us: i64) -> anyhow::Result<Totals> {
+        self.read(|client| {
+            let plan = rollup::plan(start_us, end_us, None, false);
+            let mut totals = Totals::default();
+            for (a, b) in plan.hours {
+                let row = client.query_one(
+                    "SELECT SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
+                        SUM(cost_micros)::BIGINT, SUM(requests)::BIGINT
+                     FROM usage_hourly_models
+                     WHERE project = $1 AND hour_us >= $2 AND hour_us < $3",
+                    &[&project, &a, &b],
+                )?;
+                totals.add(sums(&row, 0));
+            }
+            for (s, e) in plan.raw {
+                let row = client.query_one(
+                    "SELECT SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
+                        SUM(cost_micros)::BIGINT, COUNT(*)
+                     FROM usage_records WHERE project = $1 AND time_us >= $2 AND time_us < $3",
+                    &[&project, &s, &e],
+                )?;
+                totals.add(sums(&row, 0));
+            }
+            Ok(totals)
+        })
+    }
+
+    fn models(
+        &self,
+        project: &str,
+        start_us: i64,
+        end_us: i64,
+        unit: Unit,
+        filter: &UserFilter,
+    ) -> anyhow::Result<Vec<ModelBucket>> {
+        self.read(|client| {
+            let users = if filter.is_empty() {
+                None
+            } else {
+                let keys = Self::matching_users(client, project, filter)?;
+                if keys.is_empty() {
+                    return Ok(Vec::new());
+                }
+                Some(keys)
+            };
+            let user_clause = match users {
+                None => "$4::BIGINT[] IS NULL",
+                Some(_) => "user_key = ANY($4)",
+            };
+            let plan = rollup::plan(start_us, end_us, Some(unit), users.is_some());
+            let mut buckets = Buckets::new(unit);
+            let rollups = plan
+                .days
+                .iter()
+                .map(|&span| ("usage_daily_users", "day_us", span))
+                .chain(plan.hours.iter().map(|&span| match users {
+                    None => ("usage_hourly_models", "hour_us", span),
+                    Some(_) => ("usage_hourly_users", "hour_us", span),
+                }));
+            for (table, time, (a, b)) in rollups {
+                let rows = client.query(
+                    &format!(
+                        "SELECT {time}, provider, model, SUM(input_tokens)::BIGINT,
+                            SUM(output_tokens)::BIGINT, SUM(cost_micros)::BIGINT,
+                            SUM(requests)::BIGINT
+                         FROM {table}
+                         WHERE project = $1 AND {time} >= $2 AND {time} < $3 AND {user_clause}
+                            AND model <> ''
+                         GROUP BY {time}, provider, model"
+                    ),
+                    &[&project, &a, &b, &users],
+                )?;
+                for row in rows {
+                    buckets.add(row.get(0), row.get(1), row.get(2), sums(&row, 3));
+                }
+            }
+            let grain = rollup::grain(unit);
+            for (s, e) in plan.raw {
+                let rows = client.query(
+                    &format!(
+                        "SELECT (time_us / $5) * $5 AS grain, COALESCE(provider, ''), model,
+                            SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
+                            COALESCE(SUM(cost_micros), 0)::BIGINT, COUNT(*)
+                         FROM usage_records
+                         WHERE project = $1 AND time_us >= $2 AND time_us < $3 AND {user_clause}
+                            AND model IS NOT NULL
+                         GROUP BY grain, provider, model"
+                    ),
+                    &[&project, &s, &e, &users, &grain],
+                )?;
+                for row in rows {
+                    buckets.add(row.get(0), row.get(1), row.get(2), sums(&row, 3));
+                }
+            }
+            Ok(buckets.into_vec())
+        })
+    }
+
+    fn count(&self) -> anyhow::Result<u64> {
+        self.read(|client| {
+            let n: i64 = client
+                .query_one("SELECT COUNT(*) FROM usage_records", &[])?
+                .get(0);
+            Ok(u64::try_from(n).unwrap_or(0))
+        })
+    }
+
+    fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
+        self.read(|client| {
+            client.execute(
+                &format!(
+                    "INSERT INTO api_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                ),
+                &[
+                    &key.id,
+                    &key.project,
+                    &key.name,
+                    &key.hash,
+                    &key.prefix,
+                    &key.created_us,
+                    &key.revoked_us,
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
+        self.read(|client| {
+            let rows = client.query(
+                &format!(
+                    "SELECT {KEY_COLUMNS} FROM api_keys WHERE $1::TEXT IS NULL OR project = $1
+                     ORDER BY created_us, id"
+                ),
+                &[&project],
+            )?;
+            Ok(rows.iter().map(key_row).collect())
+        })
+    }
+
+    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
+        self.read(|client| {
+            let changed = client.execute(
+                "UPDATE api_keys SET revoked_us = $2 WHERE id = $1 AND revoked_us IS NULL",
+                &[&id, &at_us],
+            )?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        self.read(|client| {
+            let row = client.query_opt(
+                "SELECT request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
+                    provider, model, operation, input_tokens, output_tokens, cached_input_tokens,
+                    cost_micros, latency_us, status, error_type, estimated
+                 FROM usage_records WHERE request_id = $1 ORDER BY time_us DESC LIMIT 1",
+                &[&request_id],
+            )?;
+            let Some(row) = row else {
+                return Ok(None);
+            };
+            let count = |i: usize| u64::try_from(row.get::<_, i64>(i));
+            let tags: String = row.get(6);
+            let status: i32 = row.get(15);
+            Ok(Some(UsageRecord {
+                request_id: row.get(0),
+                time_us: row.get(1),
+                project: row.get(2),
+                api_key_id: row.get(3),
+                user_id: row.get(4),
+                user_name: row.get(5),
+                user_tags: serde_json::from_str(&tags)?,
+                provider: row.get(7),
+                model: row.get(8),
+                operation: row.get(9),
+                input_tokens: count(10)?,
+                output_tokens: count(11)?,
+                cached_input_tokens: count(12)?,
+                cost_micros: row.get(13),
+                latency_us: row.get(14),
+                status: u16::try_from(status)?,
+                error_type: row.get(16),
+                estimated: row.get(17),
+            }))
+        })
+    }
+
+    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
+        self.read(|client| {
+            let row = client.query_opt(
+                &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = $1"),
+                &[&hash],
+            )?;
+            Ok(row.as_ref().map(key_row))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        assert_eq!(
+            redact_url("postgres://ada:s3cret@db.example:5432/ledger"),
+            "postgres://ada:***@db.example:5432/ledger"
+        );
+        assert_eq!(
+            redact_url("postgres://ada:p@ss@db/ledger?sslmode=disable"),
+            "postgres://ada:***@db/ledger?sslmode=disable"
+        );
+        assert_eq!(
+            redact_url("postgresql://db/ledger?user=ada&password=s3cret"),
+            "postgresql://db/ledger?user=ada&password=***"
+        );
+        assert_eq!(redact_url("postgres://ada@db/x"), "postgres://ada@db/x");
+    }
+}
