@@ -4,6 +4,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+# Servers the tests start themselves, each on a free port of 127.0.0.1: redis-server (two
+# gateway replicas sharing one limit), a throwaway PostgreSQL cluster (the ledger's second store),
+# and promtool (checks the /metrics text).
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
+command -v promtool >/dev/null || need+=(prometheus)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  else
+    echo "scripts/test.sh: the tests need ${need[*]}: install them (Debian: apt-get install ${need[*]})" >&2
+    exit 1
+  fi
+fi
 host=$(rustc -vV | sed -n 's/^host: //p')
 native=$PWD/target/guests-native
 

@@ -128,6 +128,8 @@ fn start_error(config: &str) -> String {
     let output = Command::new(BIN)
         .args(["serve", "--port", "0", "--config"])
         .arg(&path)
+        // Not the source tree: the default ledger file is created before the plugins load.
+        .current_dir(&cwd)
         .env("XDG_CACHE_HOME", common::plugin_cache_dir())
         .output()
         .unwrap();
