@@ -6,13 +6,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, http};
+use common::{TestGateway, binary, http};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_wasmgate");
@@ -174,55 +174,19 @@ async fn login_keeps_the_key_private_and_serve_uses_it() {
     std::fs::write(
         &config,
         format!(
-            "providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    models: [gpt-4o-mini]\n\
+            "server: {{ host: 127.0.0.1, port: 0 }}\n\
+             providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    models: [gpt-4o-mini]\n\
              ledger: {{ url: 'sqlite::memory:' }}\nobservability: {{ log_level: debug }}\n",
             mock.base_url()
         ),
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-        .to_string();
-    let config = config.display().to_string();
-    let mut child = Command::new(BIN)
-        .args([
-            "serve",
-            "--config",
-            &config,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            &port,
-        ])
-        .current_dir(&dir)
-        .env("WASMGATE_CREDENTIALS", &file)
-        .env("XDG_CACHE_HOME", common::plugin_cache_dir())
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let mut lines = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while !lines.iter().any(|l: &String| l.contains("listening on")) {
-        assert!(Instant::now() < deadline, "did not start: {lines:#?}");
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
-            lines.push(line);
-        }
-    }
+    let credentials = file.display().to_string();
+    let mut gateway =
+        binary::Gateway::serve_with_env(&dir, &config, &[("WASMGATE_CREDENTIALS", &credentials)])
+            .await;
     let response = http()
-        .post(format!("http://127.0.0.1:{port}/v1/chat/completions"))
+        .post(gateway.url("/v1/chat/completions"))
         .json(&json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await
@@ -233,13 +197,10 @@ async fn login_keeps_the_key_private_and_serve_uses_it() {
         upstream.headers["authorization"].to_str().unwrap(),
         format!("Bearer {secret}")
     );
-    let pid = i32::try_from(child.id()).unwrap();
-    // SAFETY: sending a signal to our own child process.
-    #[allow(unsafe_code)]
-    let rc = unsafe { libc::kill(pid, libc::SIGTERM) };
-    assert_eq!(rc, 0);
-    assert!(child.wait().unwrap().success());
-    lines.extend(rx.try_iter());
+    gateway.signal(libc::SIGTERM);
+    let (status, _) = gateway.wait_exit(Duration::from_secs(30)).await;
+    assert!(status.success());
+    let lines = gateway.lines();
     assert!(
         lines.iter().any(|l| l.contains("wasmgate login")),
         "{lines:#?}"

@@ -27,6 +27,12 @@ impl Gateway {
     /// Runs `wasmgate serve --config <config>` in `cwd` and waits until it listens. The config
     /// should say `server: { host: 127.0.0.1, port: 0 }`; the port is read from the log.
     pub async fn serve(cwd: &Path, config: &Path) -> Self {
+        Self::serve_with_env(cwd, config, &[]).await
+    }
+
+    /// [`Gateway::serve`] with these environment variables set, and no provider key in the
+    /// environment unless given here.
+    pub async fn serve_with_env(cwd: &Path, config: &Path, env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BIN)
             .arg("serve")
             .arg("--config")
@@ -35,6 +41,8 @@ impl Gateway {
             .env("XDG_CACHE_HOME", super::plugin_cache_dir())
             .env_remove("WASMGATE_CONFIG")
             .env_remove("RUST_LOG")
+            .env_remove("OPENAI_API_KEY")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
