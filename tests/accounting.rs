@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::mock_bedrock::{self, MockBedrock};
+use common::mock_bedrock;
 use common::mock_openai::{self, MockOpenAi};
 use common::mock_providers::{KEY, MockProvider, anthropic, azure, cohere, gemini};
 use common::{TestGateway, http};
@@ -201,7 +201,7 @@ async fn azure_openai_usage_and_cost_are_recorded_exactly() {
 
 #[tokio::test]
 async fn bedrock_usage_and_cost_are_recorded_exactly() {
-    let mock = MockBedrock::start().await;
+    let mock = MockProvider::bedrock().await;
     let model = "anthropic.claude-sonnet-4-5-20250929-v1:0";
     let key = format!(
         "{}:{}",

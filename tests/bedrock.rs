@@ -13,9 +13,10 @@ use async_openai::types::chat::{
     ChatCompletionStreamOptions, CreateChatCompletionRequestArgs, FinishReason,
 };
 use common::mock_bedrock::{
-    self, ACCESS_KEY_ID, CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, INPUT_TOKENS, MockBedrock,
-    OUTPUT_TOKENS, REGION, SECRET_ACCESS_KEY, STREAM_DELTAS, TEXT, TOOL_USE_ID,
+    self, ACCESS_KEY_ID, CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS,
+    REGION, SECRET_ACCESS_KEY, STREAM_DELTAS, TEXT, TOOL_USE_ID,
 };
+use common::mock_providers::MockProvider;
 use common::{TestGateway, http};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -29,7 +30,7 @@ fn id(model: &str) -> String {
     format!("bedrock/{model}")
 }
 
-async fn gateway_with_key(mock: &MockBedrock, key_id: &str, secret: &str) -> TestGateway {
+async fn gateway_with_key(mock: &MockProvider, key_id: &str, secret: &str) -> TestGateway {
     let yaml = format!(
         r#"
 providers:
@@ -46,8 +47,8 @@ providers:
     TestGateway::start(&yaml).await
 }
 
-async fn setup() -> (MockBedrock, TestGateway) {
-    let mock = MockBedrock::start().await;
+async fn setup() -> (MockProvider, TestGateway) {
+    let mock = MockProvider::bedrock().await;
     let gw = gateway_with_key(&mock, ACCESS_KEY_ID, SECRET_ACCESS_KEY).await;
     (mock, gw)
 }
@@ -457,7 +458,7 @@ async fn bedrock_errors_keep_their_meaning_in_openais_error_shape() {
     assert_eq!(error["type"], "invalid_request_error");
     assert_eq!(error["code"], "ValidationException", "{error}");
 
-    let mock = MockBedrock::start().await;
+    let mock = MockProvider::bedrock().await;
     let other = gateway_with_key(&mock, "AKIDSOMEONEELSE", "secret").await;
     let (status, error) = error_of(&other, MODEL, false).await;
     // Bedrock answers a key it does not know with 403; the gateway keeps an upstream's 4xx.

@@ -15,7 +15,6 @@
 //! | `toolConfig` and no `toolResult` among the messages | a `toolUse` of the first tool |
 //! | anything else | a text answer with usage, cache reads and writes included |
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,7 +27,7 @@ use axum::routing::post;
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use super::mock_providers::{Recorded, Shared};
+use super::mock_providers::{MockProvider, Recorded, Shared};
 
 pub const ACCESS_KEY_ID: &str = "AKIAIOSFODNN7EXAMPLE";
 pub const SECRET_ACCESS_KEY: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
@@ -43,41 +42,14 @@ pub const CACHE_WRITE_TOKENS: u64 = 300;
 pub const OUTPUT_TOKENS: u64 = 17;
 pub const TOOL_USE_ID: &str = "tooluse_kZJMlvQmRJ6eAyJE5GIl7Q";
 
-/// A running Bedrock runtime mock.
-pub struct MockBedrock {
-    pub addr: SocketAddr,
-    pub shared: Arc<Shared>,
-}
-
-impl MockBedrock {
-    pub async fn start() -> Self {
-        let shared = Arc::new(Shared::default());
-        let app = Router::new()
-            .route("/model/{model}/{action}", post(handle))
-            .with_state(Arc::clone(&shared));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind mock");
-        let addr = listener.local_addr().expect("mock addr");
-        tokio::spawn(async move {
-            axum::serve(listener, app).await.ok();
-        });
-        Self { addr, shared }
-    }
-
-    pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    pub async fn requests(&self) -> Vec<Recorded> {
-        self.shared.requests.lock().await.clone()
-    }
-
-    pub async fn last_request(&self) -> Recorded {
-        self.requests()
-            .await
-            .pop()
-            .expect("the mock received no request")
+impl MockProvider {
+    /// Bedrock runtime: `POST /model/{model}/{converse|converse-stream|invoke}`.
+    pub async fn bedrock() -> Self {
+        Self::serve(
+            Router::new().route("/model/{model}/{action}", post(handle)),
+            "",
+        )
+        .await
     }
 }
 

@@ -61,7 +61,7 @@ pub struct MockProvider {
 }
 
 impl MockProvider {
-    async fn serve(app: Router<Arc<Shared>>, base_path: &'static str) -> Self {
+    pub(super) async fn serve(app: Router<Arc<Shared>>, base_path: &'static str) -> Self {
         let shared = Arc::new(Shared::default());
         let app = app.with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
