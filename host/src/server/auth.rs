@@ -15,7 +15,7 @@ use crate::auth::Caller;
 use crate::state::AppState;
 
 /// Where usage goes on an open gateway when the request names no project.
-pub const DEFAULT_PROJECT: &str = "default";
+const DEFAULT_PROJECT: &str = "default";
 
 /// Checks the request's key; `required` says whether an anonymous caller may pass.
 pub async fn caller(
@@ -24,12 +24,7 @@ pub async fn caller(
     required: bool,
 ) -> Result<Caller, ApiError> {
     let claimed = claimed_project(headers);
-    let anonymous = || Caller {
-        project: claimed
-            .clone()
-            .unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
-        key_id: None,
-    };
+    let anonymous = || anonymous(headers);
     let Some(key) = bearer(headers) else {
         return if required {
             Err(ApiError::MissingApiKey)
@@ -58,8 +53,16 @@ pub async fn caller(
     }
 }
 
+/// An unchecked caller: the project the request names, else [`DEFAULT_PROJECT`]; no key.
+pub fn anonymous(headers: &HeaderMap) -> Caller {
+    Caller {
+        project: claimed_project(headers).unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
+        key_id: None,
+    }
+}
+
 /// The project the request names (`x-project-id`), if any.
-pub fn claimed_project(headers: &HeaderMap) -> Option<String> {
+fn claimed_project(headers: &HeaderMap) -> Option<String> {
     headers
         .get("x-project-id")
         .and_then(|v| v.to_str().ok())

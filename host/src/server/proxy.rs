@@ -95,12 +95,9 @@ async fn forward(
     let caller = span.scope(auth::caller(state, headers, required)).await;
     drop(span);
     // A refused request is recorded too, under the project it claimed.
-    let (project, key_id) = match &caller {
-        Ok(caller) => (caller.project.clone(), caller.key_id.clone()),
-        Err(_) => (
-            auth::claimed_project(headers).unwrap_or_else(|| auth::DEFAULT_PROJECT.to_owned()),
-            None,
-        ),
+    let Caller { project, key_id } = match &caller {
+        Ok(caller) => caller.clone(),
+        Err(_) => auth::anonymous(headers),
     };
     let mut recorder = Recorder::new(
         &state.ledger,
