@@ -82,7 +82,7 @@ impl Backend {
     }
 
     /// Every stored record, oldest first: (request id, time, latency, the rest).
-    async fn rows(&self) -> Vec<(String, i64, i64, Row)> {
+    async fn rows(&self) -> Vec<Stored> {
         match self {
             Self::Sqlite(path) => sqlite_rows(path),
             Self::Postgres { url, .. } => {
@@ -131,9 +131,12 @@ struct Row {
 
 const ROW_COLUMNS: &str = "request_id, time_us, latency_us, project, user_id, provider, model,
     operation, input_tokens, output_tokens, cached_input_tokens, cost_micros, status, error_type,
-    estimated";
+    estimated, ttft_us";
 
-fn postgres_rows(url: &str) -> Vec<(String, i64, i64, Row)> {
+/// A stored record: request id, time, latency, time to first token, and the rest.
+type Stored = (String, i64, i64, Option<i64>, Row);
+
+fn postgres_rows(url: &str) -> Vec<Stored> {
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
     let rows = client
         .query(
@@ -147,6 +150,7 @@ fn postgres_rows(url: &str) -> Vec<(String, i64, i64, Row)> {
                 r.get(0),
                 r.get(1),
                 r.get(2),
+                r.get(15),
                 Row {
                     project: r.get(3),
                     user_id: r.get(4),
@@ -166,7 +170,7 @@ fn postgres_rows(url: &str) -> Vec<(String, i64, i64, Row)> {
         .collect()
 }
 
-fn sqlite_rows(db: &std::path::Path) -> Vec<(String, i64, i64, Row)> {
+fn sqlite_rows(db: &std::path::Path) -> Vec<Stored> {
     let conn = rusqlite::Connection::open(db).unwrap();
     let mut stmt = conn
         .prepare(&format!(
@@ -178,6 +182,7 @@ fn sqlite_rows(db: &std::path::Path) -> Vec<(String, i64, i64, Row)> {
             r.get(0)?,
             r.get(1)?,
             r.get(2)?,
+            r.get(15)?,
             Row {
                 project: r.get(3)?,
                 user_id: r.get(4)?,
@@ -294,17 +299,31 @@ async fn every_request_gets_one_exact_record_flushed_on_shutdown(backend: Backen
     gateway.stop().await;
     let after = now_us();
     let rows = backend.rows().await;
-    let by_id = |id: &str| {
-        let (_, time, latency, row) = rows.iter().find(|(r, ..)| r == id).unwrap_or_else(|| {
-            panic!("no record {id} in {rows:#?}");
-        });
+    let stored = |id: &str| {
+        let (_, time, latency, ttft, row) =
+            rows.iter().find(|(r, ..)| r == id).unwrap_or_else(|| {
+                panic!("no record {id} in {rows:#?}");
+            });
         assert!((before..=after).contains(time), "{id}: {time}");
         assert!(*latency > 0 && *latency < after - before, "{id}: {latency}");
-        row
+        (*latency, *ttft, row)
     };
+    let by_id = |id: &str| stored(id).2;
     assert_eq!(rows.len(), 6, "{rows:#?}");
     assert_eq!(by_id("req-whole"), &mock_row("acme"));
     assert_eq!(by_id("req-stream"), &mock_row("default"));
+    // Time to first token: for streams, the first chunk came before the end; an answer sent
+    // whole has none.
+    for id in ["req-stream", "req-gone"] {
+        let (latency, ttft, _) = stored(id);
+        let ttft = ttft.unwrap_or_else(|| panic!("{id}: no time to first token"));
+        assert!(
+            ttft > 0 && ttft <= latency,
+            "{id}: ttft {ttft} latency {latency}"
+        );
+    }
+    assert_eq!(stored("req-whole").1, None);
+    assert_eq!(stored("req-429").1, None);
 
     let gone = by_id("req-gone");
     assert_eq!(gone.model.as_deref(), Some("endless"));

@@ -501,7 +501,6 @@ async fn instrumented_request(
     request.finish(&RequestEnd {
         record: &record,
         system: Some("openai"),
-        time_to_first_output: None,
         error: None,
     });
 }

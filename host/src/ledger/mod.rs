@@ -28,7 +28,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use store::{ApiKey, ModelBucket, Store, Totals, Unit, UserFilter};
+pub use store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
 /// Records written in one transaction at most.
 const BATCH: usize = 1_000;
@@ -60,6 +60,9 @@ pub struct UsageRecord {
     pub cost_micros: Option<i64>,
     /// From the request's arrival to its end (for a stream: its last byte or its drop).
     pub latency_us: i64,
+    /// Time to first token: from the request's arrival to the first chunk of a streamed answer
+    /// sent to the client. `None` for an answer sent whole, or a stream that sent nothing.
+    pub ttft_us: Option<i64>,
     pub status: u16,
     /// The OpenAI error code (`model_not_found`, `upstream_error`, ...) of a failed request.
     pub error_type: Option<String>,
@@ -268,13 +271,16 @@ async fn write_batch(
     queue: &mpsc::Receiver<UsageRecord>,
 ) {
     let batch = Arc::new(batch);
+    // Every try carries the same id: a try whose commit went through unacknowledged is not
+    // written again by the next.
+    let id = Arc::new(BatchId::new());
     let mut delay = Duration::from_millis(100);
     let started = tokio::time::Instant::now();
     for attempt in 1.. {
-        let (store, records) = (Arc::clone(store), Arc::clone(&batch));
-        let result = tokio::task::spawn_blocking(move || store.write(&records)).await;
+        let (store, records, id) = (Arc::clone(store), Arc::clone(&batch), Arc::clone(&id));
+        let result = tokio::task::spawn_blocking(move || store.write_once(&id, &records)).await;
         let error = match result {
-            Ok(Ok(())) => {
+            Ok(Ok(_)) => {
                 if attempt > 1 {
                     tracing::info!(
                         attempts = attempt,

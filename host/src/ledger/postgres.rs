@@ -23,7 +23,8 @@ use postgres::{Client, NoTls, Row, Transaction};
 
 use super::UsageRecord;
 use super::rollup::{self, Buckets, NO_USER, UserKeys, UserSeen};
-use super::store::{ApiKey, ModelBucket, Store, Totals, Unit, UserFilter};
+use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
+use super::time::{DAY_US, HOUR_US};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS usage_records (
@@ -45,8 +46,11 @@ CREATE TABLE IF NOT EXISTS usage_records (
     latency_us BIGINT NOT NULL,
     status INTEGER NOT NULL,
     error_type TEXT,
-    estimated BOOLEAN NOT NULL
+    estimated BOOLEAN NOT NULL,
+    ttft_us BIGINT
 );
+-- Added after the first release: older databases get the column, empty for their records.
+ALTER TABLE usage_records ADD COLUMN IF NOT EXISTS ttft_us BIGINT;
 CREATE INDEX IF NOT EXISTS usage_records_by_project_time ON usage_records (project, time_us);
 CREATE TABLE IF NOT EXISTS usage_users (
     user_key BIGSERIAL PRIMARY KEY,
@@ -77,7 +81,7 @@ CREATE TABLE IF NOT EXISTS usage_hourly_users (
     output_tokens BIGINT NOT NULL,
     cost_micros BIGINT NOT NULL,
     requests BIGINT NOT NULL,
-    PRIMARY KEY (project, user_key, hour_us, provider, model)
+    PRIMARY KEY (project, hour_us, user_key, provider, model)
 );
 CREATE TABLE IF NOT EXISTS usage_daily_users (
     project TEXT NOT NULL,
@@ -89,7 +93,11 @@ CREATE TABLE IF NOT EXISTS usage_daily_users (
     output_tokens BIGINT NOT NULL,
     cost_micros BIGINT NOT NULL,
     requests BIGINT NOT NULL,
-    PRIMARY KEY (project, user_key, day_us, provider, model)
+    PRIMARY KEY (project, day_us, user_key, provider, model)
+);
+CREATE TABLE IF NOT EXISTS ledger_batches (
+    batch_id TEXT PRIMARY KEY,
+    records INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS api_keys (
     id TEXT PRIMARY KEY,
@@ -289,8 +297,27 @@ impl PostgresStore {
         Ok((keys, fresh))
     }
 
-    fn write_on(&self, client: &mut Client, records: &[UsageRecord]) -> anyhow::Result<()> {
+    fn write_on(
+        &self,
+        client: &mut Client,
+        batch: &BatchId,
+        records: &[UsageRecord],
+    ) -> anyhow::Result<bool> {
         let mut tx = client.transaction()?;
+        let count = i32::try_from(records.len())?;
+        // A replica retrying the same batch concurrently waits here for the first one's commit.
+        if tx.execute(
+            "INSERT INTO ledger_batches (batch_id, records) VALUES ($1, $2)
+             ON CONFLICT (batch_id) DO NOTHING",
+            &[&batch.0, &count],
+        )? == 0
+        {
+            return Ok(false);
+        }
+        tx.execute(
+            "DELETE FROM ledger_batches WHERE batch_id < $1",
+            &[&BatchId::at(super::time::now_us() - BatchId::KEPT_US)],
+        )?;
         let (user_keys, fresh) = self.user_keys(&mut tx, records)?;
         let text = |f: fn(&UsageRecord) -> &str| records.iter().map(f).collect::<Vec<_>>();
         let opt = |f: fn(&UsageRecord) -> Option<&str>| records.iter().map(f).collect::<Vec<_>>();
@@ -308,11 +335,11 @@ impl PostgresStore {
             "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_key,
                 user_id, user_name, user_tags, provider, model, operation, input_tokens,
                 output_tokens, cached_input_tokens, cost_micros, latency_us, status, error_type,
-                estimated)
+                estimated, ttft_us)
              SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
                 $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[],
                 $12::BIGINT[], $13::BIGINT[], $14::BIGINT[], $15::BIGINT[], $16::BIGINT[],
-                $17::INTEGER[], $18::TEXT[], $19::BOOLEAN[])",
+                $17::INTEGER[], $18::TEXT[], $19::BOOLEAN[], $20::BIGINT[])",
             &[
                 &text(|r| &r.request_id),
                 &records.iter().map(|r| r.time_us).collect::<Vec<_>>(),
@@ -336,6 +363,7 @@ impl PostgresStore {
                     .collect::<Vec<_>>(),
                 &opt(|r| r.error_type.as_deref()),
                 &records.iter().map(|r| r.estimated).collect::<Vec<_>>(),
+                &records.iter().map(|r| r.ttft_us).collect::<Vec<_>>(),
             ],
         )?;
         let rollups = rollup::rollups(records, &user_keys)?;
@@ -383,11 +411,11 @@ impl PostgresStore {
             let [i, o, c, n] = sums(rows.values().collect());
             tx.execute(
                 &format!(
-                    "INSERT INTO {table} AS h (project, user_key, {time}, provider, model,
+                    "INSERT INTO {table} AS h (project, {time}, user_key, provider, model,
                         input_tokens, output_tokens, cost_micros, requests)
                      SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::BIGINT[], $4::TEXT[],
                         $5::TEXT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[])
-                     ON CONFLICT (project, user_key, {time}, provider, model) DO UPDATE SET
+                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET
                         input_tokens = h.input_tokens + EXCLUDED.input_tokens,
                         output_tokens = h.output_tokens + EXCLUDED.output_tokens,
                         cost_micros = h.cost_micros + EXCLUDED.cost_micros,
@@ -408,7 +436,7 @@ impl PostgresStore {
         }
         tx.commit()?;
         self.lock(&self.users)?.extend(fresh);
-        Ok(())
+        Ok(true)
     }
 
     /// The keys of the project's users that `filter` matches.
@@ -519,9 +547,9 @@ fn key_row(row: &Row) -> ApiKey {
 }
 
 impl Store for PostgresStore {
-    fn write(&self, records: &[UsageRecord]) -> anyhow::Result<()> {
+    fn write_once(&self, batch: &BatchId, records: &[UsageRecord]) -> anyhow::Result<bool> {
         if records.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let mut writer = self.lock(&self.writer)?;
         let client = match writer.take() {
@@ -529,7 +557,7 @@ impl Store for PostgresStore {
             _ => writer.insert(self.connect()?),
         };
         let result = self
-            .write_on(client, records)
+            .write_on(client, batch, records)
             .map_err(|e| self.scrub(format_args!("{e:#}")));
         if result.is_err() {
             // The server may have gone away (see `read`): the next try opens a new connection.
@@ -583,37 +611,72 @@ impl Store for PostgresStore {
                 }
                 Some(keys)
             };
+            let plan = rollup::plan(start_us, end_us, Some(unit), users.is_some());
+            let mut buckets = Buckets::new(unit);
+            let mut add = |rows: Vec<Row>| {
+                for row in rows {
+                    buckets.add(row.get(0), row.get(1), row.get(2), sums(&row, 3));
+                }
+            };
+            match &users {
+                None => {
+                    for &(a, b) in &plan.hours {
+                        add(client.query(
+                            "SELECT hour_us, provider, model, SUM(input_tokens)::BIGINT,
+                                SUM(output_tokens)::BIGINT, SUM(cost_micros)::BIGINT,
+                                SUM(requests)::BIGINT
+                             FROM usage_hourly_models
+                             WHERE project = $1 AND hour_us >= $2 AND hour_us < $3
+                                AND model <> ''
+                             GROUP BY hour_us, provider, model",
+                            &[&project, &a, &b],
+                        )?);
+                    }
+                }
+                Some(keys) => {
+                    let rollups = plan
+                        .days
+                        .iter()
+                        .map(|&span| ("usage_daily_users", "day_us", DAY_US, span))
+                        .chain(
+                            plan.hours
+                                .iter()
+                                .map(|&span| ("usage_hourly_users", "hour_us", HOUR_US, span)),
+                        );
+                    for (table, time, step, (a, b)) in rollups {
+                        // One primary-key lookup per (bucket, user), over the buckets between
+                        // the first and the last that hold data: see the SQLite store.
+                        let row = client.query_one(
+                            &format!(
+                                "SELECT MIN({time}), MAX({time}) FROM {table}
+                                 WHERE project = $1 AND {time} >= $2 AND {time} < $3"
+                            ),
+                            &[&project, &a, &b],
+                        )?;
+                        let (Some(first), Some(last)) =
+                            (row.get::<_, Option<i64>>(0), row.get::<_, Option<i64>>(1))
+                        else {
+                            continue;
+                        };
+                        add(client.query(
+                            &format!(
+                                "SELECT {time}, provider, model, SUM(input_tokens)::BIGINT,
+                                    SUM(output_tokens)::BIGINT, SUM(cost_micros)::BIGINT,
+                                    SUM(requests)::BIGINT
+                                 FROM {table}
+                                 WHERE project = $1 AND {time} = ANY($2) AND user_key = ANY($3)
+                                    AND model <> ''
+                                 GROUP BY {time}, provider, model"
+                            ),
+                            &[&project, &rollup::steps(first, last + step, step), keys],
+                        )?);
+                    }
+                }
+            }
             let user_clause = match users {
                 None => "$4::BIGINT[] IS NULL",
                 Some(_) => "user_key = ANY($4)",
             };
-            let plan = rollup::plan(start_us, end_us, Some(unit), users.is_some());
-            let mut buckets = Buckets::new(unit);
-            let rollups = plan
-                .days
-                .iter()
-                .map(|&span| ("usage_daily_users", "day_us", span))
-                .chain(plan.hours.iter().map(|&span| match users {
-                    None => ("usage_hourly_models", "hour_us", span),
-                    Some(_) => ("usage_hourly_users", "hour_us", span),
-                }));
-            for (table, time, (a, b)) in rollups {
-                let rows = client.query(
-                    &format!(
-                        "SELECT {time}, provider, model, SUM(input_tokens)::BIGINT,
-                            SUM(output_tokens)::BIGINT, SUM(cost_micros)::BIGINT,
-                            SUM(requests)::BIGINT
-                         FROM {table}
-                         WHERE project = $1 AND {time} >= $2 AND {time} < $3 AND {user_clause}
-                            AND model <> ''
-                         GROUP BY {time}, provider, model"
-                    ),
-                    &[&project, &a, &b, &users],
-                )?;
-                for row in rows {
-                    buckets.add(row.get(0), row.get(1), row.get(2), sums(&row, 3));
-                }
-            }
             let grain = rollup::grain(unit);
             for (s, e) in plan.raw {
                 let rows = client.query(
@@ -628,9 +691,7 @@ impl Store for PostgresStore {
                     ),
                     &[&project, &s, &e, &users, &grain],
                 )?;
-                for row in rows {
-                    buckets.add(row.get(0), row.get(1), row.get(2), sums(&row, 3));
-                }
+                add(rows);
             }
             Ok(buckets.into_vec())
         })
@@ -693,7 +754,7 @@ impl Store for PostgresStore {
             let row = client.query_opt(
                 "SELECT request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
                     provider, model, operation, input_tokens, output_tokens, cached_input_tokens,
-                    cost_micros, latency_us, status, error_type, estimated
+                    cost_micros, latency_us, status, error_type, estimated, ttft_us
                  FROM usage_records WHERE request_id = $1 ORDER BY time_us DESC LIMIT 1",
                 &[&request_id],
             )?;
@@ -722,6 +783,7 @@ impl Store for PostgresStore {
                 status: u16::try_from(status)?,
                 error_type: row.get(16),
                 estimated: row.get(17),
+                ttft_us: row.get(18),
             }))
         })
     }

@@ -80,13 +80,15 @@ impl Sums {
 
 /// (project, hour, provider, model) of `usage_hourly_models`.
 pub type ModelKey = (String, i64, String, String);
-/// (project, user key, hour or day, provider, model) of `usage_hourly_users` and
-/// `usage_daily_users`.
+/// (project, hour or day, user key, provider, model) of `usage_hourly_users` and
+/// `usage_daily_users`: time first, so that a batch (whose records are minutes apart) updates
+/// rows that sit together at the end of the table, not one row per user spread over all of it.
 pub type UserKey = (String, i64, i64, String, String);
 
-/// The rows a batch adds to both rollups, each summed over the batch. The maps are ordered, so
-/// rows are upserted in key order: two replicas writing the same rows lock them in the same
-/// order and cannot deadlock (a known failure of spend tables updated row by row).
+/// The rows a batch adds to both rollups, each summed over the batch. The maps are ordered like
+/// the tables' primary keys, so rows are upserted in key order: two replicas writing the same
+/// rows lock them in the same order and cannot deadlock (a known failure of spend tables updated
+/// row by row).
 pub struct Rollups {
     pub models: BTreeMap<ModelKey, Sums>,
     pub users: BTreeMap<UserKey, Sums>,
@@ -103,26 +105,12 @@ pub fn rollups(records: &[UsageRecord], user_keys: &[i64]) -> anyhow::Result<Rol
         let provider = r.provider.clone().unwrap_or_default();
         let model = r.model.clone().unwrap_or_default();
         if user != NO_USER {
-            user_days
-                .entry((
-                    r.project.clone(),
-                    user,
-                    bucket_start(r.time_us, Unit::Day),
-                    provider.clone(),
-                    model.clone(),
-                ))
-                .or_default()
-                .add(r)?;
-            users
-                .entry((
-                    r.project.clone(),
-                    user,
-                    hour,
-                    provider.clone(),
-                    model.clone(),
-                ))
-                .or_default()
-                .add(r)?;
+            let day = bucket_start(r.time_us, Unit::Day);
+            for (rows, at) in [(&mut user_days, day), (&mut users, hour)] {
+                rows.entry((r.project.clone(), at, user, provider.clone(), model.clone()))
+                    .or_default()
+                    .add(r)?;
+            }
         }
         models
             .entry((r.project.clone(), hour, provider, model))
@@ -134,6 +122,15 @@ pub fn rollups(records: &[UsageRecord], user_keys: &[i64]) -> anyhow::Result<Rol
         users,
         user_days,
     })
+}
+
+/// The starts of the `step`-long buckets in `[a, b)` (both multiples of `step`), for a query
+/// that looks up each bucket of a time-first rollup for a few users, instead of scanning every
+/// user's rows in the range.
+pub fn steps(a: i64, b: i64, step: i64) -> Vec<i64> {
+    (0..(b - a).div_euclid(step).max(0))
+        .map(|i| a + i * step)
+        .collect()
 }
 
 /// `[start, end)` in µs.

@@ -4,8 +4,8 @@
 //! from the raw table, so their cost grows with the number of hours, not of requests. Unfiltered
 //! questions read `usage_hourly_models` (one row per hour and model, however many users);
 //! questions about some users read `usage_daily_users` for whole days (the unit they are
-//! answered in by default) and `usage_hourly_users` for whole hours, both through primary keys
-//! that start with the user.
+//! answered in by default) and `usage_hourly_users` for whole hours, one primary-key lookup per
+//! (day or hour, user), so that the rows of other users are never read.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -16,7 +16,8 @@ use rusqlite::{Connection, params};
 
 use super::UsageRecord;
 use super::rollup::{self, Buckets, NO_USER, UserKeys, UserSeen};
-use super::store::{ApiKey, ModelBucket, Store, Totals, Unit, UserFilter};
+use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
+use super::time::{DAY_US, HOUR_US};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS usage_records (
@@ -38,7 +39,8 @@ CREATE TABLE IF NOT EXISTS usage_records (
     latency_us INTEGER NOT NULL,
     status INTEGER NOT NULL,
     error_type TEXT,
-    estimated INTEGER NOT NULL
+    estimated INTEGER NOT NULL,
+    ttft_us INTEGER
 );
 CREATE INDEX IF NOT EXISTS usage_records_by_project_time ON usage_records (project, time_us);
 CREATE TABLE IF NOT EXISTS usage_users (
@@ -70,7 +72,7 @@ CREATE TABLE IF NOT EXISTS usage_hourly_users (
     output_tokens INTEGER NOT NULL,
     cost_micros INTEGER NOT NULL,
     requests INTEGER NOT NULL,
-    PRIMARY KEY (project, user_key, hour_us, provider, model)
+    PRIMARY KEY (project, hour_us, user_key, provider, model)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS usage_daily_users (
     project TEXT NOT NULL,
@@ -82,7 +84,11 @@ CREATE TABLE IF NOT EXISTS usage_daily_users (
     output_tokens INTEGER NOT NULL,
     cost_micros INTEGER NOT NULL,
     requests INTEGER NOT NULL,
-    PRIMARY KEY (project, user_key, day_us, provider, model)
+    PRIMARY KEY (project, day_us, user_key, provider, model)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS ledger_batches (
+    batch_id TEXT PRIMARY KEY,
+    records INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS api_keys (
     id TEXT PRIMARY KEY,
@@ -95,8 +101,10 @@ CREATE TABLE IF NOT EXISTS api_keys (
 );
 ";
 
-/// Key lists longer than this are queried in chunks (SQLite caps the parameters of a statement).
+/// User keys and bucket starts past these are queried in chunks (SQLite caps the parameters of
+/// a statement at 32,766).
 const KEYS_PER_QUERY: usize = 500;
+const TIMES_PER_QUERY: usize = 1_000;
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us";
 
@@ -113,7 +121,11 @@ fn key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKey> {
 }
 
 pub struct SqliteStore {
+    /// Writes batches and keys.
     conn: Mutex<Connection>,
+    /// Answers queries, so that they never wait behind a batch (WAL lets one writer and readers
+    /// work at once). `None` in memory, where a second connection would see another database.
+    reader: Option<Mutex<Connection>>,
     users: Mutex<UserKeys>,
 }
 
@@ -127,7 +139,13 @@ impl SqliteStore {
         conn.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536;",
         )?;
-        Self::init(conn)
+        let mut store = Self::init(conn)?;
+        let reader = Connection::open(path)
+            .with_context(|| format!("cannot open the ledger database {}", path.display()))?;
+        reader.execute_batch("PRAGMA cache_size = -65536;")?;
+        reader.busy_timeout(std::time::Duration::from_secs(10))?;
+        store.reader = Some(Mutex::new(reader));
+        Ok(store)
     }
 
     /// A database in memory, gone when the store is dropped.
@@ -136,6 +154,7 @@ impl SqliteStore {
     }
 
     fn init(conn: Connection) -> anyhow::Result<Self> {
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
         // The first development schema had no `user_key`: its records cannot be filtered by
         // user, nor its rollups read by the queries below. Say so rather than fail on a column.
         let has_records: bool = conn.query_row(
@@ -157,14 +176,33 @@ impl SqliteStore {
         }
         conn.execute_batch(SCHEMA)
             .context("cannot create the ledger tables")?;
+        // Added after the first release: older files get the column, empty for their records.
+        let has_ttft: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('usage_records') WHERE name = 'ttft_us')",
+            [],
+            |row| row.get(0),
+        )?;
+        if !has_ttft {
+            conn.execute_batch("ALTER TABLE usage_records ADD COLUMN ttft_us INTEGER")
+                .context("cannot add usage_records.ttft_us")?;
+        }
         Ok(Self {
             conn: Mutex::new(conn),
+            reader: None,
             users: Mutex::new(UserKeys::default()),
         })
     }
 
     fn conn(&self) -> anyhow::Result<std::sync::MutexGuard<'_, Connection>> {
         self.conn
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the ledger connection is poisoned"))
+    }
+
+    fn reader(&self) -> anyhow::Result<std::sync::MutexGuard<'_, Connection>> {
+        self.reader
+            .as_ref()
+            .unwrap_or(&self.conn)
             .lock()
             .map_err(|_| anyhow::anyhow!("the ledger connection is poisoned"))
     }
@@ -257,18 +295,30 @@ impl SqliteStore {
 }
 
 impl Store for SqliteStore {
-    fn write(&self, records: &[UsageRecord]) -> anyhow::Result<()> {
+    fn write_once(&self, batch: &BatchId, records: &[UsageRecord]) -> anyhow::Result<bool> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
+        let fresh_batch = tx.execute(
+            "INSERT INTO ledger_batches (batch_id, records) VALUES (?1, ?2)
+             ON CONFLICT (batch_id) DO NOTHING",
+            params![batch.0, records.len()],
+        )? == 1;
+        if !fresh_batch {
+            return Ok(false);
+        }
+        tx.execute(
+            "DELETE FROM ledger_batches WHERE batch_id < ?1",
+            params![BatchId::at(super::time::now_us() - BatchId::KEPT_US)],
+        )?;
         let (user_keys, fresh) = self.user_keys(&tx, records)?;
         {
             let mut insert = tx.prepare_cached(
                 "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_key,
                     user_id, user_name, user_tags, provider, model, operation, input_tokens,
                     output_tokens, cached_input_tokens, cost_micros, latency_us, status,
-                    error_type, estimated)
+                    error_type, estimated, ttft_us)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19)",
+                    ?17, ?18, ?19, ?20)",
             )?;
             for (r, user_key) in records.iter().zip(&user_keys) {
                 insert.execute(params![
@@ -291,6 +341,7 @@ impl Store for SqliteStore {
                     r.status,
                     r.error_type,
                     r.estimated,
+                    r.ttft_us,
                 ])?;
             }
             let rollups = rollup::rollups(records, &user_keys)?;
@@ -321,20 +372,20 @@ impl Store for SqliteStore {
                 ("usage_daily_users", "day_us", &rollups.user_days),
             ] {
                 let mut users = tx.prepare_cached(&format!(
-                    "INSERT INTO {table} (project, user_key, {time}, provider, model,
+                    "INSERT INTO {table} (project, {time}, user_key, provider, model,
                         input_tokens, output_tokens, cost_micros, requests)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                     ON CONFLICT (project, user_key, {time}, provider, model) DO UPDATE SET
+                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET
                         input_tokens = input_tokens + excluded.input_tokens,
                         output_tokens = output_tokens + excluded.output_tokens,
                         cost_micros = cost_micros + excluded.cost_micros,
                         requests = requests + excluded.requests"
                 ))?;
-                for ((project, user, at, provider, model), s) in rows {
+                for ((project, at, user, provider, model), s) in rows {
                     users.execute(params![
                         project,
-                        user,
                         at,
+                        user,
                         provider,
                         model,
                         s.input_tokens,
@@ -350,11 +401,11 @@ impl Store for SqliteStore {
             .lock()
             .map_err(|_| anyhow::anyhow!("the ledger user cache is poisoned"))?
             .extend(fresh);
-        Ok(())
+        Ok(true)
     }
 
     fn total(&self, project: &str, start_us: i64, end_us: i64) -> anyhow::Result<Totals> {
-        let conn = self.conn()?;
+        let conn = self.reader()?;
         let plan = rollup::plan(start_us, end_us, None, false);
         let mut totals = Totals::default();
         for (a, b) in plan.hours {
@@ -382,85 +433,127 @@ impl Store for SqliteStore {
         unit: Unit,
         filter: &UserFilter,
     ) -> anyhow::Result<Vec<ModelBucket>> {
-        let conn = self.conn()?;
+        let conn = self.reader()?;
         let mut buckets = Buckets::new(unit);
-        // Chunks of user keys to sum over (`None`: every record, from the per-model rollup).
-        let chunks: Vec<Option<&[i64]>>;
-        let users;
-        if filter.is_empty() {
-            chunks = vec![None];
+        let users = if filter.is_empty() {
+            None
         } else {
-            users = Self::matching_users(&conn, project, filter)?;
-            chunks = users.chunks(KEYS_PER_QUERY).map(Some).collect();
-        }
-        let plan = rollup::plan(start_us, end_us, Some(unit), !filter.is_empty());
-        for keys in chunks {
-            let user_clause = match keys {
-                None => String::new(),
-                Some(keys) => format!("AND user_key IN ({})", placeholders(keys.len())),
-            };
-            let mut values: Vec<rusqlite::types::Value> = vec![project.to_owned().into()];
-            values.extend(keys.unwrap_or_default().iter().map(|&k| k.into()));
-            let rollups = plan
-                .days
-                .iter()
-                .map(|&span| ("usage_daily_users", "day_us", span))
-                .chain(plan.hours.iter().map(|&span| match keys {
-                    None => ("usage_hourly_models", "hour_us", span),
-                    Some(_) => ("usage_hourly_users", "hour_us", span),
-                }));
-            for (table, time, (a, b)) in rollups {
-                let mut stmt = conn.prepare_cached(&format!(
-                    "SELECT {time}, provider, model,
+            let keys = Self::matching_users(&conn, project, filter)?;
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            Some(keys)
+        };
+        let plan = rollup::plan(start_us, end_us, Some(unit), users.is_some());
+        let mut add = |rows: &mut rusqlite::Rows<'_>| -> anyhow::Result<()> {
+            while let Some(row) = rows.next()? {
+                buckets.add(
+                    row.get(0)?,
+                    row.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                    row.get(2)?,
+                    sums(row, 3)?,
+                );
+            }
+            Ok(())
+        };
+        match &users {
+            None => {
+                let mut stmt = conn.prepare_cached(
+                    "SELECT hour_us, provider, model,
                         SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), SUM(requests)
-                     FROM {table}
-                     WHERE project = ? {user_clause} AND {time} >= ? AND {time} < ?
-                        AND model <> ''
-                     GROUP BY {time}, provider, model"
-                ))?;
-                let mut at = values.clone();
-                at.extend([a.into(), b.into()]);
-                let rows = stmt.query_map(rusqlite::params_from_iter(at), |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, sums(row, 3)?))
-                })?;
-                for row in rows {
-                    let (start, provider, model, totals) = row?;
-                    buckets.add(start, provider, model, totals);
+                     FROM usage_hourly_models
+                     WHERE project = ?1 AND hour_us >= ?2 AND hour_us < ?3 AND model <> ''
+                     GROUP BY hour_us, provider, model",
+                )?;
+                for &(a, b) in &plan.hours {
+                    add(&mut stmt.query(params![project, a, b])?)?;
                 }
             }
+            Some(keys) => {
+                let rollups = plan
+                    .days
+                    .iter()
+                    .map(|&span| ("usage_daily_users", "day_us", DAY_US, span))
+                    .chain(
+                        plan.hours
+                            .iter()
+                            .map(|&span| ("usage_hourly_users", "hour_us", HOUR_US, span)),
+                    );
+                for (table, time, step, (a, b)) in rollups {
+                    // Each (bucket, user) is one primary-key lookup: the rows of users not asked
+                    // about are never read. Only the buckets between the first and last that
+                    // hold data are looked up, so an open-ended range costs nothing extra.
+                    let edge = |order: &str| -> anyhow::Result<Option<i64>> {
+                        let mut stmt = conn.prepare_cached(&format!(
+                            "SELECT {time} FROM {table}
+                             WHERE project = ?1 AND {time} >= ?2 AND {time} < ?3
+                             ORDER BY {time} {order} LIMIT 1"
+                        ))?;
+                        let mut rows = stmt.query(params![project, a, b])?;
+                        Ok(rows.next()?.map(|row| row.get(0)).transpose()?)
+                    };
+                    let (Some(first), Some(last)) = (edge("ASC")?, edge("DESC")?) else {
+                        continue;
+                    };
+                    let times = rollup::steps(first, last + step, step);
+                    for times in times.chunks(TIMES_PER_QUERY) {
+                        for keys in keys.chunks(KEYS_PER_QUERY) {
+                            let mut stmt = conn.prepare_cached(&format!(
+                                "SELECT {time}, provider, model, SUM(input_tokens),
+                                    SUM(output_tokens), SUM(cost_micros), SUM(requests)
+                                 FROM {table}
+                                 WHERE project = ? AND {time} IN ({}) AND user_key IN ({})
+                                    AND model <> ''
+                                 GROUP BY {time}, provider, model",
+                                placeholders(times.len()),
+                                placeholders(keys.len())
+                            ))?;
+                            let at =
+                                std::iter::once(rusqlite::types::Value::from(project.to_owned()))
+                                    .chain(times.iter().chain(keys).map(|&v| v.into()));
+                            add(&mut stmt.query(rusqlite::params_from_iter(at))?)?;
+                        }
+                    }
+                }
+            }
+        }
+        let grain = rollup::grain(unit);
+        let key_chunks: Vec<&[i64]> = match &users {
+            None => vec![&[]],
+            Some(keys) => keys.chunks(KEYS_PER_QUERY).collect(),
+        };
+        for keys in key_chunks {
+            let user_clause = if users.is_some() {
+                format!("AND user_key IN ({})", placeholders(keys.len()))
+            } else {
+                String::new()
+            };
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT (time_us / ?) * ? AS grain, provider, model,
                     SUM(input_tokens), SUM(output_tokens), SUM(COALESCE(cost_micros, 0)),
                     COUNT(*)
                  FROM usage_records
-                 WHERE project = ? {user_clause} AND time_us >= ? AND time_us < ?
+                 WHERE project = ? AND time_us >= ? AND time_us < ? {user_clause}
                     AND model IS NOT NULL
                  GROUP BY grain, provider, model"
             ))?;
-            let grain = rollup::grain(unit);
             for &(s, e) in &plan.raw {
-                let mut at: Vec<rusqlite::types::Value> = vec![grain.into(), grain.into()];
-                at.extend(values.iter().cloned());
-                at.extend([s.into(), e.into()]);
-                let rows = stmt.query_map(rusqlite::params_from_iter(at), |row| {
-                    Ok((
-                        row.get(0)?,
-                        row.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                        row.get(2)?,
-                        sums(row, 3)?,
-                    ))
-                })?;
-                for row in rows {
-                    let (at, provider, model, totals) = row?;
-                    buckets.add(at, provider, model, totals);
-                }
+                let head: [rusqlite::types::Value; 5] = [
+                    grain.into(),
+                    grain.into(),
+                    project.to_owned().into(),
+                    s.into(),
+                    e.into(),
+                ];
+                let at = head.into_iter().chain(keys.iter().map(|&k| k.into()));
+                add(&mut stmt.query(rusqlite::params_from_iter(at))?)?;
             }
         }
         Ok(buckets.into_vec())
     }
 
     fn count(&self) -> anyhow::Result<u64> {
-        let conn = self.conn()?;
+        let conn = self.reader()?;
         let n: i64 = conn.query_row("SELECT COUNT(*) FROM usage_records", [], |row| row.get(0))?;
         Ok(n.max(0) as u64)
     }
@@ -483,7 +576,7 @@ impl Store for SqliteStore {
     }
 
     fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
-        let conn = self.conn()?;
+        let conn = self.reader()?;
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {KEY_COLUMNS} FROM api_keys WHERE ?1 IS NULL OR project = ?1
              ORDER BY created_us, id"
@@ -502,7 +595,7 @@ impl Store for SqliteStore {
     }
 
     fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
-        let conn = self.conn()?;
+        let conn = self.reader()?;
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1"
         ))?;
@@ -511,11 +604,11 @@ impl Store for SqliteStore {
     }
 
     fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
-        let conn = self.conn()?;
+        let conn = self.reader()?;
         let mut stmt = conn.prepare_cached(
             "SELECT request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
                 provider, model, operation, input_tokens, output_tokens, cached_input_tokens,
-                cost_micros, latency_us, status, error_type, estimated
+                cost_micros, latency_us, status, error_type, estimated, ttft_us
              FROM usage_records WHERE request_id = ?1 ORDER BY rowid DESC LIMIT 1",
         )?;
         let mut rows = stmt.query(params![request_id])?;
@@ -543,6 +636,7 @@ impl Store for SqliteStore {
             status: row.get(15)?,
             error_type: row.get(16)?,
             estimated: row.get(17)?,
+            ttft_us: row.get(18)?,
         }))
     }
 }

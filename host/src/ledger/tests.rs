@@ -39,6 +39,8 @@ on_every_store!(
     check_keys,
     check_user_filter,
     check_many_users_one_bucket,
+    check_rollups_agree_with_records,
+    check_batches_are_written_once,
 );
 
 // 2024-02-29 13:00:00 UTC.
@@ -69,6 +71,7 @@ fn check_record(store: &dyn Store) {
     full.user_tags = vec!["beta".to_owned(), "eu".to_owned()];
     full.cached_input_tokens = 3;
     full.latency_us = 1234;
+    full.ttft_us = Some(321);
     full.status = 429;
     full.error_type = Some("rate_limit_exceeded".to_owned());
     full.estimated = true;
@@ -310,6 +313,175 @@ fn check_user_filter(store: &dyn Store) {
     assert_eq!(inputs(&other), [a(1_000_000)]);
 }
 
+/// Every answer, whichever rollups and raw edges it is read from, equals the sums of the raw
+/// records it covers: over several days, with ranges aligned or not, every unit, and filters
+/// matching one user, a few, or more users than one query takes.
+fn check_rollups_agree_with_records(store: &dyn Store) {
+    use super::time::{DAY_US, bucket_start};
+    const USERS: u64 = 620;
+    let day0 = H - 13 * HOUR_US;
+    let records: Vec<UsageRecord> = (0..3_000u64)
+        .map(|i| {
+            let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            // Four days and a bit, in time order as a gateway writes them.
+            let at = day0 + (i as i64) * (4 * DAY_US + 5 * HOUR_US) / 3_000 + (h % 1_000) as i64;
+            let model = ["m1", "m2", "m3"][(h >> 8) as usize % 3];
+            let mut r = record(
+                at,
+                model,
+                1 + (h >> 16) % 97,
+                (h >> 24) % 89,
+                (h % 1013) as i64,
+            );
+            r.request_id = format!("agree-{i}");
+            r.project = if i % 7 == 0 { "other" } else { "p" }.to_owned();
+            let user = (h >> 32) % USERS;
+            match i % 11 {
+                0 => {}              // no user
+                1 => r.model = None, // failed before a target: not in /usage/models
+                _ => {
+                    r = by(
+                        r,
+                        &format!("u{user}"),
+                        &format!("name {}", user % 40),
+                        &["all", &format!("team-{}", user % 5)],
+                    );
+                }
+            }
+            r
+        })
+        .collect();
+    for batch in records.chunks(700) {
+        store.write(batch).unwrap();
+    }
+    let expected = |start: i64, end: i64, unit: Unit, filter: &UserFilter| {
+        let mut sums: std::collections::BTreeMap<(i64, String, String), Totals> =
+            std::collections::BTreeMap::new();
+        for r in &records {
+            let user_ok = filter.is_empty()
+                || (r.user_id.is_some()
+                    && filter.matches(
+                        r.user_id.as_deref().unwrap_or(""),
+                        r.user_name.as_deref().unwrap_or(""),
+                        &r.user_tags,
+                    ));
+            if r.project != "p" || r.time_us < start || r.time_us >= end || !user_ok {
+                continue;
+            }
+            let Some(model) = &r.model else { continue };
+            let key = (
+                bucket_start(r.time_us, unit),
+                r.provider.clone().unwrap_or_default(),
+                model.clone(),
+            );
+            sums.entry(key).or_default().add(Totals {
+                input_tokens: r.input_tokens,
+                output_tokens: r.output_tokens,
+                cost_micros: r.cost_micros.unwrap_or(0),
+                requests: 1,
+            });
+        }
+        sums.into_iter()
+            .map(|((bucket_us, provider, model), totals)| ModelBucket {
+                bucket_us,
+                provider,
+                model,
+                totals,
+            })
+            .collect::<Vec<_>>()
+    };
+    let filters = [
+        UserFilter::default(),
+        UserFilter {
+            user_id: Some("u17".to_owned()),
+            ..UserFilter::default()
+        },
+        UserFilter {
+            user_name: Some("name 3".to_owned()),
+            ..UserFilter::default()
+        },
+        UserFilter {
+            user_tags: vec!["team-2".to_owned(), "team-4".to_owned()],
+            ..UserFilter::default()
+        },
+        // More users than one query's key list.
+        UserFilter {
+            user_tags: vec!["all".to_owned()],
+            ..UserFilter::default()
+        },
+    ];
+    let ranges = [
+        (day0, day0 + 4 * DAY_US), // whole days
+        (
+            day0 + 7 * HOUR_US + 123,
+            day0 + 3 * DAY_US + 5 * HOUR_US + 77,
+        ), // ragged
+        (0, i64::MAX / 4),         // everything
+        (day0 + DAY_US + 60, day0 + DAY_US + 2_000_000_000), // within one hour
+    ];
+    for (start, end) in ranges {
+        let all = expected(start, end, Unit::Hour, &UserFilter::default());
+        let mut total = Totals::default();
+        all.iter().for_each(|b| total.add(b.totals));
+        let stored = store.total("p", start, end).unwrap();
+        // The total also counts records without a model.
+        assert!(stored.requests >= total.requests, "{start}..{end}");
+        assert_eq!(stored.input_tokens - total.input_tokens, {
+            let no_model: u64 = records
+                .iter()
+                .filter(|r| r.project == "p" && r.model.is_none())
+                .filter(|r| r.time_us >= start && r.time_us < end)
+                .map(|r| r.input_tokens)
+                .sum();
+            no_model
+        });
+        for unit in [Unit::Minute, Unit::Hour, Unit::Day, Unit::Week, Unit::Month] {
+            for filter in &filters {
+                let want = expected(start, end, unit, filter);
+                // The broad filters see records in every range (the check checks something).
+                if filter.is_empty() || filter.user_tags == ["all"] {
+                    assert!(!want.is_empty(), "{start}..{end} {unit:?} {filter:?}");
+                }
+                assert_eq!(
+                    store.models("p", start, end, unit, filter).unwrap(),
+                    want,
+                    "{start}..{end} {unit:?} {filter:?}"
+                );
+            }
+        }
+    }
+}
+
+/// A batch written again under its id (a retry after a lost acknowledgement) changes nothing.
+fn check_batches_are_written_once(store: &dyn Store) {
+    let batch: Vec<_> = (0..10)
+        .map(|i| {
+            let mut r = by(record(H + i, "a", 5, 6, 7), "u", "Ada", &[]);
+            r.request_id = format!("once-{i}");
+            r
+        })
+        .collect();
+    let id = BatchId::new();
+    assert!(store.write_once(&id, &batch).unwrap());
+    assert!(!store.write_once(&id, &batch).unwrap());
+    // A new id is a new batch.
+    assert!(store.write_once(&BatchId::new(), &batch[..1]).unwrap());
+    assert_eq!(store.count().unwrap(), 11);
+    let total = store.total("p", H, H + HOUR_US).unwrap();
+    assert_eq!((total.input_tokens, total.requests), (55, 11));
+    let user = UserFilter {
+        user_id: Some("u".to_owned()),
+        ..UserFilter::default()
+    };
+    let buckets = store
+        .models("p", H, H + HOUR_US, Unit::Hour, &user)
+        .unwrap();
+    assert_eq!(
+        inputs(&buckets),
+        [("2024-02-29 13:00:00".to_owned(), "a".to_owned(), 55)]
+    );
+}
+
 /// Many users in one hour make one unfiltered bucket per model (from the per-model rollup).
 fn check_many_users_one_bucket(store: &dyn Store) {
     let records: Vec<_> = (0..60)
@@ -463,9 +635,9 @@ fn the_database_password_never_shows() {
 struct Stuck(std::sync::Mutex<()>);
 
 impl Store for Stuck {
-    fn write(&self, _: &[UsageRecord]) -> anyhow::Result<()> {
+    fn write_once(&self, _: &BatchId, _: &[UsageRecord]) -> anyhow::Result<bool> {
         drop(self.0.lock());
-        Ok(())
+        Ok(true)
     }
     fn total(&self, _: &str, _: i64, _: i64) -> anyhow::Result<Totals> {
         Ok(Totals::default())
@@ -708,4 +880,70 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
             times[2]
         );
     }
+}
+
+/// A store whose first commit goes through but whose acknowledgement is lost, as when the
+/// connection breaks at that moment.
+struct LosesFirstAck {
+    inner: sqlite::SqliteStore,
+    lost: std::sync::atomic::AtomicBool,
+}
+
+impl Store for LosesFirstAck {
+    fn write_once(&self, batch: &BatchId, records: &[UsageRecord]) -> anyhow::Result<bool> {
+        let written = self.inner.write_once(batch, records)?;
+        if !self.lost.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            anyhow::bail!("connection reset while committing");
+        }
+        Ok(written)
+    }
+    fn total(&self, project: &str, start: i64, end: i64) -> anyhow::Result<Totals> {
+        self.inner.total(project, start, end)
+    }
+    fn models(
+        &self,
+        project: &str,
+        start: i64,
+        end: i64,
+        unit: Unit,
+        filter: &UserFilter,
+    ) -> anyhow::Result<Vec<ModelBucket>> {
+        self.inner.models(project, start, end, unit, filter)
+    }
+    fn count(&self) -> anyhow::Result<u64> {
+        self.inner.count()
+    }
+    fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
+        self.inner.insert_key(key)
+    }
+    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
+        self.inner.keys(project)
+    }
+    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
+        self.inner.revoke_key(id, at_us)
+    }
+    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
+        self.inner.key_by_hash(hash)
+    }
+    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        self.inner.record(request_id)
+    }
+}
+
+#[tokio::test]
+async fn a_batch_retried_after_a_lost_acknowledgement_is_counted_once() {
+    let store = Arc::new(LosesFirstAck {
+        inner: sqlite::SqliteStore::in_memory().unwrap(),
+        lost: std::sync::atomic::AtomicBool::new(false),
+    });
+    let ledger = Ledger::with_store(store.clone(), 100);
+    for i in 0..20 {
+        let mut r = record(H + i, "a", 1, 1, 1);
+        r.request_id = format!("ack-{i}");
+        ledger.record(r);
+    }
+    ledger.shutdown().await;
+    assert!(store.lost.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(store.count().unwrap(), 20);
+    assert_eq!(store.total("p", H, H + HOUR_US).unwrap().requests, 20);
 }

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::error::ApiError;
 use super::request::ClientRequest;
@@ -133,6 +133,9 @@ impl Recorder {
         };
         let record = &mut self.record;
         record.latency_us = i64::try_from(self.started.elapsed().as_micros()).unwrap_or(i64::MAX);
+        let first_output_us = self.shared.first_output_us.load(Ordering::Relaxed);
+        record.ttft_us =
+            (first_output_us > 0).then(|| i64::try_from(first_output_us).unwrap_or(i64::MAX));
         record.provider = outcome.provider;
         record.model = outcome.model;
         record.status = outcome.status;
@@ -171,13 +174,10 @@ impl Recorder {
             record.error_type = Some("stream_incomplete".to_owned());
         }
         if let Some(telemetry) = self.telemetry.take() {
-            let first_output_us = self.shared.first_output_us.load(Ordering::Relaxed);
             let error = outcome.error.as_ref();
             telemetry.finish(&RequestEnd {
                 record,
                 system: outcome.system.as_deref(),
-                time_to_first_output: (first_output_us > 0)
-                    .then(|| Duration::from_micros(first_output_us)),
                 error: error.map(|(message, detail)| (message.as_str(), detail.as_deref())),
             });
         }

@@ -165,7 +165,6 @@ pub struct RequestEnd<'a> {
     pub record: &'a UsageRecord,
     /// The OpenTelemetry `gen_ai.provider.name` of the provider that answered.
     pub system: Option<&'a str>,
-    pub time_to_first_output: Option<Duration>,
     /// The error's message (for the client) and internal detail (for the log only).
     pub error: Option<(&'a str, Option<&'a str>)>,
 }
@@ -205,7 +204,8 @@ impl RequestTelemetry {
             .requests
             .inc([provider, model, self.operation, status_text(r.status)], 1);
         metrics.request_duration.observe([provider, model], latency);
-        if let Some(ttft) = end.time_to_first_output {
+        if let Some(ttft) = r.ttft_us {
+            let ttft = Duration::from_micros(u64::try_from(ttft).unwrap_or(0));
             metrics.time_to_first_token.observe([provider, model], ttft);
         }
         if r.input_tokens > 0 {
