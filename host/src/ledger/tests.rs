@@ -947,3 +947,26 @@ async fn a_batch_retried_after_a_lost_acknowledgement_is_counted_once() {
     assert_eq!(store.count().unwrap(), 20);
     assert_eq!(store.total("p", H, H + HOUR_US).unwrap().requests, 20);
 }
+
+/// A database written before records had `ttft_us` gets the column when opened.
+#[test]
+fn an_older_sqlite_file_gains_the_ttft_column() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-ttft-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.db");
+    let old = record(H, "a", 1, 2, 3);
+    drop(sqlite::SqliteStore::open(&path).unwrap());
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("ALTER TABLE usage_records DROP COLUMN ttft_us")
+            .unwrap();
+    }
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    let mut new = record(H + 1, "a", 1, 2, 3);
+    new.ttft_us = Some(42);
+    store.write(&[old.clone(), new.clone()]).unwrap();
+    assert_eq!(store.record(&old.request_id).unwrap(), Some(old));
+    assert_eq!(store.record(&new.request_id).unwrap(), Some(new));
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
