@@ -56,11 +56,38 @@ fn ledger_url(dir: &Path) -> String {
     format!("sqlite://{}", dir.join("ledger.db").display())
 }
 
-async fn gateway_on(dir: &Path, base_url: &str) -> TestGateway {
+/// A test taking (a temp dir, a ledger URL), once on a SQLite file and once on PostgreSQL.
+macro_rules! on_both_stores {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let dir = super::temp_dir(concat!(stringify!($test), "-sqlite"));
+                let ledger = super::ledger_url(&dir);
+                super::$test(dir, ledger).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let Some((ledger, _cluster)) = super::common::postgres::database() else {
+                    return;
+                };
+                let dir = super::temp_dir(concat!(stringify!($test), "-postgres"));
+                super::$test(dir, ledger).await;
+            }
+        }
+    )*};
+}
+
+on_both_stores!(
+    keys_are_created_listed_revoked_and_honoured,
+    usage_prints_the_same_table_from_the_ledger_and_from_a_gateway,
+);
+
+async fn gateway_on(ledger: &str, base_url: &str) -> TestGateway {
     let yaml = format!(
-        "{}\nledger: {{ url: '{}' }}\n",
+        "{}\nledger: {{ url: '{ledger}' }}\n",
         common::config_for(base_url),
-        ledger_url(dir)
     );
     TestGateway::start(&yaml).await
 }
@@ -78,10 +105,7 @@ async fn usage_status(gateway: &TestGateway, key: &str) -> u16 {
         .as_u16()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn keys_are_created_listed_revoked_and_honoured() {
-    let dir = temp_dir("keys");
-    let ledger = ledger_url(&dir);
+async fn keys_are_created_listed_revoked_and_honoured(dir: PathBuf, ledger: String) {
     let created = wasmgate(
         &dir,
         &[
@@ -125,7 +149,7 @@ async fn keys_are_created_listed_revoked_and_honoured() {
     assert!(list.contains("active"));
 
     let mock = MockOpenAi::start().await;
-    let gateway = gateway_on(&dir, &mock.base_url()).await;
+    let gateway = gateway_on(&ledger, &mock.base_url()).await;
     assert_eq!(usage_status(&gateway, &key).await, 200);
     gateway.stop().await;
 
@@ -141,7 +165,7 @@ async fn keys_are_created_listed_revoked_and_honoured() {
     let list = text(&wasmgate(&dir, &["keys", "list", "--ledger", &ledger], "").stdout);
     assert!(list.contains("revoked"), "{list}");
 
-    let gateway = gateway_on(&dir, &mock.base_url()).await;
+    let gateway = gateway_on(&ledger, &mock.base_url()).await;
     assert_eq!(usage_status(&gateway, &key).await, 401);
     gateway.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
@@ -212,11 +236,12 @@ async fn login_keeps_the_key_private_and_serve_uses_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn usage_prints_the_same_table_from_the_ledger_and_from_a_gateway() {
-    let dir = temp_dir("usage");
+async fn usage_prints_the_same_table_from_the_ledger_and_from_a_gateway(
+    dir: PathBuf,
+    ledger: String,
+) {
     let mock = MockOpenAi::start().await;
-    let gateway = gateway_on(&dir, &mock.base_url()).await;
+    let gateway = gateway_on(&ledger, &mock.base_url()).await;
     let key = gateway.api_key("acme").await;
     for model in ["gpt-4o-mini", "gpt-4o-mini", "echo-1"] {
         let response = http()
@@ -229,14 +254,18 @@ async fn usage_prints_the_same_table_from_the_ledger_and_from_a_gateway() {
         assert_eq!(response.status(), 200);
     }
     let store = gateway.state.ledger.store();
+    // The PostgreSQL client blocks on a runtime of its own: not on this test's thread.
+    let count = || {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || store.count().unwrap())
+    };
     for _ in 0..100 {
-        if store.count().unwrap() == 3 {
+        if count().await.unwrap() == 3 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(store.count().unwrap(), 3);
-    let ledger = ledger_url(&dir);
+    assert_eq!(count().await.unwrap(), 3);
     let range = ["--since", "1d", "--until", "2099-01-01"];
     let local_args = [
         &[

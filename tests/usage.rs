@@ -34,12 +34,12 @@ enum Backend {
 macro_rules! on_both_stores {
     ($($test:ident),* $(,)?) => {$(
         mod $test {
-            #[tokio::test]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
                 super::$test(super::Backend::sqlite(stringify!($test))).await;
             }
 
-            #[tokio::test]
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 if let Some(backend) = super::Backend::postgres() {
                     super::$test(backend).await;
@@ -53,6 +53,7 @@ on_both_stores!(
     every_request_gets_one_exact_record_flushed_on_shutdown,
     totals_and_model_buckets_per_project_in_ms_or_us,
     models_filtered_by_user_are_bucketed_by_day,
+    no_record_lost_on_sigterm_under_load,
 );
 
 impl Backend {
@@ -644,17 +645,18 @@ async fn models_filtered_by_user_are_bucketed_by_day(backend: Backend) {
 }
 
 /// The real binary under a bounded load (8 clients, at most 480 requests, at most 5 s) gets
-/// SIGTERM midway: it exits 0, and the ledger file holds exactly one record per response, each
+/// SIGTERM midway: it exits 0, and the ledger holds exactly one record per response, each
 /// named by the response's `x-request-id`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_record_lost_on_sigterm_under_load() {
+async fn no_record_lost_on_sigterm_under_load(backend: Backend) {
     const CLIENTS: usize = 8;
     const PER_CLIENT: usize = 60;
     const SIGTERM_AFTER: usize = 120;
-    let Backend::Sqlite(db) = Backend::sqlite("sigterm") else {
-        unreachable!()
-    };
-    let dir = db.parent().unwrap().to_owned();
+    let dir = std::env::temp_dir().join(format!(
+        "wasmgate-usage-{}-sigterm-{}",
+        std::process::id(),
+        matches!(backend, Backend::Sqlite(_))
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -666,8 +668,8 @@ async fn no_record_lost_on_sigterm_under_load() {
         format!(
             "server: {{ host: 127.0.0.1, port: {port} }}\n\
              providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n\
-             ledger: {{ url: 'sqlite://{}' }}\n",
-            db.display()
+             ledger: {{ url: '{}' }}\n",
+            backend.url()
         ),
     )
     .unwrap();
@@ -750,7 +752,12 @@ async fn no_record_lost_on_sigterm_under_load() {
     assert!(status.success(), "exit status {status}");
 
     let answered = answered.lock().unwrap().clone();
-    let stored: Vec<String> = sqlite_rows(&db).into_iter().map(|(id, ..)| id).collect();
+    let stored: Vec<String> = backend
+        .rows()
+        .await
+        .into_iter()
+        .map(|(id, ..)| id)
+        .collect();
     let missing: Vec<_> = answered.iter().filter(|id| !stored.contains(id)).collect();
     assert!(missing.is_empty(), "answered but not recorded: {missing:?}");
     assert_eq!(

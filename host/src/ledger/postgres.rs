@@ -13,6 +13,12 @@
 //!
 //! The URL's password never appears in an error or a log line: messages show the URL with
 //! `***` for it, and every error from the client is scrubbed of it.
+//!
+//! **TLS.** `sslmode=require` (or libpq's `verify-ca` / `verify-full`) in the URL makes every
+//! connection TLS, and the server's certificate is always verified, host name included: against
+//! the system's roots, and the PEM file `sslrootcert=` names (for a private CA). A server that
+//! cannot be verified is refused: there is no "encrypted but unverified" mode. Without `sslmode`
+//! (or with `disable`, `allow`, `prefer`) connections are plain TCP.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +26,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use postgres::{Client, NoTls, Row, Transaction};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::UsageRecord;
 use super::rollup::{self, Buckets, NO_USER, UserKeys, UserSeen};
@@ -123,6 +130,8 @@ const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revo
 
 pub struct PostgresStore {
     config: postgres::Config,
+    /// `None`: plain TCP.
+    tls: Option<MakeRustlsConnect>,
     /// The URL with `***` for its password, for messages.
     shown: String,
     /// Scrubbed from every error message.
@@ -145,9 +154,32 @@ impl PostgresStore {
     /// Reads `url` (`postgres://` or `postgresql://`); connects on first use, not here.
     pub fn open(url: &str) -> anyhow::Result<Self> {
         let shown = redact_url(url);
+        let (url, tls) = tls_options(url);
         let mut config: postgres::Config = url
             .parse()
             .map_err(|e| anyhow::anyhow!("ledger.url `{shown}`: {e}"))?;
+        let tls = match tls.mode.as_deref() {
+            None | Some("disable" | "allow" | "prefer") => {
+                anyhow::ensure!(
+                    tls.root_cert.is_none(),
+                    "ledger.url `{shown}`: sslrootcert needs sslmode=require, verify-ca or \
+                     verify-full"
+                );
+                config.ssl_mode(postgres::config::SslMode::Disable);
+                None
+            }
+            Some("require" | "verify-ca" | "verify-full") => {
+                config.ssl_mode(postgres::config::SslMode::Require);
+                Some(
+                    tls_connector(tls.root_cert.as_deref())
+                        .map_err(|e| anyhow::anyhow!("ledger.url `{shown}`: {e:#}"))?,
+                )
+            }
+            Some(other) => anyhow::bail!(
+                "ledger.url `{shown}`: sslmode `{other}` is not one of disable, allow, prefer, \
+                 require, verify-ca, verify-full"
+            ),
+        };
         config
             .application_name("wasmgate")
             .connect_timeout(Duration::from_secs(5))
@@ -162,6 +194,7 @@ impl PostgresStore {
             .filter(|p| !p.is_empty());
         Ok(Self {
             config,
+            tls,
             shown,
             password,
             writer: Mutex::new(None),
@@ -182,10 +215,12 @@ impl PostgresStore {
     }
 
     fn connect(&self) -> anyhow::Result<Client> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|e| self.scrub(format_args!("cannot connect: {}", chain(&e))))?;
+        let connected = match &self.tls {
+            None => self.config.connect(NoTls),
+            Some(tls) => self.config.connect(tls.clone()),
+        };
+        let mut client =
+            connected.map_err(|e| self.scrub(format_args!("cannot connect: {}", chain(&e))))?;
         if !self.schema_ready.load(Ordering::Acquire) {
             let mut tx = client.transaction().map_err(|e| self.scrub(chain(&e)))?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
@@ -482,6 +517,94 @@ impl Drop for PostgresStore {
             let _ = closer.join();
         }
     }
+}
+
+/// The TLS settings of a URL, which the client's own parser does not take (it knows neither
+/// `sslrootcert` nor libpq's `verify-*` modes).
+#[derive(Debug, Default, PartialEq, Eq)]
+struct TlsOptions {
+    mode: Option<String>,
+    root_cert: Option<String>,
+}
+
+/// `url` without its `sslmode` and `sslrootcert` parameters, and their values.
+fn tls_options(url: &str) -> (String, TlsOptions) {
+    let Some((head, query)) = url.split_once('?') else {
+        return (url.to_owned(), TlsOptions::default());
+    };
+    let mut options = TlsOptions::default();
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("sslmode", mode)) => options.mode = Some(mode.to_owned()),
+            Some(("sslrootcert", path)) => options.root_cert = Some(percent_decode(path)),
+            _ => kept.push(pair),
+        }
+    }
+    let url = if kept.is_empty() {
+        head.to_owned()
+    } else {
+        format!("{head}?{}", kept.join("&"))
+    };
+    (url, options)
+}
+
+/// `%XX` escapes decoded (a path in a URL may have them); anything malformed is kept as is.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A TLS connector trusting the system's roots and those in the PEM file `root_cert`.
+fn tls_connector(root_cert: Option<&str>) -> anyhow::Result<MakeRustlsConnect> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+
+    let mut roots = rustls::RootCertStore::empty();
+    // Unreadable system certificates are skipped: a private CA may be all that is needed.
+    let native = rustls_native_certs::load_native_certs();
+    roots.add_parsable_certificates(native.certs);
+    if let Some(path) = root_cert {
+        let mut added = 0;
+        for cert in CertificateDer::pem_file_iter(path)
+            .map_err(|e| anyhow::anyhow!("sslrootcert {path}: {e}"))?
+        {
+            let cert = cert.map_err(|e| anyhow::anyhow!("sslrootcert {path}: {e}"))?;
+            roots
+                .add(cert)
+                .map_err(|e| anyhow::anyhow!("sslrootcert {path}: {e}"))?;
+            added += 1;
+        }
+        anyhow::ensure!(added > 0, "sslrootcert {path}: no certificate in it");
+    }
+    anyhow::ensure!(
+        !roots.is_empty(),
+        "no trusted certificates: the system has none, and no sslrootcert= was given"
+    );
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(config))
 }
 
 /// The message of a client error with its causes (its `Display` alone says only "db error").
@@ -801,7 +924,29 @@ impl Store for PostgresStore {
 
 #[cfg(test)]
 mod tests {
-    use super::redact_url;
+    use super::{TlsOptions, redact_url, tls_options};
+
+    #[test]
+    fn tls_settings_are_taken_out_of_the_url() {
+        assert_eq!(
+            tls_options("postgres://a@db/x?sslmode=verify-full&sslrootcert=/etc/my%20ca.pem"),
+            (
+                "postgres://a@db/x".to_owned(),
+                TlsOptions {
+                    mode: Some("verify-full".to_owned()),
+                    root_cert: Some("/etc/my ca.pem".to_owned()),
+                }
+            )
+        );
+        assert_eq!(
+            tls_options("postgres://a@db/x?connect_timeout=3&sslmode=require").0,
+            "postgres://a@db/x?connect_timeout=3"
+        );
+        assert_eq!(
+            tls_options("postgres://a@db/x"),
+            ("postgres://a@db/x".to_owned(), TlsOptions::default())
+        );
+    }
 
     #[test]
     fn urls_are_shown_without_their_password() {

@@ -709,6 +709,12 @@ fn measure() {
         std::fs::create_dir_all(&dir).unwrap();
         let store = Arc::new(sqlite::SqliteStore::open(&dir.join("m.db")).unwrap());
         measure_store("sqlite", store, n);
+        let bytes: u64 = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        eprintln!("sqlite: database files {:.0} MiB", bytes as f64 / 1048576.0);
         let _ = std::fs::remove_dir_all(&dir);
     }
     if which == "postgres" || which == "both" {
@@ -969,4 +975,48 @@ fn an_older_sqlite_file_gains_the_ttft_column() {
     assert_eq!(store.record(&new.request_id).unwrap(), Some(new));
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `sslmode=verify-full` with the CA in `sslrootcert`: every connection is TLS. Without the CA
+/// the server is refused (its certificate is always verified), and no error shows the password.
+#[test]
+fn postgres_over_tls_verifies_the_server() {
+    let Some((cluster, ca)) = pg::PgCluster::start_tls() else {
+        return;
+    };
+    let url = cluster.database();
+    let tls_url = format!("{url}?sslmode=verify-full&sslrootcert={}", ca.display());
+    let store = postgres::PostgresStore::open(&tls_url).unwrap();
+    store.write(&[record(H, "a", 1, 2, 3)]).unwrap();
+    assert_eq!(store.count().unwrap(), 1);
+    let mut admin = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
+    let row = admin
+        .query_one(
+            "SELECT count(*) FILTER (WHERE s.ssl), count(*)
+             FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid)
+             WHERE a.application_name = 'wasmgate'",
+            &[],
+        )
+        .unwrap();
+    let (encrypted, all): (i64, i64) = (row.get(0), row.get(1));
+    assert!(all >= 2, "the writer and a reader are connected: {all}");
+    assert_eq!(encrypted, all, "every connection of the store is TLS");
+    drop(store);
+
+    let unverified = postgres::PostgresStore::open(&format!("{url}?sslmode=require")).unwrap();
+    let error = format!(
+        "{:#}",
+        unverified.write(&[record(H, "a", 1, 2, 3)]).unwrap_err()
+    );
+    assert!(error.contains("certificate"), "{error}");
+    assert!(!error.contains("pg-test-secret"), "{error}");
+    assert!(
+        format!(
+            "{:#}",
+            postgres::PostgresStore::open(&format!("{url}?sslmode=maybe"))
+                .err()
+                .unwrap()
+        )
+        .contains("sslmode `maybe`")
+    );
 }
