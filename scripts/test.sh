@@ -23,7 +23,7 @@ fi
 host=$(rustc -vV | sed -n 's/^host: //p')
 native=$PWD/target/guests-native
 
-cargo test --workspace
+cargo test --workspace --no-fail-fast
 (cd plugin-sdk && CARGO_TARGET_DIR=../target/sdk cargo test --all-features)
 # The guest workspaces default to wasm32-wasip2; their unit tests run natively.
 for ws in plugins policies tests/policies; do
