@@ -78,6 +78,17 @@ CREATE TABLE IF NOT EXISTS usage_hourly_models (
     requests BIGINT NOT NULL,
     PRIMARY KEY (project, hour_us, provider, model)
 );
+CREATE TABLE IF NOT EXISTS usage_daily_models (
+    project TEXT NOT NULL,
+    day_us BIGINT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cost_micros BIGINT NOT NULL,
+    requests BIGINT NOT NULL,
+    PRIMARY KEY (project, day_us, provider, model)
+);
 CREATE TABLE IF NOT EXISTS usage_hourly_users (
     project TEXT NOT NULL,
     user_key BIGINT NOT NULL,
@@ -224,8 +235,24 @@ impl PostgresStore {
         if !self.schema_ready.load(Ordering::Acquire) {
             let mut tx = client.transaction().map_err(|e| self.scrub(chain(&e)))?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                .and_then(|_| tx.batch_execute(SCHEMA))
-                .and_then(|()| tx.commit())
+                .and_then(|_| {
+                    tx.query_one(
+                        "SELECT to_regclass('usage_records') IS NOT NULL
+                            AND to_regclass('usage_daily_models') IS NULL",
+                        &[],
+                    )
+                })
+                .and_then(|older| {
+                    tx.batch_execute(SCHEMA)?;
+                    if older.get::<_, bool>(0) {
+                        // Added after the first release: sum what the hourly rollup holds.
+                        tx.batch_execute(&format!(
+                            "INSERT INTO usage_daily_models {}",
+                            rollup::days_from_hours()
+                        ))?;
+                    }
+                    tx.commit()
+                })
                 .map_err(|e| self.scrub(format_args!("cannot create the tables: {}", chain(&e))))?;
             self.schema_ready.store(true, Ordering::Release);
         }
@@ -412,29 +439,36 @@ impl PostgresStore {
                 pick(|s| s.requests),
             ]
         };
-        let keys: Vec<_> = rollups.models.keys().collect();
-        let [i, o, c, n] = sums(rollups.models.values().collect());
-        tx.execute(
-            "INSERT INTO usage_hourly_models AS h (project, hour_us, provider, model,
-                input_tokens, output_tokens, cost_micros, requests)
-             SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[],
-                $5::BIGINT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[])
-             ON CONFLICT (project, hour_us, provider, model) DO UPDATE SET
-                input_tokens = h.input_tokens + EXCLUDED.input_tokens,
-                output_tokens = h.output_tokens + EXCLUDED.output_tokens,
-                cost_micros = h.cost_micros + EXCLUDED.cost_micros,
-                requests = h.requests + EXCLUDED.requests",
-            &[
-                &keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(),
-                &keys.iter().map(|k| k.1).collect::<Vec<_>>(),
-                &keys.iter().map(|k| k.2.as_str()).collect::<Vec<_>>(),
-                &keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>(),
-                &i,
-                &o,
-                &c,
-                &n,
-            ],
-        )?;
+        for (table, time, rows) in [
+            ("usage_hourly_models", "hour_us", &rollups.models),
+            ("usage_daily_models", "day_us", &rollups.model_days),
+        ] {
+            let keys: Vec<_> = rows.keys().collect();
+            let [i, o, c, n] = sums(rows.values().collect());
+            tx.execute(
+                &format!(
+                    "INSERT INTO {table} AS h (project, {time}, provider, model,
+                        input_tokens, output_tokens, cost_micros, requests)
+                     SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[],
+                        $5::BIGINT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[])
+                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET
+                        input_tokens = h.input_tokens + EXCLUDED.input_tokens,
+                        output_tokens = h.output_tokens + EXCLUDED.output_tokens,
+                        cost_micros = h.cost_micros + EXCLUDED.cost_micros,
+                        requests = h.requests + EXCLUDED.requests"
+                ),
+                &[
+                    &keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(),
+                    &keys.iter().map(|k| k.1).collect::<Vec<_>>(),
+                    &keys.iter().map(|k| k.2.as_str()).collect::<Vec<_>>(),
+                    &keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>(),
+                    &i,
+                    &o,
+                    &c,
+                    &n,
+                ],
+            )?;
+        }
         for (table, time, rows) in [
             ("usage_hourly_users", "hour_us", &rollups.users),
             ("usage_daily_users", "day_us", &rollups.user_days),
@@ -691,14 +725,24 @@ impl Store for PostgresStore {
 
     fn total(&self, project: &str, start_us: i64, end_us: i64) -> anyhow::Result<Totals> {
         self.read(|client| {
-            let plan = rollup::plan(start_us, end_us, None, false);
+            let plan = rollup::plan(start_us, end_us, None);
             let mut totals = Totals::default();
-            for (a, b) in plan.hours {
+            let rollups = plan
+                .days
+                .iter()
+                .map(|&span| ("usage_daily_models", "day_us", span))
+                .chain(
+                    plan.hours
+                        .iter()
+                        .map(|&span| ("usage_hourly_models", "hour_us", span)),
+                );
+            for (table, time, (a, b)) in rollups {
                 let row = client.query_one(
-                    "SELECT SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
-                        SUM(cost_micros)::BIGINT, SUM(requests)::BIGINT
-                     FROM usage_hourly_models
-                     WHERE project = $1 AND hour_us >= $2 AND hour_us < $3",
+                    &format!(
+                        "SELECT SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
+                            SUM(cost_micros)::BIGINT, SUM(requests)::BIGINT
+                         FROM {table} WHERE project = $1 AND {time} >= $2 AND {time} < $3"
+                    ),
                     &[&project, &a, &b],
                 )?;
                 totals.add(sums(&row, 0));
@@ -734,7 +778,7 @@ impl Store for PostgresStore {
                 }
                 Some(keys)
             };
-            let plan = rollup::plan(start_us, end_us, Some(unit), users.is_some());
+            let plan = rollup::plan(start_us, end_us, Some(unit));
             let mut buckets = Buckets::new(unit);
             let mut add = |rows: Vec<Row>| {
                 for row in rows {
@@ -743,15 +787,26 @@ impl Store for PostgresStore {
             };
             match &users {
                 None => {
-                    for &(a, b) in &plan.hours {
+                    // One row per (bucket, provider, model) already: nothing to group (and
+                    // PostgreSQL's grouping, summing in `numeric`, cost more than the read).
+                    let rollups = plan
+                        .days
+                        .iter()
+                        .map(|&span| ("usage_daily_models", "day_us", span))
+                        .chain(
+                            plan.hours
+                                .iter()
+                                .map(|&span| ("usage_hourly_models", "hour_us", span)),
+                        );
+                    for (table, time, (a, b)) in rollups {
                         add(client.query(
-                            "SELECT hour_us, provider, model, SUM(input_tokens)::BIGINT,
-                                SUM(output_tokens)::BIGINT, SUM(cost_micros)::BIGINT,
-                                SUM(requests)::BIGINT
-                             FROM usage_hourly_models
-                             WHERE project = $1 AND hour_us >= $2 AND hour_us < $3
-                                AND model <> ''
-                             GROUP BY hour_us, provider, model",
+                            &format!(
+                                "SELECT {time}, provider, model, input_tokens, output_tokens,
+                                    cost_micros, requests
+                                 FROM {table}
+                                 WHERE project = $1 AND {time} >= $2 AND {time} < $3
+                                    AND model <> ''"
+                            ),
                             &[&project, &a, &b],
                         )?);
                     }

@@ -78,7 +78,7 @@ impl Sums {
     }
 }
 
-/// (project, hour, provider, model) of `usage_hourly_models`.
+/// (project, hour or day, provider, model) of `usage_hourly_models` and `usage_daily_models`.
 pub type ModelKey = (String, i64, String, String);
 /// (project, hour or day, user key, provider, model) of `usage_hourly_users` and
 /// `usage_daily_users`: time first, so that a batch (whose records are minutes apart) updates
@@ -91,6 +91,7 @@ pub type UserKey = (String, i64, i64, String, String);
 /// row by row).
 pub struct Rollups {
     pub models: BTreeMap<ModelKey, Sums>,
+    pub model_days: BTreeMap<ModelKey, Sums>,
     pub users: BTreeMap<UserKey, Sums>,
     pub user_days: BTreeMap<UserKey, Sums>,
 }
@@ -98,20 +99,25 @@ pub struct Rollups {
 /// Sums `records` (whose user keys are `user_keys`, in the same order) into rollup rows.
 pub fn rollups(records: &[UsageRecord], user_keys: &[i64]) -> anyhow::Result<Rollups> {
     let mut models: BTreeMap<ModelKey, Sums> = BTreeMap::new();
+    let mut model_days: BTreeMap<ModelKey, Sums> = BTreeMap::new();
     let mut users: BTreeMap<UserKey, Sums> = BTreeMap::new();
     let mut user_days: BTreeMap<UserKey, Sums> = BTreeMap::new();
     for (r, &user) in records.iter().zip(user_keys) {
         let hour = bucket_start(r.time_us, Unit::Hour);
         let provider = r.provider.clone().unwrap_or_default();
         let model = r.model.clone().unwrap_or_default();
+        let day = bucket_start(r.time_us, Unit::Day);
         if user != NO_USER {
-            let day = bucket_start(r.time_us, Unit::Day);
             for (rows, at) in [(&mut user_days, day), (&mut users, hour)] {
                 rows.entry((r.project.clone(), at, user, provider.clone(), model.clone()))
                     .or_default()
                     .add(r)?;
             }
         }
+        model_days
+            .entry((r.project.clone(), day, provider.clone(), model.clone()))
+            .or_default()
+            .add(r)?;
         models
             .entry((r.project.clone(), hour, provider, model))
             .or_default()
@@ -119,6 +125,7 @@ pub fn rollups(records: &[UsageRecord], user_keys: &[i64]) -> anyhow::Result<Rol
     }
     Ok(Rollups {
         models,
+        model_days,
         users,
         user_days,
     })
@@ -131,6 +138,16 @@ pub fn steps(a: i64, b: i64, step: i64) -> Vec<i64> {
     (0..(b - a).div_euclid(step).max(0))
         .map(|i| a + i * step)
         .collect()
+}
+
+/// The `SELECT` that fills `usage_daily_models` from `usage_hourly_models`, for a database
+/// written before the daily rollup existed (the same SQL in SQLite and PostgreSQL).
+pub fn days_from_hours() -> String {
+    format!(
+        "SELECT project, (hour_us / {DAY_US}) * {DAY_US}, provider, model, SUM(input_tokens),
+            SUM(output_tokens), SUM(cost_micros), SUM(requests)
+         FROM usage_hourly_models GROUP BY 1, 2, 3, 4"
+    )
 }
 
 /// `[start, end)` in µs.
@@ -146,10 +163,9 @@ pub struct Plan {
 }
 
 /// Splits `[start, end)` for a question in `unit` buckets (`None` for a total). Minute buckets
-/// cannot come from a rollup: the whole range is then raw. With `days` (a daily rollup exists
-/// and `unit` is a day or coarser, so every bucket is a union of whole UTC days), whole days
-/// come from it.
-pub fn plan(start: i64, end: i64, unit: Option<Unit>, days: bool) -> Plan {
+/// cannot come from a rollup: the whole range is then raw. For a total, or buckets of a day or
+/// coarser (each a union of whole UTC days), whole days come from a daily rollup.
+pub fn plan(start: i64, end: i64, unit: Option<Unit>) -> Plan {
     let all_raw = Plan {
         raw: vec![(start, end)],
         ..Plan::default()
@@ -169,7 +185,7 @@ pub fn plan(start: i64, end: i64, unit: Option<Unit>, days: bool) -> Plan {
         .into_iter()
         .filter(|(s, e)| s < e)
         .collect();
-    let by_day = days && matches!(unit, Some(Unit::Day | Unit::Week | Unit::Month));
+    let by_day = matches!(unit, None | Some(Unit::Day | Unit::Week | Unit::Month));
     let (da, db) = (ceil(a, DAY_US), floor(b, DAY_US));
     if !by_day || da >= db {
         return Plan {
@@ -259,7 +275,7 @@ mod tests {
     fn ranges_split_into_days_hours_and_raw_edges() {
         let (start, end) = (D - HOUR_US - 5, D + 2 * DAY_US + 2 * HOUR_US + 7);
         assert_eq!(
-            plan(start, end, Some(Unit::Day), true),
+            plan(start, end, Some(Unit::Day)),
             Plan {
                 days: Some((D, D + 2 * DAY_US)),
                 hours: vec![
@@ -269,23 +285,17 @@ mod tests {
                 raw: vec![(start, D - HOUR_US), (D + 2 * DAY_US + 2 * HOUR_US, end)],
             }
         );
-        // Hour buckets, or no daily rollup: no days.
-        for p in [
-            plan(start, end, Some(Unit::Hour), true),
-            plan(start, end, Some(Unit::Day), false),
-        ] {
-            assert_eq!(p.days, None);
-            assert_eq!(p.hours, vec![(D - HOUR_US, D + 2 * DAY_US + 2 * HOUR_US)]);
-        }
-        assert_eq!(
-            plan(start, end, Some(Unit::Minute), true).raw,
-            vec![(start, end)]
-        );
+        // A total reads days too; hour buckets cannot.
+        assert_eq!(plan(start, end, None).days, Some((D, D + 2 * DAY_US)));
+        let p = plan(start, end, Some(Unit::Hour));
+        assert_eq!(p.days, None);
+        assert_eq!(p.hours, vec![(D - HOUR_US, D + 2 * DAY_US + 2 * HOUR_US)]);
+        assert_eq!(plan(start, end, Some(Unit::Minute)).raw, vec![(start, end)]);
         // Within one hour: raw only.
-        assert_eq!(plan(D + 1, D + 9, None, true).raw, vec![(D + 1, D + 9)]);
+        assert_eq!(plan(D + 1, D + 9, None).raw, vec![(D + 1, D + 9)]);
         // Aligned: no raw edges.
         assert_eq!(
-            plan(D, D + DAY_US, Some(Unit::Month), true).raw,
+            plan(D, D + DAY_US, Some(Unit::Month)).raw,
             Vec::<Span>::new()
         );
     }

@@ -62,6 +62,17 @@ CREATE TABLE IF NOT EXISTS usage_hourly_models (
     requests INTEGER NOT NULL,
     PRIMARY KEY (project, hour_us, provider, model)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage_daily_models (
+    project TEXT NOT NULL,
+    day_us INTEGER NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cost_micros INTEGER NOT NULL,
+    requests INTEGER NOT NULL,
+    PRIMARY KEY (project, day_us, provider, model)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS usage_hourly_users (
     project TEXT NOT NULL,
     user_key INTEGER NOT NULL,
@@ -174,8 +185,24 @@ impl SqliteStore {
                  wasmgate (no usage_records.user_key): move it away to start a new one"
             );
         }
+        let has_daily_models: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'usage_daily_models')",
+            [],
+            |row| row.get(0),
+        )?;
         conn.execute_batch(SCHEMA)
             .context("cannot create the ledger tables")?;
+        if has_records && !has_daily_models {
+            // Added after the first release: sum what the hourly rollup already holds.
+            conn.execute(
+                &format!(
+                    "INSERT INTO usage_daily_models {}",
+                    rollup::days_from_hours()
+                ),
+                [],
+            )
+            .context("cannot fill usage_daily_models")?;
+        }
         // Added after the first release: older files get the column, empty for their records.
         let has_ttft: bool = conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM pragma_table_info('usage_records') WHERE name = 'ttft_us')",
@@ -345,27 +372,32 @@ impl Store for SqliteStore {
                 ])?;
             }
             let rollups = rollup::rollups(records, &user_keys)?;
-            let mut models = tx.prepare_cached(
-                "INSERT INTO usage_hourly_models (project, hour_us, provider, model,
-                    input_tokens, output_tokens, cost_micros, requests)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                 ON CONFLICT (project, hour_us, provider, model) DO UPDATE SET
-                    input_tokens = input_tokens + excluded.input_tokens,
-                    output_tokens = output_tokens + excluded.output_tokens,
-                    cost_micros = cost_micros + excluded.cost_micros,
-                    requests = requests + excluded.requests",
-            )?;
-            for ((project, hour, provider, model), s) in &rollups.models {
-                models.execute(params![
-                    project,
-                    hour,
-                    provider,
-                    model,
-                    s.input_tokens,
-                    s.output_tokens,
-                    s.cost_micros,
-                    s.requests
-                ])?;
+            for (table, time, rows) in [
+                ("usage_hourly_models", "hour_us", &rollups.models),
+                ("usage_daily_models", "day_us", &rollups.model_days),
+            ] {
+                let mut models = tx.prepare_cached(&format!(
+                    "INSERT INTO {table} (project, {time}, provider, model,
+                        input_tokens, output_tokens, cost_micros, requests)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET
+                        input_tokens = input_tokens + excluded.input_tokens,
+                        output_tokens = output_tokens + excluded.output_tokens,
+                        cost_micros = cost_micros + excluded.cost_micros,
+                        requests = requests + excluded.requests"
+                ))?;
+                for ((project, at, provider, model), s) in rows {
+                    models.execute(params![
+                        project,
+                        at,
+                        provider,
+                        model,
+                        s.input_tokens,
+                        s.output_tokens,
+                        s.cost_micros,
+                        s.requests
+                    ])?;
+                }
             }
             for (table, time, rows) in [
                 ("usage_hourly_users", "hour_us", &rollups.users),
@@ -406,13 +438,22 @@ impl Store for SqliteStore {
 
     fn total(&self, project: &str, start_us: i64, end_us: i64) -> anyhow::Result<Totals> {
         let conn = self.reader()?;
-        let plan = rollup::plan(start_us, end_us, None, false);
+        let plan = rollup::plan(start_us, end_us, None);
         let mut totals = Totals::default();
-        for (a, b) in plan.hours {
-            let mut stmt = conn.prepare_cached(
+        let rollups = plan
+            .days
+            .iter()
+            .map(|&span| ("usage_daily_models", "day_us", span))
+            .chain(
+                plan.hours
+                    .iter()
+                    .map(|&span| ("usage_hourly_models", "hour_us", span)),
+            );
+        for (table, time, (a, b)) in rollups {
+            let mut stmt = conn.prepare_cached(&format!(
                 "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), SUM(requests)
-                 FROM usage_hourly_models WHERE project = ?1 AND hour_us >= ?2 AND hour_us < ?3",
-            )?;
+                 FROM {table} WHERE project = ?1 AND {time} >= ?2 AND {time} < ?3"
+            ))?;
             totals.add(stmt.query_row(params![project, a, b], |row| sums(row, 0))?);
         }
         let mut stmt = conn.prepare_cached(
@@ -444,7 +485,7 @@ impl Store for SqliteStore {
             }
             Some(keys)
         };
-        let plan = rollup::plan(start_us, end_us, Some(unit), users.is_some());
+        let plan = rollup::plan(start_us, end_us, Some(unit));
         let mut add = |rows: &mut rusqlite::Rows<'_>| -> anyhow::Result<()> {
             while let Some(row) = rows.next()? {
                 buckets.add(
@@ -458,14 +499,23 @@ impl Store for SqliteStore {
         };
         match &users {
             None => {
-                let mut stmt = conn.prepare_cached(
-                    "SELECT hour_us, provider, model,
-                        SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), SUM(requests)
-                     FROM usage_hourly_models
-                     WHERE project = ?1 AND hour_us >= ?2 AND hour_us < ?3 AND model <> ''
-                     GROUP BY hour_us, provider, model",
-                )?;
-                for &(a, b) in &plan.hours {
+                // One row per (bucket, provider, model) already: nothing to group.
+                let rollups = plan
+                    .days
+                    .iter()
+                    .map(|&span| ("usage_daily_models", "day_us", span))
+                    .chain(
+                        plan.hours
+                            .iter()
+                            .map(|&span| ("usage_hourly_models", "hour_us", span)),
+                    );
+                for (table, time, (a, b)) in rollups {
+                    let mut stmt = conn.prepare_cached(&format!(
+                        "SELECT {time}, provider, model,
+                            input_tokens, output_tokens, cost_micros, requests
+                         FROM {table}
+                         WHERE project = ?1 AND {time} >= ?2 AND {time} < ?3 AND model <> ''"
+                    ))?;
                     add(&mut stmt.query(params![project, a, b])?)?;
                 }
             }

@@ -7,8 +7,9 @@
 //! - `usage_records`: one row per request, with `user_key` naming its user in `usage_users`;
 //! - `usage_users`: one row per distinct (project, user id, name, tags) seen, so that a filter on
 //!   a name or a tag becomes a short list of user keys;
-//! - `usage_hourly_models`: sums per (project, hour, provider, model), what unfiltered questions
-//!   read: its size does not grow with the number of users;
+//! - `usage_hourly_models` and `usage_daily_models`: sums per (project, hour or day, provider,
+//!   model), what unfiltered questions read (days for totals and day, week or month buckets):
+//!   their size does not grow with the number of users or requests;
 //! - `usage_hourly_users` and `usage_daily_users`: sums per (project, hour or day, user key,
 //!   provider, model), what questions about some users read, one primary-key lookup per bucket
 //!   and user. Time comes before the user in the key so that a batch, whose records are minutes

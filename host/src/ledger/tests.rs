@@ -1020,3 +1020,41 @@ fn postgres_over_tls_verifies_the_server() {
         .contains("sslmode `maybe`")
     );
 }
+
+/// A database written before `usage_daily_models` existed gets it filled from the hourly rollup.
+#[test]
+fn an_older_sqlite_file_gains_the_daily_model_rollup() {
+    use super::time::DAY_US;
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-daily-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.db");
+    let records: Vec<_> = (0..48)
+        .map(|i| {
+            let mut r = record(H + i * HOUR_US, "a", 1 + i as u64, 2, 3);
+            r.request_id = format!("old-{i}");
+            r
+        })
+        .collect();
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    store.write(&records).unwrap();
+    let day0 = H - 13 * HOUR_US;
+    let range = (day0, day0 + 3 * DAY_US);
+    let before = store
+        .models("p", range.0, range.1, Unit::Day, &UserFilter::default())
+        .unwrap();
+    let total = store.total("p", range.0, range.1).unwrap();
+    assert_eq!(before.len(), 3);
+    drop(store);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("DROP TABLE usage_daily_models")
+        .unwrap();
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    let after = store
+        .models("p", range.0, range.1, Unit::Day, &UserFilter::default())
+        .unwrap();
+    assert_eq!(after, before);
+    assert_eq!(store.total("p", range.0, range.1).unwrap(), total);
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
