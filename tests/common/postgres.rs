@@ -212,6 +212,11 @@ impl PgCluster {
         Some((cluster, certs.join("ca.pem")))
     }
 
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
     fn data(&self) -> PathBuf {
         self.dir.join("data")
     }

@@ -718,7 +718,18 @@ fn measure() {
         let _ = std::fs::remove_dir_all(&dir);
     }
     if which == "postgres" || which == "both" {
-        let Some(cluster) = pg::PgCluster::start(&[]) else {
+        let explain = std::env::var("LEDGER_MEASURE_EXPLAIN").is_ok();
+        let settings: &[&str] = if explain {
+            &[
+                "shared_preload_libraries=auto_explain",
+                "auto_explain.log_min_duration=3",
+                "auto_explain.log_analyze=on",
+                "auto_explain.log_buffers=on",
+            ]
+        } else {
+            &[]
+        };
+        let Some(cluster) = pg::PgCluster::start(settings) else {
             return;
         };
         let url = cluster.database();
@@ -727,6 +738,9 @@ fn measure() {
             Arc::new(postgres::PostgresStore::open(&url).unwrap()),
             n,
         );
+        if explain {
+            eprintln!("{}", cluster.log());
+        }
     }
 }
 
