@@ -191,7 +191,15 @@ impl PostgresStore {
                  require, verify-ca, verify-full"
             ),
         };
+        // The ledger's queries are many small index lookups: JIT compiling one costs more than
+        // running it (157 ms of JIT on a 1.2 s user-filtered query, at 10M records). Added to
+        // whatever `options=` the URL gives.
+        let options = match config.get_options() {
+            Some(given) => format!("{given} -c jit=off"),
+            None => "-c jit=off".to_owned(),
+        };
         config
+            .options(&options)
             .application_name("wasmgate")
             .connect_timeout(Duration::from_secs(5))
             // A server that vanished without closing its sockets is noticed in seconds, not
@@ -831,11 +839,17 @@ impl Store for PostgresStore {
                     for (table, time, step, (a, b)) in rollups {
                         // One primary-key lookup per (bucket, user), over the buckets between
                         // the first and the last that hold data: see the SQLite store.
+                        // Each end is one index entry. (`MIN`/`MAX` may be planned as a scan
+                        // of the whole range when statistics lag: 50 ms at 10M records.)
+                        let edge = |order: &str| {
+                            format!(
+                                "SELECT {time} FROM {table}
+                                 WHERE project = $1 AND {time} >= $2 AND {time} < $3
+                                 ORDER BY {time} {order} LIMIT 1"
+                            )
+                        };
                         let row = client.query_one(
-                            &format!(
-                                "SELECT MIN({time}), MAX({time}) FROM {table}
-                                 WHERE project = $1 AND {time} >= $2 AND {time} < $3"
-                            ),
+                            &format!("SELECT ({}), ({})", edge("ASC"), edge("DESC")),
                             &[&project, &a, &b],
                         )?;
                         let (Some(first), Some(last)) =
