@@ -363,3 +363,66 @@ async fn usage_prints_the_same_table_from_the_ledger_and_from_a_gateway(
     gateway.stop().await;
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `wasmgate models` lists the catalog the gateway would use: the config's `catalog:` overrides
+/// replace built-in prices and add models.
+#[test]
+fn models_lists_the_configs_catalog_overrides() {
+    let dir = temp_dir("models");
+    // Not `config.yaml`, which `models` would find in its working directory by itself.
+    let config = dir.join("prices.yaml");
+    std::fs::write(
+        &config,
+        "catalog:\n  providers:\n    - provider: openai\n      models:\n\
+         \x20       - {model: gpt-4o-mini, kind: chat, input_per_mtok: 0.12, output_per_mtok: 0.5}\n\
+         \x20       - {model: in-house-1, kind: chat, input_per_mtok: 1.5, output_per_mtok: 2.5}\n",
+    )
+    .unwrap();
+    let row = |table: &str, model: &str| -> Vec<String> {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(model))
+            .unwrap_or_else(|| panic!("no {model} row: {table}"))
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let builtin = wasmgate(&dir, &["models", "--provider", "openai"], "");
+    assert!(builtin.status.success(), "{}", text(&builtin.stderr));
+    let builtin = text(&builtin.stdout);
+    assert_eq!(
+        row(&builtin, "gpt-4o-mini")[7..9],
+        ["0.15", "0.60"],
+        "{builtin}"
+    );
+    assert!(!builtin.contains("in-house-1"), "{builtin}");
+
+    let path = config.to_str().unwrap();
+    let listed = wasmgate(
+        &dir,
+        &["models", "--provider", "openai", "--config", path],
+        "",
+    );
+    assert!(listed.status.success(), "{}", text(&listed.stderr));
+    let listed = text(&listed.stdout);
+    assert_eq!(
+        row(&listed, "gpt-4o-mini")[7..9],
+        ["0.12", "0.50"],
+        "{listed}"
+    );
+    assert_eq!(
+        row(&listed, "in-house-1")[7..9],
+        ["1.50", "2.50"],
+        "{listed}"
+    );
+
+    let missing = wasmgate(&dir, &["models", "--config", "nope.yaml"], "");
+    assert!(!missing.status.success());
+    let error = text(&missing.stderr);
+    assert_eq!(
+        error.matches("No such file").count(),
+        1,
+        "said once: {error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

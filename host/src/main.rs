@@ -124,6 +124,10 @@ struct UsageArgs {
 
 #[derive(Args)]
 struct ModelsArgs {
+    /// Config file whose `catalog:` overrides are listed too. Default: $WASMGATE_CONFIG, else
+    /// ./config.yaml if it exists, else the built-in catalog alone.
+    #[arg(long, env = "WASMGATE_CONFIG")]
+    config: Option<PathBuf>,
     /// Only this provider's models (e.g. `openai`, `bedrock`).
     #[arg(long)]
     provider: Option<String>,
@@ -264,7 +268,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 
 fn models(args: &ModelsArgs) -> anyhow::Result<()> {
     use std::io::Write as _;
-    let catalog = Catalog::builtin();
+    // The catalog the gateway would use: the built-in one with the config's overrides.
+    let config = ConfigSource::discover(args.config.as_deref()).load()?;
+    let catalog: &Catalog = &config.models;
     if let Some(p) = &args.provider
         && !catalog.has_provider(p)
     {

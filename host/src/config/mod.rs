@@ -25,10 +25,11 @@ pub const DEFAULT_CONFIG: &str = include_str!("default.yaml");
 /// Why a config could not be used. Each variant names the key or file at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
+    // Not `source`: that would make the I/O error the cause as well, printed twice in a chain.
+    #[error("cannot read config file {path}: {cause}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("config is not valid YAML: {0}")]
     Yaml(String),
@@ -507,9 +508,9 @@ impl Config {
     }
 
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Read {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         Self::from_yaml(&text)
     }
