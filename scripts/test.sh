@@ -6,11 +6,12 @@ cd "$(dirname "$0")/.."
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 # Servers the tests start themselves, each on a free port of 127.0.0.1: redis-server (two
 # gateway replicas sharing one limit), a throwaway PostgreSQL cluster (the ledger's second store),
-# and promtool (checks the /metrics text).
+# promtool (checks the /metrics text) and openssl (a throwaway CA for PostgreSQL over TLS).
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v promtool >/dev/null || need+=(prometheus)
+command -v openssl >/dev/null || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
