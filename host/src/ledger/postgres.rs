@@ -29,9 +29,8 @@ use postgres::{Client, NoTls, Row, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::UsageRecord;
-use super::rollup::{self, Buckets, NO_USER, UserKeys, UserSeen};
+use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
-use super::time::{DAY_US, HOUR_US};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS usage_records (
@@ -459,11 +458,7 @@ impl PostgresStore {
                         input_tokens, output_tokens, cost_micros, requests)
                      SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[],
                         $5::BIGINT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[])
-                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET
-                        input_tokens = h.input_tokens + EXCLUDED.input_tokens,
-                        output_tokens = h.output_tokens + EXCLUDED.output_tokens,
-                        cost_micros = h.cost_micros + EXCLUDED.cost_micros,
-                        requests = h.requests + EXCLUDED.requests"
+                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET {ADD_SUMS}"
                 ),
                 &[
                     &keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(),
@@ -492,11 +487,7 @@ impl PostgresStore {
                         input_tokens, output_tokens, cost_micros, requests)
                      SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::BIGINT[], $4::TEXT[],
                         $5::TEXT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[])
-                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET
-                        input_tokens = h.input_tokens + EXCLUDED.input_tokens,
-                        output_tokens = h.output_tokens + EXCLUDED.output_tokens,
-                        cost_micros = h.cost_micros + EXCLUDED.cost_micros,
-                        requests = h.requests + EXCLUDED.requests"
+                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET {ADD_SUMS}"
                 ),
                 &[
                     &keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(),
@@ -735,16 +726,13 @@ impl Store for PostgresStore {
         self.read(|client| {
             let plan = rollup::plan(start_us, end_us, None);
             let mut totals = Totals::default();
-            let rollups = plan
-                .days
-                .iter()
-                .map(|&span| ("usage_daily_models", "day_us", span))
-                .chain(
-                    plan.hours
-                        .iter()
-                        .map(|&span| ("usage_hourly_models", "hour_us", span)),
-                );
-            for (table, time, (a, b)) in rollups {
+            for RollupSpan {
+                table,
+                time,
+                span: (a, b),
+                ..
+            } in plan.rollups(Rollup::Models)
+            {
                 let row = client.query_one(
                     &format!(
                         "SELECT SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
@@ -804,16 +792,13 @@ impl Store for PostgresStore {
                 None => {
                     // One row per (bucket, provider, model) already: nothing to group (and
                     // PostgreSQL's grouping, summing in `numeric`, cost more than the read).
-                    let rollups = plan
-                        .days
-                        .iter()
-                        .map(|&span| ("usage_daily_models", "day_us", span))
-                        .chain(
-                            plan.hours
-                                .iter()
-                                .map(|&span| ("usage_hourly_models", "hour_us", span)),
-                        );
-                    for (table, time, (a, b)) in rollups {
+                    for RollupSpan {
+                        table,
+                        time,
+                        span: (a, b),
+                        ..
+                    } in plan.rollups(Rollup::Models)
+                    {
                         add(client.query(
                             &format!(
                                 "SELECT {time}, provider, model, input_tokens, output_tokens,
@@ -827,16 +812,13 @@ impl Store for PostgresStore {
                     }
                 }
                 Some(keys) => {
-                    let rollups = plan
-                        .days
-                        .iter()
-                        .map(|&span| ("usage_daily_users", "day_us", DAY_US, span))
-                        .chain(
-                            plan.hours
-                                .iter()
-                                .map(|&span| ("usage_hourly_users", "hour_us", HOUR_US, span)),
-                        );
-                    for (table, time, step, (a, b)) in rollups {
+                    for RollupSpan {
+                        table,
+                        time,
+                        step,
+                        span: (a, b),
+                    } in plan.rollups(Rollup::Users)
+                    {
                         // One primary-key lookup per (bucket, user), over the buckets between
                         // the first and the last that hold data: see the SQLite store.
                         // Each end is one index entry. (`MIN`/`MAX` may be planned as a scan

@@ -162,6 +162,56 @@ pub struct Plan {
     pub raw: Vec<Span>,
 }
 
+/// Which pair of rollup tables a question reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rollup {
+    /// `usage_daily_models` and `usage_hourly_models`: every record.
+    Models,
+    /// `usage_daily_users` and `usage_hourly_users`: by user.
+    Users,
+}
+
+/// Whole buckets of one rollup table: its name, its time column, the bucket's length in µs,
+/// and the span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RollupSpan {
+    pub table: &'static str,
+    pub time: &'static str,
+    pub step: i64,
+    pub span: Span,
+}
+
+impl Plan {
+    /// The plan's whole days, from the daily table of `rollup`, then its whole hours, from the
+    /// hourly one.
+    pub fn rollups(&self, rollup: Rollup) -> impl Iterator<Item = RollupSpan> + '_ {
+        let (daily, hourly) = match rollup {
+            Rollup::Models => ("usage_daily_models", "usage_hourly_models"),
+            Rollup::Users => ("usage_daily_users", "usage_hourly_users"),
+        };
+        let days = self.days.iter().map(move |&span| RollupSpan {
+            table: daily,
+            time: "day_us",
+            step: DAY_US,
+            span,
+        });
+        let hours = self.hours.iter().map(move |&span| RollupSpan {
+            table: hourly,
+            time: "hour_us",
+            step: HOUR_US,
+            span,
+        });
+        days.chain(hours)
+    }
+}
+
+/// The `DO UPDATE SET` of every rollup UPSERT (the same in SQLite and PostgreSQL), for
+/// `INSERT INTO <table> AS h`: a batch's sums are added to the row's.
+pub const ADD_SUMS: &str = "input_tokens = h.input_tokens + excluded.input_tokens,
+    output_tokens = h.output_tokens + excluded.output_tokens,
+    cost_micros = h.cost_micros + excluded.cost_micros,
+    requests = h.requests + excluded.requests";
+
 /// Splits `[start, end)` for a question in `unit` buckets (`None` for a total). Minute buckets
 /// cannot come from a rollup: the whole range is then raw. For a total, or buckets of a day or
 /// coarser (each a union of whole UTC days), whole days come from a daily rollup.

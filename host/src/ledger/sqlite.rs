@@ -15,9 +15,8 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 use super::UsageRecord;
-use super::rollup::{self, Buckets, NO_USER, UserKeys, UserSeen};
+use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
-use super::time::{DAY_US, HOUR_US};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS usage_records (
@@ -377,14 +376,10 @@ impl Store for SqliteStore {
                 ("usage_daily_models", "day_us", &rollups.model_days),
             ] {
                 let mut models = tx.prepare_cached(&format!(
-                    "INSERT INTO {table} (project, {time}, provider, model,
+                    "INSERT INTO {table} AS h (project, {time}, provider, model,
                         input_tokens, output_tokens, cost_micros, requests)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET
-                        input_tokens = input_tokens + excluded.input_tokens,
-                        output_tokens = output_tokens + excluded.output_tokens,
-                        cost_micros = cost_micros + excluded.cost_micros,
-                        requests = requests + excluded.requests"
+                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET {ADD_SUMS}"
                 ))?;
                 for ((project, at, provider, model), s) in rows {
                     models.execute(params![
@@ -404,14 +399,10 @@ impl Store for SqliteStore {
                 ("usage_daily_users", "day_us", &rollups.user_days),
             ] {
                 let mut users = tx.prepare_cached(&format!(
-                    "INSERT INTO {table} (project, {time}, user_key, provider, model,
+                    "INSERT INTO {table} AS h (project, {time}, user_key, provider, model,
                         input_tokens, output_tokens, cost_micros, requests)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET
-                        input_tokens = input_tokens + excluded.input_tokens,
-                        output_tokens = output_tokens + excluded.output_tokens,
-                        cost_micros = cost_micros + excluded.cost_micros,
-                        requests = requests + excluded.requests"
+                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET {ADD_SUMS}"
                 ))?;
                 for ((project, at, user, provider, model), s) in rows {
                     users.execute(params![
@@ -440,16 +431,13 @@ impl Store for SqliteStore {
         let conn = self.reader()?;
         let plan = rollup::plan(start_us, end_us, None);
         let mut totals = Totals::default();
-        let rollups = plan
-            .days
-            .iter()
-            .map(|&span| ("usage_daily_models", "day_us", span))
-            .chain(
-                plan.hours
-                    .iter()
-                    .map(|&span| ("usage_hourly_models", "hour_us", span)),
-            );
-        for (table, time, (a, b)) in rollups {
+        for RollupSpan {
+            table,
+            time,
+            span: (a, b),
+            ..
+        } in plan.rollups(Rollup::Models)
+        {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), SUM(requests)
                  FROM {table} WHERE project = ?1 AND {time} >= ?2 AND {time} < ?3"
@@ -500,16 +488,13 @@ impl Store for SqliteStore {
         match &users {
             None => {
                 // One row per (bucket, provider, model) already: nothing to group.
-                let rollups = plan
-                    .days
-                    .iter()
-                    .map(|&span| ("usage_daily_models", "day_us", span))
-                    .chain(
-                        plan.hours
-                            .iter()
-                            .map(|&span| ("usage_hourly_models", "hour_us", span)),
-                    );
-                for (table, time, (a, b)) in rollups {
+                for RollupSpan {
+                    table,
+                    time,
+                    span: (a, b),
+                    ..
+                } in plan.rollups(Rollup::Models)
+                {
                     let mut stmt = conn.prepare_cached(&format!(
                         "SELECT {time}, provider, model,
                             input_tokens, output_tokens, cost_micros, requests
@@ -520,16 +505,13 @@ impl Store for SqliteStore {
                 }
             }
             Some(keys) => {
-                let rollups = plan
-                    .days
-                    .iter()
-                    .map(|&span| ("usage_daily_users", "day_us", DAY_US, span))
-                    .chain(
-                        plan.hours
-                            .iter()
-                            .map(|&span| ("usage_hourly_users", "hour_us", HOUR_US, span)),
-                    );
-                for (table, time, step, (a, b)) in rollups {
+                for RollupSpan {
+                    table,
+                    time,
+                    step,
+                    span: (a, b),
+                } in plan.rollups(Rollup::Users)
+                {
                     // Each (bucket, user) is one primary-key lookup: the rows of users not asked
                     // about are never read. Only the buckets between the first and last that
                     // hold data are looked up, so an open-ended range costs nothing extra.
