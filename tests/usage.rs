@@ -651,49 +651,24 @@ async fn no_record_lost_on_sigterm_under_load(backend: Backend) {
     const CLIENTS: usize = 8;
     const PER_CLIENT: usize = 60;
     const SIGTERM_AFTER: usize = 120;
-    let dir = std::env::temp_dir().join(format!(
-        "wasmgate-usage-{}-sigterm-{}",
-        std::process::id(),
+    let dir = common::binary::temp_dir(&format!(
+        "usage-sigterm-{}",
         matches!(backend, Backend::Sqlite(_))
     ));
-    std::fs::create_dir_all(&dir).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let config = dir.join("config.yaml");
     std::fs::write(
         &config,
         format!(
-            "server: {{ host: 127.0.0.1, port: {port} }}\n\
+            "server: {{ host: 127.0.0.1, port: 0 }}\n\
              providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n\
              ledger: {{ url: '{}' }}\n",
             backend.url()
         ),
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_wasmgate"))
-        .args(["serve", "--log-level", "info", "--config"])
-        .arg(&config)
-        .current_dir(&dir)
-        .env("XDG_CACHE_HOME", common::plugin_cache_dir())
-        .env_remove("RUST_LOG")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut gateway = common::binary::Gateway::serve(&dir, &config).await;
     let client = http();
-    let url = format!("http://127.0.0.1:{port}");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while client.get(format!("{url}/health")).send().await.is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "wasmgate did not start"
-        );
-        assert!(child.try_wait().unwrap().is_none(), "wasmgate exited");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let url = gateway.url("");
 
     let answered = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let load_ends = tokio::time::Instant::now() + Duration::from_secs(5);
@@ -730,25 +705,11 @@ async fn no_record_lost_on_sigterm_under_load(backend: Backend) {
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let kill = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
+    gateway.signal(libc::SIGTERM);
     for client in clients {
         client.await.unwrap();
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no exit after SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let (status, _) = gateway.wait_exit(Duration::from_secs(20)).await;
     assert!(status.success(), "exit status {status}");
 
     let answered = answered.lock().unwrap().clone();
