@@ -73,9 +73,7 @@ impl PgCluster {
                  the PostgreSQL tests"
             );
         };
-        let as_postgres = std::fs::metadata("/proc/self")
-            .map(|m| m.uid() == 0)
-            .unwrap_or(false);
+        let as_postgres = running_as_root();
         let n = CLUSTERS.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("wasmgate-pg-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -205,10 +203,7 @@ impl PgCluster {
         let key = certs.join("server.key");
         std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
-        let as_root = std::fs::metadata("/proc/self")
-            .map(|m| m.uid() == 0)
-            .unwrap_or(false);
-        if as_root {
+        if running_as_root() {
             run(Command::new("chown").arg("postgres:postgres").arg(&key));
         }
         let cert_file = format!("ssl_cert_file={}", certs.join("server.pem").display());
@@ -317,6 +312,14 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap()
+}
+
+/// PostgreSQL refuses to run as root: when we are, its programs run as `postgres`, which must
+/// then own its files.
+fn running_as_root() -> bool {
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false)
 }
 
 fn run(command: &mut Command) {
