@@ -167,28 +167,13 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
         // The first development schema had no `user_key`: its records cannot be filtered by
         // user, nor its rollups read by the queries below. Say so rather than fail on a column.
-        let has_records: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'usage_records')",
-            [],
-            |row| row.get(0),
-        )?;
-        if has_records {
-            let columns: i64 = conn.query_row(
-                "SELECT COUNT(*) FROM pragma_table_info('usage_records') WHERE name = 'user_key'",
-                [],
-                |row| row.get(0),
-            )?;
-            anyhow::ensure!(
-                columns == 1,
-                "this ledger database was written by an earlier development version of \
-                 wasmgate (no usage_records.user_key): move it away to start a new one"
-            );
-        }
-        let has_daily_models: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'usage_daily_models')",
-            [],
-            |row| row.get(0),
-        )?;
+        let has_records = table_exists(&conn, "usage_records")?;
+        anyhow::ensure!(
+            !has_records || column_exists(&conn, "usage_records", "user_key")?,
+            "this ledger database was written by an earlier development version of \
+             wasmgate (no usage_records.user_key): move it away to start a new one"
+        );
+        let has_daily_models = table_exists(&conn, "usage_daily_models")?;
         conn.execute_batch(SCHEMA)
             .context("cannot create the ledger tables")?;
         if has_records && !has_daily_models {
@@ -203,12 +188,7 @@ impl SqliteStore {
             .context("cannot fill usage_daily_models")?;
         }
         // Added after the first release: older files get the column, empty for their records.
-        let has_ttft: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('usage_records') WHERE name = 'ttft_us')",
-            [],
-            |row| row.get(0),
-        )?;
-        if !has_ttft {
+        if !column_exists(&conn, "usage_records", "ttft_us")? {
             conn.execute_batch("ALTER TABLE usage_records ADD COLUMN ttft_us INTEGER")
                 .context("cannot add usage_records.ttft_us")?;
         }
@@ -232,6 +212,22 @@ impl SqliteStore {
             .lock()
             .map_err(|_| anyhow::anyhow!("the ledger connection is poisoned"))
     }
+}
+
+fn table_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)",
+        params![table],
+        |row| row.get(0),
+    )
+}
+
+fn column_exists(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+        params![table, column],
+        |row| row.get(0),
+    )
 }
 
 fn sums(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Totals> {

@@ -1072,3 +1072,19 @@ fn an_older_sqlite_file_gains_the_daily_model_rollup() {
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A file from the first development schema (records without `user_key`) is refused with a
+/// message that says what to do, not an SQL error.
+#[test]
+fn a_first_schema_sqlite_file_is_refused_clearly() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-first-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("first.db");
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE usage_records (request_id TEXT, time_us INTEGER)")
+        .unwrap();
+    let error = format!("{:#}", sqlite::SqliteStore::open(&path).err().unwrap());
+    assert!(error.contains("earlier development version"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
