@@ -15,9 +15,11 @@ FROM debian:bookworm-slim
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin wasmgate \
+    && groupadd --gid 10001 wasmgate \
+    && useradd --uid 10001 --gid 10001 --no-create-home --no-log-init --home-dir /data \
+        --shell /usr/sbin/nologin wasmgate \
     && mkdir -p /data \
-    && chown wasmgate:wasmgate /data
+    && chown 10001:10001 /data
 COPY --from=builder /src/target/release/wasmgate /usr/local/bin/wasmgate
 # The components as built; the same ones are also built into the binary. Point `plugins.dir`
 # at a directory of your own (e.g. /data/plugins) to add or replace plugins.
@@ -28,7 +30,8 @@ COPY config.example.yaml /usr/local/share/wasmgate/config.example.yaml
 ENV HOME=/data
 WORKDIR /data
 VOLUME ["/data"]
-USER wasmgate:wasmgate
+# Numeric, so that Kubernetes' runAsNonRoot can tell it is not root without reading /etc/passwd.
+USER 10001:10001
 EXPOSE 8080
 # SIGTERM (what `docker stop` sends) drains requests in flight, flushes the ledger, exits 0;
 # SIGHUP (`docker kill -s HUP`) reloads the config and plugins.
