@@ -122,11 +122,11 @@ impl Connections {
         let watched = Arc::clone(&activity);
         let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
             let in_flight = watched.request_started(request.version());
-            let request = request.map(|body| TimedBody::new(body, timeouts.body_read));
+            let request = request.map(|body| TimedBody::body(body, timeouts.body_read));
             let app = app.clone();
             async move {
                 let response = app.oneshot(request).await;
-                response.map(|response| response.map(|body| Tracked::new(body, in_flight)))
+                response.map(|response| response.map(|body| Tracked::body(body, in_flight)))
             }
         });
         let connections = self.clone();

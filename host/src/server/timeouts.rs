@@ -265,7 +265,8 @@ pub(super) struct TimedBody {
 }
 
 impl TimedBody {
-    pub(super) fn new(inner: Incoming, timeout: Duration) -> Body {
+    /// `inner` as a body that errors with [`BodyReadTimeout`] past `timeout`.
+    pub(super) fn body(inner: Incoming, timeout: Duration) -> Body {
         Body::new(Self {
             inner,
             deadline: tokio::time::Instant::now() + timeout,
@@ -317,7 +318,8 @@ pub(super) struct Tracked {
 }
 
 impl Tracked {
-    pub(super) fn new(inner: Body, in_flight: InFlight) -> Body {
+    /// `inner` as a body that ends `in_flight` with its last frame.
+    pub(super) fn body(inner: Body, in_flight: InFlight) -> Body {
         Body::new(Self {
             inner,
             in_flight: Some(in_flight),
