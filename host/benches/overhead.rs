@@ -211,6 +211,8 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
             call_timeout: Duration::from_millis(200),
             memory_bytes: 64 << 20,
             max_instances: 64,
+            max_stream_instances: 48,
+            instance_wait: Duration::from_secs(2),
         };
         let cache = std::env::temp_dir().join("wasmgate-bench-cache");
         let host = PluginHost::new(
@@ -250,7 +252,10 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
         let mut parts = [Duration::ZERO; 4];
         for i in 0..PLUGIN_CALLS + 200 {
             let started = Instant::now();
-            let mut call = plugin.start().await.unwrap();
+            let mut call = plugin
+                .start(wasmgate::plugins::SlotKind::Call)
+                .await
+                .unwrap();
             let instantiated = Instant::now();
             let prepared = call.prepare(&config, &request).await.unwrap().unwrap();
             assert!(matches!(prepared, Prepared::Upstream(_)));
@@ -312,6 +317,8 @@ fn policy_calls() -> [(String, Duration, Duration); 2] {
             call_timeout: Duration::from_millis(200),
             memory_bytes: 64 << 20,
             max_instances: 64,
+            max_stream_instances: 48,
+            instance_wait: Duration::from_secs(2),
         };
         let cache = std::env::temp_dir().join("wasmgate-bench-cache");
         let host = PluginHost::new(
@@ -919,7 +926,10 @@ async fn decoder_push(host: &PluginHost, case: &DecoderCase) -> (Duration, Durat
     let headers = vec![("content-type".to_owned(), content_type.to_owned())];
     let mut times = Vec::with_capacity(DECODER_STREAMS * DECODER_CHUNKS);
     for stream_no in 0..DECODER_STREAMS + 2 {
-        let call = plugin.start().await.unwrap();
+        let call = plugin
+            .start(wasmgate::plugins::SlotKind::Stream)
+            .await
+            .unwrap();
         let mut stream = call.open_stream(&config, &info, &headers).await.unwrap();
         let opened = stream.push(&case.preamble).await.unwrap().unwrap();
         assert!(!opened.events.is_empty(), "{}: no chunk", case.plugin);
@@ -949,6 +959,8 @@ fn print_decoders() {
             call_timeout: Duration::from_millis(200),
             memory_bytes: 64 << 20,
             max_instances: 64,
+            max_stream_instances: 48,
+            instance_wait: Duration::from_secs(2),
         };
         let cache = std::env::temp_dir().join("wasmgate-bench-cache");
         let host = PluginHost::new(

@@ -135,7 +135,10 @@ impl Gateway {
                 provider: name.clone(),
                 source,
             };
-            let mut call = plugin.start().await.map_err(plugin_failed)?;
+            let mut call = plugin
+                .start(crate::plugins::SlotKind::Call)
+                .await
+                .map_err(plugin_failed)?;
             if let Err(e) = call
                 .validate(&provider_config)
                 .await

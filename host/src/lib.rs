@@ -47,6 +47,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         call_timeout: Duration::from_millis(config.plugins.call_timeout_ms),
         memory_bytes: usize::try_from(config.plugins.memory_limit_mib << 20)?,
         max_instances: config.plugins.max_instances,
+        max_stream_instances: config.plugins.max_stream_instances(),
+        instance_wait: config.plugins.instance_wait(),
     };
     let cache_dir = config
         .plugins

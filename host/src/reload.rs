@@ -241,6 +241,24 @@ fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
         &old.max_instances,
         &mut plugins.max_instances,
     );
+    keep(
+        k,
+        "plugins.instance_wait_ms",
+        &old.instance_wait_ms,
+        &mut plugins.instance_wait_ms,
+    );
+    keep(
+        k,
+        "plugins.stream_share_percent",
+        &old.stream_share_percent,
+        &mut plugins.stream_share_percent,
+    );
+    keep(
+        k,
+        "server.max_connections",
+        &running.server.max_connections,
+        &mut new.server.max_connections,
+    );
     keep(k, "ledger.url", &running.ledger.url, &mut new.ledger.url);
     keep(
         k,

@@ -3,6 +3,7 @@
 mod catalog;
 mod interpolate;
 pub mod presets;
+mod resources;
 mod source;
 
 use std::net::IpAddr;
@@ -281,6 +282,19 @@ pub struct ServerConfig {
     /// before they are cut.
     #[serde(default = "default_shutdown_timeout_ms")]
     pub shutdown_timeout_ms: u64,
+    /// A request head must arrive within this, from the connection's opening or (HTTP/1) from
+    /// the first byte after the previous response; else the connection is closed.
+    #[serde(default = "resources::default_header_read_timeout_ms")]
+    pub header_read_timeout_ms: u64,
+    /// A connection with no request in flight is closed after this (HTTP/1 and HTTP/2).
+    #[serde(default = "resources::default_idle_timeout_ms")]
+    pub idle_timeout_ms: u64,
+    /// A request body must arrive within this of its head; else 408.
+    #[serde(default = "resources::default_body_read_timeout_ms")]
+    pub body_read_timeout_ms: u64,
+    /// Connections open at once; past this, new ones wait in the listen backlog.
+    #[serde(default = "resources::default_max_connections")]
+    pub max_connections: u32,
 }
 
 impl ServerConfig {
@@ -296,6 +310,10 @@ impl Default for ServerConfig {
             port: default_port(),
             max_body_bytes: default_max_body_bytes(),
             shutdown_timeout_ms: default_shutdown_timeout_ms(),
+            header_read_timeout_ms: resources::default_header_read_timeout_ms(),
+            idle_timeout_ms: resources::default_idle_timeout_ms(),
+            body_read_timeout_ms: resources::default_body_read_timeout_ms(),
+            max_connections: resources::default_max_connections(),
         }
     }
 }
@@ -334,6 +352,13 @@ pub struct PluginsConfig {
     /// Plugin instances alive at once (each request or open stream holds one); more wait.
     #[serde(default = "default_max_instances")]
     pub max_instances: u32,
+    /// How long a request waits for a free instance before it fails with 503.
+    #[serde(default = "resources::default_instance_wait_ms")]
+    pub instance_wait_ms: u64,
+    /// The share of `max_instances`, in percent, that open streams may hold, so that other
+    /// requests, routers and limiters always find an instance.
+    #[serde(default = "resources::default_stream_share_percent")]
+    pub stream_share_percent: u8,
 }
 
 impl Default for PluginsConfig {
@@ -344,6 +369,8 @@ impl Default for PluginsConfig {
             call_timeout_ms: default_call_timeout_ms(),
             memory_limit_mib: default_memory_limit_mib(),
             max_instances: default_max_instances(),
+            instance_wait_ms: resources::default_instance_wait_ms(),
+            stream_share_percent: resources::default_stream_share_percent(),
         }
     }
 }
@@ -566,6 +593,7 @@ impl Config {
                 "must be at least 1",
             ));
         }
+        resources::validate(self)?;
         if self.server.max_body_bytes == 0 {
             return Err(ConfigError::key(
                 "server.max_body_bytes",

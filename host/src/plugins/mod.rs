@@ -11,13 +11,13 @@ mod limiter;
 mod provider;
 mod router;
 mod sandbox;
+mod slots;
 mod state;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
@@ -33,6 +33,7 @@ pub use bindings::types::{
 pub use limiter::LimiterPlugin;
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
 pub use router::RouterPlugin;
+pub use slots::{InstanceUsage, SlotKind};
 
 /// Where limiter plugins' counters live (in memory, or Redis); provided by `limits`.
 pub trait CounterStore: Send + Sync {
@@ -94,6 +95,10 @@ pub struct PluginLimits {
     pub memory_bytes: usize,
     /// Instances alive at once; callers wait for a free one.
     pub max_instances: u32,
+    /// Of those, the instances stream requests may hold.
+    pub max_stream_instances: u32,
+    /// How long a caller waits for a free instance before giving up.
+    pub instance_wait: Duration,
 }
 
 /// Why a plugin call failed without the plugin reporting an error of its own.
@@ -105,6 +110,8 @@ pub enum PluginFailure {
     TimedOut { plugin: Arc<str>, ms: u64 },
     #[error("plugin `{plugin}` exceeded its {mib} MiB memory limit")]
     OutOfMemory { plugin: Arc<str>, mib: u64 },
+    #[error("no instance of plugin `{plugin}` came free within {waited_ms} ms")]
+    Saturated { plugin: Arc<str>, waited_ms: u64 },
 }
 
 impl PluginFailure {
@@ -114,6 +121,7 @@ impl PluginFailure {
             Self::Trapped { .. } => "trapped",
             Self::TimedOut { .. } => "timeout",
             Self::OutOfMemory { .. } => "out_of_memory",
+            Self::Saturated { .. } => "saturated",
         }
     }
 
@@ -121,7 +129,8 @@ impl PluginFailure {
         match self {
             Self::Trapped { plugin, .. }
             | Self::TimedOut { plugin, .. }
-            | Self::OutOfMemory { plugin, .. } => plugin,
+            | Self::OutOfMemory { plugin, .. }
+            | Self::Saturated { plugin, .. } => plugin,
         }
     }
 }
@@ -151,8 +160,8 @@ struct HostInner {
     linker: Linker<PluginState>,
     limits: PluginLimits,
     cache_dir: Option<PathBuf>,
-    /// Back-pressure: one permit per pooled instance slot.
-    permits: Arc<Semaphore>,
+    /// Back-pressure: one slot per pooled instance, a share of them for streams.
+    slots: Arc<slots::Slots>,
     tokenizer: crate::tokenizer::Tokenizer,
     /// Where call times and failures are counted.
     telemetry: Arc<crate::telemetry::Telemetry>,
@@ -204,7 +213,7 @@ impl PluginHost {
 
         Ok(Self {
             inner: Arc::new(HostInner {
-                permits: Arc::new(Semaphore::new(limits.max_instances as usize)),
+                slots: slots::Slots::new(&limits),
                 engine,
                 linker,
                 limits,
@@ -217,6 +226,11 @@ impl PluginHost {
 
     pub fn limits(&self) -> &PluginLimits {
         &self.inner.limits
+    }
+
+    /// The instance slots in use now, and the waits that timed out.
+    pub fn usage(&self) -> InstanceUsage {
+        self.inner.slots.usage()
     }
 
     /// Loads the provider plugin `name`: `<dir>/<name>.wasm` if it exists, else the built-in one.

@@ -12,6 +12,7 @@ use super::bindings::provider_types::{
 use super::bindings::types::{ConfigError, HttpResponse, PluginError};
 use super::bindings::{self, ProviderPluginPre};
 use super::sandbox::Sandbox;
+use super::slots::SlotKind;
 use super::state::PluginState;
 use super::{PluginFailure, PluginHost};
 
@@ -58,9 +59,11 @@ impl ProviderPlugin {
         &self.name
     }
 
-    /// A fresh instance for one request: waits for a free slot, then instantiates.
-    pub async fn start(&self) -> Result<PluginCall, PluginFailure> {
-        let mut sandbox = self.host.sandbox(&self.name).await?;
+    /// A fresh instance for one request: waits (for a bounded time) for a free slot of `kind`,
+    /// then instantiates. A request that may turn into a stream takes a `SlotKind::Stream`
+    /// slot, since its instance then lives as long as the stream.
+    pub async fn start(&self, kind: SlotKind) -> Result<PluginCall, PluginFailure> {
+        let mut sandbox = self.host.sandbox(&self.name, kind).await?;
         let bindings = match self.pre.instantiate_async(&mut sandbox.store).await {
             Ok(bindings) => bindings,
             Err(e) => return Err(sandbox.classify(e)),

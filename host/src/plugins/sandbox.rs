@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Store, Trap, UpdateDeadline};
 
+use super::slots::{Slot, SlotKind, WarmTicket};
 use super::state::{CounterAccess, DeadlineExceeded, PluginState};
 use super::{PluginFailure, PluginHost};
 use crate::telemetry::PluginTimer;
@@ -15,19 +15,25 @@ pub(super) struct Sandbox {
     pub(super) store: Store<PluginState>,
     plugin: Arc<str>,
     telemetry: Arc<crate::telemetry::Telemetry>,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
 }
 
 impl PluginHost {
-    /// Waits for a free instance slot, then prepares a store for the plugin `plugin`.
-    pub(super) async fn sandbox(&self, plugin: &Arc<str>) -> Result<Sandbox, PluginFailure> {
+    /// Waits (for a bounded time) for a free instance slot of `kind`, then prepares a store for
+    /// the plugin `plugin`.
+    pub(super) async fn sandbox(
+        &self,
+        plugin: &Arc<str>,
+        kind: SlotKind,
+    ) -> Result<Sandbox, PluginFailure> {
         let inner = &self.inner;
-        let permit = Arc::clone(&inner.permits)
-            .acquire_owned()
+        let slot = inner
+            .slots
+            .take(kind)
             .await
-            .map_err(|_| PluginFailure::Trapped {
+            .map_err(|no| PluginFailure::Saturated {
                 plugin: Arc::clone(plugin),
-                detail: "the plugin host is shutting down".into(),
+                waited_ms: no.waited_ms,
             })?;
         let state = PluginState::new(Arc::clone(plugin), inner.tokenizer, inner.limits);
         let mut store = Store::new(&inner.engine, state);
@@ -43,7 +49,7 @@ impl PluginHost {
             store,
             plugin: Arc::clone(plugin),
             telemetry: Arc::clone(&inner.telemetry),
-            _permit: permit,
+            _slot: slot,
         };
         sandbox.arm();
         Ok(sandbox)
@@ -102,10 +108,13 @@ impl Sandbox {
 /// Warm instances of a policy plugin (router or limiter), reused across calls. Policy plugins
 /// keep no state by contract, and their calls are short and frequent, so a warm instance saves
 /// the instantiation that would otherwise be most of a call's cost. An instance that failed
-/// in any way is dropped, never returned.
+/// in any way is dropped, never returned. An idle instance holds its slot, so the host caps how
+/// many are kept across all pools (see `Slots::keep_warm`).
 pub(super) struct WarmPool<B> {
-    idle: std::sync::Mutex<Vec<(Sandbox, B)>>,
+    idle: std::sync::Mutex<Vec<Idle<B>>>,
 }
+
+type Idle<B> = (Sandbox, B, WarmTicket);
 
 /// Warm instances kept per policy plugin: enough for the calls two cores run at once.
 const WARM_PER_PLUGIN: usize = 4;
@@ -119,7 +128,7 @@ impl<B> Default for WarmPool<B> {
 }
 
 impl<B> WarmPool<B> {
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(Sandbox, B)>> {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Idle<B>>> {
         match self.idle.lock() {
             Ok(idle) => idle,
             Err(poisoned) => poisoned.into_inner(),
@@ -139,9 +148,9 @@ impl<B> WarmPool<B> {
     ) -> Result<T, PluginFailure> {
         let warm = self.idle().pop();
         let (mut sandbox, bindings) = match warm {
-            Some(warm) => warm,
+            Some((sandbox, bindings, _ticket)) => (sandbox, bindings),
             None => {
-                let mut sandbox = host.sandbox(plugin).await?;
+                let mut sandbox = host.sandbox(plugin, SlotKind::Call).await?;
                 match instantiate(&mut sandbox.store).await {
                     Ok(bindings) => (sandbox, bindings),
                     Err(e) => return Err(sandbox.classify(e)),
@@ -154,8 +163,10 @@ impl<B> WarmPool<B> {
         sandbox.store.data_mut().counters = None;
         if result.is_ok() {
             let mut idle = self.idle();
-            if idle.len() < WARM_PER_PLUGIN {
-                idle.push((sandbox, bindings));
+            if idle.len() < WARM_PER_PLUGIN
+                && let Some(ticket) = host.inner.slots.keep_warm()
+            {
+                idle.push((sandbox, bindings, ticket));
             }
         }
         result

@@ -1,6 +1,11 @@
 //! The accept loop and the connections it serves, all tracked so that a shutdown can first drain
 //! them and then, past its deadline, cut them.
 //!
+//! At most `server.max_connections` are open at once: at the cap the loop stops accepting, so
+//! further clients wait in the kernel's listen backlog (as nginx and HAProxy do) instead of
+//! taking file descriptors the upstream connections need. Each connection has the deadlines of
+//! [`super::timeouts`].
+//!
 //! `axum::serve` drains without a deadline and spawns connections where nothing can cancel them.
 //! Here every connection (and every HTTP/2 stream hyper spawns) runs in one `TaskTracker` and
 //! stops when the abort token fires; dropping a connection drops its handlers and response
@@ -9,18 +14,20 @@
 use std::future::Future;
 use std::io;
 use std::pin::pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
+
+use super::timeouts::{Activity, ConnectionTimeouts, Expiry, TimedBody, Tracked, Watched};
 
 /// The connections being served: draining asks them to finish, aborting drops them.
 #[derive(Clone, Default)]
@@ -46,16 +53,44 @@ where
 }
 
 impl Connections {
-    /// Accepts connections on `listener` and serves `app` on each until `shutdown` resolves; the
-    /// listener is closed on return, so new connections are refused from then on.
+    /// Accepts connections on `listener`, at most `max_connections` open at once, and serves
+    /// `app` on each, with the deadlines `timeouts` gives when it is accepted, until `shutdown`
+    /// resolves; the listener is closed on return, so new connections are refused from then on.
     pub async fn accept(
         &self,
         listener: TcpListener,
         app: Router,
+        max_connections: usize,
+        timeouts: impl Fn() -> ConnectionTimeouts,
         shutdown: impl Future<Output = ()>,
     ) {
         let mut shutdown = pin!(shutdown);
+        let slots = Arc::new(Semaphore::new(max_connections));
+        let mut at_cap = false;
         loop {
+            let slot = match Arc::clone(&slots).try_acquire_owned() {
+                Ok(slot) => {
+                    at_cap = false;
+                    slot
+                }
+                Err(_) => {
+                    if !at_cap {
+                        // Once per episode: a flood would otherwise write a line per connection.
+                        tracing::warn!(
+                            "{max_connections} connections open (server.max_connections): \
+                             new ones wait in the listen backlog until one closes"
+                        );
+                        at_cap = true;
+                    }
+                    tokio::select! {
+                        () = &mut shutdown => break,
+                        slot = Arc::clone(&slots).acquire_owned() => match slot {
+                            Ok(slot) => slot,
+                            Err(_) => break,
+                        },
+                    }
+                }
+            };
             let (tcp, _peer) = tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
@@ -68,27 +103,69 @@ impl Connections {
             };
             // Nagle's algorithm meeting delayed ACKs stalls small SSE writes by ~40 ms.
             let _ = tcp.set_nodelay(true);
-            self.serve(TokioIo::new(tcp), app.clone());
+            self.serve(tcp, app.clone(), slot, timeouts());
         }
         self.drain.cancel();
         self.tasks.close();
     }
 
-    fn serve(&self, io: TokioIo<tokio::net::TcpStream>, app: Router) {
-        let service = TowerToHyperService::new(
-            app.map_request(|req: http::Request<Incoming>| req.map(Body::new)),
-        );
+    /// Serves one connection, holding `slot` (of `max_connections`) until it closes.
+    fn serve(
+        &self,
+        tcp: TcpStream,
+        app: Router,
+        slot: OwnedSemaphorePermit,
+        timeouts: ConnectionTimeouts,
+    ) {
+        let activity = Activity::new(timeouts);
+        let io = TokioIo::new(Watched::new(tcp, Arc::clone(&activity)));
+        let watched = Arc::clone(&activity);
+        let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
+            let in_flight = watched.request_started(request.version());
+            let request = request.map(|body| TimedBody::body(body, timeouts.body_read));
+            let app = app.clone();
+            async move {
+                let response = app.oneshot(request).await;
+                response.map(|response| response.map(|body| Tracked::body(body, in_flight)))
+            }
+        });
         let connections = self.clone();
         self.spawn(async move {
+            let _slot = slot;
             let builder = Builder::new(Executor(connections.clone()));
             let mut conn = pin!(builder.serve_connection_with_upgrades(io, service));
-            tokio::select! {
-                result = conn.as_mut() => return log_connection_end(result),
-                () = connections.drain.cancelled() => {}
+            let mut drain = pin!(connections.drain.cancelled());
+            // Whether the connection was asked to close after its response in flight.
+            let mut closing = false;
+            loop {
+                tokio::select! {
+                    result = conn.as_mut() => return log_connection_end(result),
+                    () = &mut drain, if !closing => {
+                        // Idle connections close now; busy ones after the response they are
+                        // sending.
+                        closing = true;
+                        conn.as_mut().graceful_shutdown();
+                    }
+                    expiry = activity.expired() => match expiry {
+                        Expiry::Head => {
+                            tracing::debug!(
+                                "closed a connection: no complete request head within {} ms",
+                                timeouts.header_read.as_millis()
+                            );
+                            return;
+                        }
+                        // It was asked to close and did not: cut it.
+                        Expiry::Idle if closing => return,
+                        Expiry::Idle => {
+                            // HTTP/2 gets a GOAWAY, so that its client opens a new connection
+                            // rather than failing a request sent meanwhile.
+                            closing = true;
+                            activity.restart_idle();
+                            conn.as_mut().graceful_shutdown();
+                        }
+                    },
+                }
             }
-            // Idle connections close now; busy ones after the response they are sending.
-            conn.as_mut().graceful_shutdown();
-            log_connection_end(conn.await);
         });
     }
 

@@ -55,6 +55,13 @@ pub enum ApiError {
     InvalidApiKey,
     #[error("This API key does not belong to the project `{0}`.")]
     WrongProject(String),
+    #[error(
+        "The gateway is at capacity: no plugin instance came free within {0} ms. \
+         Try again shortly."
+    )]
+    Saturated(u64),
+    #[error("The request body did not arrive within {0} ms.")]
+    BodyTimeout(u64),
 }
 
 #[derive(Serialize)]
@@ -100,6 +107,8 @@ impl ApiError {
             Self::LedgerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::MissingApiKey | Self::InvalidApiKey => StatusCode::UNAUTHORIZED,
             Self::WrongProject(_) => StatusCode::FORBIDDEN,
+            Self::Saturated(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
         }
     }
 
@@ -142,6 +151,7 @@ impl ApiError {
                     PluginFailure::Trapped { .. } => "plugin_trapped",
                     PluginFailure::TimedOut { .. } => "plugin_timeout",
                     PluginFailure::OutOfMemory { .. } => "plugin_out_of_memory",
+                    PluginFailure::Saturated { .. } => "gateway_saturated",
                 }),
             ),
             Self::UpstreamUnreachable { .. } | Self::BadUpstreamRequest { .. } => {
@@ -152,6 +162,8 @@ impl ApiError {
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
             Self::WrongProject(_) => ("permission_error", None, Some("project_mismatch")),
+            Self::Saturated(_) => ("api_error", None, Some("gateway_saturated")),
+            Self::BodyTimeout(_) => ("invalid_request_error", None, Some("request_timeout")),
         };
         let message = match self {
             // The plugin failure's own text names the plugin and the limit it hit; it holds no
@@ -224,6 +236,11 @@ impl IntoResponse for ApiError {
                 }
             }
         }
+        if let Self::Saturated(_) = &self {
+            // Instances come free in milliseconds to minutes: a second is a fair first retry.
+            let headers = response.headers_mut();
+            headers.insert(axum::http::header::RETRY_AFTER, 1.into());
+        }
         // The request-log middleware writes internal details (never sent to the client).
         response
             .extensions_mut()
@@ -260,7 +277,11 @@ impl ApiError {
             | Self::LedgerUnavailable(_)
             | Self::MissingApiKey
             | Self::InvalidApiKey
-            | Self::WrongProject(_) => false,
+            | Self::WrongProject(_)
+            // Every target needs an instance from the same pool; and a busy gateway says nothing
+            // about a target's health.
+            | Self::Saturated(_)
+            | Self::BodyTimeout(_) => false,
         }
     }
 
@@ -292,3 +313,40 @@ impl ApiError {
 /// What went wrong, for the log line of a failed request.
 #[derive(Clone, Debug)]
 pub struct ErrorNote(pub String, pub Option<String>);
+
+impl ApiError {
+    /// A provider plugin's failure; no free instance is the gateway's capacity, not a plugin's
+    /// fault.
+    pub fn plugin(failure: PluginFailure) -> Self {
+        match failure {
+            PluginFailure::Saturated { waited_ms, .. } => Self::Saturated(waited_ms),
+            failure => Self::PluginFailed(failure),
+        }
+    }
+
+    /// A limiter plugin's failure, told apart the same way.
+    pub fn limits_unavailable(failure: PluginFailure) -> Self {
+        match failure {
+            PluginFailure::Saturated { waited_ms, .. } => Self::Saturated(waited_ms),
+            failure => Self::LimitsUnavailable(failure),
+        }
+    }
+
+    /// Why a request body could not be read: too large (413), not in time (408), or broken.
+    pub fn body_rejected(
+        rejection: axum::extract::rejection::BytesRejection,
+        max_body_bytes: usize,
+    ) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            return Self::BodyTooLarge(max_body_bytes);
+        }
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&rejection);
+        while let Some(error) = cause {
+            if let Some(timeout) = error.downcast_ref::<super::timeouts::BodyReadTimeout>() {
+                return Self::BodyTimeout(timeout.ms());
+            }
+            cause = error.source();
+        }
+        Self::InvalidJson(rejection.body_text())
+    }
+}

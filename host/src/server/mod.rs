@@ -3,12 +3,14 @@
 mod auth;
 mod connections;
 mod error;
+mod health;
 mod models;
 mod proxy;
 mod record;
 mod request;
 mod request_log;
 mod stream;
+mod timeouts;
 mod usage;
 
 use std::future::Future;
@@ -23,6 +25,7 @@ use tokio::net::TcpListener;
 pub use error::ApiError;
 pub use request::UserInfo;
 pub use request_log::RequestId;
+pub use timeouts::{BodyReadTimeout, ConnectionTimeouts};
 
 use crate::state::AppState;
 
@@ -37,7 +40,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/models/{*id}", get(models::retrieve))
         .route("/usage/total", post(usage::total))
         .route("/usage/models", post(usage::models))
-        .route("/health", get(health))
+        .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(max_body))
@@ -65,8 +68,18 @@ pub async fn run_until(
     cut_now: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let connections = connections::Connections::default();
+    // The cap is sized once (a reload keeps it); the deadlines are read for each connection.
+    let max_connections = state.gateway.load().config.server.max_connections as usize;
+    let reloaded = Arc::clone(&state);
+    let timeouts = move || ConnectionTimeouts::of(&reloaded.gateway.load().config.server);
     connections
-        .accept(listener, app(Arc::clone(&state)), shutdown)
+        .accept(
+            listener,
+            app(Arc::clone(&state)),
+            max_connections,
+            timeouts,
+            shutdown,
+        )
         .await;
     // Read now rather than at start-up, so that a reload can change it.
     let deadline = state.gateway.load().config.server.shutdown_timeout();
@@ -122,10 +135,6 @@ async fn metrics(
         )],
         crate::telemetry::scrape::render(&state),
     )
-}
-
-async fn health() -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({ "status": "ok" }))
 }
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::error::ApiError;
 use crate::catalog::ModelInfo;
 use crate::gateway::{Gateway, Provider};
-use crate::plugins::{CanonicalRequest, Operation, Prepared};
+use crate::plugins::{CanonicalRequest, Operation, Prepared, SlotKind};
 use crate::state::AppState;
 use crate::upstream;
 
@@ -176,7 +176,11 @@ async fn discover(state: &AppState, provider: &Provider) -> Vec<String> {
         stream: false,
     };
     let result = async {
-        let mut call = provider.plugin.start().await.map_err(|e| e.to_string())?;
+        let mut call = provider
+            .plugin
+            .start(SlotKind::Call)
+            .await
+            .map_err(|e| e.to_string())?;
         let completion = match call.prepare(&provider.config, &request).await {
             Ok(Ok(Prepared::Local(completion))) => completion,
             Ok(Ok(Prepared::Upstream(http))) => {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
 use super::auth;
@@ -22,7 +22,7 @@ use crate::catalog::{self, ModelInfo};
 use crate::gateway::{Gateway, ResolveError, Target};
 use crate::limits::{Facts, Refusal};
 use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo};
-use crate::plugins::{Settlement, Usage};
+use crate::plugins::{Settlement, SlotKind, Usage};
 use crate::routing::{self, Route};
 use crate::state::AppState;
 use crate::telemetry::{self, Trace};
@@ -115,13 +115,7 @@ async fn forward(
         }
     };
     let parsed = body
-        .map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::BodyTooLarge(state.max_body_bytes)
-            } else {
-                ApiError::InvalidJson(rejection.body_text())
-            }
-        })
+        .map_err(|rejection| ApiError::body_rejected(rejection, state.max_body_bytes))
         .and_then(|body| ClientRequest::parse(operation, &body));
     let mut request = match parsed {
         Ok(request) => request,
@@ -231,7 +225,7 @@ async fn admit(
     let admission = admitted.map_err(|refusal| {
         let error = match refusal {
             Refusal::Denied(denial) => ApiError::LimitExceeded(denial),
-            Refusal::Unavailable(failure) => ApiError::LimitsUnavailable(failure),
+            Refusal::Unavailable(failure) => ApiError::limits_unavailable(failure),
         };
         trace.denied(error.detail().code.unwrap_or("limit"));
         error
@@ -285,7 +279,7 @@ async fn routed(
     let order = span
         .scope(route.router.route(&route.options, &facts, &observed))
         .await
-        .map_err(ApiError::PluginFailed)?
+        .map_err(ApiError::plugin)?
         .map_err(no_route)?;
     drop(span);
     let plan = route.plan(&order, &observed);
@@ -388,15 +382,21 @@ async fn send(
         stream: canonical.stream,
     };
     let provider = target.provider;
+    // A stream request's instance may become its decoder and live as long as the stream.
+    let kind = if request.stream {
+        SlotKind::Stream
+    } else {
+        SlotKind::Call
+    };
     let mut call = provider
         .plugin
-        .start()
+        .start(kind)
         .await
-        .map_err(ApiError::PluginFailed)?;
+        .map_err(ApiError::plugin)?;
     let prepared = call
         .prepare(&provider.config, &canonical)
         .await
-        .map_err(ApiError::PluginFailed)?
+        .map_err(ApiError::plugin)?
         .map_err(|error| provider_error(target, error))?;
 
     Ok(match prepared {
@@ -426,7 +426,7 @@ async fn send(
                 let decoder = call
                     .open_stream(&provider.config, &info, &headers)
                     .await
-                    .map_err(ApiError::PluginFailed)?;
+                    .map_err(ApiError::plugin)?;
                 let response = stream::relay(
                     std::sync::Arc::clone(&provider.name),
                     decoder,
@@ -512,7 +512,7 @@ async fn complete(
     };
     call.parse_response(&provider.config, info, &response)
         .await
-        .map_err(ApiError::PluginFailed)?
+        .map_err(ApiError::plugin)?
         .map_err(|error| provider_error(target, error))
 }
 

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -85,9 +86,11 @@ impl ModelsQuery {
 pub async fn total(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let project = auth::caller(&state, &headers, true).await?.project;
+    let body =
+        body.map_err(|rejection| ApiError::body_rejected(rejection, state.max_body_bytes))?;
     let query: TotalQuery = parse(&body)?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let totals = blocking(&state, move |store| store.total(&project, start, end)).await?;
@@ -101,9 +104,11 @@ pub async fn total(
 pub async fn models(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let project = auth::caller(&state, &headers, true).await?.project;
+    let body =
+        body.map_err(|rejection| ApiError::body_rejected(rejection, state.max_body_bytes))?;
     let mut query: ModelsQuery = parse(&body)?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let filter = query.filter()?;

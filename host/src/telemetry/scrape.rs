@@ -36,6 +36,44 @@ pub fn render(state: &AppState) -> String {
             .iter()
             .map(|(id, value)| (vec![("target", id.as_str())], *value)),
     );
+    let instances = state.plugins.usage();
+    write_gauge(
+        &mut out,
+        "wasmgate_plugin_instances",
+        "Plugin instances alive (`all`, warm idle ones included) and held by stream requests (`stream`).",
+        "gauge",
+        [
+            (vec![("use", "all")], f64::from(instances.in_use)),
+            (vec![("use", "stream")], f64::from(instances.streams)),
+        ],
+    );
+    write_gauge(
+        &mut out,
+        "wasmgate_plugin_instances_max",
+        "The most plugin instances alive at once (`all`: plugins.max_instances), and the share stream requests may hold (`stream`).",
+        "gauge",
+        [
+            (vec![("use", "all")], f64::from(instances.max)),
+            (vec![("use", "stream")], f64::from(instances.max_streams)),
+        ],
+    );
+    write_gauge(
+        &mut out,
+        "wasmgate_plugin_instance_waiting",
+        "Requests and calls waiting for a free plugin instance now.",
+        "gauge",
+        [(Vec::new(), f64::from(instances.waiting))],
+    );
+    write_gauge(
+        &mut out,
+        "wasmgate_plugin_instance_wait_timeouts_total",
+        "Waits for a plugin instance that ended without one (the request got 503 gateway_saturated), by what the instance was for.",
+        "counter",
+        [
+            (vec![("use", "call")], instances.timed_out_calls as f64),
+            (vec![("use", "stream")], instances.timed_out_streams as f64),
+        ],
+    );
     write_gauge(
         &mut out,
         "wasmgate_ledger_queue_depth",

@@ -1,0 +1,184 @@
+//! What one client may hold: connection deadlines and the connection cap (`server:`), and how
+//! long a request waits for a plugin instance and how many of them open streams may hold
+//! (`plugins:`). Defaults, accessors and validation.
+
+use std::time::Duration;
+
+use super::{Config, ConfigError, PluginsConfig, ServerConfig};
+
+/// The longest connection deadline accepted: an hour.
+const MAX_TIMEOUT_MS: u64 = 3_600_000;
+/// The longest wait for a plugin instance accepted: ten minutes.
+const MAX_INSTANCE_WAIT_MS: u64 = 600_000;
+/// The most connections accepted as a cap: a million file descriptors.
+const MAX_CONNECTIONS: u32 = 1_000_000;
+
+pub(super) fn default_header_read_timeout_ms() -> u64 {
+    // A client sends its request head in one or two packets; ten seconds is generous even on a
+    // bad mobile link, and short enough that a slowloris client holds a socket for little.
+    10_000
+}
+pub(super) fn default_idle_timeout_ms() -> u64 {
+    // Longer than the 60 s idle timeout of the common load balancers (AWS ALB, GCP): the side
+    // that closes an idle connection must be the balancer, or it may reuse one just closed here.
+    75_000
+}
+pub(super) fn default_body_read_timeout_ms() -> u64 {
+    // A 32 MiB body (the default `max_body_bytes`) at about 0.5 MiB/s.
+    60_000
+}
+pub(super) fn default_max_connections() -> u32 {
+    // Below the usual open-file limits of a service (`LimitNOFILE`, container defaults), leaving
+    // room for upstream connections and the ledger.
+    4_096
+}
+pub(super) fn default_instance_wait_ms() -> u64 {
+    // Plugin calls take microseconds; a request that found no instance for two seconds is
+    // better told to retry (elsewhere, behind a load balancer) than kept waiting.
+    2_000
+}
+pub(super) fn default_stream_share_percent() -> u8 {
+    75
+}
+
+impl ServerConfig {
+    /// How long a connection may take to send a request head: from its opening, or (HTTP/1)
+    /// from the first byte after its previous response.
+    pub fn header_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.header_read_timeout_ms)
+    }
+
+    /// How long a connection with no request in flight is kept open.
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_timeout_ms)
+    }
+
+    /// How long a request body may take to arrive, from the end of its head.
+    pub fn body_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.body_read_timeout_ms)
+    }
+}
+
+impl PluginsConfig {
+    /// How long a call waits for a free plugin instance before its request fails.
+    pub fn instance_wait(&self) -> Duration {
+        Duration::from_millis(self.instance_wait_ms)
+    }
+
+    /// The instances open streams may hold at once: `stream_share_percent` of
+    /// `max_instances`, at least one.
+    pub fn max_stream_instances(&self) -> u32 {
+        let share = u64::from(self.max_instances) * u64::from(self.stream_share_percent) / 100;
+        u32::try_from(share).unwrap_or(self.max_instances).max(1)
+    }
+}
+
+/// Checks the keys of this module, naming the one at fault.
+pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
+    let server = &config.server;
+    for (key, value) in [
+        (
+            "server.header_read_timeout_ms",
+            server.header_read_timeout_ms,
+        ),
+        ("server.idle_timeout_ms", server.idle_timeout_ms),
+        ("server.body_read_timeout_ms", server.body_read_timeout_ms),
+    ] {
+        if !(1..=MAX_TIMEOUT_MS).contains(&value) {
+            return Err(ConfigError::key(
+                key,
+                format!("must be between 1 and {MAX_TIMEOUT_MS} (an hour)"),
+            ));
+        }
+    }
+    if !(1..=MAX_CONNECTIONS).contains(&server.max_connections) {
+        return Err(ConfigError::key(
+            "server.max_connections",
+            format!("must be between 1 and {MAX_CONNECTIONS}"),
+        ));
+    }
+    let plugins = &config.plugins;
+    if !(1..=MAX_INSTANCE_WAIT_MS).contains(&plugins.instance_wait_ms) {
+        return Err(ConfigError::key(
+            "plugins.instance_wait_ms",
+            format!("must be between 1 and {MAX_INSTANCE_WAIT_MS} (ten minutes)"),
+        ));
+    }
+    if !(1..=100).contains(&plugins.stream_share_percent) {
+        return Err(ConfigError::key(
+            "plugins.stream_share_percent",
+            "must be between 1 and 100",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(yaml: &str) -> String {
+        Config::from_yaml(yaml)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn defaults_hold() {
+        let config = Config::from_yaml("").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.server.header_read_timeout(), Duration::from_secs(10));
+        assert_eq!(config.server.idle_timeout(), Duration::from_secs(75));
+        assert_eq!(config.server.body_read_timeout(), Duration::from_secs(60));
+        assert_eq!(config.server.max_connections, 4_096);
+        assert_eq!(config.plugins.instance_wait(), Duration::from_secs(2));
+        assert_eq!(config.plugins.max_stream_instances(), 384);
+    }
+
+    #[test]
+    fn out_of_range_values_are_named_with_their_path() {
+        for (yaml, key) in [
+            (
+                "server: { header_read_timeout_ms: 0 }",
+                "server.header_read_timeout_ms",
+            ),
+            (
+                "server: { idle_timeout_ms: 3600001 }",
+                "server.idle_timeout_ms",
+            ),
+            (
+                "server: { body_read_timeout_ms: 0 }",
+                "server.body_read_timeout_ms",
+            ),
+            ("server: { max_connections: 0 }", "server.max_connections"),
+            (
+                "plugins: { instance_wait_ms: 0 }",
+                "plugins.instance_wait_ms",
+            ),
+            (
+                "plugins: { stream_share_percent: 0 }",
+                "plugins.stream_share_percent",
+            ),
+            (
+                "plugins: { stream_share_percent: 101 }",
+                "plugins.stream_share_percent",
+            ),
+        ] {
+            let err = error(yaml);
+            assert!(
+                err.starts_with(&format!("config key `{key}`")),
+                "{yaml}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_stream_share_leaves_at_least_one_instance_to_streams() {
+        let config = Config::from_yaml("plugins: { max_instances: 1, stream_share_percent: 10 }")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.plugins.max_stream_instances(), 1);
+        let config = Config::from_yaml("plugins: { max_instances: 8, stream_share_percent: 50 }")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(config.plugins.max_stream_instances(), 4);
+    }
+}
