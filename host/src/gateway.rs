@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::limits::Limits;
 use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
 use crate::routing::Route;
+use crate::upstream::{Scope, defaults};
 
 /// A configured provider entry with its loaded plugin.
 pub struct Provider {
@@ -20,6 +21,8 @@ pub struct Provider {
     pub config: ProviderConfig,
     /// Wait for response headers, and between streamed chunks.
     pub timeout: Duration,
+    /// Where its upstream requests may go: under its base URL.
+    pub scope: Scope,
     /// The catalog provider whose prices apply, if the catalog knows it.
     pub catalog: Option<String>,
     /// The config's catalog (built-in, with `catalog:` merged over it).
@@ -78,6 +81,8 @@ pub enum StartupError {
         provider: String,
         source: crate::plugins::PluginFailure,
     },
+    #[error("providers.{provider}.base_url: {message}")]
+    BaseUrl { provider: String, message: String },
     #[error("routing.{route}: {message}")]
     Route { route: String, message: String },
     #[error("{message}")]
@@ -124,9 +129,18 @@ impl Gateway {
                     plugin
                 }
             };
+            // A built-in plugin is told the default the guard checks against, so the two agree.
+            let base_url = (entry.base_url.clone())
+                .or_else(|| defaults::base_url(&entry.plugin, &entry.options));
+            let scope = Scope::new(name, base_url.as_deref()).map_err(|message| {
+                StartupError::BaseUrl {
+                    provider: name.clone(),
+                    message,
+                }
+            })?;
             let provider_config = ProviderConfig {
                 name: name.clone(),
-                base_url: entry.base_url.clone(),
+                base_url,
                 api_key: entry.api_key.as_ref().map(|k| k.expose().to_owned()),
                 models: entry.models.clone(),
                 options: serde_json::Value::Object(entry.options.clone()).to_string(),
@@ -156,6 +170,7 @@ impl Gateway {
                 plugin,
                 config: provider_config,
                 timeout: entry.timeout(),
+                scope,
                 catalog: [
                     entry.catalog.as_deref(),
                     Some(name.as_str()),

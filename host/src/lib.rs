@@ -9,7 +9,8 @@
 //! - [`cli`]: the commands besides `serve` (`keys`, `login`, `usage`).
 //! - [`reload`]: hot reload of the config and plugins (SIGHUP, file changes).
 //! - [`server`]: the HTTP API, and the graceful shutdown.
-//! - [`upstream`]: the pooled HTTP client for upstream providers.
+//! - [`upstream`]: the pooled HTTP client for upstream providers, and the guard that keeps each
+//!   plugin's requests under its entry's base URL.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
 pub mod auth;

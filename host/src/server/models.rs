@@ -181,7 +181,8 @@ async fn discover(state: &AppState, provider: &Provider) -> Vec<String> {
             Ok(Ok(Prepared::Local(completion))) => completion,
             Ok(Ok(Prepared::Upstream(http))) => {
                 let timeout = provider.timeout.min(std::time::Duration::from_secs(10));
-                let response = upstream::send(&state.http, http, timeout)
+                let admitted = provider.scope.admit(http).map_err(|e| e.to_string())?;
+                let response = upstream::send(&state.http, admitted, timeout)
                     .await
                     .map_err(|e| e.to_string())?;
                 let status = response.status().as_u16();

@@ -417,7 +417,14 @@ async fn send(
                     .retain(|(name, _)| !name.eq_ignore_ascii_case("traceparent"));
                 http.headers.push(("traceparent".to_owned(), traceparent));
             }
-            let upstream = upstream::send(&state.http, http, provider.timeout)
+            let admitted = provider.scope.admit(http).map_err(|reason| {
+                ApiError::UnsafeUpstreamUrl {
+                    provider: provider.name.to_string(),
+                    model: upstream::shorten(target.model, MODEL_SHOWN),
+                    reason,
+                }
+            })?;
+            let upstream = upstream::send(&state.http, admitted, provider.timeout)
                 .await
                 .map_err(|e| ApiError::upstream(&provider.name, e))?;
             span.status(upstream.status().as_u16());
@@ -449,6 +456,9 @@ async fn send(
         }
     })
 }
+
+/// Characters of a client's model name an error message repeats.
+const MODEL_SHOWN: usize = 64;
 
 /// Output tokens assumed for a cost estimate when the client sets no `max_tokens`.
 const DEFAULT_OUTPUT_ESTIMATE: u32 = 1024;
