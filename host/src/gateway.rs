@@ -10,6 +10,7 @@ use crate::catalog::{Catalog, ModelInfo};
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
+use crate::redact::Secrets;
 use crate::routing::Route;
 use crate::upstream::{Scope, defaults};
 
@@ -96,6 +97,8 @@ pub struct Gateway {
     pub routes: HashMap<String, Route>,
     /// Rate limits and budgets.
     pub limits: Arc<Limits>,
+    /// The config's secrets, kept out of what is relayed from upstream, logged or stored.
+    pub secrets: Arc<Secrets>,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -132,12 +135,11 @@ impl Gateway {
             // A built-in plugin is told the default the guard checks against, so the two agree.
             let base_url = (entry.base_url.clone())
                 .or_else(|| defaults::base_url(&entry.plugin, &entry.options));
-            let scope = Scope::new(name, base_url.as_deref()).map_err(|message| {
-                StartupError::BaseUrl {
+            let scope =
+                Scope::new(name, base_url.as_deref()).map_err(|message| StartupError::BaseUrl {
                     provider: name.clone(),
                     message,
-                }
-            })?;
+                })?;
             let provider_config = ProviderConfig {
                 name: name.clone(),
                 base_url,
@@ -197,6 +199,7 @@ impl Gateway {
             .await
             .map_err(|message| StartupError::Limits { message })?;
         let mut gateway = Self {
+            secrets: Arc::new(Secrets::from_config(&config)),
             limits: Arc::new(limits),
             routes: HashMap::new(),
             config,

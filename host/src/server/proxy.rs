@@ -23,6 +23,7 @@ use crate::gateway::{Gateway, ResolveError, Target};
 use crate::limits::{Facts, Refusal};
 use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo};
 use crate::plugins::{Settlement, Usage};
+use crate::redact::Redactor;
 use crate::routing::{self, Route};
 use crate::state::AppState;
 use crate::telemetry::{self, Trace};
@@ -106,6 +107,7 @@ async fn forward(
         key_id,
         operation,
         telemetry,
+        gateway.secrets.for_request(headers),
     );
     let caller = match caller {
         Ok(caller) => caller,
@@ -393,11 +395,12 @@ async fn send(
         .start()
         .await
         .map_err(ApiError::PluginFailed)?;
+    let redactor = outcome.redactor();
     let prepared = call
         .prepare(&provider.config, &canonical)
         .await
         .map_err(ApiError::PluginFailed)?
-        .map_err(|error| provider_error(target, error))?;
+        .map_err(|error| provider_error(target, redactor, error))?;
 
     Ok(match prepared {
         Prepared::Local(completion) => {
@@ -417,13 +420,15 @@ async fn send(
                     .retain(|(name, _)| !name.eq_ignore_ascii_case("traceparent"));
                 http.headers.push(("traceparent".to_owned(), traceparent));
             }
-            let admitted = provider.scope.admit(http).map_err(|reason| {
-                ApiError::UnsafeUpstreamUrl {
-                    provider: provider.name.to_string(),
-                    model: upstream::shorten(target.model, MODEL_SHOWN),
-                    reason,
-                }
-            })?;
+            let admitted =
+                provider
+                    .scope
+                    .admit(http)
+                    .map_err(|reason| ApiError::UnsafeUpstreamUrl {
+                        provider: provider.name.to_string(),
+                        model: upstream::shorten(target.model, MODEL_SHOWN),
+                        reason,
+                    })?;
             let upstream = upstream::send(&state.http, admitted, provider.timeout)
                 .await
                 .map_err(|e| ApiError::upstream(&provider.name, e))?;
@@ -448,7 +453,7 @@ async fn send(
                 .into_response();
                 (response, None, None)
             } else {
-                let completion = complete(&mut call, target, &info, upstream).await?;
+                let completion = complete(&mut call, target, &info, upstream, redactor).await?;
                 let usage = completion.usage;
                 span.completion(&completion.body, usage);
                 (json_response(completion), usage, cost(usage))
@@ -508,6 +513,7 @@ async fn complete(
     target: &Target<'_>,
     info: &RequestInfo,
     upstream: reqwest::Response,
+    redactor: &Redactor,
 ) -> Result<Completion, ApiError> {
     let provider = target.provider;
     let status = upstream.status().as_u16();
@@ -523,7 +529,7 @@ async fn complete(
     call.parse_response(&provider.config, info, &response)
         .await
         .map_err(ApiError::PluginFailed)?
-        .map_err(|error| provider_error(target, error))
+        .map_err(|error| provider_error(target, redactor, error))
 }
 
 /// Headers as plugins receive them: lower-case names (as `http` keeps them), UTF-8 values.
@@ -534,10 +540,16 @@ fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
-fn provider_error(target: &Target<'_>, error: crate::plugins::PluginError) -> ApiError {
+/// A plugin's error, often the upstream's own text: without the secrets the request must not
+/// leak (an upstream may repeat the key it was sent).
+fn provider_error(
+    target: &Target<'_>,
+    redactor: &Redactor,
+    error: crate::plugins::PluginError,
+) -> ApiError {
     ApiError::Provider {
         provider: target.provider.name.to_string(),
-        error,
+        error: redactor.plugin_error(error),
     }
 }
 

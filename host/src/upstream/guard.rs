@@ -168,7 +168,10 @@ fn is_dot_segment(segment: &str) -> bool {
     const ROUNDS: usize = 4;
     let mut text = segment.to_owned();
     for _ in 0..ROUNDS {
-        if text.split(['/', '\\']).any(|part| part == "." || part == "..") {
+        if text
+            .split(['/', '\\'])
+            .any(|part| part == "." || part == "..")
+        {
             return true;
         }
         let decoded = percent_decode(&text);
@@ -254,7 +257,8 @@ mod tests {
         }
         let root = scope(Some("http://127.0.0.1:9000/"));
         assert!(root.check("http://127.0.0.1:9000/model/x/converse").is_ok());
-        let bedrock_arn = "http://127.0.0.1:9000/model/arn%3Aaws%3Ab%3Ainference-profile%2Fus.x/converse";
+        let bedrock_arn =
+            "http://127.0.0.1:9000/model/arn%3Aaws%3Ab%3Ainference-profile%2Fus.x/converse";
         assert!(root.check(bedrock_arn).is_ok());
         let azure = scope(Some("https://res.openai.azure.com"));
         let url = "https://res.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21";
@@ -297,7 +301,10 @@ mod tests {
             assert_eq!(base.check(url).err(), Some(Refusal::DotSegment), "{url}");
         }
         // Dots inside a name are not dot segments.
-        assert!(base.check("https://api.example.com/v1beta/a..b/.x/...").is_ok());
+        assert!(
+            base.check("https://api.example.com/v1beta/a..b/.x/...")
+                .is_ok()
+        );
     }
 
     #[test]
@@ -305,14 +312,23 @@ mod tests {
         for base in [None, Some("https://api.example.com/v1")] {
             let scope = scope(base);
             let cases = [
-                ("https://api.example.com/v1/x\r\nInjected: 1", Refusal::BadCharacter),
+                (
+                    "https://api.example.com/v1/x\r\nInjected: 1",
+                    Refusal::BadCharacter,
+                ),
                 ("https://api.example.com/v1/x\ny", Refusal::BadCharacter),
                 ("https://api.example.com/v1/x\ty", Refusal::BadCharacter),
                 ("https://api.example.com/v1/x y", Refusal::BadCharacter),
                 ("https://api.example.com/v1/x\u{7f}", Refusal::BadCharacter),
-                ("https://api.example.com/v1\\..\\..\\admin", Refusal::BadCharacter),
+                (
+                    "https://api.example.com/v1\\..\\..\\admin",
+                    Refusal::BadCharacter,
+                ),
                 ("https://user:pw@api.example.com/v1/x", Refusal::Userinfo),
-                ("https://api.example.com@evil.example/v1/x", Refusal::Userinfo),
+                (
+                    "https://api.example.com@evil.example/v1/x",
+                    Refusal::Userinfo,
+                ),
                 ("https://api.example.com/v1/x#frag", Refusal::Fragment),
                 ("https://api.example.com/v1/x?a=1#frag", Refusal::Fragment),
                 ("ftp://api.example.com/v1/x", Refusal::NotHttp),
