@@ -83,7 +83,9 @@ async fn send_hostile<F, Fut>(
         let error: Value = serde_json::from_str(&body)
             .unwrap_or_else(|e| panic!("{model:?}: not JSON ({e}): {body}"));
         assert!(
-            error["error"]["message"].as_str().is_some_and(|m| !m.is_empty())
+            error["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
                 && error["error"]["type"].is_string(),
             "{model:?}: not OpenAI's error shape: {body}"
         );
@@ -203,7 +205,10 @@ async fn azure_deployment_names_stay_one_segment() {
 #[tokio::test]
 async fn anthropic_model_names_stay_in_the_body() {
     let mock = MockProvider::anthropic().await;
-    injection("an", "anthropic", &mock, KEY, "{}", &|t| t == "/v1/messages").await;
+    injection("an", "anthropic", &mock, KEY, "{}", &|t| {
+        t == "/v1/messages"
+    })
+    .await;
 }
 
 #[tokio::test]
