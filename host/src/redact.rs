@@ -14,7 +14,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use http::HeaderMap;
+use memchr::memmem;
 use serde_json::Value;
 
 use crate::config::Config;
@@ -26,11 +28,14 @@ pub const REDACTED: &str = "[redacted]";
 /// Secrets shorter than this, in characters, are not redacted.
 pub const MIN_LEN: usize = 8;
 
-/// The secrets of one loaded config, longest first (so that a secret containing another is
-/// replaced whole).
+/// The secrets of one loaded config, and the automaton that finds them all in one pass (a
+/// request's fields are searched for a dozen secrets in tens of nanoseconds each, not a
+/// microsecond).
 #[derive(Default)]
 pub struct Secrets {
     known: Vec<String>,
+    /// `None` when there are no secrets; a longer secret wins over one it contains.
+    matcher: Option<AhoCorasick>,
 }
 
 /// Never prints the secrets themselves.
@@ -87,7 +92,17 @@ impl Secrets {
             .collect();
         known.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         known.dedup();
-        Self { known }
+        let matcher = if known.is_empty() {
+            None
+        } else {
+            // Building fails only past limits a config's few dozen keys are far from; then the
+            // plain search below still redacts, slower.
+            AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostLongest)
+                .build(&known)
+                .ok()
+        };
+        Self { known, matcher }
     }
 
     /// A redactor for one request: these secrets, and the credentials in its `headers`.
@@ -102,15 +117,30 @@ impl Secrets {
         }
         own.retain(|s| s.chars().count() >= MIN_LEN && !self.known.contains(s));
         own.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        own.dedup();
         Redactor {
             known: Arc::clone(self),
-            own,
+            own: own
+                .iter()
+                .map(|s| memmem::Finder::new(s.as_bytes()).into_owned())
+                .collect(),
         }
     }
 
     /// `text` with these secrets replaced by [`REDACTED`].
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        replace_all(text, &self.known)
+        match &self.matcher {
+            Some(matcher) if matcher.is_match(text) => {
+                let mut out = String::with_capacity(text.len());
+                matcher.replace_all_with(text, &mut out, |_, _, out| {
+                    out.push_str(REDACTED);
+                    true
+                });
+                Cow::Owned(out)
+            }
+            Some(_) => Cow::Borrowed(text),
+            None => replace_all(text, &self.known),
+        }
     }
 }
 
@@ -118,14 +148,21 @@ impl Secrets {
 #[derive(Clone, Default)]
 pub struct Redactor {
     known: Arc<Secrets>,
-    /// The request's own credentials, longest first.
-    own: Vec<String>,
+    /// Searchers of the request's own credentials (one or two), longest first.
+    own: Vec<memmem::Finder<'static>>,
 }
 
 impl Redactor {
     /// `text` with every secret replaced by [`REDACTED`].
     pub fn text<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match replace_all(text, &self.own) {
+        let mut text = Cow::Borrowed(text);
+        for finder in &self.own {
+            if finder.find(text.as_bytes()).is_some() {
+                let secret = String::from_utf8_lossy(finder.needle()).into_owned();
+                text = Cow::Owned(text.replace(&secret, REDACTED));
+            }
+        }
+        match text {
             Cow::Borrowed(text) => self.known.redact(text),
             Cow::Owned(text) => Cow::Owned(self.known.redact(&text).into_owned()),
         }
@@ -182,7 +219,7 @@ impl Redactor {
     }
 }
 
-/// `text` with each of `secrets` (longest first) replaced by [`REDACTED`].
+/// `text` with each of `secrets` (longest first) replaced by [`REDACTED`], one search each.
 fn replace_all<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
     let mut text = Cow::Borrowed(text);
     for secret in secrets {
@@ -407,6 +444,11 @@ observability:
         ]);
         assert_eq!(
             secrets.redact("1234567 abcdefgh-longer abcdefgh"),
+            "1234567 [redacted] [redacted]"
+        );
+        // The plain search, used if the automaton cannot be built, agrees.
+        assert_eq!(
+            replace_all("1234567 abcdefgh-longer abcdefgh", &secrets.known),
             "1234567 [redacted] [redacted]"
         );
     }

@@ -9,6 +9,7 @@
 //! scheme, host and port, and a path under its path. An entry without a base URL (a third-party
 //! plugin with its own default) gets the first checks only.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use reqwest::Url;
@@ -166,7 +167,7 @@ fn structural(text: &str) -> Result<Url, Refusal> {
 fn is_dot_segment(segment: &str) -> bool {
     /// Decodings tried; a segment still encoded past them is refused as deliberately obscure.
     const ROUNDS: usize = 4;
-    let mut text = segment.to_owned();
+    let mut text = Cow::Borrowed(segment);
     for _ in 0..ROUNDS {
         if text
             .split(['/', '\\'])
@@ -174,11 +175,15 @@ fn is_dot_segment(segment: &str) -> bool {
         {
             return true;
         }
-        let decoded = percent_decode(&text);
-        if decoded == text {
+        // Most segments have nothing to decode: no allocation for them.
+        if !text.contains('%') {
             return false;
         }
-        text = decoded;
+        let decoded = percent_decode(&text);
+        if decoded == *text {
+            return false;
+        }
+        text = Cow::Owned(decoded);
     }
     true
 }
