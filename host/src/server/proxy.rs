@@ -351,7 +351,7 @@ async fn attempt(
         operation,
         &provider.name,
         provider.plugin.name(),
-        target.model,
+        &outcome.redactor().text(target.model),
     );
     let scope = span.span().scope_handle();
     let result = scope
