@@ -10,7 +10,9 @@ use crate::catalog::{Catalog, ModelInfo};
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
+use crate::redact::Secrets;
 use crate::routing::Route;
+use crate::upstream::{Scope, defaults};
 
 /// A configured provider entry with its loaded plugin.
 pub struct Provider {
@@ -20,6 +22,8 @@ pub struct Provider {
     pub config: ProviderConfig,
     /// Wait for response headers, and between streamed chunks.
     pub timeout: Duration,
+    /// Where its upstream requests may go: under its base URL.
+    pub scope: Scope,
     /// The catalog provider whose prices apply, if the catalog knows it.
     pub catalog: Option<String>,
     /// The config's catalog (built-in, with `catalog:` merged over it).
@@ -78,6 +82,8 @@ pub enum StartupError {
         provider: String,
         source: crate::plugins::PluginFailure,
     },
+    #[error("providers.{provider}.base_url: {message}")]
+    BaseUrl { provider: String, message: String },
     #[error("routing.{route}: {message}")]
     Route { route: String, message: String },
     #[error("{message}")]
@@ -91,6 +97,8 @@ pub struct Gateway {
     pub routes: HashMap<String, Route>,
     /// Rate limits and budgets.
     pub limits: Arc<Limits>,
+    /// The config's secrets, kept out of what is relayed from upstream, logged or stored.
+    pub secrets: Arc<Secrets>,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -124,9 +132,17 @@ impl Gateway {
                     plugin
                 }
             };
+            // A built-in plugin is told the default the guard checks against, so the two agree.
+            let base_url = (entry.base_url.clone())
+                .or_else(|| defaults::base_url(&entry.plugin, &entry.options));
+            let scope =
+                Scope::new(name, base_url.as_deref()).map_err(|message| StartupError::BaseUrl {
+                    provider: name.clone(),
+                    message,
+                })?;
             let provider_config = ProviderConfig {
                 name: name.clone(),
-                base_url: entry.base_url.clone(),
+                base_url,
                 api_key: entry.api_key.as_ref().map(|k| k.expose().to_owned()),
                 models: entry.models.clone(),
                 options: serde_json::Value::Object(entry.options.clone()).to_string(),
@@ -159,6 +175,7 @@ impl Gateway {
                 plugin,
                 config: provider_config,
                 timeout: entry.timeout(),
+                scope,
                 catalog: [
                     entry.catalog.as_deref(),
                     Some(name.as_str()),
@@ -185,6 +202,7 @@ impl Gateway {
             .await
             .map_err(|message| StartupError::Limits { message })?;
         let mut gateway = Self {
+            secrets: Arc::new(Secrets::from_config(&config)),
             limits: Arc::new(limits),
             routes: HashMap::new(),
             config,

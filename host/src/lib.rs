@@ -9,7 +9,9 @@
 //! - [`cli`]: the commands besides `serve` (`keys`, `login`, `usage`).
 //! - [`reload`]: hot reload of the config and plugins (SIGHUP, file changes).
 //! - [`server`]: the HTTP API, and the graceful shutdown.
-//! - [`upstream`]: the pooled HTTP client for upstream providers.
+//! - [`upstream`]: the pooled HTTP client for upstream providers, and the guard that keeps each
+//!   plugin's requests under its entry's base URL.
+//! - [`redact`]: known secrets, kept out of what is relayed from upstream, logged or stored.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
 pub mod auth;
@@ -21,6 +23,7 @@ pub mod gateway;
 pub mod ledger;
 pub mod limits;
 pub mod plugins;
+pub mod redact;
 pub mod reload;
 pub mod routing;
 pub mod secret;

@@ -1,11 +1,15 @@
-//! The HTTP client that talks to upstream providers on the plugins' behalf.
+//! The HTTP client that talks to upstream providers on the plugins' behalf, and the guard
+//! ([`guard`]) every request a plugin builds passes before it is sent.
+
+pub mod defaults;
+mod guard;
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use crate::plugins::HttpRequest;
+pub use guard::{Admitted, Refusal, Scope, shorten};
 
 /// Why an upstream request got no response.
 #[derive(Debug, thiserror::Error)]
@@ -32,16 +36,16 @@ pub fn client() -> anyhow::Result<reqwest::Client> {
         .map_err(|e| anyhow::anyhow!("building the HTTP client: {e}"))
 }
 
-/// Sends `request` and waits up to `timeout` for the response headers.
+/// Sends `request` (its URL checked by [`Scope::admit`]) and waits up to `timeout` for the
+/// response headers.
 pub async fn send(
     client: &reqwest::Client,
-    request: HttpRequest,
+    admitted: Admitted,
     timeout: Duration,
 ) -> Result<reqwest::Response, UpstreamError> {
+    let Admitted { request, url } = admitted;
     let method = reqwest::Method::from_bytes(request.method.as_bytes())
         .map_err(|_| UpstreamError::InvalidRequest(format!("bad method {:?}", request.method)))?;
-    let url = reqwest::Url::parse(&request.url)
-        .map_err(|e| UpstreamError::InvalidRequest(format!("bad url: {e}")))?;
     let mut headers = HeaderMap::with_capacity(request.headers.len());
     for (name, value) in request.headers {
         let name = HeaderName::from_bytes(name.as_bytes())

@@ -65,6 +65,38 @@ pub fn join_url(base: &str, path: &str) -> String {
     )
 }
 
+/// Percent-encodes `value` as one URL path segment, for a client-controlled name (a model, a
+/// deployment) that goes into an upstream URL: every byte but RFC 3986's unreserved characters
+/// (`A-Z a-z 0-9 - . _ ~`) is encoded, so `/`, `?`, `#`, `%`, `@`, `:`, `\` and control
+/// characters cannot change what the URL means. `None` for `""`, `"."` and `".."`, which no
+/// encoding can make one plain segment (`%2e%2e` is still `..` to URL parsers).
+///
+/// ```
+/// use wasmgate_plugin_sdk::http::path_segment;
+///
+/// assert_eq!(path_segment("gemini-2.0-flash").as_deref(), Some("gemini-2.0-flash"));
+/// assert_eq!(path_segment("a/../b?k=1").as_deref(), Some("a%2F..%2Fb%3Fk%3D1"));
+/// assert_eq!(path_segment(".."), None);
+/// ```
+pub fn path_segment(value: &str) -> Option<String> {
+    if matches!(value, "" | "." | "..") {
+        return None;
+    }
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+        }
+    }
+    Some(out)
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
 /// Whether `url` is an absolute `http://` or `https://` URL with a host, the only kind the host
 /// sends requests to.
 pub fn is_http_url(url: &str) -> bool {
@@ -98,6 +130,29 @@ mod tests {
         assert_eq!(join_url("https://a/v1", "/models"), "https://a/v1/models");
         assert_eq!(join_url("https://a/v1/", "models"), "https://a/v1/models");
         assert_eq!(join_url("https://a/v1//", "/models"), "https://a/v1/models");
+    }
+
+    #[test]
+    fn path_segments_are_one_segment_whatever_the_name() {
+        let cases = [
+            ("gpt-4o", "gpt-4o"),
+            ("anthropic.claude-v2:1", "anthropic.claude-v2%3A1"),
+            ("../../v1/other", "..%2F..%2Fv1%2Fother"),
+            ("%2e%2e", "%252e%252e"),
+            ("x?key=abc&alt=json", "x%3Fkey%3Dabc%26alt%3Djson"),
+            ("x#f", "x%23f"),
+            ("u@evil", "u%40evil"),
+            ("a\\b", "a%5Cb"),
+            ("x\r\nH: 1", "x%0D%0AH%3A%201"),
+            ("é", "%C3%A9"),
+            ("...", "..."),
+        ];
+        for (name, segment) in cases {
+            assert_eq!(path_segment(name).as_deref(), Some(segment), "{name:?}");
+        }
+        for name in ["", ".", ".."] {
+            assert_eq!(path_segment(name), None, "{name:?}");
+        }
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct Shared {
     pub cancelled_streams: AtomicUsize,
     /// Endless streams that started.
     pub started_streams: AtomicUsize,
+    /// The request target (path and query, as sent) of every request that arrived, routed or
+    /// not.
+    pub targets: Mutex<Vec<String>>,
 }
 
 pub struct MockOpenAi {
@@ -61,6 +64,10 @@ impl MockOpenAi {
             .route("/v1/embeddings", post(embeddings))
             .route("/v1/images/generations", post(images))
             .route("/v1/models", get(models))
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&shared),
+                note_target,
+            ))
             .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -87,6 +94,21 @@ impl MockOpenAi {
             .pop()
             .expect("the mock received no request")
     }
+
+    /// The target (path and query) of every request that arrived, in order.
+    pub async fn targets(&self) -> Vec<String> {
+        self.shared.targets.lock().await.clone()
+    }
+}
+
+/// Notes the raw target of every request, before routing (so a 404 is noted too).
+async fn note_target(
+    State(shared): State<Arc<Shared>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    shared.targets.lock().await.push(request.uri().to_string());
+    next.run(request).await
 }
 
 async fn record(shared: &Shared, path: &str, headers: &HeaderMap, body: &Bytes) -> Value {

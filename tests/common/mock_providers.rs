@@ -51,6 +51,19 @@ impl Recorded {
 #[derive(Default)]
 pub struct Shared {
     pub requests: Mutex<Vec<Recorded>>,
+    /// The request target (path and query, as sent) of every request that arrived, routed or
+    /// not: what a URL-injection test checks.
+    pub targets: Mutex<Vec<String>>,
+}
+
+/// Notes the raw target of every request, before routing (so a 404 is noted too).
+pub(super) async fn note_target(
+    State(shared): State<Arc<Shared>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    shared.targets.lock().await.push(request.uri().to_string());
+    next.run(request).await
 }
 
 /// A running mock upstream.
@@ -63,7 +76,12 @@ pub struct MockProvider {
 impl MockProvider {
     pub(super) async fn serve(app: Router<Arc<Shared>>, base_path: &'static str) -> Self {
         let shared = Arc::new(Shared::default());
-        let app = app.with_state(Arc::clone(&shared));
+        let app = app
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&shared),
+                note_target,
+            ))
+            .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind mock");
@@ -126,6 +144,11 @@ impl MockProvider {
 
     pub async fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().await.clone()
+    }
+
+    /// The target (path and query) of every request that arrived, in order.
+    pub async fn targets(&self) -> Vec<String> {
+        self.shared.targets.lock().await.clone()
     }
 
     pub async fn last_request(&self) -> Recorded {

@@ -5,6 +5,7 @@
 
 pub mod binary;
 pub mod mock_bedrock;
+pub mod mock_leaky;
 pub mod mock_openai;
 pub mod mock_providers;
 pub mod postgres;

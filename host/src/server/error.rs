@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::plugins::{Denial, DenialCode, ErrorKind, PluginError, PluginFailure};
-use crate::upstream::UpstreamError;
+use crate::upstream::{Refusal, UpstreamError};
 
 /// Everything a client can be told went wrong.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +44,17 @@ pub enum ApiError {
     UpstreamTimeout { provider: String },
     #[error("The provider `{provider}` sent a request the gateway could not send.")]
     BadUpstreamRequest { provider: String, detail: String },
+    /// The URL a plugin built for this request leaves its entry's base URL, or is malformed:
+    /// nothing was sent. `model` is cut short.
+    #[error(
+        "The model `{model}` cannot be sent to the provider `{provider}`: the upstream URL built \
+         for it {reason}."
+    )]
+    UnsafeUpstreamUrl {
+        provider: String,
+        model: String,
+        reason: Refusal,
+    },
     #[error("The usage ledger cannot answer right now; try again shortly.")]
     LedgerUnavailable(String),
     #[error(
@@ -96,6 +107,7 @@ impl ApiError {
             | Self::AmbiguousModel { .. }
             | Self::NoRoute { .. } => StatusCode::BAD_REQUEST,
             Self::ModelNotFound(_) | Self::UnknownRoute { .. } => StatusCode::NOT_FOUND,
+            Self::UnsafeUpstreamUrl { .. } => StatusCode::BAD_REQUEST,
             Self::LimitExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::LimitsUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -158,6 +170,11 @@ impl ApiError {
                 ("api_error", None, Some("upstream_error"))
             }
             Self::UpstreamTimeout { .. } => ("api_error", None, Some("upstream_timeout")),
+            Self::UnsafeUpstreamUrl { .. } => (
+                "invalid_request_error",
+                Some("model"),
+                Some("unsafe_upstream_url"),
+            ),
             Self::LedgerUnavailable(_) => ("api_error", None, Some("ledger_unavailable")),
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
@@ -275,6 +292,7 @@ impl ApiError {
             | Self::LimitExceeded(_)
             | Self::LimitsUnavailable(_)
             | Self::LedgerUnavailable(_)
+            | Self::UnsafeUpstreamUrl { .. }
             | Self::MissingApiKey
             | Self::InvalidApiKey
             | Self::WrongProject(_)

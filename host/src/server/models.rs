@@ -10,6 +10,7 @@ use super::error::ApiError;
 use crate::catalog::ModelInfo;
 use crate::gateway::{Gateway, Provider};
 use crate::plugins::{CanonicalRequest, Operation, Prepared, SlotKind};
+use crate::redact::Secrets;
 use crate::state::AppState;
 use crate::upstream;
 
@@ -119,7 +120,7 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Json<ModelList> {
     for provider in &gateway.providers {
         let names = if provider.passthrough() {
             // An entry that declares no models serves whatever its upstream lists.
-            discover(&state, provider).await
+            discover(&state, provider, &gateway.secrets).await
         } else {
             provider.config.models.clone()
         };
@@ -168,7 +169,7 @@ pub async fn retrieve(
 
 /// Asks a provider's plugin (and through it, the upstream) which models it serves. Failures
 /// are logged and the entry contributes no models, so one broken upstream cannot break the list.
-async fn discover(state: &AppState, provider: &Provider) -> Vec<String> {
+async fn discover(state: &AppState, provider: &Provider, secrets: &Secrets) -> Vec<String> {
     let request = CanonicalRequest {
         operation: Operation::ListModels,
         model: String::new(),
@@ -185,7 +186,8 @@ async fn discover(state: &AppState, provider: &Provider) -> Vec<String> {
             Ok(Ok(Prepared::Local(completion))) => completion,
             Ok(Ok(Prepared::Upstream(http))) => {
                 let timeout = provider.timeout.min(std::time::Duration::from_secs(10));
-                let response = upstream::send(&state.http, http, timeout)
+                let admitted = provider.scope.admit(http).map_err(|e| e.to_string())?;
+                let response = upstream::send(&state.http, admitted, timeout)
                     .await
                     .map_err(|e| e.to_string())?;
                 let status = response.status().as_u16();
@@ -225,6 +227,8 @@ async fn discover(state: &AppState, provider: &Provider) -> Vec<String> {
     }
     .await;
     result.unwrap_or_else(|e| {
+        // The upstream's error text may repeat the key it was sent.
+        let e = secrets.redact(&e);
         tracing::warn!(provider = &*provider.name, "cannot list models: {e}");
         Vec::new()
     })

@@ -23,6 +23,7 @@ use crate::gateway::{Gateway, ResolveError, Target};
 use crate::limits::{Facts, Refusal};
 use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo};
 use crate::plugins::{Settlement, SlotKind, Usage};
+use crate::redact::Redactor;
 use crate::routing::{self, Route};
 use crate::state::AppState;
 use crate::telemetry::{self, Trace};
@@ -106,6 +107,7 @@ async fn forward(
         key_id,
         operation,
         telemetry,
+        gateway.secrets.for_request(headers),
     );
     let caller = match caller {
         Ok(caller) => caller,
@@ -343,7 +345,7 @@ async fn attempt(
         operation,
         &provider.name,
         provider.plugin.name(),
-        target.model,
+        &outcome.redactor().text(target.model),
     );
     let scope = span.span().scope_handle();
     let result = scope
@@ -393,11 +395,12 @@ async fn send(
         .start(kind)
         .await
         .map_err(ApiError::plugin)?;
+    let redactor = outcome.redactor();
     let prepared = call
         .prepare(&provider.config, &canonical)
         .await
         .map_err(ApiError::plugin)?
-        .map_err(|error| provider_error(target, error))?;
+        .map_err(|error| provider_error(target, redactor, error))?;
 
     Ok(match prepared {
         Prepared::Local(completion) => {
@@ -417,7 +420,16 @@ async fn send(
                     .retain(|(name, _)| !name.eq_ignore_ascii_case("traceparent"));
                 http.headers.push(("traceparent".to_owned(), traceparent));
             }
-            let upstream = upstream::send(&state.http, http, provider.timeout)
+            let admitted =
+                provider
+                    .scope
+                    .admit(http)
+                    .map_err(|reason| ApiError::UnsafeUpstreamUrl {
+                        provider: provider.name.to_string(),
+                        model: upstream::shorten(target.model, MODEL_SHOWN),
+                        reason,
+                    })?;
+            let upstream = upstream::send(&state.http, admitted, provider.timeout)
                 .await
                 .map_err(|e| ApiError::upstream(&provider.name, e))?;
             span.status(upstream.status().as_u16());
@@ -441,7 +453,7 @@ async fn send(
                 .into_response();
                 (response, None, None)
             } else {
-                let completion = complete(&mut call, target, &info, upstream).await?;
+                let completion = complete(&mut call, target, &info, upstream, redactor).await?;
                 let usage = completion.usage;
                 span.completion(&completion.body, usage);
                 (json_response(completion), usage, cost(usage))
@@ -449,6 +461,9 @@ async fn send(
         }
     })
 }
+
+/// Characters of a client's model name an error message repeats.
+const MODEL_SHOWN: usize = 64;
 
 /// Output tokens assumed for a cost estimate when the client sets no `max_tokens`.
 const DEFAULT_OUTPUT_ESTIMATE: u32 = 1024;
@@ -498,6 +513,7 @@ async fn complete(
     target: &Target<'_>,
     info: &RequestInfo,
     upstream: reqwest::Response,
+    redactor: &Redactor,
 ) -> Result<Completion, ApiError> {
     let provider = target.provider;
     let status = upstream.status().as_u16();
@@ -513,7 +529,7 @@ async fn complete(
     call.parse_response(&provider.config, info, &response)
         .await
         .map_err(ApiError::plugin)?
-        .map_err(|error| provider_error(target, error))
+        .map_err(|error| provider_error(target, redactor, error))
 }
 
 /// Headers as plugins receive them: lower-case names (as `http` keeps them), UTF-8 values.
@@ -524,10 +540,16 @@ fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
         .collect()
 }
 
-fn provider_error(target: &Target<'_>, error: crate::plugins::PluginError) -> ApiError {
+/// A plugin's error, often the upstream's own text: without the secrets the request must not
+/// leak (an upstream may repeat the key it was sent).
+fn provider_error(
+    target: &Target<'_>,
+    redactor: &Redactor,
+    error: crate::plugins::PluginError,
+) -> ApiError {
     ApiError::Provider {
         provider: target.provider.name.to_string(),
-        error,
+        error: redactor.plugin_error(error),
     }
 }
 

@@ -12,6 +12,7 @@ use crate::catalog::ModelInfo;
 use crate::gateway::Target;
 use crate::ledger::{Ledger, UsageRecord};
 use crate::plugins::{Operation, Usage};
+use crate::redact::Redactor;
 use crate::telemetry::{RequestEnd, RequestTelemetry};
 use crate::tokenizer::Tokenizer;
 
@@ -38,6 +39,8 @@ struct Shared {
     started: Instant,
     /// When the first output went to the client, in µs after `started` (0: not yet).
     first_output_us: AtomicU64,
+    /// The secrets this request must not leak: kept out of its errors, log line and record.
+    redactor: Redactor,
 }
 
 /// A request's record in the making.
@@ -66,6 +69,7 @@ impl Recorder {
         api_key_id: Option<String>,
         operation: Operation,
         telemetry: RequestTelemetry,
+        redactor: Redactor,
     ) -> Self {
         Self {
             ledger: ledger.clone(),
@@ -84,6 +88,7 @@ impl Recorder {
                 seen_output: Arc::default(),
                 started: Instant::now(),
                 first_output_us: AtomicU64::new(0),
+                redactor,
             }),
             telemetry: Some(telemetry),
             written: false,
@@ -104,9 +109,12 @@ impl Recorder {
             self.estimated_input = Some(u64::from(request.estimate_input_tokens(Tokenizer)));
         }
         if let Some(telemetry) = &mut self.telemetry {
-            telemetry.request(&request.model, request.max_output_tokens(), || {
-                request.prompt_json()
-            });
+            let redactor = &self.shared.redactor;
+            telemetry.request(
+                &redactor.text(&request.model),
+                request.max_output_tokens(),
+                || redactor.string(request.prompt_json()),
+            );
         }
     }
 
@@ -173,8 +181,15 @@ impl Recorder {
             // A stream that failed midway or whose client went away.
             record.error_type = Some("stream_incomplete".to_owned());
         }
+        // What the log line, the span and the ledger get: no secret of the config or the request.
+        let redactor = &self.shared.redactor;
+        redactor.record(record);
+        let error = outcome.error.map(|(message, detail)| {
+            let detail = detail.map(|d| redactor.string(d));
+            (redactor.string(message), detail)
+        });
         if let Some(telemetry) = self.telemetry.take() {
-            let error = outcome.error.as_ref();
+            let error = error.as_ref();
             telemetry.finish(&RequestEnd {
                 record,
                 system: outcome.system.as_deref(),
@@ -190,6 +205,11 @@ impl OutcomeCell {
         if let Ok(mut outcome) = self.0.outcome.lock() {
             f(&mut outcome);
         }
+    }
+
+    /// The secrets this request must not leak.
+    pub fn redactor(&self) -> &Redactor {
+        &self.0.redactor
     }
 
     /// Where a stream puts the output tokens it counted when the upstream reports no usage.

@@ -16,6 +16,7 @@ use futures_util::stream::{self, BoxStream};
 use super::error::ApiError;
 use super::record::OutcomeCell;
 use crate::plugins::{ProviderStream, StreamOutput, Usage};
+use crate::redact::Redactor;
 use crate::tokenizer::Tokenizer;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +47,10 @@ pub fn relay(
     outcome: Option<OutcomeCell>,
 ) -> SseResponse {
     let relay = Relay {
+        redactor: outcome
+            .as_ref()
+            .map(|o| o.redactor().clone())
+            .unwrap_or_default(),
         on_finish,
         seen_output: outcome.as_ref().map(OutcomeCell::seen_output),
         first_output: outcome,
@@ -83,6 +88,8 @@ impl IntoResponse for SseResponse {
 }
 
 struct Relay {
+    /// Keeps the request's secrets out of an error event relayed from the upstream.
+    redactor: Redactor,
     on_finish: Option<OnFinish>,
     /// Where the output tokens the gateway counted go when the upstream reported no usage.
     seen_output: Option<Arc<AtomicU64>>,
@@ -157,6 +164,7 @@ impl Relay {
                 }
                 Ok(Err(error)) => {
                     let provider = self.provider.to_string();
+                    let error = self.redactor.plugin_error(error);
                     self.fail(&ApiError::Provider { provider, error });
                 }
                 Err(failure) => self.fail(&ApiError::PluginFailed(failure)),

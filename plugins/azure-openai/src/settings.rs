@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use wasmgate_plugin_sdk::http::{is_http_url, join_url};
+use wasmgate_plugin_sdk::http::{is_http_url, join_url, path_segment};
 use wasmgate_plugin_sdk::{ConfigError, PluginError, ProviderConfig};
 
 /// The latest generally available inference API version when this was written.
@@ -71,14 +71,16 @@ impl Settings {
     /// The URL of `path` (e.g. `chat/completions`) on the deployment that serves `model`.
     pub fn url(&self, model: &str, path: &str) -> Result<String, PluginError> {
         let deployment = self.deployments.get(model).map_or(model, String::as_str);
-        // The name goes into the URL path: refuse anything that could change its meaning.
-        if !is_deployment_name(deployment) {
+        // The name goes into the URL path: refuse anything Azure would not take as a name, and
+        // escape what is left as one segment all the same.
+        let Some(deployment) = path_segment(deployment).filter(|_| is_deployment_name(deployment))
+        else {
             return Err(PluginError::invalid_request(format!(
                 "`{model}` is not a valid Azure deployment name; map it to one with the \
                  `deployments` option"
             ))
             .with_param("model"));
-        }
+        };
         let endpoint = format!("openai/deployments/{deployment}/{path}");
         Ok(format!(
             "{}?api-version={}",

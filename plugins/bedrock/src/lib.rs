@@ -34,6 +34,7 @@ mod sigv4;
 mod stream;
 
 use wasmgate_plugin_sdk::chat::{ChatRequest, unix_now};
+use wasmgate_plugin_sdk::http::path_segment;
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
     Prepared, Provider, ProviderConfig, RequestInfo,
@@ -91,11 +92,12 @@ fn prepare_at(
     let settings = Settings::from_config(config).map_err(|_| {
         PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
     })?;
-    if request.model.is_empty() {
-        return Err(PluginError::invalid_request("a model id is required").with_param("model"));
-    }
-    // Model ids hold `:` and ARNs `/`: the id is one encoded path segment.
-    let model = sigv4::uri_encode(&request.model);
+    // Model ids hold `:` and ARNs `/`: the id is one encoded path segment, and one that no
+    // encoding could keep a dot segment (`.`, `..`) is refused.
+    let model = path_segment(&request.model).ok_or_else(|| {
+        PluginError::invalid_request("the model must be a Bedrock model id or ARN")
+            .with_param("model")
+    })?;
     let (action, body) = match request.operation {
         Operation::ChatCompletions => {
             let chat = ChatRequest::parse(&request.body)?;

@@ -140,6 +140,35 @@ fn signed_request_at_a_fixed_time() {
 }
 
 #[test]
+fn model_ids_are_one_path_segment() {
+    let options = format!(r#"{{"region": "us-east-1", {KEYS}}}"#);
+    let url = |model: &str| {
+        let request = CanonicalRequest {
+            operation: Operation::ChatCompletions,
+            model: model.into(),
+            body: r#"{"model":"m","messages":[{"role":"user","content":"Hi"}]}"#.into(),
+            stream: false,
+        };
+        match prepare_at(&config(None, None, &options), request, 1_440_938_160) {
+            Ok(Prepared::Upstream(http)) => Ok(http.url),
+            Ok(_) => Err(None),
+            Err(e) => Err(e.param),
+        }
+    };
+    let base = "https://bedrock-runtime.us-east-1.amazonaws.com/model";
+    assert_eq!(
+        url("arn:aws:bedrock:us-east-1:123:inference-profile/us.x"),
+        Ok(format!(
+            "{base}/arn%3Aaws%3Abedrock%3Aus-east-1%3A123%3Ainference-profile%2Fus.x/converse"
+        ))
+    );
+    assert_eq!(url("../x"), Ok(format!("{base}/..%2Fx/converse")));
+    for hostile in ["..", ".", ""] {
+        assert_eq!(url(hostile), Err(Some("model".into())), "{hostile:?}");
+    }
+}
+
+#[test]
 fn stream_ids_come_from_the_request_id() {
     use wasmgate_plugin_sdk::StreamDecoder;
     let info = RequestInfo {

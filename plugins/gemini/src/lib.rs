@@ -21,7 +21,7 @@ mod settings;
 mod stream;
 
 use wasmgate_plugin_sdk::chat::ChatRequest;
-use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::http::{join_url, path_segment};
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
@@ -47,6 +47,7 @@ impl Provider for Gemini {
             PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
         })?;
         let model = model_path(&request.model);
+        let resource = url_path(&request.model)?;
         let (method, body) = match request.operation {
             Operation::ChatCompletions => {
                 let chat = ChatRequest::parse(&request.body)?;
@@ -69,7 +70,7 @@ impl Provider for Gemini {
                 ));
             }
         };
-        let url = join_url(&settings.base_url, &format!("{model}:{method}"));
+        let url = join_url(&settings.base_url, &format!("{resource}:{method}"));
         let mut http = HttpRequest::post_json(url, body);
         if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
             // The header rather than `?key=`, so that the key stays out of URLs and their logs.
@@ -105,6 +106,26 @@ fn model_path(model: &str) -> String {
     } else {
         format!("models/{model}")
     }
+}
+
+/// [`model_path`] as it goes into the URL: the collection, then the name as one escaped path
+/// segment, so that no model name can add a segment, a query or a fragment. A path is only
+/// `models/<name>` or `tunedModels/<name>`, the resources `generateContent` serves.
+fn url_path(model: &str) -> Result<String, PluginError> {
+    let (collection, name) = match model.split_once('/') {
+        None => ("models", model),
+        Some((collection @ ("models" | "tunedModels"), name)) => (collection, name),
+        Some(_) => return Err(bad_model()),
+    };
+    let name = path_segment(name).ok_or_else(bad_model)?;
+    Ok(format!("{collection}/{name}"))
+}
+
+fn bad_model() -> PluginError {
+    PluginError::invalid_request(
+        "the model must be a Gemini model name, `models/<name>` or `tunedModels/<name>`",
+    )
+    .with_param("model")
 }
 
 fn to_json(body: &impl serde::Serialize) -> Result<Vec<u8>, PluginError> {

@@ -36,3 +36,36 @@ fn model_paths() {
     assert_eq!(model_path("gemini-2.0-flash"), "models/gemini-2.0-flash");
     assert_eq!(model_path("tunedModels/my-model"), "tunedModels/my-model");
 }
+
+#[test]
+fn url_paths_keep_the_name_one_segment() {
+    let path = |model: &str| url_path(model).map_err(|e| e.param);
+    assert_eq!(
+        path("gemini-2.0-flash"),
+        Ok("models/gemini-2.0-flash".into())
+    );
+    assert_eq!(
+        path("tunedModels/my-model"),
+        Ok("tunedModels/my-model".into())
+    );
+    assert_eq!(path("models/a/b"), Ok("models/a%2Fb".into()));
+    assert_eq!(
+        path("x?key=abc&alt=json"),
+        Ok("models/x%3Fkey%3Dabc%26alt%3Djson".into())
+    );
+    assert_eq!(
+        path("x:streamGenerateContent"),
+        Ok("models/x%3AstreamGenerateContent".into())
+    );
+    for hostile in [
+        "../../v1/other",
+        "..",
+        ".",
+        "models/..",
+        "x/y",
+        "",
+        "%2e%2e/x",
+    ] {
+        assert_eq!(path(hostile), Err(Some("model".into())), "{hostile:?}");
+    }
+}

@@ -9,9 +9,11 @@
 //! | `slow-ok` | spins for about 20 ms of CPU, then answers |
 //! | `trap-stream`, streamed | goes upstream to `{base_url}/chat/completions`; the decoder panics |
 //! | `snoop` | tries the environment, the filesystem and a socket, and answers with what it got |
-//! | anything else | answers "ok" locally |
+//! | anything else | answers "ok" locally; with the option `join_model: true`, goes upstream to `{base_url}/models/{model}` |
 //!
-//! `validate` rejects the option `reject: true`.
+//! `validate` rejects the option `reject: true`. `join_model` joins the model name into the URL
+//! unescaped, with the entry's key, as a careless third-party plugin would: the host's URL guard
+//! is what keeps such a request under the entry's `base_url`.
 
 use core::hint::black_box;
 use std::time::{Duration, Instant};
@@ -30,8 +32,7 @@ impl Provider for Faulty {
     type Decoder = PanickingDecoder;
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        let options: Value = serde_json::from_str(&config.options).unwrap_or(Value::Null);
-        if options.get("reject") == Some(&Value::Bool(true)) {
+        if option(config, "reject") {
             return Err(ConfigError::at("reject", "rejected on request"));
         }
         Ok(())
@@ -59,6 +60,15 @@ impl Provider for Faulty {
                 Ok(Prepared::Upstream(http))
             }
             "snoop" => Ok(snoop(&request)),
+            _ if option(config, "join_model") => {
+                let base = config.base_url.as_deref().unwrap_or_default();
+                let url = format!("{}/models/{}", base.trim_end_matches('/'), request.model);
+                let mut http = HttpRequest::post_json(url, request.body.into_bytes());
+                if let Some(key) = &config.api_key {
+                    http.set_header("authorization", format!("Bearer {key}"));
+                }
+                Ok(Prepared::Upstream(http))
+            }
             _ => Ok(ok_answer(&request)),
         }
     }
@@ -79,6 +89,12 @@ impl Provider for Faulty {
 }
 
 wasmgate_plugin_sdk::export_provider!(Faulty);
+
+/// Whether the entry's boolean option `name` is `true`.
+fn option(config: &ProviderConfig, name: &str) -> bool {
+    let options: Value = serde_json::from_str(&config.options).unwrap_or(Value::Null);
+    options.get(name) == Some(&Value::Bool(true))
+}
 
 /// Panics on the first bytes of a stream.
 struct PanickingDecoder;
