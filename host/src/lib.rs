@@ -10,11 +10,13 @@
 //! - [`reload`]: hot reload of the config and plugins (SIGHUP, file changes).
 //! - [`server`]: the HTTP API, and the graceful shutdown.
 //! - [`upstream`]: the pooled HTTP client for upstream providers.
+//! - [`clip`]: client input bounded and escaped before it is echoed, logged or labelled.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
 pub mod auth;
 pub mod catalog;
 pub mod cli;
+pub mod clip;
 pub mod config;
 pub mod credentials;
 pub mod gateway;
@@ -59,6 +61,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     let telemetry = Arc::new(telemetry::Telemetry::new(&config.observability, &http));
     let host = PluginHost::new(limits, cache_dir, tokenizer, Arc::clone(&telemetry))?;
     let max_body_bytes = config.server.max_body_bytes;
+    let body_budget = config.server.max_body_bytes_in_flight;
     let ledger = ledger::Ledger::open(&config.ledger)?;
     let gateway = Gateway::load(config, &host).await?;
     Ok(Arc::new(AppState {
@@ -66,6 +69,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         plugins: host,
         http,
         max_body_bytes,
+        body_budget: server::BodyBudget::new(body_budget),
         started_unix: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::{Extension, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
 use super::auth;
+use super::body;
 use super::error::ApiError;
 use super::request::ClientRequest;
 use super::stream;
@@ -33,7 +33,7 @@ pub async fn chat_completions(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     proxy(&state, &headers, id, Operation::ChatCompletions, body).await
 }
@@ -42,7 +42,7 @@ pub async fn embeddings(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     proxy(&state, &headers, id, Operation::Embeddings, body).await
 }
@@ -51,7 +51,7 @@ pub async fn image_generations(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     proxy(&state, &headers, id, Operation::ImageGenerations, body).await
 }
@@ -63,7 +63,7 @@ async fn proxy(
     headers: &HeaderMap,
     id: Option<Extension<RequestId>>,
     operation: Operation,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     let mut response = match forward(state, headers, id, operation, body).await {
         Ok(response) => response,
@@ -78,7 +78,7 @@ async fn forward(
     headers: &HeaderMap,
     id: Option<Extension<RequestId>>,
     operation: Operation,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Response, ApiError> {
     let gateway = state.gateway.load_full();
     let request_id = id.map(|Extension(RequestId(id))| id).unwrap_or_default();
@@ -114,15 +114,15 @@ async fn forward(
             return Err(error);
         }
     };
-    let parsed = body
-        .map_err(|rejection| {
-            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::BodyTooLarge(state.max_body_bytes)
-            } else {
-                ApiError::InvalidJson(rejection.body_text())
-            }
-        })
-        .and_then(|body| ClientRequest::parse(operation, &body));
+    // The body's share of the budget is kept while its parsed form lives: to the answer.
+    let mut _reservation = None;
+    let parsed = match body::read(state, body).await {
+        Ok((bytes, reservation)) => {
+            _reservation = Some(reservation);
+            ClientRequest::parse(operation, &bytes)
+        }
+        Err(error) => Err(error),
+    };
     let mut request = match parsed {
         Ok(request) => request,
         Err(error) => {
@@ -317,7 +317,8 @@ async fn routed(
                 tracing::info!(
                     model,
                     target = id.as_str(),
-                    "attempt failed, trying the next target: {error}"
+                    "attempt failed, trying the next target: {}",
+                    error.detail().message
                 );
             }
             // The client's own mistake: another target would refuse it too.
@@ -359,7 +360,7 @@ async fn attempt(
         span.failed(
             trace.metrics(),
             &error.error_type(),
-            &error.to_string(),
+            &error.detail().message,
             error.is_target_failure(),
         );
     }
