@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};
 use serde_json::{Map, Value, json};
 
+use super::end_user;
 use super::error::ApiError;
 use super::request::ClientRequest;
 use crate::clip;
@@ -124,6 +125,62 @@ fn request_object(max_text: usize) -> impl Strategy<Value = Value> {
         })
 }
 
+/// A valid chat request with one place (a field's value, a key, an end-user field) holding a
+/// long run of one character, control characters included.
+fn long_in_one_place() -> impl Strategy<Value = Vec<u8>> {
+    let places = vec![
+        "model", "role", "content", "key", "stream", "user", "id", "name", "tag", "meta",
+    ];
+    (prop::sample::select(places), 300usize..60_000, any::<char>()).prop_map(|(at, n, c)| {
+        let long = c.to_string().repeat(n);
+        let mut body = json!({"model": "echo-1", "messages": [{"role": "user", "content": "hi"}],
+                              "extra": {"user": {"id": "u", "name": "n", "tags": ["t"]},
+                                        "metadata": {"k": "v"}}});
+        match at {
+            "model" => body["model"] = json!(long),
+            "role" => body["messages"][0]["role"] = json!(long),
+            "content" => body["messages"][0]["content"] = json!(long),
+            "key" => body[long.as_str()] = json!(1),
+            "stream" => body["stream"] = json!(long),
+            "user" => body["user"] = json!(long),
+            "id" => body["extra"]["user"]["id"] = json!(long),
+            "name" => body["extra"]["user"]["name"] = json!(long),
+            "tag" => body["extra"]["user"]["tags"] = json!(vec![long; 1 + n % 40]),
+            _ => body["extra"]["metadata"][long.as_str()] = json!(long),
+        }
+        serde_json::to_vec(&body).unwrap_or_default()
+    })
+}
+
+/// What an accepted request hands on to the ledger, logs and metrics is bounded.
+fn assert_bounded(request: &ClientRequest) {
+    let printable = |s: &str| !s.chars().any(clip::unprintable);
+    assert!(request.model.len() <= super::request::MODEL_MAX && printable(&request.model));
+    let user = &request.user;
+    for text in user.id.iter().chain(&user.name) {
+        assert!(
+            text.len() <= end_user::TEXT_MAX && printable(text),
+            "{}",
+            text.len()
+        );
+    }
+    assert!(
+        user.tags.len() <= end_user::TAGS_MAX,
+        "{} tags",
+        user.tags.len()
+    );
+    assert!(
+        user.tags
+            .iter()
+            .all(|t| t.len() <= end_user::TAG_MAX && printable(t))
+    );
+    assert!(user.metadata.len() <= end_user::METADATA_MAX);
+    for (key, value) in &user.metadata {
+        assert!(key.len() <= end_user::METADATA_KEY_MAX && printable(key));
+        assert!(value.len() <= end_user::METADATA_VALUE_MAX);
+    }
+}
+
 /// The old tree walk of the prompt's texts: the oracle for the streamed count.
 fn tree_tokens(value: &Value) -> u32 {
     match value {
@@ -154,12 +211,14 @@ proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn any_bytes_parse_or_fail_small(op in operation(), bytes in prop_oneof![
+    fn any_bytes_parse_bounded_or_fail_small(op in operation(), bytes in prop_oneof![
         prop::collection::vec(any::<u8>(), 0..512),
         request_object(50_000).prop_map(|v| serde_json::to_vec(&v).unwrap_or_default()),
+        long_in_one_place(),
     ]) {
-        if let Err(error) = ClientRequest::parse(op, &bytes) {
-            assert_small(&error);
+        match ClientRequest::parse(op, &bytes) {
+            Ok(request) => assert_bounded(&request),
+            Err(error) => assert_small(&error),
         }
     }
 
