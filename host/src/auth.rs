@@ -33,6 +33,21 @@ pub struct Caller {
     pub key_id: Option<String>,
 }
 
+/// Bytes of a project id, at most.
+pub const PROJECT_MAX: usize = 64;
+
+/// Whether `id` can name a project: 1 to [`PROJECT_MAX`] ASCII letters, digits, `.`, `_` or `-`.
+/// Project ids reach the ledger's records and rollups, and a keyless client may send one, so
+/// the rule is narrow. The error says what the rule is.
+pub fn check_project(id: &str) -> Result<(), &'static str> {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    if !id.is_empty() && id.len() <= PROJECT_MAX && id.bytes().all(allowed) {
+        Ok(())
+    } else {
+        Err("1 to 64 ASCII letters, digits, `.`, `_` or `-`")
+    }
+}
+
 /// The lower-case hex SHA-256 of `key`: all the database ever holds of it.
 pub fn hash(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))

@@ -12,11 +12,13 @@
 //! - [`upstream`]: the pooled HTTP client for upstream providers, and the guard that keeps each
 //!   plugin's requests under its entry's base URL.
 //! - [`redact`]: known secrets, kept out of what is relayed from upstream, logged or stored.
+//! - [`clip`]: client input bounded and escaped before it is echoed, logged or labelled.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
 pub mod auth;
 pub mod catalog;
 pub mod cli;
+pub mod clip;
 pub mod config;
 pub mod credentials;
 pub mod gateway;
@@ -64,6 +66,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     let telemetry = Arc::new(telemetry::Telemetry::new(&config.observability, &http));
     let host = PluginHost::new(limits, cache_dir, tokenizer, Arc::clone(&telemetry))?;
     let max_body_bytes = config.server.max_body_bytes;
+    let body_budget = config.server.max_body_bytes_in_flight;
     let ledger = ledger::Ledger::open(&config.ledger)?;
     let gateway = Gateway::load(config, &host).await?;
     Ok(Arc::new(AppState {
@@ -71,6 +74,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         plugins: host,
         http,
         max_body_bytes,
+        body_budget: server::BodyBudget::new(body_budget),
         started_unix: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),

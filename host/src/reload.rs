@@ -216,6 +216,12 @@ fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
         &old.max_body_bytes,
         &mut new_server.max_body_bytes,
     );
+    keep(
+        k,
+        "server.max_body_bytes_in_flight",
+        &old.max_body_bytes_in_flight,
+        &mut new_server.max_body_bytes_in_flight,
+    );
     let (old, plugins) = (&running.plugins, &mut new.plugins);
     keep(
         k,

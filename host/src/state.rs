@@ -12,6 +12,8 @@ pub struct AppState {
     /// The pooled upstream client.
     pub http: reqwest::Client,
     pub max_body_bytes: usize,
+    /// Request body bytes held at once, by all requests (`server.max_body_bytes_in_flight`).
+    pub body_budget: crate::server::BodyBudget,
     /// When the gateway started, as the `created` time of listed models.
     pub started_unix: u64,
     /// Work that outlives its request (settling limits); waited for on shutdown.

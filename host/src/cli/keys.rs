@@ -18,8 +18,9 @@ pub fn create(
     note: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let project = project.trim();
-    if project.is_empty() || project.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        anyhow::bail!("--project: a project id is a non-empty word without spaces");
+    // The rule the gateway applies to `x-project-id`: a key for any other id could not be named.
+    if let Err(rule) = auth::check_project(project) {
+        anyhow::bail!("--project: a project id is {rule}");
     }
     let (key, stored) = auth::generate(project, name, now_us());
     store.insert_key(&stored)?;

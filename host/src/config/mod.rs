@@ -278,6 +278,10 @@ pub struct ServerConfig {
     /// Largest request body accepted, in bytes; larger ones get 413.
     #[serde(default = "default_max_body_bytes")]
     pub max_body_bytes: usize,
+    /// Request bodies held at once by all requests together, in bytes: a request whose body
+    /// does not fit waits (briefly) for room, then gets 503.
+    #[serde(default = "default_max_body_bytes_in_flight")]
+    pub max_body_bytes_in_flight: usize,
     /// On SIGTERM or SIGINT, how long requests in flight (streams included) may take to finish
     /// before they are cut.
     #[serde(default = "default_shutdown_timeout_ms")]
@@ -309,6 +313,7 @@ impl Default for ServerConfig {
             host: default_host(),
             port: default_port(),
             max_body_bytes: default_max_body_bytes(),
+            max_body_bytes_in_flight: default_max_body_bytes_in_flight(),
             shutdown_timeout_ms: default_shutdown_timeout_ms(),
             header_read_timeout_ms: resources::default_header_read_timeout_ms(),
             idle_timeout_ms: resources::default_idle_timeout_ms(),
@@ -332,6 +337,10 @@ fn default_shutdown_timeout_ms() -> u64 {
 fn default_max_body_bytes() -> usize {
     // Vision requests carry base64 images; OpenAI itself accepts bodies of tens of MB.
     32 * 1024 * 1024
+}
+fn default_max_body_bytes_in_flight() -> usize {
+    // Eight bodies of the largest size; thousands of ordinary ones.
+    256 * 1024 * 1024
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -598,6 +607,15 @@ impl Config {
             return Err(ConfigError::key(
                 "server.max_body_bytes",
                 "must be at least 1",
+            ));
+        }
+        // Budgets are counted in KiB in a u32 (see server::body).
+        if self.server.max_body_bytes_in_flight < self.server.max_body_bytes
+            || self.server.max_body_bytes_in_flight >> 10 >= u32::MAX as usize
+        {
+            return Err(ConfigError::key(
+                "server.max_body_bytes_in_flight",
+                "must be at least server.max_body_bytes (one largest body must fit), and below 4 TiB",
             ));
         }
         for (name, entry) in &self.providers {

@@ -1,11 +1,16 @@
 //! The auth stage: who a request comes from, and so which project its usage belongs to.
 //!
-//! A request names its project with `x-project-id` and proves it with `Authorization: Bearer
-//! <key>`. Where a key is required (the `/usage/*` endpoints always, `/v1/*` with
-//! `auth.required`), a missing, unknown or revoked key is a 401 and a key of another project a
-//! 403. A request without `x-project-id` gets its key's project, so that OpenAI clients work
-//! unchanged. On an open gateway (`/v1/*` without `auth.required`) a valid key still decides the
-//! project, and any other `Authorization` (OpenAI SDKs always send one) is ignored.
+//! Every route but `/health` and `/metrics` passes here first. A request names its project with
+//! `x-project-id` and proves it with `Authorization: Bearer <key>`. Where a key is required (the
+//! `/usage/*` endpoints always, `/v1/*` with `auth.required`), a missing, unknown or revoked key
+//! is a 401 and a key of another project a 403. A request without `x-project-id` gets its key's
+//! project, so that OpenAI clients work unchanged. On an open gateway (`/v1/*` without
+//! `auth.required`) a valid key still decides the project, and any other `Authorization` (OpenAI
+//! SDKs always send one) is ignored.
+//!
+//! Before any of that, the headers must be unambiguous: `Authorization`, `x-api-key` or
+//! `x-project-id` sent twice is a 400 (which copy counts would otherwise depend on the server),
+//! and an `x-project-id` outside [`crate::auth::check_project`]'s rule is a 400 naming it.
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
@@ -17,14 +22,31 @@ use crate::state::AppState;
 /// Where usage goes on an open gateway when the request names no project.
 const DEFAULT_PROJECT: &str = "default";
 
+/// The project header.
+const PROJECT: &str = "x-project-id";
+
+/// Headers that say who the caller is: sent twice, they are ambiguous.
+const SINGLE: [&str; 3] = ["authorization", "x-api-key", PROJECT];
+
 /// Checks the request's key; `required` says whether an anonymous caller may pass.
 pub async fn caller(
     state: &AppState,
     headers: &HeaderMap,
     required: bool,
 ) -> Result<Caller, ApiError> {
-    let claimed = claimed_project(headers);
-    let anonymous = || anonymous(headers);
+    if let Some(name) = SINGLE
+        .into_iter()
+        .find(|name| headers.get_all(*name).iter().nth(1).is_some())
+    {
+        return Err(ApiError::DuplicateHeader(name));
+    }
+    let claimed = claimed_project(headers)?;
+    let anonymous = || Caller {
+        project: claimed
+            .clone()
+            .unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
+        key_id: None,
+    };
     let Some(key) = bearer(headers) else {
         return if required {
             Err(ApiError::MissingApiKey)
@@ -53,22 +75,34 @@ pub async fn caller(
     }
 }
 
-/// An unchecked caller: the project the request names, else [`DEFAULT_PROJECT`]; no key.
+/// An unchecked caller, for the record of a refused request: the project the request names if
+/// it is a valid one (else [`DEFAULT_PROJECT`], so that no refused request writes a project id
+/// of its own choosing into the ledger); no key.
 pub fn anonymous(headers: &HeaderMap) -> Caller {
+    let project = match claimed_project(headers) {
+        Ok(Some(project)) if headers.get_all(PROJECT).iter().nth(1).is_none() => project,
+        Ok(_) | Err(_) => DEFAULT_PROJECT.to_owned(),
+    };
     Caller {
-        project: claimed_project(headers).unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
+        project,
         key_id: None,
     }
 }
 
-/// The project the request names (`x-project-id`), if any.
-fn claimed_project(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get("x-project-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned)
+/// The project the request names (`x-project-id`), if any; a 400 for one no project could have.
+fn claimed_project(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get(PROJECT) else {
+        return Ok(None);
+    };
+    let project = value.to_str().map(str::trim).unwrap_or("\u{0}");
+    if project.is_empty() {
+        return Ok(None);
+    }
+    crate::auth::check_project(project).map_err(|rule| ApiError::InvalidHeader {
+        header: PROJECT,
+        message: format!("The header `{PROJECT}` must be {rule}."),
+    })?;
+    Ok(Some(project.to_owned()))
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {

@@ -1,8 +1,12 @@
 //! API errors and their one mapping to HTTP: OpenAI's `{"error": {message, type, param, code}}`.
 
+use std::borrow::Cow;
+
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
+
+use crate::clip::{clip, echo};
 
 use crate::plugins::{Denial, DenialCode, ErrorKind, PluginError, PluginFailure};
 use crate::upstream::{Refusal, UpstreamError};
@@ -10,13 +14,13 @@ use crate::upstream::{Refusal, UpstreamError};
 /// Everything a client can be told went wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    #[error("We could not parse the JSON body of your request: {0}")]
+    #[error("We could not parse the JSON body of your request: {}", clip(.0, JSON_ERROR))]
     InvalidJson(String),
-    #[error("{message}")]
+    #[error("{}", clip(message, crate::clip::MESSAGE))]
     InvalidField { param: String, message: String },
-    #[error("The model `{0}` does not exist or is not served by this gateway.")]
+    #[error("The model `{}` does not exist or is not served by this gateway.", echo(.0))]
     ModelNotFound(String),
-    #[error("The model `{model}` is served by several providers; choose one of: {}.", candidates.join(", "))]
+    #[error("The model `{}` is served by several providers; choose one of: {}.", echo(model), candidates.join(", "))]
     AmbiguousModel {
         model: String,
         candidates: Vec<String>,
@@ -29,8 +33,23 @@ pub enum ApiError {
     LimitsUnavailable(PluginFailure),
     #[error("The request body exceeds the limit of {0} bytes.")]
     BodyTooLarge(usize),
-    #[error("Unknown request URL: {method} {path}.")]
+    #[error("Unknown request URL: {} {}.", echo(method), echo(path))]
     UnknownRoute { method: String, path: String },
+    #[error(
+        "The method {} is not allowed on {}; the `Allow` header lists those that are.",
+        echo(method),
+        echo(path)
+    )]
+    MethodNotAllowed { method: String, path: String },
+    #[error("The header `{0}` was sent more than once; send it once.")]
+    DuplicateHeader(&'static str),
+    #[error("{message}")]
+    InvalidHeader {
+        header: &'static str,
+        message: String,
+    },
+    #[error("The gateway is holding as many request bodies as it may; try again shortly.")]
+    ServerBusy,
     #[error("{}", error.message)]
     Provider {
         provider: String,
@@ -64,7 +83,7 @@ pub enum ApiError {
     MissingApiKey,
     #[error("Incorrect or revoked API key provided.")]
     InvalidApiKey,
-    #[error("This API key does not belong to the project `{0}`.")]
+    #[error("This API key does not belong to the project `{}`.", echo(.0))]
     WrongProject(String),
     #[error(
         "The gateway is at capacity: no plugin instance came free within {0} ms. \
@@ -86,7 +105,7 @@ pub struct Detail<'a> {
     pub message: String,
     #[serde(rename = "type")]
     pub kind: &'a str,
-    pub param: Option<&'a str>,
+    pub param: Option<Cow<'a, str>>,
     pub code: Option<&'a str>,
 }
 
@@ -108,6 +127,9 @@ impl ApiError {
             | Self::NoRoute { .. } => StatusCode::BAD_REQUEST,
             Self::ModelNotFound(_) | Self::UnknownRoute { .. } => StatusCode::NOT_FOUND,
             Self::UnsafeUpstreamUrl { .. } => StatusCode::BAD_REQUEST,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Self::DuplicateHeader(_) | Self::InvalidHeader { .. } => StatusCode::BAD_REQUEST,
+            Self::ServerBusy => StatusCode::SERVICE_UNAVAILABLE,
             Self::LimitExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::LimitsUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -151,6 +173,20 @@ impl ApiError {
             Self::LimitsUnavailable(_) => ("api_error", None, Some("limits_unavailable")),
             Self::BodyTooLarge(_) => ("invalid_request_error", None, Some("request_too_large")),
             Self::UnknownRoute { .. } => ("invalid_request_error", None, Some("unknown_url")),
+            Self::MethodNotAllowed { .. } => {
+                ("invalid_request_error", None, Some("method_not_allowed"))
+            }
+            Self::DuplicateHeader(header) => (
+                "invalid_request_error",
+                Some(*header),
+                Some("duplicate_header"),
+            ),
+            Self::InvalidHeader { header, .. } => (
+                "invalid_request_error",
+                Some(*header),
+                Some("invalid_header"),
+            ),
+            Self::ServerBusy => ("api_error", None, Some("server_busy")),
             Self::Provider { error, .. } => (
                 kind_type(error.kind),
                 error.param.as_deref(),
@@ -191,10 +227,12 @@ impl ApiError {
             }
             _ => self.to_string(),
         };
+        // Whatever a message or param repeats (client input, an upstream's text), the error
+        // body stays small.
         Detail {
-            message,
+            message: clip(&message, crate::clip::MESSAGE).into_owned(),
             kind,
-            param,
+            param: param.map(echo),
             code,
         }
     }
@@ -240,6 +278,11 @@ impl IntoResponse for ApiError {
             }),
         )
             .into_response();
+        if let Self::ServerBusy = &self {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, 1.into());
+        }
         if let Self::LimitExceeded(denial) = &self {
             let headers = response.headers_mut();
             let seconds = denial.retry_after_ms.div_ceil(1000).max(1);
@@ -259,9 +302,10 @@ impl IntoResponse for ApiError {
             headers.insert(axum::http::header::RETRY_AFTER, 1.into());
         }
         // The request-log middleware writes internal details (never sent to the client).
+        let message = self.detail().message;
         response
             .extensions_mut()
-            .insert(ErrorNote(self.to_string(), self.internal_detail()));
+            .insert(ErrorNote(message, self.internal_detail()));
         response
     }
 }
@@ -289,6 +333,10 @@ impl ApiError {
             | Self::NoRoute { .. }
             | Self::BodyTooLarge(_)
             | Self::UnknownRoute { .. }
+            | Self::MethodNotAllowed { .. }
+            | Self::DuplicateHeader(_)
+            | Self::InvalidHeader { .. }
+            | Self::ServerBusy
             | Self::LimitExceeded(_)
             | Self::LimitsUnavailable(_)
             | Self::LedgerUnavailable(_)
@@ -315,18 +363,21 @@ impl ApiError {
         detail.code.unwrap_or(detail.kind).to_owned()
     }
 
+    /// What the log line adds to the message (never sent to the client), bounded like it.
     pub(super) fn internal_detail(&self) -> Option<String> {
-        match self {
-            Self::PluginFailed(failure) | Self::LimitsUnavailable(failure) => {
-                Some(failure.to_string())
-            }
+        let detail = match self {
+            Self::PluginFailed(failure) | Self::LimitsUnavailable(failure) => failure.to_string(),
             Self::UpstreamUnreachable { detail, .. }
             | Self::BadUpstreamRequest { detail, .. }
-            | Self::LedgerUnavailable(detail) => Some(detail.clone()),
-            _ => None,
-        }
+            | Self::LedgerUnavailable(detail) => detail.clone(),
+            _ => return None,
+        };
+        Some(clip(&detail, crate::clip::MESSAGE).into_owned())
     }
 }
+
+/// Bytes of a JSON parser's message kept: it may quote the client's field names and values.
+const JSON_ERROR: usize = 512;
 
 /// What went wrong, for the log line of a failed request.
 #[derive(Clone, Debug)]
@@ -350,21 +401,15 @@ impl ApiError {
         }
     }
 
-    /// Why a request body could not be read: too large (413), not in time (408), or broken.
-    pub fn body_rejected(
-        rejection: axum::extract::rejection::BytesRejection,
-        max_body_bytes: usize,
-    ) -> Self {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            return Self::BodyTooLarge(max_body_bytes);
-        }
-        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&rejection);
+    /// Why a request body stopped arriving: not in time (408), or the connection broke.
+    pub fn body_unreadable(error: &axum::Error) -> Self {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
         while let Some(error) = cause {
             if let Some(timeout) = error.downcast_ref::<super::timeouts::BodyReadTimeout>() {
                 return Self::BodyTimeout(timeout.ms());
             }
             cause = error.source();
         }
-        Self::InvalidJson(rejection.body_text())
+        Self::InvalidJson(format!("Failed to buffer the request body: {error}"))
     }
 }

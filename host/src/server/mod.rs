@@ -1,14 +1,19 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
 mod auth;
+mod body;
 mod connections;
+mod end_user;
 mod error;
 mod health;
 mod models;
 mod proxy;
+mod raw_json;
 mod record;
 mod request;
 mod request_log;
+#[cfg(test)]
+mod request_props;
 mod stream;
 mod timeouts;
 mod usage;
@@ -22,14 +27,17 @@ use axum::http::{Method, Uri};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
+pub use body::BodyBudget;
+pub use end_user::UserInfo;
 pub use error::ApiError;
-pub use request::UserInfo;
 pub use request_log::RequestId;
 pub use timeouts::{BodyReadTimeout, ConnectionTimeouts};
 
 use crate::state::AppState;
 
-/// The gateway's routes, ready to serve or to drive with `oneshot` in tests.
+/// The gateway's routes, ready to serve or to drive with `oneshot` in tests. Every handler but
+/// `/health` and `/metrics` (probes and scrapes, which say nothing of any project) passes
+/// [`auth::caller`] before anything else; `tests/auth_matrix.rs` holds each route to it.
 pub fn app(state: Arc<AppState>) -> Router {
     let max_body = state.max_body_bytes;
     Router::new()
@@ -42,6 +50,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/models", post(usage::models))
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
+        // After the routes: it applies to those registered before it. axum adds `Allow`.
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(unknown_route)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(request_log::request_log))
@@ -135,6 +145,13 @@ async fn metrics(
         )],
         crate::telemetry::scrape::render(&state),
     )
+}
+
+async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+    ApiError::MethodNotAllowed {
+        method: method.to_string(),
+        path: uri.path().to_owned(),
+    }
 }
 
 async fn unknown_route(method: Method, uri: Uri) -> ApiError {

@@ -1,11 +1,16 @@
-//! `GET /v1/models` and `GET /v1/models/{id}`: every model the config makes reachable.
+//! `GET /v1/models` and `GET /v1/models/{id}`: every model the config makes reachable, to
+//! callers the auth stage lets through (as for the rest of `/v1`: listing may ask upstreams,
+//! with the providers' keys).
 
 use std::sync::Arc;
 
 use axum::Json;
+use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use serde::Serialize;
 
+use super::auth;
 use super::error::ApiError;
 use crate::catalog::ModelInfo;
 use crate::gateway::{Gateway, Provider};
@@ -114,8 +119,12 @@ fn provider_model(state: &AppState, provider: &Provider, name: &str) -> Model {
     }
 }
 
-pub async fn list(State(state): State<Arc<AppState>>) -> Json<ModelList> {
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> Result<Json<ModelList>, ApiError> {
     let gateway = state.gateway.load_full();
+    auth::caller(&state, &headers, gateway.config.auth.required).await?;
     let mut data = Vec::new();
     for provider in &gateway.providers {
         let names = if provider.passthrough() {
@@ -138,10 +147,10 @@ pub async fn list(State(state): State<Arc<AppState>>) -> Json<ModelList> {
         owned_by: VIRTUAL_OWNER.to_owned(),
         details: None,
     }));
-    Json(ModelList {
+    Ok(Json(ModelList {
         object: "list",
         data,
-    })
+    }))
 }
 
 /// `owned_by` of virtual models.
@@ -149,9 +158,18 @@ const VIRTUAL_OWNER: &str = "wasmgate";
 
 pub async fn retrieve(
     State(state): State<Arc<AppState>>,
-    Path(id): Path<String>,
+    headers: HeaderMap,
+    id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Model>, ApiError> {
     let gateway: Arc<Gateway> = state.gateway.load_full();
+    auth::caller(&state, &headers, gateway.config.auth.required).await?;
+    let Ok(Path(id)) = id else {
+        return Err(ApiError::InvalidField {
+            param: "model".to_owned(),
+            message: "The model id in the URL is not valid percent-encoded UTF-8.".to_owned(),
+        });
+    };
+    super::request::check_model(&id)?;
     if gateway.routes.contains_key(&id) {
         return Ok(Json(Model {
             object: "model",

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 
 use super::auth;
+use super::body;
 use super::error::ApiError;
 use super::request::ClientRequest;
 use super::stream;
@@ -34,7 +34,7 @@ pub async fn chat_completions(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     proxy(&state, &headers, id, Operation::ChatCompletions, body).await
 }
@@ -43,7 +43,7 @@ pub async fn embeddings(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     proxy(&state, &headers, id, Operation::Embeddings, body).await
 }
@@ -52,7 +52,7 @@ pub async fn image_generations(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     id: Option<Extension<RequestId>>,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     proxy(&state, &headers, id, Operation::ImageGenerations, body).await
 }
@@ -64,7 +64,7 @@ async fn proxy(
     headers: &HeaderMap,
     id: Option<Extension<RequestId>>,
     operation: Operation,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Response {
     let mut response = match forward(state, headers, id, operation, body).await {
         Ok(response) => response,
@@ -79,7 +79,7 @@ async fn forward(
     headers: &HeaderMap,
     id: Option<Extension<RequestId>>,
     operation: Operation,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Response, ApiError> {
     let gateway = state.gateway.load_full();
     let request_id = id.map(|Extension(RequestId(id))| id).unwrap_or_default();
@@ -116,9 +116,15 @@ async fn forward(
             return Err(error);
         }
     };
-    let parsed = body
-        .map_err(|rejection| ApiError::body_rejected(rejection, state.max_body_bytes))
-        .and_then(|body| ClientRequest::parse(operation, &body));
+    // The body's share of the budget is kept while its parsed form lives: to the answer.
+    let mut _reservation = None;
+    let parsed = match body::read(state, body).await {
+        Ok((bytes, reservation)) => {
+            _reservation = Some(reservation);
+            ClientRequest::parse(operation, &bytes)
+        }
+        Err(error) => Err(error),
+    };
     let mut request = match parsed {
         Ok(request) => request,
         Err(error) => {
@@ -313,7 +319,8 @@ async fn routed(
                 tracing::info!(
                     model,
                     target = id.as_str(),
-                    "attempt failed, trying the next target: {error}"
+                    "attempt failed, trying the next target: {}",
+                    error.detail().message
                 );
             }
             // The client's own mistake: another target would refuse it too.
@@ -355,7 +362,7 @@ async fn attempt(
         span.failed(
             trace.metrics(),
             &error.error_type(),
-            &error.to_string(),
+            &error.detail().message,
             error.is_target_failure(),
         );
     }

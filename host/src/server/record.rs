@@ -248,7 +248,9 @@ impl OutcomeCell {
     pub fn error(&self, error: &ApiError) {
         let status = error.status().as_u16();
         let detail = error.detail();
-        let kind = detail.code.unwrap_or(detail.kind).to_owned();
+        // A provider's error code comes from its upstream: bounded before it is stored.
+        let kind =
+            crate::clip::clip(detail.code.unwrap_or(detail.kind), ERROR_TYPE_MAX).into_owned();
         let message = detail.message;
         let internal = error.internal_detail();
         self.with(|o| {
@@ -276,6 +278,9 @@ impl Drop for Recorder {
         self.write(None, None, false);
     }
 }
+
+/// Bytes of a record's error code, at most.
+const ERROR_TYPE_MAX: usize = 64;
 
 fn operation_name(operation: Operation) -> &'static str {
     match operation {

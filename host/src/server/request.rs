@@ -1,12 +1,19 @@
 //! Parsing and validating client requests into the canonical form plugins receive.
 //!
-//! The body is parsed once into an order-preserving JSON map: the fields the gateway relies on
-//! are checked by type, and everything else is forwarded untouched.
+//! The body is split once into its top-level fields as raw JSON text, in order (see
+//! [`super::raw_json`]: no tree of it is built): the fields the gateway relies on are checked by
+//! type, walking arrays one element at a time, and everything else is forwarded untouched.
 
-use serde_json::{Map, Value};
+use serde_json::value::RawValue;
 
+use super::end_user::UserInfo;
 use super::error::ApiError;
+use super::raw_json::{self, Fields, Kind, MAX_FIELDS, Unreadable};
+use crate::clip::{echo, unprintable};
 use crate::plugins::{CanonicalRequest, Operation};
+
+/// Bytes of a model name, at most (Bedrock's inference-profile ARNs are the longest, ~120).
+pub const MODEL_MAX: usize = 256;
 
 /// A validated client request, before the model is resolved.
 pub struct ClientRequest {
@@ -17,89 +24,33 @@ pub struct ClientRequest {
     pub client_wants_usage: bool,
     /// The end user, from the gateway-only `extra` object (never forwarded).
     pub user: UserInfo,
-    body: Map<String, Value>,
-}
-
-/// Who a request is for, as the hosted API documents it: `extra.user` (`id` or `user_id`,
-/// `name` or `user_name`, `tags` or `user_tags`), with OpenAI's `user` field as a fallback id;
-/// and `extra.metadata`, flattened to strings.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct UserInfo {
-    pub id: Option<String>,
-    pub name: Option<String>,
-    pub tags: Vec<String>,
-    pub metadata: Vec<(String, String)>,
-}
-
-impl UserInfo {
-    fn from_body(body: &Map<String, Value>) -> Result<Self, ApiError> {
-        let extra = match body.get("extra") {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(extra)) => Some(extra),
-            Some(other) => return Err(wrong_type("extra", "an object", other)),
-        };
-        let user = extra.and_then(|e| e.get("user")).and_then(Value::as_object);
-        let text = |keys: [&str; 2]| {
-            user.and_then(|u| keys.iter().find_map(|k| u.get(*k)))
-                .and_then(|v| match v {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Number(n) => Some(n.to_string()),
-                    _ => None,
-                })
-        };
-        let tags = user
-            .and_then(|u| u.get("tags").or_else(|| u.get("user_tags")))
-            .and_then(Value::as_array)
-            .map(|tags| {
-                tags.iter()
-                    .filter_map(|t| t.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let metadata = extra
-            .and_then(|e| e.get("metadata"))
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| {
-                        let v = match v {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        };
-                        (k.clone(), v)
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(Self {
-            id: text(["id", "user_id"])
-                .or_else(|| body.get("user").and_then(Value::as_str).map(str::to_owned)),
-            name: text(["name", "user_name"]),
-            tags,
-            metadata,
-        })
-    }
+    body: Fields,
 }
 
 impl ClientRequest {
     pub fn parse(operation: Operation, bytes: &[u8]) -> Result<Self, ApiError> {
-        let value: Value =
-            serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
-        let Value::Object(mut body) = value else {
-            return Err(ApiError::InvalidJson(
-                "the body must be a JSON object".to_owned(),
-            ));
-        };
+        let mut body = raw_json::object(bytes, MAX_FIELDS).map_err(|e| match e {
+            Unreadable::Syntax(_) | Unreadable::NotAnObject | Unreadable::TooDeep => {
+                ApiError::InvalidJson(e.to_string())
+            }
+            Unreadable::TooManyFields => ApiError::InvalidJson(format!("the body: {e}")),
+        })?;
         let model = match body.get("model") {
-            Some(Value::String(m)) if !m.is_empty() => m.clone(),
-            Some(Value::String(_)) => return Err(invalid("model", "'model' must not be empty.")),
-            Some(other) => return Err(wrong_type("model", "a string", other)),
+            Some(raw) => match raw_json::string(raw) {
+                Some(m) if !m.is_empty() => m,
+                Some(_) => return Err(invalid("model", "'model' must not be empty.")),
+                None => return Err(wrong_type("model", "a string", Kind::of(raw))),
+            },
             None => return Err(missing("model")),
         };
+        check_model(&model)?;
         let stream = match body.get("stream") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(other) => return Err(wrong_type("stream", "a boolean", other)),
+            None => false,
+            Some(raw) => match (Kind::of(raw), raw.get().trim()) {
+                (Kind::Null, _) => false,
+                (Kind::Bool, text) => text == "true",
+                (other, _) => return Err(wrong_type("stream", "a boolean", other)),
+            },
         };
         match operation {
             Operation::ChatCompletions => validate_chat(&body)?,
@@ -113,12 +64,22 @@ impl ClientRequest {
                 "Streaming is only supported for chat completions.",
             ));
         }
-        let client_wants_usage = match body.get("stream_options") {
-            None | Some(Value::Null) => false,
-            Some(Value::Object(o)) => match o.get("include_usage") {
-                None | Some(Value::Null) => false,
-                Some(Value::Bool(b)) => *b,
-                Some(other) => {
+        let mut options = match body.get("stream_options") {
+            None => None,
+            Some(raw) => match Kind::of(raw) {
+                Kind::Null => None,
+                Kind::Object => Some(raw_json::fields(raw, MAX_FIELDS).map_err(|e| {
+                    invalid("stream_options", &format!("Invalid 'stream_options': {e}."))
+                })?),
+                other => return Err(wrong_type("stream_options", "an object", other)),
+            },
+        };
+        let client_wants_usage = match options.as_ref().and_then(|o| o.get("include_usage")) {
+            None => false,
+            Some(raw) => match (Kind::of(raw), raw.get().trim()) {
+                (Kind::Null, _) => false,
+                (Kind::Bool, text) => text == "true",
+                (other, _) => {
                     return Err(wrong_type(
                         "stream_options.include_usage",
                         "a boolean",
@@ -126,20 +87,18 @@ impl ClientRequest {
                     ));
                 }
             },
-            Some(other) => return Err(wrong_type("stream_options", "an object", other)),
         };
         if stream {
             // Always ask the upstream for usage, so streamed requests are never recorded at $0.
-            let options = body
-                .entry("stream_options")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(o) = options {
-                o.insert("include_usage".to_owned(), Value::Bool(true));
+            let options = options.get_or_insert_with(Fields::new);
+            options.insert("include_usage".to_owned(), raw_json_true());
+            if let Ok(raw) = serde_json::value::to_raw_value(options) {
+                body.insert("stream_options".to_owned(), raw);
             }
         }
         let user = UserInfo::from_body(&body)?;
         // Gateway-only metadata (users, tags) is never forwarded upstream.
-        body.remove("extra");
+        body.shift_remove("extra");
         Ok(Self {
             operation,
             model,
@@ -154,32 +113,19 @@ impl ClientRequest {
     pub fn max_output_tokens(&self) -> Option<u32> {
         ["max_completion_tokens", "max_tokens"]
             .iter()
-            .find_map(|k| self.body.get(*k).and_then(Value::as_u64))
+            .find_map(|k| self.body.get(*k).and_then(|raw| raw_json::integer(raw)))
             .map(|n| u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// The prompt's tokens by the host's tokenizer: message texts for chat, the input for
     /// embeddings, the prompt for images. Template tokens are not counted.
     pub fn estimate_input_tokens(&self, tokenizer: crate::tokenizer::Tokenizer) -> u32 {
-        fn texts<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
-            match value {
-                Value::String(s) => out.push(s),
-                Value::Array(items) => items.iter().for_each(|i| texts(i, out)),
-                Value::Object(part) => {
-                    if let Some(text) = part.get("text").or_else(|| part.get("content")) {
-                        texts(text, out);
-                    }
-                }
-                _ => {}
-            }
-        }
-        let mut found = Vec::new();
-        for key in ["messages", "input", "prompt"] {
-            if let Some(value) = self.body.get(key) {
-                texts(value, &mut found);
-            }
-        }
-        found.iter().map(|t| tokenizer.count(t)).sum()
+        let count = |text: &str| tokenizer.count(text);
+        ["messages", "input", "prompt"]
+            .iter()
+            .filter_map(|key| self.body.get(*key))
+            .map(|raw| raw_json::count_texts(raw, &count))
+            .fold(0, u32::saturating_add)
     }
 
     /// The prompt as the client sent it (`messages`, `input` or `prompt`), as JSON: for the log
@@ -188,14 +134,15 @@ impl ClientRequest {
         ["messages", "input", "prompt"]
             .iter()
             .find_map(|k| self.body.get(*k))
-            .map(|v| v.to_string())
+            .map(|raw| raw_json::compact(raw))
             .unwrap_or_default()
     }
 
     /// The canonical request for the upstream model name `upstream_model`.
     pub fn canonical(&mut self, upstream_model: &str) -> CanonicalRequest {
-        self.body
-            .insert("model".to_owned(), Value::String(upstream_model.to_owned()));
+        if let Ok(model) = serde_json::value::to_raw_value(upstream_model) {
+            self.body.insert("model".to_owned(), model);
+        }
         let body = serde_json::to_string(&self.body).unwrap_or_else(|_| "{}".to_owned());
         CanonicalRequest {
             operation: self.operation,
@@ -206,56 +153,78 @@ impl ClientRequest {
     }
 }
 
-fn validate_chat(body: &Map<String, Value>) -> Result<(), ApiError> {
-    let messages = match body.get("messages") {
-        Some(Value::Array(m)) => m,
-        Some(other) => return Err(wrong_type("messages", "an array", other)),
-        None => return Err(missing("messages")),
-    };
-    if messages.is_empty() {
+/// Refuses a model name no provider could serve and no log or metric should carry: longer than
+/// [`MODEL_MAX`] bytes, or with control characters.
+pub fn check_model(model: &str) -> Result<(), ApiError> {
+    if model.len() > MODEL_MAX || model.chars().any(unprintable) {
         return Err(invalid(
-            "messages",
-            "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+            "model",
+            &format!(
+                "Invalid 'model' `{}`: a model name has at most {MODEL_MAX} bytes and no \
+                 control characters.",
+                echo(model)
+            ),
         ));
     }
-    for (i, message) in messages.iter().enumerate() {
-        let Value::Object(message) = message else {
-            return Err(wrong_type(&format!("messages[{i}]"), "an object", message));
-        };
-        match message.get("role") {
-            Some(Value::String(role))
+    Ok(())
+}
+
+fn raw_json_true() -> Box<RawValue> {
+    RawValue::from_string("true".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+fn validate_chat(body: &Fields) -> Result<(), ApiError> {
+    let messages = match body.get("messages") {
+        Some(raw) if Kind::of(raw) == Kind::Array => raw,
+        Some(raw) => return Err(wrong_type("messages", "an array", Kind::of(raw))),
+        None => return Err(missing("messages")),
+    };
+    let mut count = 0;
+    raw_json::each(messages, |i, message| {
+        count += 1;
+        if Kind::of(message) != Kind::Object {
+            return Err(wrong_type(
+                &format!("messages[{i}]"),
+                "an object",
+                Kind::of(message),
+            ));
+        }
+        let [role, content] = raw_json::pick(message, ["role", "content"]);
+        match role.map(|raw| (Kind::of(raw), raw_json::string(raw))) {
+            Some((_, Some(role)))
                 if matches!(
                     role.as_str(),
                     "system" | "developer" | "user" | "assistant" | "tool" | "function"
                 ) => {}
-            Some(Value::String(role)) => {
+            Some((_, Some(role))) => {
                 return Err(invalid(
                     &format!("messages[{i}].role"),
                     &format!(
-                        "Invalid value for 'messages[{i}].role': '{role}'. Supported values are: \
-                         'system', 'developer', 'user', 'assistant', 'tool' and 'function'."
+                        "Invalid value for 'messages[{i}].role': '{}'. Supported values are: \
+                         'system', 'developer', 'user', 'assistant', 'tool' and 'function'.",
+                        echo(&role)
                     ),
                 ));
             }
-            Some(other) => {
-                return Err(wrong_type(
-                    &format!("messages[{i}].role"),
-                    "a string",
-                    other,
-                ));
+            Some((kind, None)) => {
+                return Err(wrong_type(&format!("messages[{i}].role"), "a string", kind));
             }
             None => return Err(missing(&format!("messages[{i}].role"))),
         }
-        match message.get("content") {
-            None | Some(Value::Null | Value::String(_) | Value::Array(_)) => {}
-            Some(other) => {
-                return Err(wrong_type(
-                    &format!("messages[{i}].content"),
-                    "a string or an array",
-                    other,
-                ));
-            }
+        match content.map(Kind::of) {
+            None | Some(Kind::Null | Kind::String | Kind::Array) => Ok(()),
+            Some(other) => Err(wrong_type(
+                &format!("messages[{i}].content"),
+                "a string or an array",
+                other,
+            )),
         }
+    })?;
+    if count == 0 {
+        return Err(invalid(
+            "messages",
+            "Invalid 'messages': empty array. Expected an array with minimum length 1.",
+        ));
     }
     for (field, check) in [
         ("max_tokens", Check::PositiveInteger),
@@ -270,38 +239,49 @@ fn validate_chat(body: &Map<String, Value>) -> Result<(), ApiError> {
     ] {
         check.apply(body, field)?;
     }
-    if let Some(Value::Array(tools)) = body.get("tools") {
-        for (i, tool) in tools.iter().enumerate() {
-            let name = tool.get("function").and_then(|f| f.get("name"));
-            if !matches!(name, Some(Value::String(_))) {
-                return Err(missing(&format!("tools[{i}].function.name")));
+    if let Some(tools) = body.get("tools") {
+        raw_json::each(tools, |i, tool| {
+            let [function] = raw_json::pick(tool, ["function"]);
+            let [name] = function.map_or([None], |f| raw_json::pick(f, ["name"]));
+            match name.map(Kind::of) {
+                Some(Kind::String) => Ok(()),
+                _ => Err(missing(&format!("tools[{i}].function.name"))),
             }
-        }
+        })?;
     }
-    match body.get("stop") {
-        None | Some(Value::Null | Value::String(_) | Value::Array(_)) => Ok(()),
+    match body.get("stop").map(|raw| Kind::of(raw)) {
+        None | Some(Kind::Null | Kind::String | Kind::Array) => Ok(()),
         Some(other) => Err(wrong_type("stop", "a string or an array", other)),
     }
 }
 
-fn validate_embeddings(body: &Map<String, Value>) -> Result<(), ApiError> {
-    match body.get("input") {
-        Some(Value::String(_)) => {}
-        Some(Value::Array(items)) if items.is_empty() => {
-            return Err(invalid("input", "'input' must not be an empty array."));
+fn validate_embeddings(body: &Fields) -> Result<(), ApiError> {
+    match body.get("input").map(|raw| (Kind::of(raw), raw)) {
+        Some((Kind::String, _)) => {}
+        Some((Kind::Array, raw)) => {
+            let mut empty = true;
+            // One element is enough to know: the walk stops there.
+            let _ = raw_json::each(raw, |_, _| {
+                empty = false;
+                Err(())
+            });
+            if empty {
+                return Err(invalid("input", "'input' must not be an empty array."));
+            }
         }
-        Some(Value::Array(_)) => {}
-        Some(other) => return Err(wrong_type("input", "a string or an array", other)),
+        Some((other, _)) => return Err(wrong_type("input", "a string or an array", other)),
         None => return Err(missing("input")),
     }
     Check::PositiveInteger.apply(body, "dimensions")
 }
 
-fn validate_images(body: &Map<String, Value>) -> Result<(), ApiError> {
+fn validate_images(body: &Fields) -> Result<(), ApiError> {
     match body.get("prompt") {
-        Some(Value::String(p)) if !p.is_empty() => {}
-        Some(Value::String(_)) => return Err(invalid("prompt", "'prompt' must not be empty.")),
-        Some(other) => return Err(wrong_type("prompt", "a string", other)),
+        Some(raw) => match raw_json::string(raw) {
+            Some(p) if !p.is_empty() => {}
+            Some(_) => return Err(invalid("prompt", "'prompt' must not be empty.")),
+            None => return Err(wrong_type("prompt", "a string", Kind::of(raw))),
+        },
         None => return Err(missing("prompt")),
     }
     Check::PositiveInteger.apply(body, "n")
@@ -316,16 +296,17 @@ enum Check {
 }
 
 impl Check {
-    fn apply(self, body: &Map<String, Value>, field: &str) -> Result<(), ApiError> {
-        let Some(value) = body.get(field) else {
+    fn apply(self, body: &Fields, field: &str) -> Result<(), ApiError> {
+        let Some(raw) = body.get(field) else {
             return Ok(());
         };
-        let ok = match (self, value) {
-            (_, Value::Null) => true,
-            (Self::PositiveInteger, Value::Number(n)) => n.as_u64().is_some_and(|n| n >= 1),
-            (Self::Number, Value::Number(_)) => true,
-            (Self::Array, Value::Array(_)) => true,
-            (Self::Object, Value::Object(_)) => true,
+        let kind = Kind::of(raw);
+        let ok = match (self, kind) {
+            (_, Kind::Null) => true,
+            (Self::PositiveInteger, Kind::Number) => raw_json::integer(raw).is_some_and(|n| n >= 1),
+            (Self::Number, Kind::Number) => true,
+            (Self::Array, Kind::Array) => true,
+            (Self::Object, Kind::Object) => true,
             _ => false,
         };
         if ok {
@@ -337,7 +318,7 @@ impl Check {
             Self::Array => "an array",
             Self::Object => "an object",
         };
-        Err(wrong_type(field, expected, value))
+        Err(wrong_type(field, expected, kind))
     }
 }
 
@@ -352,24 +333,20 @@ fn missing(param: &str) -> ApiError {
     invalid(param, &format!("Missing required parameter: '{param}'."))
 }
 
-fn wrong_type(param: &str, expected: &str, got: &Value) -> ApiError {
-    let got = match got {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    };
+pub(super) fn wrong_type(param: &str, expected: &str, got: Kind) -> ApiError {
     invalid(
         param,
-        &format!("Invalid type for '{param}': expected {expected}, but got {got} instead."),
+        &format!(
+            "Invalid type for '{param}': expected {expected}, but got {} instead.",
+            got.name()
+        ),
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn param_of(op: Operation, body: &str) -> String {
         match ClientRequest::parse(op, body.as_bytes()) {

@@ -8,6 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use super::error::ErrorNote;
+use crate::clip::echo;
 
 /// Gives every request an id (the client's `x-request-id` if it sent a sane one), returns it in
 /// the response, and logs one line when the response headers are ready.
@@ -26,7 +27,8 @@ pub async fn request_log(mut request: Request, next: Next) -> Response {
         .extensions_mut()
         .insert(RequestId(id.to_str().unwrap_or_default().to_owned()));
     let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    // The client chose both (a method may be any token): bounded like every echo.
+    let path = echo(request.uri().path()).into_owned();
     let mut response = next.run(request).await;
     if response.extensions().get::<LoggedAtEnd>().is_some() {
         response.headers_mut().insert("x-request-id", id);
@@ -40,16 +42,17 @@ pub async fn request_log(mut request: Request, next: Next) -> Response {
     let latency_us = started.elapsed().as_micros() as u64;
     match response.extensions().get::<ErrorNote>() {
         Some(ErrorNote(message, detail)) => tracing::warn!(
-            request_id, %method, path, status, provider, model, latency_us,
-            error = message.as_str(), detail = detail.as_deref().unwrap_or(""),
+            request_id, method = %echo(method.as_str()), path, status, provider, model,
+            latency_us, error = message.as_str(), detail = detail.as_deref().unwrap_or(""),
             "request failed"
         ),
         // Probes and scrapes arrive every few seconds: at `info` they would drown the requests.
         None if path == "/metrics" || path == "/health" => tracing::debug!(
-            request_id, %method, path, status, latency_us, "request"
+            request_id, method = %echo(method.as_str()), path, status, latency_us, "request"
         ),
         None => tracing::info!(
-            request_id, %method, path, status, provider, model, latency_us, "request"
+            request_id, method = %echo(method.as_str()), path, status, provider, model,
+            latency_us, "request"
         ),
     }
     response.headers_mut().insert("x-request-id", id);

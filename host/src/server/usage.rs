@@ -15,15 +15,17 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
 use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth;
+use super::body;
+use super::end_user::{TAG_MAX, TAGS_MAX, TEXT_MAX};
 use super::error::ApiError;
+use crate::clip::echo;
 use crate::ledger::time::{DAY_US, format_utc, now_us};
 use crate::ledger::{Store, Totals, Unit, UserFilter};
 use crate::state::AppState;
@@ -54,8 +56,37 @@ struct ModelsQuery {
     user_id: Option<String>,
     #[serde(default)]
     user_name: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "bounded_tags")]
     user_tags: Option<Vec<String>>,
+}
+
+/// A tag list read no further than [`TAGS_MAX`] tags: a body of a million tags is refused
+/// before it becomes a million strings.
+fn bounded_tags<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    struct Tags;
+    impl<'de> serde::de::Visitor<'de> for Tags {
+        type Value = Option<Vec<String>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            write!(f, "a list of at most {TAGS_MAX} tags")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut tags = Vec::new();
+            while let Some(tag) = seq.next_element::<String>()? {
+                if tags.len() == TAGS_MAX {
+                    return Err(serde::de::Error::custom(format!("at most {TAGS_MAX} tags")));
+                }
+                tags.push(tag);
+            }
+            Ok(Some(tags))
+        }
+    }
+    d.deserialize_any(Tags)
 }
 
 impl ModelsQuery {
@@ -66,13 +97,23 @@ impl ModelsQuery {
                 param: param.to_owned(),
                 message: format!("'{param}' must not be empty."),
             }),
+            // Longer than any stored value: no record could match.
+            Some(v) if v.len() > TEXT_MAX => Err(ApiError::InvalidField {
+                param: param.to_owned(),
+                message: format!("'{param}' must have at most {TEXT_MAX} bytes."),
+            }),
             other => Ok(other),
         };
         let user_tags = self.user_tags.take().unwrap_or_default();
-        if user_tags.iter().any(|t| t.trim().is_empty()) {
+        if user_tags
+            .iter()
+            .any(|t| t.trim().is_empty() || t.len() > TAG_MAX)
+        {
             return Err(ApiError::InvalidField {
                 param: "user_tags".to_owned(),
-                message: "'user_tags' must not hold an empty tag.".to_owned(),
+                message: format!(
+                    "'user_tags' must hold tags of 1 to {TAG_MAX} bytes, not empty ones."
+                ),
             });
         }
         Ok(UserFilter {
@@ -86,11 +127,10 @@ impl ModelsQuery {
 pub async fn total(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let project = auth::caller(&state, &headers, true).await?.project;
-    let body =
-        body.map_err(|rejection| ApiError::body_rejected(rejection, state.max_body_bytes))?;
+    let (body, _reservation) = body::read(&state, body).await?;
     let query: TotalQuery = parse(&body)?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let totals = blocking(&state, move |store| store.total(&project, start, end)).await?;
@@ -104,11 +144,10 @@ pub async fn total(
 pub async fn models(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
     let project = auth::caller(&state, &headers, true).await?.project;
-    let body =
-        body.map_err(|rejection| ApiError::body_rejected(rejection, state.max_body_bytes))?;
+    let (body, _reservation) = body::read(&state, body).await?;
     let mut query: ModelsQuery = parse(&body)?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let filter = query.filter()?;
@@ -119,7 +158,8 @@ pub async fn models(
         Some(name) => Unit::parse(name).ok_or_else(|| ApiError::InvalidField {
             param: "min_unit".to_owned(),
             message: format!(
-                "'min_unit' must be one of minute, hour, day, week, month; got '{name}'."
+                "'min_unit' must be one of minute, hour, day, week, month; got '{}'.",
+                echo(name)
             ),
         })?,
     };
@@ -156,14 +196,15 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     };
     let mut de = serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let param = e.path().to_string();
+        // The path and the parser's message may both quote a field name of any length.
+        let param = echo(&e.path().to_string()).into_owned();
         let syntax = !e.inner().is_data();
         let message = e.into_inner().to_string();
         if syntax || param == "." || param.is_empty() {
             ApiError::InvalidJson(message)
         } else {
             ApiError::InvalidField {
-                message: format!("Invalid '{param}': {message}."),
+                message: format!("Invalid '{param}': {}.", echo(&message)),
                 param,
             }
         }

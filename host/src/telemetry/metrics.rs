@@ -4,9 +4,10 @@
 //! Hand-written rather than a crate: what `/metrics` needs is a dozen families, and this way the
 //! output is exactly the classic text format `promtool check metrics` reads (prometheus-client
 //! writes OpenMetrics), and recording is a read lock and an atomic add. Label values come from
-//! the config (providers, models, routes, plugins) or small fixed sets, never from users; and
-//! each family holds at most [`MAX_SERIES`] series, past which new label sets share one `_other`
-//! series, so a pass-through provider's client-chosen model names cannot grow memory unbounded.
+//! the config (providers, models, routes, plugins) or small fixed sets, except the model names
+//! a pass-through provider takes from clients: so every value is cut to [`LABEL_MAX`] bytes with
+//! unprintable characters escaped ([`crate::clip`]), and each family holds at most
+//! [`MAX_SERIES`] series, past which new label sets share one `_other` series.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -17,6 +18,9 @@ use std::time::Duration;
 
 /// Series one family keeps at most.
 pub const MAX_SERIES: usize = 1000;
+
+/// Bytes of a label value, at most (the cut is marked).
+pub const LABEL_MAX: usize = 128;
 
 /// Label value of the series that takes label sets past [`MAX_SERIES`].
 const OVERFLOW: &str = "_other";
@@ -137,8 +141,10 @@ impl<const N: usize, S: Series> Family<N, S> {
         self
     }
 
-    /// Runs `f` on the series of `values`, creating it if need be.
+    /// Runs `f` on the series of `values` (made printable and bounded), creating it if need be.
     pub fn with(&self, values: [&str; N], f: impl FnOnce(&S)) {
+        let labels = values.map(label);
+        let values = labels.each_ref().map(|v| &**v);
         let hash = Fixed::default().hash_one(values);
         {
             let table = match self.series.read() {
@@ -234,6 +240,12 @@ fn find<'t, const N: usize, S>(
         })
 }
 
+/// A label value as recorded: at most [`LABEL_MAX`] bytes, control and invisible characters
+/// escaped.
+fn label(value: &str) -> std::borrow::Cow<'_, str> {
+    crate::clip::clip(value, LABEL_MAX)
+}
+
 /// Label values escape `\`, `"` and newlines.
 fn escape(out: &mut String, value: &str) {
     for c in value.chars() {
@@ -253,6 +265,8 @@ impl<const N: usize> Family<N, Counter> {
 
     /// The count of `values` (scaled), for tests and the benchmark.
     pub fn get(&self, values: [&str; N]) -> f64 {
+        let labels = values.map(label);
+        let values = labels.each_ref().map(|v| &**v);
         let mut value = 0.0;
         let hash = Fixed::default().hash_one(values);
         if let Ok(table) = self.series.read()
@@ -479,11 +493,32 @@ mod tests {
         let mut out = String::new();
         family.write(&mut out);
         assert!(
-            out.contains("x_total{model=\"a\\\"b\\\\c\\nd\"} 1\n"),
+            // The newline was escaped when recorded, and its backslash when written.
+            out.contains("x_total{model=\"a\\\"b\\\\c\\\\u{a}d\"} 1\n"),
             "{out}"
         );
         assert_eq!(family.get([OVERFLOW]), 11.0);
         // Two header lines, the capped series, and the overflow series.
         assert_eq!(out.lines().count(), 2 + MAX_SERIES + 1);
+    }
+
+    #[test]
+    fn label_values_are_printable_and_bounded() {
+        let family: Family<1, Counter> = Family::new("x_total", "x", ["model"]);
+        let long = format!("m{}", "x".repeat(100_000));
+        family.inc([&long], 1);
+        family.inc(["a\u{1b}[31mred\u{202e}\r"], 1);
+        let mut out = String::new();
+        family.write(&mut out);
+        let longest = out.lines().map(str::len).max().unwrap_or(0);
+        assert!(longest < LABEL_MAX + 64, "a line of {longest} bytes");
+        assert!(out.contains("[cut: 100001 bytes]"), "{out}");
+        assert!(
+            out.contains("x_total{model=\"a\\\\u{1b}[31mred\\\\u{202e}\\\\u{d}\"} 1\n"),
+            "{out}"
+        );
+        assert!(!out.contains('\u{1b}') && !out.contains('\r'), "{out}");
+        // Recording and reading agree on the cleaned value.
+        assert_eq!(family.get([&long]), 1.0);
     }
 }

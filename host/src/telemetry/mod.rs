@@ -140,6 +140,10 @@ fn export_config(traces: &TracesConfig) -> otlp::ExportConfig {
     }
 }
 
+/// Bytes of a prompt a log line carries, at most (`observability.log_prompts`): one request
+/// must not write a log line as large as its body.
+pub const PROMPT_LOG_MAX: usize = 64 * 1024;
+
 /// One request's span and log line, ended by [`RequestTelemetry::finish`].
 pub struct RequestTelemetry {
     trace: Trace,
@@ -189,7 +193,7 @@ impl RequestTelemetry {
             }
         }
         if self.trace.telemetry.log_prompts {
-            self.prompt = Some(prompt());
+            self.prompt = Some(crate::clip::clip(&prompt(), PROMPT_LOG_MAX).into_owned());
         }
     }
 

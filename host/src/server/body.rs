@@ -1,0 +1,99 @@
+//! Request bodies, read whole under one budget of body bytes held at once by all requests.
+//!
+//! `server.max_body_bytes` bounds one body; nothing bounded how many arrive together, and 16
+//! bodies of 32 MiB are half a gigabyte before any is parsed. A request reserves its body's
+//! size (its `Content-Length`) from [`BodyBudget`] before reading it, waiting up to
+//! [`BUDGET_WAIT`] for room (the client's bytes wait in the socket meanwhile), and keeps the
+//! reservation until its handler is done with the body. A body without a length reserves
+//! chunk by chunk and is refused at once when the budget is spent: it cannot wait while
+//! holding part of the budget without risking every such body waiting on the others. (A client
+//! that declares a large body and then sends it slowly holds its reservation until the
+//! connection's body-read timeout ends it.)
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::{Body, Bytes, HttpBody};
+use bytes::BytesMut;
+use futures_util::StreamExt;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::error::ApiError;
+use crate::state::AppState;
+
+/// How long a body waits for room in the budget before the request gets 503.
+pub const BUDGET_WAIT: Duration = Duration::from_secs(5);
+
+/// Body bytes the gateway may hold at once, counted in KiB.
+pub struct BodyBudget {
+    kib: Arc<Semaphore>,
+}
+
+impl BodyBudget {
+    /// A budget of `bytes` (the config checks that it fits a u32 of KiB).
+    pub fn new(bytes: usize) -> Self {
+        Self {
+            kib: Arc::new(Semaphore::new(kib(bytes) as usize)),
+        }
+    }
+
+    /// KiB free now (for tests and the hostile-load measurement).
+    pub fn available_kib(&self) -> usize {
+        self.kib.available_permits()
+    }
+}
+
+/// A body's share of the budget, given back when this is dropped: keep it while the body, or
+/// what was parsed from it, is alive.
+pub struct Reservation(
+    #[expect(dead_code, reason = "held for its drop")] Option<OwnedSemaphorePermit>,
+);
+
+/// Reads `body` whole: 413 past `server.max_body_bytes`, 503 when the budget has no room, 408
+/// when it does not arrive within `server.body_read_timeout_ms`.
+pub async fn read(state: &AppState, body: Body) -> Result<(Bytes, Reservation), ApiError> {
+    let max = state.max_body_bytes;
+    let declared = body.size_hint().upper();
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(ApiError::BodyTooLarge(max));
+    }
+    let budget = &state.body_budget.kib;
+    let mut reserved = match declared {
+        Some(n) => {
+            let kib = kib(usize::try_from(n).unwrap_or(usize::MAX));
+            let wait = Arc::clone(budget).acquire_many_owned(kib);
+            match tokio::time::timeout(BUDGET_WAIT, wait).await {
+                Ok(Ok(permit)) => Some(permit),
+                Ok(Err(_)) | Err(_) => return Err(ApiError::ServerBusy),
+            }
+        }
+        None => None,
+    };
+    let mut buffer = BytesMut::new();
+    let mut chunks = body.into_data_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| ApiError::body_unreadable(&e))?;
+        let len = buffer.len() + chunk.len();
+        if len > max {
+            return Err(ApiError::BodyTooLarge(max));
+        }
+        let held = reserved.as_ref().map_or(0, |p| p.num_permits());
+        let needed = kib(len);
+        if needed > held as u32 {
+            let more = Arc::clone(budget)
+                .try_acquire_many_owned(needed - held as u32)
+                .map_err(|_| ApiError::ServerBusy)?;
+            match &mut reserved {
+                Some(permit) => permit.merge(more),
+                None => reserved = Some(more),
+            }
+        }
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok((buffer.freeze(), Reservation(reserved)))
+}
+
+/// `bytes` in KiB, rounded up (the config keeps every budget and body below 4 TiB).
+fn kib(bytes: usize) -> u32 {
+    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
+}
