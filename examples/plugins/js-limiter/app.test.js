@@ -13,7 +13,7 @@ test('a user over the quota is refused with a friendly message, others are not',
   const denied = limiter.check(options, alice);
   assert.equal(denied.val.code, 'insufficient-quota');
   assert.match(denied.val.message, /800 of your 1000 tokens for today/);
-  assert.equal(limiter.check(options, request({ userId: 'bob', estimatedInputTokens: 10 })).tag, 'allow');
+  assert.equal(limiter.check(options, request({ userId: 'bob', estimatedInputTokens: 10, maxOutputTokens: 100 })).tag, 'allow');
 });
 
 test('a failed request gives its reservation back', () => {

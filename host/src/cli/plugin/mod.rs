@@ -123,8 +123,10 @@ pub fn new(
 /// written under a temporary name and renamed into place, so a gateway watching `out` never
 /// loads half of it.
 pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write) -> anyhow::Result<PathBuf> {
+    let project = &absolute(project)?;
     let manifest = read_manifest(project)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let out = &absolute(out)?;
     let dest = out.join(format!("{}.wasm", manifest.name));
     let partial = out.join(format!(".{}.wasm.partial", manifest.name));
     let started = std::time::Instant::now();
@@ -189,6 +191,7 @@ pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write
 
 /// Runs the project's unit tests natively, with the SDK's stand-ins for the host.
 pub fn test(project: &Path, tools: &Toolchain) -> anyhow::Result<()> {
+    let project = &absolute(project)?;
     let manifest = read_manifest(project)?;
     match manifest.lang {
         Lang::Python => {
@@ -227,6 +230,11 @@ pub fn test(project: &Path, tools: &Toolchain) -> anyhow::Result<()> {
             run(command, "cargo", "install Rust with rustup")
         }
     }
+}
+
+/// The tools run in the project's directory, and node reads a relative path as a package name.
+fn absolute(project: &Path) -> anyhow::Result<PathBuf> {
+    std::fs::canonicalize(project).with_context(|| format!("{} is not a directory", project.display()))
 }
 
 fn lang_name(lang: Lang) -> &'static str {
