@@ -26,7 +26,7 @@
 
 import * as counters from 'wasmgate:plugin/counters@0.1.0';
 import { ConfigError, NoOptions, optionsCache, parseOptions } from './options.js';
-import { configErrorPayload, witError } from './_export.js';
+import { asTrap, configErrorPayload, witError } from './_export.js';
 
 export { ConfigError } from './options.js';
 export { countTokens, log } from './host.js';
@@ -53,7 +53,7 @@ export function defineLimiter(plugin) {
         plugin.validate?.(parsed);
       } catch (err) {
         if (err instanceof ConfigError) throw witError(configErrorPayload(err));
-        throw err;
+        throw asTrap(err);
       }
     },
     check(text, r) {

@@ -17,7 +17,7 @@
 //! 'image-generations'|'list-models', model, body (JSON text), stream }`.
 
 import { ConfigError, NoOptions, parseOptions } from './options.js';
-import { configErrorPayload, witError } from './_export.js';
+import { asTrap, configErrorPayload, witError } from './_export.js';
 import { PluginError } from './errors.js';
 import { OpenAiStream, parseOpenAiResponse } from './openai.js';
 
@@ -59,7 +59,7 @@ function readEntry(plugin, config) {
   return new Entry(config, baseUrl, parseOptions(config.options, plugin.options ?? NoOptions));
 }
 
-const asWit = (err) => (err instanceof PluginError ? witError(err.toWit()) : err);
+const asWit = (err) => (err instanceof PluginError ? witError(err.toWit()) : asTrap(err));
 
 /**
  * The `provider` export of a component: `export const provider = defineProvider({...})`.
@@ -74,7 +74,7 @@ export function defineProvider(plugin) {
       return readEntry(plugin, config);
     } catch (err) {
       if (err instanceof ConfigError) throw witError(PluginError.upstream(`provider \`${config.name}\` is misconfigured`).toWit());
-      throw err;
+      throw asTrap(err);
     }
   };
   const Decoder = plugin.Decoder ?? OpenAiStream;
@@ -85,7 +85,7 @@ export function defineProvider(plugin) {
         plugin.validate?.(entry);
       } catch (err) {
         if (err instanceof ConfigError) throw witError(configErrorPayload(err));
-        throw err;
+        throw asTrap(err);
       }
     },
     prepare(config, request) {

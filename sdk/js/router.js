@@ -20,7 +20,7 @@
 //! keeps no state (warm instances serve many calls).
 
 import { ConfigError, NoOptions, optionsCache, parseOptions } from './options.js';
-import { configErrorPayload, witError } from './_export.js';
+import { asTrap, configErrorPayload, witError } from './_export.js';
 
 export { ConfigError } from './options.js';
 export { countTokens, log } from './host.js';
@@ -43,7 +43,7 @@ export function defineRouter(plugin) {
         plugin.validate?.(parsed, targets);
       } catch (err) {
         if (err instanceof ConfigError) throw witError(configErrorPayload(err));
-        throw err;
+        throw asTrap(err);
       }
     },
     route(text, request, targets) {
@@ -52,13 +52,13 @@ export function defineRouter(plugin) {
         parsed = options(text);
       } catch (err) {
         if (err instanceof ConfigError) throw witError(`the router's options are invalid: ${err.message}`);
-        throw err;
+        throw asTrap(err);
       }
       try {
         return Uint32Array.from(plugin.route(parsed, request, targets));
       } catch (err) {
         if (err instanceof RouteError) throw witError(err.message);
-        throw err;
+        throw asTrap(err);
       }
     },
   };

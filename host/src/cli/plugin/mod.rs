@@ -70,6 +70,14 @@ pub struct Toolchain {
     pub js: Option<PathBuf>,
 }
 
+impl Toolchain {
+    /// The same directories as absolute paths: the tools run in the project's directory.
+    fn absolute(&self) -> anyhow::Result<Self> {
+        let abs = |dir: &Option<PathBuf>| dir.as_deref().map(absolute).transpose();
+        Ok(Self { python: abs(&self.python)?, js: abs(&self.js)? })
+    }
+}
+
 /// The Rust SDK this binary was built with, for Rust templates' path dependency.
 pub fn default_rust_sdk() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugin-sdk")
@@ -124,6 +132,7 @@ pub fn new(
 /// loads half of it.
 pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write) -> anyhow::Result<PathBuf> {
     let project = &absolute(project)?;
+    let tools = &tools.absolute()?;
     let manifest = read_manifest(project)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let out = &absolute(out)?;
@@ -192,6 +201,7 @@ pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write
 /// Runs the project's unit tests natively, with the SDK's stand-ins for the host.
 pub fn test(project: &Path, tools: &Toolchain) -> anyhow::Result<()> {
     let project = &absolute(project)?;
+    let tools = &tools.absolute()?;
     let manifest = read_manifest(project)?;
     match manifest.lang {
         Lang::Python => {
