@@ -51,6 +51,8 @@ __all__ = [
     "ConfigError",
     "Counter",
     "Decision",
+    "Decision_Allow",
+    "Decision_Deny",
     "DenialCode",
     "Exceeded",
     "LimitRequest",
@@ -67,7 +69,11 @@ __all__ = [
     "get",
     "log",
     "ratelimit_headers",
+    "request",
+    "reset_counters",
     "reset_header",
+    "settlement",
+    "validate",
 ]
 
 O = TypeVar("O")
@@ -232,6 +238,16 @@ def export(cls: type[Limiter]) -> type:
             plugin.settle(options(text), request, usage)
 
     return _export.install(cls, "Limiter", Adapter)
+
+
+def validate(adapter: type, options: str) -> ConfigError | None:
+    """Checks ``options`` as the host does when the config loads, through the exported
+    ``adapter`` (the value :func:`export` returned): the error, or ``None``."""
+    try:
+        adapter().validate(options)
+    except Err as err:
+        return ConfigError(err.value.message, err.value.key)
+    return None
 
 
 def request(scope_key: str = "global", **facts: Any) -> LimitRequest:

@@ -177,8 +177,10 @@ pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write
                 .current_dir(project)
                 .args(["build", "--release", "--target", "wasm32-wasip2"]);
             run(command, "cargo", "rustup target add wasm32-wasip2")?;
-            let artefact = project
-                .join("target/wasm32-wasip2/release")
+            let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| project.join("target"), |dir| project.join(dir));
+            let artefact = target_dir
+                .join("wasm32-wasip2/release")
                 .join(format!("wasmgate_plugin_{}.wasm", manifest.name.replace('-', "_")));
             std::fs::copy(&artefact, &partial)
                 .with_context(|| format!("copying {}", artefact.display()))?;
