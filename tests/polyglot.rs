@@ -5,6 +5,8 @@
 //! These tests fail, not skip, when the components are missing: run `scripts/polyglot.sh`
 //! (`scripts/test.sh` does) first.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

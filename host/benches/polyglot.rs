@@ -8,6 +8,8 @@
 //! instantiation included), a provider's fresh instance + prepare + parse-response with a 1 KiB
 //! body, and the process's resident memory before and after.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

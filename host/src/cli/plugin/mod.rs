@@ -209,6 +209,12 @@ pub fn test(project: &Path, tools: &Toolchain) -> anyhow::Result<()> {
         Lang::Python => {
             let gen_dir = prepare(project, embedded::PYTHON, "python")?;
             let bindings = gen_dir.join("bindings");
+            // componentize-py refuses to write into a directory that exists: drop the last run's.
+            match std::fs::remove_dir_all(&bindings) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e).with_context(|| format!("removing {}", bindings.display())),
+            }
             let mut command = Command::new(python_tool(tools, "componentize-py"));
             command
                 .current_dir(project)
