@@ -19,7 +19,13 @@ use serde_json::{Value, json};
 
 fn polyglot_plugins() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/polyglot/plugins");
-    for name in ["py-router", "js-limiter", "py-provider", "py-faults", "js-faults"] {
+    for name in [
+        "py-router",
+        "js-limiter",
+        "py-provider",
+        "py-faults",
+        "js-faults",
+    ] {
         let path = dir.join(format!("{name}.wasm"));
         assert!(
             path.exists(),
@@ -84,11 +90,31 @@ routing:
 "#,
     ))
     .await;
-    let premium = ask(&gateway, "smart", json!({"user": {"id": "u1", "tags": ["premium"]}})).await;
-    assert_eq!((premium.status, premium.provider.as_str()), (200, "b"), "{}", premium.body);
+    let premium = ask(
+        &gateway,
+        "smart",
+        json!({"user": {"id": "u1", "tags": ["premium"]}}),
+    )
+    .await;
+    assert_eq!(
+        (premium.status, premium.provider.as_str()),
+        (200, "b"),
+        "{}",
+        premium.body
+    );
     // Unmeasured targets come first, in config order, so that they get measured.
-    let other = ask(&gateway, "smart", json!({"user": {"id": "u2", "tags": ["free"]}})).await;
-    assert_eq!((other.status, other.provider.as_str()), (200, "a"), "{}", other.body);
+    let other = ask(
+        &gateway,
+        "smart",
+        json!({"user": {"id": "u2", "tags": ["free"]}}),
+    )
+    .await;
+    assert_eq!(
+        (other.status, other.provider.as_str()),
+        (200, "a"),
+        "{}",
+        other.body
+    );
 }
 
 #[tokio::test]
@@ -123,12 +149,22 @@ limits:
     for _ in 0..8 {
         statuses.push(ask(&gateway, "a/m", json!({"user": {"id": "alice"}})).await);
     }
-    let first_refusal = statuses.iter().position(|a| a.status == 429).expect("alice is never refused");
+    let first_refusal = statuses
+        .iter()
+        .position(|a| a.status == 429)
+        .expect("alice is never refused");
     assert!(first_refusal >= 2, "refused too early: {first_refusal}");
     let refused = &statuses[first_refusal];
-    assert_eq!(refused.body["error"]["code"], "insufficient_quota", "{}", refused.body);
+    assert_eq!(
+        refused.body["error"]["code"], "insufficient_quota",
+        "{}",
+        refused.body
+    );
     let message = refused.body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("of your 60 tokens for today") && message.contains("midnight UTC"), "{message}");
+    assert!(
+        message.contains("of your 60 tokens for today") && message.contains("midnight UTC"),
+        "{message}"
+    );
     assert!(statuses[first_refusal..].iter().all(|a| a.status == 429));
     let bob = ask(&gateway, "a/m", json!({"user": {"id": "bob"}})).await;
     assert_eq!(bob.status, 200, "{}", bob.body);
@@ -180,7 +216,11 @@ async fn the_python_provider_speaks_to_an_openai_compatible_host() {
     // An upstream error becomes OpenAI's error with the upstream's status.
     let failed = ask(&gateway, "local/error-429", json!({})).await;
     assert_eq!(failed.status, 429, "{}", failed.body);
-    assert_eq!(failed.body["error"]["code"], "rate_limit_exceeded", "{}", failed.body);
+    assert_eq!(
+        failed.body["error"]["code"], "rate_limit_exceeded",
+        "{}",
+        failed.body
+    );
 }
 
 /// A trap, an endless loop and a memory grab in a router fail only the request that caused
@@ -249,7 +289,10 @@ routing:
             .await
             .unwrap();
         assert_eq!(response.status(), 200);
-        response.headers()["x-wasmgate-provider"].to_str().unwrap().to_owned()
+        response.headers()["x-wasmgate-provider"]
+            .to_str()
+            .unwrap()
+            .to_owned()
     };
     assert_eq!(provider(&gateway).await, "a");
     // `wasmgate plugin build` moves a finished file into place the same way.
@@ -257,9 +300,10 @@ routing:
     std::fs::copy(built.join("py-router.wasm"), &partial).unwrap();
     std::fs::write(
         &config,
-        std::fs::read_to_string(&config)
-            .unwrap()
-            .replace("options: {}", "options: { rules: [{ tags: [premium], targets: [b/m] }] }"),
+        std::fs::read_to_string(&config).unwrap().replace(
+            "options: {}",
+            "options: { rules: [{ tags: [premium], targets: [b/m] }] }",
+        ),
     )
     .unwrap();
     std::fs::rename(&partial, plugins.join("mine.wasm")).unwrap();

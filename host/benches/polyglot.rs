@@ -126,14 +126,22 @@ async fn router(dir: &Path, name: &str, cache: &Path) {
         let router = h.load_router(name, dir).unwrap();
         loads.push(started.elapsed());
         let started = Instant::now();
-        router.route("{}", &request, &targets).await.unwrap().unwrap();
+        router
+            .route("{}", &request, &targets)
+            .await
+            .unwrap()
+            .unwrap();
         cold.push(started.elapsed());
     }
     let router = h.load_router(name, dir).unwrap();
     let mut warm = Vec::new();
     for i in 0..WARM_CALLS + 100 {
         let started = Instant::now();
-        let order = router.route("{}", &request, &targets).await.unwrap().unwrap();
+        let order = router
+            .route("{}", &request, &targets)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(order.len(), 3);
         if i >= 100 {
             warm.push(started.elapsed());
@@ -162,15 +170,24 @@ async fn limiter(dir: &Path, name: &str, cache: &Path) {
         let limiter = h.load_limiter(name, dir).unwrap();
         loads.push(started.elapsed());
         let started = Instant::now();
-        limiter.check(&store, &rule, options, &request).await.unwrap();
+        limiter
+            .check(&store, &rule, options, &request)
+            .await
+            .unwrap();
         cold.push(started.elapsed());
     }
     let limiter = h.load_limiter(name, dir).unwrap();
     let mut warm = Vec::new();
     for i in 0..WARM_CALLS + 100 {
         let started = Instant::now();
-        let decision = limiter.check(&store, &rule, options, &request).await.unwrap();
-        assert!(matches!(decision, wasmgate::plugins::Decision::Allow(_)), "{name}: {decision:?}");
+        let decision = limiter
+            .check(&store, &rule, options, &request)
+            .await
+            .unwrap();
+        assert!(
+            matches!(decision, wasmgate::plugins::Decision::Allow(_)),
+            "{name}: {decision:?}"
+        );
         if i >= 100 {
             warm.push(started.elapsed());
         }
@@ -225,7 +242,11 @@ async fn provider(dir: &Path, name: &str, cache: &Path) {
         let mut call = plugin.start().await.unwrap();
         let ready = started.elapsed();
         call.prepare(&config, &request).await.unwrap().unwrap();
-        let completion = call.parse_response(&config, &info, &response).await.unwrap().unwrap();
+        let completion = call
+            .parse_response(&config, &info, &response)
+            .await
+            .unwrap()
+            .unwrap();
         assert!(completion.usage.is_some(), "{name}");
         drop(call);
         if i >= 20 {

@@ -74,7 +74,10 @@ impl Toolchain {
     /// The same directories as absolute paths: the tools run in the project's directory.
     fn absolute(&self) -> anyhow::Result<Self> {
         let abs = |dir: &Option<PathBuf>| dir.as_deref().map(absolute).transpose();
-        Ok(Self { python: abs(&self.python)?, js: abs(&self.js)? })
+        Ok(Self {
+            python: abs(&self.python)?,
+            js: abs(&self.js)?,
+        })
     }
 }
 
@@ -107,11 +110,16 @@ pub fn new(
             .replace("{{sdk}}", &sdk.display().to_string());
         let path = dir.join(path);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
         }
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     }
-    let manifest = Manifest { name: name.to_owned(), kind, lang };
+    let manifest = Manifest {
+        name: name.to_owned(),
+        kind,
+        lang,
+    };
     std::fs::write(dir.join(MANIFEST), serde_yaml::to_string(&manifest)?)?;
     let first = match lang {
         Lang::Js => format!("cd {} && npm install && ", dir.display()),
@@ -130,7 +138,12 @@ pub fn new(
 /// Builds the project in `project` into `<out>/<name>.wasm` and returns that path. The file is
 /// written under a temporary name and renamed into place, so a gateway watching `out` never
 /// loads half of it.
-pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write) -> anyhow::Result<PathBuf> {
+pub fn build(
+    project: &Path,
+    out: &Path,
+    tools: &Toolchain,
+    note: &mut dyn Write,
+) -> anyhow::Result<PathBuf> {
     let project = &absolute(project)?;
     let tools = &tools.absolute()?;
     let manifest = read_manifest(project)?;
@@ -147,12 +160,23 @@ pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write
                 .current_dir(project)
                 .arg("-d")
                 .arg(gen_dir.join("wit"))
-                .args(["-w", &manifest.kind.world(), "componentize", "app", "-p", "."])
+                .args([
+                    "-w",
+                    &manifest.kind.world(),
+                    "componentize",
+                    "app",
+                    "-p",
+                    ".",
+                ])
                 .arg("-p")
                 .arg(gen_dir.join("python"))
                 .arg("-o")
                 .arg(&partial);
-            run(command, "componentize-py", "pip install componentize-py==0.25.1")?;
+            run(
+                command,
+                "componentize-py",
+                "pip install componentize-py==0.25.1",
+            )?;
         }
         Lang::Js => {
             let gen_dir = prepare(project, embedded::JS, "js")?;
@@ -169,7 +193,11 @@ pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write
                 .arg(&toolchain)
                 .arg("-o")
                 .arg(&partial);
-            run(command, "node", "install Node.js 20 or later, then `npm install` in the project")?;
+            run(
+                command,
+                "node",
+                "install Node.js 20 or later, then `npm install` in the project",
+            )?;
         }
         Lang::Rust => {
             let mut command = Command::new("cargo");
@@ -179,14 +207,16 @@ pub fn build(project: &Path, out: &Path, tools: &Toolchain, note: &mut dyn Write
             run(command, "cargo", "rustup target add wasm32-wasip2")?;
             let target_dir = std::env::var_os("CARGO_TARGET_DIR")
                 .map_or_else(|| project.join("target"), |dir| project.join(dir));
-            let artefact = target_dir
-                .join("wasm32-wasip2/release")
-                .join(format!("wasmgate_plugin_{}.wasm", manifest.name.replace('-', "_")));
+            let artefact = target_dir.join("wasm32-wasip2/release").join(format!(
+                "wasmgate_plugin_{}.wasm",
+                manifest.name.replace('-', "_")
+            ));
             std::fs::copy(&artefact, &partial)
                 .with_context(|| format!("copying {}", artefact.display()))?;
         }
     }
-    std::fs::rename(&partial, &dest).with_context(|| format!("moving the build to {}", dest.display()))?;
+    std::fs::rename(&partial, &dest)
+        .with_context(|| format!("moving the build to {}", dest.display()))?;
     let size = std::fs::metadata(&dest).map(|m| m.len()).unwrap_or(0);
     writeln!(
         note,
@@ -213,7 +243,9 @@ pub fn test(project: &Path, tools: &Toolchain) -> anyhow::Result<()> {
             match std::fs::remove_dir_all(&bindings) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e).with_context(|| format!("removing {}", bindings.display())),
+                Err(e) => {
+                    return Err(e).with_context(|| format!("removing {}", bindings.display()));
+                }
             }
             let mut command = Command::new(python_tool(tools, "componentize-py"));
             command
@@ -222,8 +254,13 @@ pub fn test(project: &Path, tools: &Toolchain) -> anyhow::Result<()> {
                 .arg(gen_dir.join("wit"))
                 .args(["-w", &manifest.kind.world(), "bindings"])
                 .arg(&bindings);
-            run(command, "componentize-py", "pip install componentize-py==0.25.1")?;
-            let path = std::env::join_paths([project.to_path_buf(), gen_dir.join("python"), bindings])?;
+            run(
+                command,
+                "componentize-py",
+                "pip install componentize-py==0.25.1",
+            )?;
+            let path =
+                std::env::join_paths([project.to_path_buf(), gen_dir.join("python"), bindings])?;
             let mut command = Command::new(python_tool(tools, "python3"));
             command
                 .current_dir(project)
@@ -252,7 +289,8 @@ pub fn test(project: &Path, tools: &Toolchain) -> anyhow::Result<()> {
 
 /// The tools run in the project's directory, and node reads a relative path as a package name.
 fn absolute(project: &Path) -> anyhow::Result<PathBuf> {
-    std::fs::canonicalize(project).with_context(|| format!("{} is not a directory", project.display()))
+    std::fs::canonicalize(project)
+        .with_context(|| format!("{} is not a directory", project.display()))
 }
 
 fn lang_name(lang: Lang) -> &'static str {
@@ -266,18 +304,27 @@ fn lang_name(lang: Lang) -> &'static str {
 /// A plugin name is a file stem and a config value: lower-case letters, digits and dashes.
 fn check_name(name: &str) -> anyhow::Result<()> {
     let ok = name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     if !ok {
-        bail!("`{name}` is not a plugin name: use lower-case letters, digits and dashes, starting with a letter");
+        bail!(
+            "`{name}` is not a plugin name: use lower-case letters, digits and dashes, starting with a letter"
+        );
     }
     Ok(())
 }
 
 fn read_manifest(project: &Path) -> anyhow::Result<Manifest> {
     let path = project.join(MANIFEST);
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("{} is not a plugin project (no {MANIFEST}; see `wasmgate plugin new`)", project.display()))?;
-    let manifest: Manifest = serde_yaml::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{} is not a plugin project (no {MANIFEST}; see `wasmgate plugin new`)",
+            project.display()
+        )
+    })?;
+    let manifest: Manifest =
+        serde_yaml::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
     check_name(&manifest.name)?;
     Ok(manifest)
 }
@@ -285,8 +332,10 @@ fn read_manifest(project: &Path) -> anyhow::Result<Manifest> {
 /// Writes the WIT and the `sdk` files (under `.wasmgate/<sdk_dir>`) into the project.
 fn prepare(project: &Path, sdk: &[(&str, &str)], sdk_dir: &str) -> anyhow::Result<PathBuf> {
     let dir = project.join(".wasmgate");
-    embedded::write(&dir.join("wit"), embedded::WIT).with_context(|| format!("writing {}", dir.display()))?;
-    embedded::write(&dir.join(sdk_dir), sdk).with_context(|| format!("writing {}", dir.display()))?;
+    embedded::write(&dir.join("wit"), embedded::WIT)
+        .with_context(|| format!("writing {}", dir.display()))?;
+    embedded::write(&dir.join(sdk_dir), sdk)
+        .with_context(|| format!("writing {}", dir.display()))?;
     Ok(dir)
 }
 

@@ -10,7 +10,10 @@ macro_rules! template {
 
 /// (file name in the project, contents with `{{name}}`, `{{kind}}`, `{{crate}}`, `{{sdk}}` holes)
 pub fn files(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
-    let ignore = (".gitignore", ".wasmgate/\n*.wasm\n__pycache__/\nnode_modules/\ntarget/\n");
+    let ignore = (
+        ".gitignore",
+        ".wasmgate/\n*.wasm\n__pycache__/\nnode_modules/\ntarget/\n",
+    );
     match (lang, kind) {
         (Lang::Python, Kind::Router) => vec![
             ("app.py", template!("python/router.py")),
