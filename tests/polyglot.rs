@@ -313,3 +313,55 @@ routing:
     assert_eq!(provider(&gateway).await, "b");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `wasmgate plugin new` writes, for each kind in Python and JavaScript, a project whose own unit
+/// test passes under `wasmgate plugin test` (with the toolchains `scripts/polyglot.sh` installed).
+#[test]
+fn new_python_and_javascript_projects_pass_their_own_tests() {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/polyglot");
+    assert!(
+        tools.join("py/venv/bin/componentize-py").exists()
+            && tools.join("js/node_modules").exists(),
+        "the toolchains are missing: run scripts/polyglot.sh"
+    );
+    let dir = common::binary::temp_dir("polyglot-new");
+    let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
+    for lang in ["python", "js"] {
+        for kind in ["router", "limiter", "provider"] {
+            let name = format!("my-{lang}-{kind}");
+            let created = std::process::Command::new(wasmgate)
+                .args(["plugin", "new", kind, &name, "--lang", lang, "--dir"])
+                .arg(&dir)
+                .output()
+                .unwrap();
+            assert!(
+                created.status.success(),
+                "{}",
+                String::from_utf8_lossy(&created.stderr)
+            );
+            let tested = std::process::Command::new(wasmgate)
+                .args(["plugin", "test"])
+                .arg(dir.join(&name))
+                .env("WASMGATE_PYTHON_TOOLCHAIN", tools.join("py/venv"))
+                .env("WASMGATE_JS_TOOLCHAIN", tools.join("js"))
+                .output()
+                .unwrap();
+            assert!(
+                tested.status.success(),
+                "{name}: {}{}",
+                String::from_utf8_lossy(&tested.stdout),
+                String::from_utf8_lossy(&tested.stderr)
+            );
+        }
+    }
+    let again = std::process::Command::new(wasmgate)
+        .args(["plugin", "new", "router", "my-python-router", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        !again.status.success(),
+        "an existing project is not overwritten"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
