@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the host (unit and end-to-end tests, which build the plugins),
-# the plugin SDK, and the plugins' and routers' own unit tests (natively).
+# the plugin SDK, the plugins' and routers' own unit tests (natively), and the Python and
+# JavaScript examples (scripts/polyglot.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -12,6 +13,9 @@ command -v redis-server >/dev/null || need+=(redis-server)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v promtool >/dev/null || need+=(prometheus)
 command -v openssl >/dev/null || need+=(openssl)
+# scripts/polyglot.sh: a Python virtual environment for componentize-py (Node.js 20+ and npm must
+# be there already: Debian's nodejs is older).
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
@@ -24,6 +28,9 @@ fi
 host=$(rustc -vV | sed -n 's/^host: //p')
 native=$PWD/target/guests-native
 
+# Python and JavaScript plugins: pinned toolchains installed into target/polyglot/ (once), the
+# examples' unit tests, and the components tests/polyglot.rs loads.
+scripts/polyglot.sh
 cargo test --workspace --no-fail-fast
 (cd plugin-sdk && CARGO_TARGET_DIR=../target/sdk cargo test --all-features)
 # The guest workspaces default to wasm32-wasip2; their unit tests run natively.

@@ -34,6 +34,63 @@ enum Command {
     Keys(KeysCommand),
     /// Usage and cost over a range, in total or per model, from the ledger or a gateway.
     Usage(UsageArgs),
+    /// Start, build and test a router, limiter or provider plugin in Rust, Python or JavaScript.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+}
+
+#[derive(Subcommand)]
+enum PluginCommand {
+    /// Write a new plugin project `<dir>/<name>` from a template, with a unit test.
+    New {
+        kind: wasmgate::cli::plugin::Kind,
+        name: String,
+        #[arg(long, value_enum, default_value = "python")]
+        lang: wasmgate::cli::plugin::Lang,
+        /// Where to create the project's directory.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// The Rust SDK (`plugin-sdk/`) a Rust plugin depends on by path.
+        #[arg(long)]
+        rust_sdk: Option<PathBuf>,
+    },
+    /// Build the project into `<out>/<name>.wasm`; point `--out` at `plugins.dir` and a running
+    /// gateway loads it within a few seconds.
+    Build {
+        /// The project directory.
+        #[arg(default_value = ".")]
+        project: PathBuf,
+        #[arg(long, default_value = ".")]
+        out: PathBuf,
+        #[command(flatten)]
+        tools: ToolchainArgs,
+    },
+    /// Run the project's unit tests natively, with stand-ins for the host.
+    Test {
+        #[arg(default_value = ".")]
+        project: PathBuf,
+        #[command(flatten)]
+        tools: ToolchainArgs,
+    },
+}
+
+#[derive(Args)]
+struct ToolchainArgs {
+    /// A Python virtual environment with componentize-py (default: componentize-py on PATH).
+    #[arg(long, env = "WASMGATE_PYTHON_TOOLCHAIN")]
+    python_toolchain: Option<PathBuf>,
+    /// A directory whose node_modules has componentize-js and rolldown (default: the project).
+    #[arg(long, env = "WASMGATE_JS_TOOLCHAIN")]
+    js_toolchain: Option<PathBuf>,
+}
+
+impl ToolchainArgs {
+    fn toolchain(self) -> wasmgate::cli::plugin::Toolchain {
+        wasmgate::cli::plugin::Toolchain {
+            python: self.python_toolchain,
+            js: self.js_toolchain,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -180,6 +237,7 @@ fn main() -> ExitCode {
         Command::Login(args) => login(&args),
         Command::Keys(command) => keys(command),
         Command::Usage(args) => runtime.block_on(usage(args)),
+        Command::Plugin(command) => plugin(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -360,6 +418,29 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
         KeysCommand::Revoke { id, ledger } => {
             keys::revoke(open_store(&ledger)?.as_ref(), &id, &mut out)
         }
+    }
+}
+
+fn plugin(command: PluginCommand) -> anyhow::Result<()> {
+    use wasmgate::cli::plugin;
+    let mut out = std::io::stdout().lock();
+    match command {
+        PluginCommand::New {
+            kind,
+            name,
+            lang,
+            dir,
+            rust_sdk,
+        } => {
+            let sdk = rust_sdk.unwrap_or_else(plugin::default_rust_sdk);
+            plugin::new(kind, &name, lang, &dir, &sdk, &mut out).map(drop)
+        }
+        PluginCommand::Build {
+            project,
+            out: dir,
+            tools,
+        } => plugin::build(&project, &dir, &tools.toolchain(), &mut out).map(drop),
+        PluginCommand::Test { project, tools } => plugin::test(&project, &tools.toolchain()),
     }
 }
 

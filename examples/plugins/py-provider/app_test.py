@@ -1,0 +1,47 @@
+import json
+import unittest
+
+import app
+from wasmgate_plugin.provider import (CanonicalRequest, HttpResponse, Operation, ProviderConfig,
+                                      RequestInfo)
+from componentize_py_types import Err
+
+
+def config(options="{}", key="sk-1"):
+    return ProviderConfig("local", "http://llm.local/v1/", key, [], options)
+
+
+def chat(body='{"model":"m","messages":[]}', stream=False):
+    return CanonicalRequest(Operation.CHAT_COMPLETIONS, "m", body, stream)
+
+
+class ProviderTest(unittest.TestCase):
+    def test_chat_goes_to_the_host_with_the_key_and_headers(self):
+        http = app.Provider().prepare(config('{"headers": {"x-org": "o1"}}'), chat()).value
+        self.assertEqual(http.url, "http://llm.local/v1/chat/completions")
+        self.assertIn(("authorization", "Bearer sk-1"), http.headers)
+        self.assertIn(("x-org", "o1"), http.headers)
+
+    def test_model_prefix_and_output_cap(self):
+        http = app.Provider().prepare(config('{"model_prefix": "acct/"}'), chat()).value
+        self.assertEqual(json.loads(http.body)["model"], "acct/m")
+        with self.assertRaises(Err) as refused:
+            app.Provider().prepare(config('{"max_output_tokens": 10}'), chat('{"model":"m","max_tokens":50}'))
+        self.assertEqual(refused.exception.value.param, "max_tokens")
+
+    def test_errors_and_usage_are_read(self):
+        info = RequestInfo(Operation.CHAT_COMPLETIONS, "m", False)
+        ok = HttpResponse(200, [], b'{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}')
+        self.assertEqual(app.Provider().parse_response(config(), info, ok).usage.output_tokens, 4)
+        with self.assertRaises(Err) as failed:
+            app.Provider().parse_response(config(), info, HttpResponse(429, [], b'{"error":{"message":"slow down"}}'))
+        self.assertEqual(failed.exception.value.message, "slow down")
+
+    def test_bad_header_is_refused(self):
+        with self.assertRaises(Err) as refused:
+            app.Provider().validate(config('{"headers": {"x-a": "1\\r\\nx-b: 2"}}'))
+        self.assertEqual(refused.exception.value.key, "headers.x-a")
+
+
+if __name__ == "__main__":
+    unittest.main()

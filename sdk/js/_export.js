@@ -1,0 +1,23 @@
+//! How a plugin's errors cross into the component: an export returning `result<_, E>` fails by
+//! throwing, and the bindings take the thrown value's `payload` as the `E`.
+
+/** An error whose `payload` is the WIT error value. */
+export function witError(payload) {
+  const err = new Error(typeof payload === 'string' ? payload : payload.message);
+  err.payload = payload;
+  return err;
+}
+
+/** The WIT `config-error` for a `ConfigError`. */
+export function configErrorPayload(err) {
+  return { key: err.key ?? undefined, message: err.message };
+}
+
+/** What an unexpected failure is thrown as. componentize-js turns a thrown value into the `E` of a
+ * `result` export, so an Error with no `payload` is what makes it trap (failing only this call,
+ * as a plugin bug should) rather than pass a bug's text to the client. SpiderMonkey throws
+ * out-of-memory as the bare string "out of memory", which is wrapped here for the same reason. */
+export function asTrap(err) {
+  if (err instanceof Error && err.payload === undefined) return err;
+  return new Error(typeof err === 'string' ? err : 'the plugin failed');
+}

@@ -1,0 +1,257 @@
+"""Provider plugins: translate between OpenAI's API and one upstream's wire format.
+
+A provider subclasses :class:`Provider` and implements ``prepare``, which turns the canonical
+(OpenAI) request into an upstream HTTP request (:func:`upstream`) or answers it at once
+(:func:`local`). ``parse_response`` and the stream decoder default to OpenAI's format, so an
+OpenAI-compatible upstream needs nothing else::
+
+    from wasmgate_plugin.provider import Provider, export, join_url, post_json, upstream
+
+    class Compatible(Provider):
+        default_base_url = "https://api.example.com/v1"
+
+        def prepare(self, entry, request):
+            url = join_url(entry.base_url, "chat/completions")
+            return upstream(post_json(url, request.body, entry.bearer()))
+
+    export(Compatible)
+
+The host calls a provider on a fresh instance per request and does all the network I/O: the
+plugin only describes requests and reads responses. ``entry.options`` is the config entry's
+``options:`` read into the ``Options`` dataclass, checked when the config loads.
+"""
+
+import json
+from typing import Any, Generic, TypeVar
+
+from componentize_py_types import Err
+from wit_world.exports.provider import (
+    CanonicalRequest,
+    Completion,
+    Operation,
+    Prepared,
+    Prepared_Local,
+    Prepared_LocalStream,
+    Prepared_Upstream,
+    ProviderConfig,
+    RequestInfo,
+    StreamOutput,
+)
+from wit_world.imports.types import ConfigError as _WitConfigError
+from wit_world.imports.types import ErrorKind, HttpRequest, HttpResponse, Usage
+
+from . import _export
+from ._host import count_tokens, log
+from .errors import PluginError, kind_for_status
+from .openai import OpenAiStream, SseEvent, SseParser, openai_error, openai_usage, parse_openai_response
+from .options import ConfigError, NoOptions, parse_options
+
+__all__ = [
+    "CanonicalRequest", "Completion", "ConfigError", "Entry", "ErrorKind", "HttpRequest",
+    "HttpResponse", "OpenAiStream", "Operation", "PluginError", "Provider", "RequestInfo",
+    "SseEvent", "SseParser", "StreamDecoder", "StreamOutput", "Usage", "chat_completion",
+    "check_header", "count_tokens", "export", "get", "is_http_url", "join_url", "kind_for_status",
+    "local", "log", "openai_error", "openai_usage", "parse_openai_response", "post_json", "upstream",
+]
+
+O = TypeVar("O")
+
+
+class Entry(Generic[O]):
+    """The provider's config entry, read: ``name``, ``base_url`` (the entry's, else the
+    provider's ``default_base_url``), ``api_key`` (send it only upstream), ``models`` and
+    ``options`` (the ``Options`` dataclass)."""
+
+    __slots__ = ("name", "base_url", "api_key", "models", "options")
+
+    def __init__(self, name: str, base_url: str | None, api_key: str | None, models: list[str], options: O):
+        self.name = name
+        self.base_url = base_url
+        self.api_key = api_key
+        self.models = models
+        self.options = options
+
+    def bearer(self) -> list[tuple[str, str]]:
+        """``Authorization: Bearer <key>`` when the entry has a key, else no header."""
+        return [("authorization", f"Bearer {self.api_key}")] if self.api_key else []
+
+    def __repr__(self) -> str:  # the key stays out of logs and tracebacks
+        return f"Entry(name={self.name!r}, base_url={self.base_url!r}, api_key={'***' if self.api_key else None})"
+
+
+class StreamDecoder:
+    """Decodes one streamed upstream body into OpenAI chunk events. The host pushes the body's
+    bytes as they arrive (split anywhere) and calls :meth:`finish` at its end."""
+
+    def __init__(self, entry: Entry, request: RequestInfo, headers: list[tuple[str, str]]):
+        self.entry = entry
+        self.request = request
+        self.headers = headers
+
+    def push(self, chunk: bytes) -> StreamOutput:
+        """The events ``chunk`` completes, and the usage once known."""
+        raise NotImplementedError
+
+    def finish(self) -> StreamOutput:
+        """The body ended: any remaining events and the final usage."""
+        return StreamOutput([], None)
+
+
+class Provider(Generic[O]):
+    """A provider plugin. Override :meth:`prepare`; :meth:`parse_response` and ``Decoder``
+    default to OpenAI's format."""
+
+    #: The dataclass the entry's ``options`` are read into, checked when the config loads.
+    Options: type = NoOptions
+    #: The base URL when the entry sets none; ``None`` makes ``base_url`` required.
+    default_base_url: str | None = None
+    #: The stream decoder class: ``OpenAiStream`` passes OpenAI-format SSE through.
+    Decoder: type = OpenAiStream
+
+    def validate(self, entry: Entry[O]) -> None:
+        """Checks the entry once, when the config loads, after its options were read; raise
+        :class:`ConfigError` to refuse it. The default accepts anything."""
+
+    def prepare(self, entry: Entry[O], request: CanonicalRequest) -> Prepared:
+        """Returns :func:`upstream` (an HTTP request for the host to send) or :func:`local`
+        (an answer without a network call). Raise :class:`PluginError` to fail the request."""
+        raise NotImplementedError
+
+    def parse_response(self, entry: Entry[O], request: RequestInfo, response: HttpResponse) -> Completion:
+        """Turns the upstream's complete answer (any status) into OpenAI's JSON and usage."""
+        return parse_openai_response(request.operation, response)
+
+
+def upstream(http: HttpRequest) -> Prepared:
+    """Send ``http`` upstream, then parse its answer."""
+    return Prepared_Upstream(http)
+
+
+def local(body: str | dict, usage: Usage | None = None) -> Prepared:
+    """Answer at once with ``body`` (OpenAI's JSON, as text or a dict)."""
+    text = body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))
+    return Prepared_Local(Completion(text, usage))
+
+
+def local_stream(events: list[str | dict], usage: Usage | None = None) -> Prepared:
+    """Answer a streamed request at once with these chunk events."""
+    texts = [e if isinstance(e, str) else json.dumps(e, separators=(",", ":")) for e in events]
+    return Prepared_LocalStream(StreamOutput(texts, usage))
+
+
+def chat_completion(model: str, content: str, usage: Usage | None = None, id: str = "chatcmpl-local") -> dict:
+    """OpenAI's ``chat.completion`` object answering with ``content``."""
+    body: dict[str, Any] = {
+        "id": id, "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+    }
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
+                         "total_tokens": usage.input_tokens + usage.output_tokens}
+    return body
+
+
+def join_url(base: str, path: str) -> str:
+    """``base`` and ``path`` with exactly one ``/`` between them."""
+    return f"{base.rstrip('/')}/{path.lstrip('/')}"
+
+
+def is_http_url(url: str) -> bool:
+    """Whether ``url`` is an absolute ``http://`` or ``https://`` URL with a host."""
+    for scheme in ("https://", "http://"):
+        if url.startswith(scheme):
+            rest = url[len(scheme):]
+            return bool(rest) and not rest.startswith("/")
+    return False
+
+
+_TOKEN = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~")
+
+
+def check_header(name: str, value: str) -> str | None:
+    """Why ``name: value`` is not a safe header (a bad name, a control character that could
+    smuggle a line break), or ``None``."""
+    if not name or any(c not in _TOKEN for c in name):
+        return f"`{name}` is not a valid header name"
+    if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in value):
+        return f"the value of header `{name}` contains a control character"
+    return None
+
+
+def post_json(url: str, body: str | bytes | dict, headers: list[tuple[str, str]] | None = None) -> HttpRequest:
+    """A ``POST`` of a JSON body (text, bytes or a dict) with ``content-type: application/json``."""
+    if isinstance(body, dict):
+        body = json.dumps(body, separators=(",", ":"))
+    data = body.encode() if isinstance(body, str) else bytes(body)
+    return HttpRequest("POST", url, [("content-type", "application/json"), *(headers or [])], data)
+
+
+def get(url: str, headers: list[tuple[str, str]] | None = None) -> HttpRequest:
+    """A ``GET`` with no body."""
+    return HttpRequest("GET", url, list(headers or []), b"")
+
+
+# The exported provider, for the stream decoder resource (`provider.StreamDecoder`).
+_EXPORTED: list[Any] = []
+
+
+def _entry(cls: type, config: ProviderConfig) -> Entry:
+    base_url = config.base_url or cls.default_base_url
+    if base_url is None:
+        raise ConfigError("this provider needs a base_url", "base_url")
+    if not is_http_url(base_url):
+        raise ConfigError("must be an absolute http:// or https:// URL", "base_url")
+    return Entry(config.name, base_url, config.api_key, list(config.models), parse_options(config.options, cls.Options))
+
+
+def export(cls: type[Provider]) -> type:
+    """Makes ``cls`` the component's provider. Call it once, at the end of the app module."""
+    plugin = cls()
+    _EXPORTED[:] = [cls, plugin]
+
+    def entry(config: ProviderConfig) -> Entry:
+        try:
+            return _entry(cls, config)
+        except ConfigError:
+            raise Err(PluginError.upstream(f"provider `{config.name}` is misconfigured").to_wit()) from None
+
+    class Adapter:
+        def validate(self, config: ProviderConfig) -> None:
+            try:
+                plugin.validate(_entry(cls, config))
+            except ConfigError as err:
+                raise Err(_WitConfigError(err.key, err.message)) from None
+
+        def prepare(self, config: ProviderConfig, request: CanonicalRequest) -> Prepared:
+            try:
+                return plugin.prepare(entry(config), request)
+            except PluginError as err:
+                raise Err(err.to_wit()) from None
+
+        def parse_response(self, config: ProviderConfig, request: RequestInfo, response: HttpResponse) -> Completion:
+            try:
+                return plugin.parse_response(entry(config), request, response)
+            except PluginError as err:
+                raise Err(err.to_wit()) from None
+
+    return _export.install(cls, "Provider", Adapter)
+
+
+class _StreamDecoderAdapter:
+    """The `stream-decoder` resource componentize-py exports (see the `provider` shim module)."""
+
+    def __init__(self, config: ProviderConfig, request: RequestInfo, headers: list[tuple[str, str]]):
+        cls, _ = _EXPORTED
+        self._decoder = cls.Decoder(_entry(cls, config), request, headers)
+
+    def push(self, chunk: bytes) -> StreamOutput:
+        try:
+            return self._decoder.push(chunk)
+        except PluginError as err:
+            raise Err(err.to_wit()) from None
+
+    def finish(self) -> StreamOutput:
+        try:
+            return self._decoder.finish()
+        except PluginError as err:
+            raise Err(err.to_wit()) from None
