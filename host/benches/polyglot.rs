@@ -29,6 +29,8 @@ fn host(cache: Option<PathBuf>) -> PluginHost {
         call_timeout: Duration::from_millis(1000),
         memory_bytes: 64 << 20,
         max_instances: 64,
+        max_stream_instances: 48,
+        instance_wait: Duration::from_secs(2),
     };
     PluginHost::new(
         limits,
@@ -239,7 +241,10 @@ async fn provider(dir: &Path, name: &str, cache: &Path) {
     let (mut fresh, mut instantiate) = (Vec::new(), Vec::new());
     for i in 0..PROVIDER_CALLS + 20 {
         let started = Instant::now();
-        let mut call = plugin.start().await.unwrap();
+        let mut call = plugin
+            .start(wasmgate::plugins::SlotKind::Call)
+            .await
+            .unwrap();
         let ready = started.elapsed();
         call.prepare(&config, &request).await.unwrap().unwrap();
         let completion = call

@@ -372,6 +372,8 @@ mod tests {
             call_timeout: Duration::from_millis(200),
             memory_bytes: 64 << 20,
             max_instances: 4,
+            max_stream_instances: 3,
+            instance_wait: Duration::from_secs(2),
         };
         let telemetry = Arc::new(crate::telemetry::Telemetry::without_traces());
         PluginHost::new(limits, None, crate::tokenizer::Tokenizer, telemetry).unwrap()
