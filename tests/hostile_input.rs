@@ -460,3 +460,33 @@ async fn bodies_share_a_budget_and_a_body_that_does_not_fit_gets_503() {
     assert_eq!(budget(), 64);
     gateway.stop().await;
 }
+
+/// A body the provider plugin cannot hold in its memory is the client's 413, not a 502: the
+/// plugin ran out of memory because of the body's size, and a smaller request still passes.
+#[tokio::test]
+async fn a_body_too_large_for_the_plugins_memory_is_a_413_not_a_502() {
+    let gateway = TestGateway::start(&format!(
+        "plugins: {{ dir: {}, memory_limit_mib: 16, max_instances: 8 }}\n\
+         providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n",
+        common::test_plugins_dir().display()
+    ))
+    .await;
+    let url = gateway.url("/v1/chat/completions");
+    let big = json!({
+        "model": "echo-1",
+        "messages": [{"role": "user", "content": "x".repeat(7 << 20)}],
+    });
+    let (status, error) = error_of(http().post(&url).json(&big)).await;
+    assert_eq!(status, 413, "{error}");
+    assert_eq!(error["code"], "request_too_large");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("16 MiB"), "{message}");
+    let small = http()
+        .post(&url)
+        .json(&chat("echo-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(small.status(), 200);
+    gateway.stop().await;
+}

@@ -21,7 +21,7 @@ providers:
     plugin: openai
     base_url: {base_url}
     api_key: sk-upstream-secret
-    models: [gpt-4o-mini, error-500, error-429, error-400]
+    models: [gpt-4o-mini, error-500, error-429, error-400, flaky-2, flaky-5]
     timeout_ms: 2000
   a:
     plugin: echo
@@ -245,4 +245,23 @@ async fn bad_routing_config_is_rejected_naming_the_entry() {
         text.contains("routing.ab") && text.contains("bogus"),
         "{text}"
     );
+}
+
+/// `retry.max_attempts` larger than the number of targets tries again: a one-target route
+/// with `max_attempts: 3` gets past two transient 503s, and gives up after three tries.
+#[tokio::test]
+async fn max_attempts_retries_a_single_target_after_a_transient_5xx() {
+    let upstream = MockOpenAi::start().await;
+    let routing = "  once-more:\n    policy: fallback\n    targets: [openai/flaky-2]\n    retry: { max_attempts: 3, backoff_ms: 1 }\n  give-up:\n    policy: fallback\n    targets: [openai/flaky-5]\n    retry: { max_attempts: 3, backoff_ms: 1 }";
+    let gateway = TestGateway::start(&config(&upstream.base_url(), routing)).await;
+    let answer = ask(&gateway, "once-more", Value::Null).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.attempts, "3");
+    let answer = ask(&gateway, "give-up", Value::Null).await;
+    assert_eq!(answer.status, 502, "{}", answer.body);
+    let requests = upstream.requests().await;
+    let tries = |model: &str| requests.iter().filter(|r| r.body["model"] == model).count();
+    assert_eq!(tries("flaky-2"), 3);
+    assert_eq!(tries("flaky-5"), 3);
+    gateway.stop().await;
 }

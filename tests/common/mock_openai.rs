@@ -49,6 +49,8 @@ pub struct Shared {
     /// The request target (path and query, as sent) of every request that arrived, routed or
     /// not.
     pub targets: Mutex<Vec<String>>,
+    /// Chat requests each `flaky-N` model has had so far.
+    pub flaky: Mutex<std::collections::HashMap<String, u32>>,
 }
 
 pub struct MockOpenAi {
@@ -176,6 +178,19 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     let model = request["model"].as_str().unwrap_or_default().to_owned();
     if let Some(response) = special(&model).await {
         return response;
+    }
+    // `flaky-N`: the first N chat requests for it get OpenAI's 503, the later ones an answer.
+    if let Some(failures) = model
+        .strip_prefix("flaky-")
+        .and_then(|n| n.parse::<u32>().ok())
+    {
+        let mut seen = shared.flaky.lock().await;
+        let count = seen.entry(model.clone()).or_default();
+        *count += 1;
+        if *count <= failures {
+            let body = json!({"error": {"message": "The engine is currently overloaded, please try again later.", "type": "server_error", "param": null, "code": null}});
+            return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+        }
     }
     let stream = request["stream"].as_bool().unwrap_or(false);
     let include_usage = request["stream_options"]["include_usage"]

@@ -81,7 +81,7 @@ impl Route {
     }
 
     /// The targets to try, in order: the router's order, open circuits left out unless every
-    /// target's circuit is open, cut to `retry.max_attempts`.
+    /// target's circuit is open, cut or extended to `retry.max_attempts`.
     pub fn plan(&self, order: &[u32], observed: &[RouteTarget]) -> Vec<usize> {
         let ordered: Vec<usize> = order
             .iter()
@@ -98,10 +98,9 @@ impl Route {
             .copied()
             .filter(|&i| observed[i].circuit != CircuitState::Open)
             .collect();
-        let mut plan = if usable.is_empty() { ordered } else { usable };
+        let plan = if usable.is_empty() { ordered } else { usable };
         let max = self.retry.max_attempts.map_or(plan.len(), |m| m as usize);
-        plan.truncate(max);
-        plan
+        attempts(&plan, max)
     }
 
     /// The pause before attempt number `attempt` (1 for the second attempt): exponential, with
@@ -139,5 +138,26 @@ pub fn route_request(
         stream,
         metadata: user.metadata.clone(),
         random,
+    }
+}
+
+/// `max` attempts over `targets` in turn: cut short, or round again from the first when there
+/// are more attempts than targets, so that `max_attempts: 3` on a one-target route means three
+/// tries (a transient 5xx is worth retrying on the same target).
+fn attempts(targets: &[usize], max: usize) -> Vec<usize> {
+    targets.iter().copied().cycle().take(max).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::attempts;
+
+    #[test]
+    fn attempts_are_cut_or_go_round_again_to_max_attempts() {
+        assert_eq!(attempts(&[2, 0, 1], 2), [2, 0]);
+        assert_eq!(attempts(&[2, 0, 1], 3), [2, 0, 1]);
+        assert_eq!(attempts(&[4], 3), [4, 4, 4]);
+        assert_eq!(attempts(&[1, 0], 5), [1, 0, 1, 0, 1]);
+        assert!(attempts(&[], 3).is_empty());
     }
 }

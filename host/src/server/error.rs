@@ -33,6 +33,15 @@ pub enum ApiError {
     LimitsUnavailable(PluginFailure),
     #[error("The request body exceeds the limit of {0} bytes.")]
     BodyTooLarge(usize),
+    #[error(
+        "The request body ({body_bytes} bytes) is too large for the provider plugin `{plugin}`, \
+         whose memory is capped at {mib} MiB; send a smaller request."
+    )]
+    TooLargeForPlugin {
+        plugin: String,
+        body_bytes: usize,
+        mib: u64,
+    },
     #[error("Unknown request URL: {} {}.", echo(method), echo(path))]
     UnknownRoute { method: String, path: String },
     #[error(
@@ -132,7 +141,7 @@ impl ApiError {
             Self::ServerBusy => StatusCode::SERVICE_UNAVAILABLE,
             Self::LimitExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::LimitsUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::BodyTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTooLarge(_) | Self::TooLargeForPlugin { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Provider { error, .. } => provider_status(error),
             Self::PluginFailed(_)
             | Self::UpstreamUnreachable { .. }
@@ -171,7 +180,9 @@ impl ApiError {
                 }
             },
             Self::LimitsUnavailable(_) => ("api_error", None, Some("limits_unavailable")),
-            Self::BodyTooLarge(_) => ("invalid_request_error", None, Some("request_too_large")),
+            Self::BodyTooLarge(_) | Self::TooLargeForPlugin { .. } => {
+                ("invalid_request_error", None, Some("request_too_large"))
+            }
             Self::UnknownRoute { .. } => ("invalid_request_error", None, Some("unknown_url")),
             Self::MethodNotAllowed { .. } => {
                 ("invalid_request_error", None, Some("method_not_allowed"))
@@ -332,6 +343,7 @@ impl ApiError {
             | Self::AmbiguousModel { .. }
             | Self::NoRoute { .. }
             | Self::BodyTooLarge(_)
+            | Self::TooLargeForPlugin { .. }
             | Self::UnknownRoute { .. }
             | Self::MethodNotAllowed { .. }
             | Self::DuplicateHeader(_)
@@ -390,6 +402,25 @@ impl ApiError {
         match failure {
             PluginFailure::Saturated { waited_ms, .. } => Self::Saturated(waited_ms),
             failure => Self::PluginFailed(failure),
+        }
+    }
+
+    /// A provider plugin's failure while preparing a body of `body_bytes`. A plugin that ran out
+    /// of memory on a body of at least a quarter of its cap (it holds the body, the upstream
+    /// request it builds, and their parsed forms) ran out because of the body's size: that is
+    /// the client's 413, not the gateway's 502.
+    pub fn prepare_failed(failure: PluginFailure, body_bytes: usize) -> Self {
+        match failure {
+            PluginFailure::OutOfMemory { plugin, mib }
+                if (body_bytes as u64).saturating_mul(4) >= mib << 20 =>
+            {
+                Self::TooLargeForPlugin {
+                    plugin: plugin.to_string(),
+                    body_bytes,
+                    mib,
+                }
+            }
+            failure => Self::plugin(failure),
         }
     }
 

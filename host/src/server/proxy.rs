@@ -406,7 +406,7 @@ async fn send(
     let prepared = call
         .prepare(&provider.config, &canonical)
         .await
-        .map_err(ApiError::plugin)?
+        .map_err(|failure| ApiError::prepare_failed(failure, canonical.body.len()))?
         .map_err(|error| provider_error(target, redactor, error))?;
 
     Ok(match prepared {
