@@ -218,10 +218,16 @@ pub fn select(
             Flavor::Postgres => format!("${}", params.len()),
         }
     };
+    // One upper bound on the time, the tighter of the range's end and the cursor's time: with
+    // two, SQLite bounds its index walk by either, and the range's end can be far above.
+    let upper = match &q.after {
+        Some(after) => after.time_us.min(q.end_us.saturating_sub(1)),
+        None => q.end_us.saturating_sub(1),
+    };
     let mut clauses = vec![
         format!("project = {}", bind(Param::Text(q.project.clone()))),
         format!("time_us >= {}", bind(Param::Int(q.start_us))),
-        format!("time_us < {}", bind(Param::Int(q.end_us))),
+        format!("time_us <= {}", bind(Param::Int(upper))),
     ];
     if let Some(after) = &q.after {
         let (t, id) = (

@@ -1013,6 +1013,15 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
             r.user_id = Some(format!("user-{user}"));
             r.user_name = Some(format!("User {user}"));
             r.user_tags = vec![format!("team-{}", user % 10)];
+            // For the request log's filters: a key per 50 users, 1 % failures, and the two
+            // embedding models under their own dialect.
+            r.api_key_id = Some(format!("key_{}", user % 20));
+            if h % 100 == 7 {
+                r.status = 500;
+            }
+            if m == 7 || m == 19 {
+                r.operation = "embeddings".to_owned();
+            }
             while ledger.queued() > 90_000 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
@@ -1114,6 +1123,129 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
             times[2]
         );
     }
+    measure_request_log(name, store.as_ref(), (start, end));
+}
+
+/// The request log's first page (50 records) over 30 days of `p0`, unfiltered and under each
+/// filter; a later page; one request by id.
+fn measure_request_log(name: &str, store: &dyn Store, (start_us, end_us): (i64, i64)) {
+    use requests::{RequestQuery, StatusClass};
+    let base = RequestQuery {
+        project: "p0".to_owned(),
+        start_us,
+        end_us,
+        limit: 50,
+        ..RequestQuery::default()
+    };
+    let user = |f: UserFilter| RequestQuery {
+        users: f,
+        ..base.clone()
+    };
+    let tenth_page = {
+        let mut q = base.clone();
+        q.limit = 500;
+        let page = store.requests(&q).unwrap();
+        q.after = page.last().map(requests::Position::of);
+        q.limit = 50;
+        q
+    };
+    let queries: Vec<(&str, RequestQuery)> = vec![
+        ("no filter", base.clone()),
+        ("page after 500 records", tenth_page),
+        (
+            "model (1 of 20)",
+            RequestQuery {
+                model: Some("o3".to_owned()),
+                ..base.clone()
+            },
+        ),
+        (
+            "provider",
+            RequestQuery {
+                provider: Some("gemini".to_owned()),
+                ..base.clone()
+            },
+        ),
+        (
+            "api_key_id (1 of 20)",
+            RequestQuery {
+                api_key_id: Some("key_7".to_owned()),
+                ..base.clone()
+            },
+        ),
+        (
+            "status error (1 %)",
+            RequestQuery {
+                status: Some(StatusClass::Error),
+                ..base.clone()
+            },
+        ),
+        (
+            "status 5xx (1 %)",
+            RequestQuery {
+                status: Some(StatusClass::ServerError),
+                ..base.clone()
+            },
+        ),
+        (
+            "dialect openai.embeddings (10 %)",
+            RequestQuery {
+                operation: Some("embeddings".to_owned()),
+                ..base.clone()
+            },
+        ),
+        (
+            "user_id (1 of 700)",
+            user(UserFilter {
+                user_id: Some("user-7".to_owned()),
+                ..UserFilter::default()
+            }),
+        ),
+        (
+            "user_tags (70 users)",
+            user(UserFilter {
+                user_tags: vec!["team-3".to_owned()],
+                ..UserFilter::default()
+            }),
+        ),
+        (
+            "model + status error + user tag",
+            RequestQuery {
+                model: Some("gpt-4o".to_owned()),
+                status: Some(StatusClass::Error),
+                users: UserFilter {
+                    user_tags: vec!["team-3".to_owned()],
+                    ..UserFilter::default()
+                },
+                ..base.clone()
+            },
+        ),
+    ];
+    for (what, query) in queries {
+        let mut times = Vec::new();
+        let mut rows = 0;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            rows = store.requests(&query).unwrap().len();
+            times.push(t.elapsed());
+        }
+        let first = times[0];
+        times.sort();
+        eprintln!(
+            "{name}: /usage/requests {what}: median {:.2?} (first {first:.2?}), {rows} rows",
+            times[2]
+        );
+    }
+    let mut times = Vec::new();
+    for i in 0..5 {
+        let id = format!("r{}", 1_000 + i * 7_919);
+        let t = std::time::Instant::now();
+        let found = store.project_record("p0", &id).unwrap();
+        times.push(t.elapsed());
+        std::hint::black_box(found);
+    }
+    times.sort();
+    eprintln!("{name}: /usage/requests/{{id}}: median {:.2?}", times[2]);
 }
 
 /// A store whose first commit goes through but whose acknowledgement is lost, as when the
