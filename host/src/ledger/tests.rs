@@ -524,7 +524,7 @@ fn log_record(i: u64, time_us: i64) -> UsageRecord {
     let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     let mut r = record(time_us, ["m1", "m2", "m3"][(h >> 8) as usize % 3], 1, 2, 3);
     r.request_id = format!("log-{:05}", (h >> 20) % 100_000 * 100_000 + i);
-    r.project = if i % 5 == 0 { "q" } else { "p" }.to_owned();
+    r.project = if i.is_multiple_of(5) { "q" } else { "p" }.to_owned();
     r.provider = Some(["openai", "anthropic"][(h >> 12) as usize % 2].to_owned());
     r.api_key_id = [None, Some("key_a"), Some("key_b")][(h >> 16) as usize % 3].map(str::to_owned);
     r.status = [200, 200, 200, 200, 400, 429, 500, 502][(h >> 24) as usize % 8];
