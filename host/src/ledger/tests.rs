@@ -1440,3 +1440,57 @@ fn a_first_schema_sqlite_file_is_refused_clearly() {
     assert!(error.contains("earlier development version"), "{error}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A database written before the request log gets its indexes, and loses the old time index
+/// that the new one extends.
+#[test]
+fn an_older_sqlite_file_gains_the_request_log_indexes() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.db");
+    sqlite::SqliteStore::open(&path)
+        .unwrap()
+        .write(&[record(H, "a", 1, 2, 3)])
+        .unwrap();
+    let indexes = |conn: &rusqlite::Connection| -> Vec<String> {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'usage_records%' ORDER BY name")
+            .unwrap();
+        stmt.query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP INDEX usage_records_by_project_time_id; DROP INDEX usage_records_by_project_user;
+             DROP INDEX usage_records_failed; DROP INDEX usage_records_by_request;
+             CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);",
+        )
+        .unwrap();
+        assert_eq!(indexes(&conn), ["usage_records_by_project_time"]);
+    }
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    let page = store
+        .requests(&requests::RequestQuery {
+            project: "p".to_owned(),
+            end_us: i64::MAX,
+            limit: 5,
+            ..requests::RequestQuery::default()
+        })
+        .unwrap();
+    assert_eq!(page.len(), 1);
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(
+        indexes(&conn),
+        [
+            "usage_records_by_project_time_id",
+            "usage_records_by_project_user",
+            "usage_records_by_request",
+            "usage_records_failed"
+        ]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
