@@ -32,6 +32,7 @@ fn routes() -> Vec<(Method, &'static str, Option<Value>)> {
         (Method::GET, "/v1/models/echo-1", None),
         (Method::POST, "/usage/total", Some(json!({}))),
         (Method::POST, "/usage/models", Some(json!({}))),
+        (Method::POST, "/usage/requests", Some(json!({}))),
     ]
 }
 

@@ -54,6 +54,7 @@ on_both_stores!(
     totals_and_model_buckets_per_project_in_ms_or_us,
     models_filtered_by_user_are_bucketed_by_day,
     no_record_lost_on_sigterm_under_load,
+    request_log_pages_filters_and_one_request,
 );
 
 impl Backend {
@@ -737,4 +738,273 @@ async fn no_record_lost_on_sigterm_under_load(backend: Backend) {
         answered.len(),
         CLIENTS * PER_CLIENT
     );
+}
+
+/// Sends one chat request named `id` for `project` and returns its status.
+async fn send_named(
+    gateway: &TestGateway,
+    project: &str,
+    id: &str,
+    model: &str,
+    user: Value,
+    key: Option<&str>,
+) -> u16 {
+    let mut body = chat(model, false);
+    body["extra"]["user"] = user;
+    let mut request = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .header("x-project-id", project)
+        .header("x-request-id", id)
+        .json(&body);
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+/// The ids of a `/usage/requests` answer, in order.
+fn ids(body: &Value) -> Vec<String> {
+    body["data"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{body}"))
+        .iter()
+        .map(|r| r["request_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The request log through the real gateway: newest first, each filter, pages that neither
+/// repeat nor skip while new requests arrive, one request by id (404 for another project's or
+/// an unknown one), bad queries and cursors a 400 in OpenAI's shape, and no key a 401.
+async fn request_log_pages_filters_and_one_request(backend: Backend) {
+    let mock = MockOpenAi::start().await;
+    let gateway = start(&mock, &backend).await;
+    let key = gateway.api_key("acme").await;
+    let ada = json!({"id": "ada", "name": "Ada", "tags": ["beta"]});
+    let bob = json!({"id": "bob", "tags": ["vip"]});
+    let mut sent = Vec::new();
+    for i in 0..6 {
+        let id = format!("log-{i}");
+        let user = if i % 2 == 0 { ada.clone() } else { bob.clone() };
+        assert_eq!(
+            send_named(
+                &gateway,
+                "acme",
+                &id,
+                "gpt-4o-mini",
+                user,
+                (i == 5).then_some(key.as_str())
+            )
+            .await,
+            200
+        );
+        sent.push(id);
+    }
+    assert_eq!(
+        send_named(
+            &gateway,
+            "acme",
+            "log-fail",
+            "no-such-model",
+            ada.clone(),
+            None
+        )
+        .await,
+        404
+    );
+    assert_eq!(
+        send_named(
+            &gateway,
+            "other",
+            "log-other",
+            "gpt-4o-mini",
+            ada.clone(),
+            None
+        )
+        .await,
+        200
+    );
+    // Newest first: the failure, then log-5 .. log-0.
+    let mut newest_first: Vec<String> = sent.iter().rev().cloned().collect();
+    newest_first.insert(0, "log-fail".to_owned());
+    let mut all = json!({});
+    for _ in 0..100 {
+        all = usage(&gateway, "/usage/requests", "acme", json!({}))
+            .await
+            .1;
+        if ids(&all).len() == 7 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(ids(&all), newest_first, "{all}");
+    assert_eq!(all["has_more"], false);
+    assert_eq!(all["next_cursor"], Value::Null);
+    let first = &all["data"][1];
+    assert_eq!(first["dialect"], "openai.chat");
+    assert_eq!(first["operation"], "chat.completions");
+    assert_eq!(first["model"], "gpt-4o-mini");
+    assert_eq!(first["provider"], "openai");
+    assert_eq!(first["status"], 200);
+    assert_eq!(
+        first["user"],
+        json!({"id": "bob", "name": null, "tags": ["vip"]})
+    );
+    assert_eq!(first["input_tokens"], PROMPT_TOKENS);
+    assert_eq!(
+        first["cost"].as_f64().unwrap(),
+        MOCK_COST_MICROS as f64 / 1e6
+    );
+    let key_id = first["api_key_id"].as_str().unwrap().to_owned();
+    assert!(key_id.starts_with("key_"), "{first}");
+    assert_eq!(all["data"][0]["status"], 404);
+    assert_eq!(all["data"][0]["error_type"], "model_not_found");
+
+    // Each filter.
+    let ask = |filter: Value| {
+        let gateway = &gateway;
+        async move {
+            let (status, body) = usage(gateway, "/usage/requests", "acme", filter.clone()).await;
+            assert_eq!(status, 200, "{filter} -> {body}");
+            ids(&body)
+        }
+    };
+    assert_eq!(ask(json!({"status": "error"})).await, ["log-fail"]);
+    assert_eq!(ask(json!({"status": "4xx"})).await, ["log-fail"]);
+    assert_eq!(ask(json!({"status": "5xx"})).await, Vec::<String>::new());
+    assert_eq!(ask(json!({"status": "2xx"})).await.len(), 6);
+    assert_eq!(ask(json!({"model": "gpt-4o-mini"})).await.len(), 6);
+    assert_eq!(ask(json!({"provider": "openai"})).await.len(), 6);
+    assert_eq!(
+        ask(json!({"user_id": "bob"})).await,
+        ["log-5", "log-3", "log-1"]
+    );
+    assert_eq!(
+        ask(json!({"user_tags": ["beta"]})).await,
+        ["log-fail", "log-4", "log-2", "log-0"]
+    );
+    assert_eq!(ask(json!({"api_key_id": key_id})).await, ["log-5"]);
+    assert_eq!(ask(json!({"dialect": "openai.chat"})).await.len(), 7);
+    assert_eq!(
+        ask(json!({"dialect": "openai.embeddings"})).await,
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        ask(json!({"user_id": "ada", "status": "2xx", "limit": 2})).await,
+        ["log-4", "log-2"]
+    );
+    assert_eq!(
+        ask(json!({"end_time_us": 1_000_000_000_000i64})).await,
+        Vec::<String>::new()
+    );
+
+    // Pages of 3 while new requests arrive between them: none repeated, none skipped.
+    let mut pages = Vec::new();
+    let mut query = json!({"limit": 3});
+    for round in 0..10 {
+        let (status, body) = usage(&gateway, "/usage/requests", "acme", query.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        pages.extend(ids(&body));
+        let Some(cursor) = body["next_cursor"].as_str() else {
+            assert_eq!(body["has_more"], false);
+            break;
+        };
+        assert_eq!(body["has_more"], true);
+        query["cursor"] = cursor.into();
+        assert_eq!(
+            send_named(
+                &gateway,
+                "acme",
+                &format!("late-{round}"),
+                "gpt-4o-mini",
+                ada.clone(),
+                None
+            )
+            .await,
+            200
+        );
+    }
+    assert_eq!(pages, newest_first);
+    // A cursor belongs to its filters.
+    let (status, body) = usage(
+        &gateway,
+        "/usage/requests",
+        "acme",
+        json!({"limit": 1, "cursor": query["cursor"], "model": "gpt-4o-mini"}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "cursor");
+    // And to its project.
+    let (status, body) = usage(
+        &gateway,
+        "/usage/requests",
+        "other",
+        json!({"limit": 1, "cursor": query["cursor"]}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+
+    // One request: only its own project's.
+    let one = |project: &'static str, id: &'static str| {
+        let gateway = &gateway;
+        async move {
+            let response = http()
+                .get(gateway.url(&format!("/usage/requests/{id}")))
+                .bearer_auth(gateway.api_key(project).await)
+                .send()
+                .await
+                .unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    let (status, body) = one("acme", "log-3").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["request_id"], "log-3");
+    assert_eq!(body["user"]["id"], "bob");
+    assert_eq!(body, all["data"][3]);
+    let (status, body) = one("acme", "log-other").await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["error"]["code"], "request_not_found");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert_eq!(one("other", "log-other").await.0, 200);
+    assert_eq!(one("other", "log-3").await.0, 404);
+    assert_eq!(one("acme", "nope").await.0, 404);
+
+    // Bad queries, in OpenAI's shape.
+    for (body, param) in [
+        (json!({"cursor": "not-hex"}), "cursor"),
+        (json!({"cursor": "01"}), "cursor"),
+        (json!({"limit": 0}), "limit"),
+        (json!({"limit": 501}), "limit"),
+        (json!({"status": "3xx"}), "status"),
+        (json!({"dialect": "cobol"}), "dialect"),
+        (json!({"model": ""}), "model"),
+        (json!({"model": "m".repeat(10_000)}), "model"),
+        (json!({"api_key_id": "k".repeat(100)}), "api_key_id"),
+        (json!({"user_tags": vec!["x"; 17]}), "user_tags"),
+    ] {
+        let (status, answer) = usage(&gateway, "/usage/requests", "acme", body.clone()).await;
+        assert_eq!(status, 400, "{body} -> {answer}");
+        assert_eq!(answer["error"]["type"], "invalid_request_error", "{answer}");
+        assert_eq!(answer["error"]["param"], param, "{body} -> {answer}");
+        assert!(answer.to_string().len() < 2_000, "{answer}");
+    }
+    // No key: 401, for the list and for one request.
+    let response = http()
+        .post(gateway.url("/usage/requests"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    let response = http()
+        .get(gateway.url("/usage/requests/log-3"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    gateway.stop().await;
 }

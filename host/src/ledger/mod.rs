@@ -12,10 +12,12 @@
 //! - [`store`]: the storage trait and what the analytics endpoints ask of it.
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
+//! - [`requests`]: the request log's query, pages and filters, shared by both stores.
 //! - `rollup`: what both stores share about rollups and ranges.
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
 pub mod postgres;
+pub mod requests;
 mod rollup;
 pub mod sqlite;
 pub mod store;

@@ -29,6 +29,7 @@ use postgres::{Client, NoTls, Row, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::UsageRecord;
+use super::requests::{self, Flavor, Param, RequestQuery};
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
@@ -57,7 +58,16 @@ CREATE TABLE IF NOT EXISTS usage_records (
 );
 -- Added after the first release: older databases get the column, empty for their records.
 ALTER TABLE usage_records ADD COLUMN IF NOT EXISTS ttft_us BIGINT;
-CREATE INDEX IF NOT EXISTS usage_records_by_project_time ON usage_records (project, time_us);
+-- The request log's indexes (see ledger::requests). The first replaces the earlier
+-- (project, time_us), of which it is an extension: a page's keyset is (time_us, request_id).
+CREATE INDEX IF NOT EXISTS usage_records_by_project_time_id
+    ON usage_records (project, time_us, request_id);
+DROP INDEX IF EXISTS usage_records_by_project_time;
+CREATE INDEX IF NOT EXISTS usage_records_by_project_user
+    ON usage_records (project, user_key, time_us, request_id);
+CREATE INDEX IF NOT EXISTS usage_records_failed
+    ON usage_records (project, time_us, request_id) WHERE (status < 200 OR status >= 300);
+CREATE INDEX IF NOT EXISTS usage_records_by_request ON usage_records (request_id);
 CREATE TABLE IF NOT EXISTS usage_users (
     user_key BIGSERIAL PRIMARY KEY,
     project TEXT NOT NULL,
@@ -693,6 +703,34 @@ fn sums(row: &Row, first: usize) -> Totals {
     )
 }
 
+/// A record from a row of [`requests::COLUMNS`].
+fn record_row(row: &Row) -> anyhow::Result<UsageRecord> {
+    let count = |i: usize| u64::try_from(row.get::<_, i64>(i));
+    let tags: String = row.get(6);
+    let status: i32 = row.get(15);
+    Ok(UsageRecord {
+        request_id: row.get(0),
+        time_us: row.get(1),
+        project: row.get(2),
+        api_key_id: row.get(3),
+        user_id: row.get(4),
+        user_name: row.get(5),
+        user_tags: serde_json::from_str(&tags)?,
+        provider: row.get(7),
+        model: row.get(8),
+        operation: row.get(9),
+        input_tokens: count(10)?,
+        output_tokens: count(11)?,
+        cached_input_tokens: count(12)?,
+        cost_micros: row.get(13),
+        latency_us: row.get(14),
+        status: u16::try_from(status)?,
+        error_type: row.get(16),
+        estimated: row.get(17),
+        ttft_us: row.get(18),
+    })
+}
+
 fn key_row(row: &Row) -> ApiKey {
     ApiKey {
         id: row.get(0),
@@ -945,39 +983,61 @@ impl Store for PostgresStore {
     fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
         self.read(|client| {
             let row = client.query_opt(
-                "SELECT request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
-                    provider, model, operation, input_tokens, output_tokens, cached_input_tokens,
-                    cost_micros, latency_us, status, error_type, estimated, ttft_us
-                 FROM usage_records WHERE request_id = $1 ORDER BY time_us DESC LIMIT 1",
+                &format!(
+                    "SELECT {} FROM usage_records WHERE request_id = $1
+                     ORDER BY time_us DESC LIMIT 1",
+                    requests::COLUMNS
+                ),
                 &[&request_id],
             )?;
-            let Some(row) = row else {
-                return Ok(None);
+            row.as_ref().map(record_row).transpose()
+        })
+    }
+
+    fn project_record(
+        &self,
+        project: &str,
+        request_id: &str,
+    ) -> anyhow::Result<Option<UsageRecord>> {
+        self.read(|client| {
+            let row = client.query_opt(
+                &format!(
+                    "SELECT {} FROM usage_records WHERE request_id = $1 AND project = $2
+                     ORDER BY time_us DESC LIMIT 1",
+                    requests::COLUMNS
+                ),
+                &[&request_id, &project],
+            )?;
+            row.as_ref().map(record_row).transpose()
+        })
+    }
+
+    fn requests(&self, query: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        self.read(|client| {
+            let user_keys = if query.users.is_empty() {
+                None
+            } else {
+                let keys = Self::matching_users(client, &query.project, &query.users)?;
+                if keys.is_empty() {
+                    return Ok(Vec::new());
+                }
+                Some(keys)
             };
-            let count = |i: usize| u64::try_from(row.get::<_, i64>(i));
-            let tags: String = row.get(6);
-            let status: i32 = row.get(15);
-            Ok(Some(UsageRecord {
-                request_id: row.get(0),
-                time_us: row.get(1),
-                project: row.get(2),
-                api_key_id: row.get(3),
-                user_id: row.get(4),
-                user_name: row.get(5),
-                user_tags: serde_json::from_str(&tags)?,
-                provider: row.get(7),
-                model: row.get(8),
-                operation: row.get(9),
-                input_tokens: count(10)?,
-                output_tokens: count(11)?,
-                cached_input_tokens: count(12)?,
-                cost_micros: row.get(13),
-                latency_us: row.get(14),
-                status: u16::try_from(status)?,
-                error_type: row.get(16),
-                estimated: row.get(17),
-                ttft_us: row.get(18),
-            }))
+            let (sql, bound) = requests::select(query, user_keys, Flavor::Postgres);
+            let values: Vec<Box<dyn postgres::types::ToSql + Sync>> = bound
+                .into_iter()
+                .map(|p| -> Box<dyn postgres::types::ToSql + Sync> {
+                    match p {
+                        Param::Text(t) => Box::new(t),
+                        Param::Int(i) => Box::new(i),
+                        Param::Keys(keys) => Box::new(keys),
+                    }
+                })
+                .collect();
+            let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                values.iter().map(|v| &**v).collect();
+            let rows = client.query(&sql, &refs)?;
+            rows.iter().map(record_row).collect()
         })
     }
 

@@ -15,6 +15,7 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 use super::UsageRecord;
+use super::requests::{self, Flavor, Param, RequestQuery};
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
@@ -41,7 +42,16 @@ CREATE TABLE IF NOT EXISTS usage_records (
     estimated INTEGER NOT NULL,
     ttft_us INTEGER
 );
-CREATE INDEX IF NOT EXISTS usage_records_by_project_time ON usage_records (project, time_us);
+-- The request log's indexes (see ledger::requests). The first replaces the earlier
+-- (project, time_us), of which it is an extension: a page's keyset is (time_us, request_id).
+CREATE INDEX IF NOT EXISTS usage_records_by_project_time_id
+    ON usage_records (project, time_us, request_id);
+DROP INDEX IF EXISTS usage_records_by_project_time;
+CREATE INDEX IF NOT EXISTS usage_records_by_project_user
+    ON usage_records (project, user_key, time_us, request_id);
+CREATE INDEX IF NOT EXISTS usage_records_failed
+    ON usage_records (project, time_us, request_id) WHERE (status < 200 OR status >= 300);
+CREATE INDEX IF NOT EXISTS usage_records_by_request ON usage_records (request_id);
 CREATE TABLE IF NOT EXISTS usage_users (
     user_key INTEGER PRIMARY KEY,
     project TEXT NOT NULL,
@@ -633,38 +643,89 @@ impl Store for SqliteStore {
 
     fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
         let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
-                provider, model, operation, input_tokens, output_tokens, cached_input_tokens,
-                cost_micros, latency_us, status, error_type, estimated, ttft_us
-             FROM usage_records WHERE request_id = ?1 ORDER BY rowid DESC LIMIT 1",
-        )?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {} FROM usage_records WHERE request_id = ?1
+             ORDER BY time_us DESC, rowid DESC LIMIT 1",
+            requests::COLUMNS
+        ))?;
         let mut rows = stmt.query(params![request_id])?;
-        let Some(row) = rows.next()? else {
-            return Ok(None);
-        };
-        let count = |i: usize| -> anyhow::Result<u64> { Ok(u64::try_from(row.get::<_, i64>(i)?)?) };
-        let tags: String = row.get(6)?;
-        Ok(Some(UsageRecord {
-            request_id: row.get(0)?,
-            time_us: row.get(1)?,
-            project: row.get(2)?,
-            api_key_id: row.get(3)?,
-            user_id: row.get(4)?,
-            user_name: row.get(5)?,
-            user_tags: serde_json::from_str(&tags)?,
-            provider: row.get(7)?,
-            model: row.get(8)?,
-            operation: row.get(9)?,
-            input_tokens: count(10)?,
-            output_tokens: count(11)?,
-            cached_input_tokens: count(12)?,
-            cost_micros: row.get(13)?,
-            latency_us: row.get(14)?,
-            status: row.get(15)?,
-            error_type: row.get(16)?,
-            estimated: row.get(17)?,
-            ttft_us: row.get(18)?,
-        }))
+        rows.next()?.map(record_row).transpose()
     }
+
+    fn project_record(
+        &self,
+        project: &str,
+        request_id: &str,
+    ) -> anyhow::Result<Option<UsageRecord>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            // `+project`: the index on the id, not the project's (which SQLite, without
+            // statistics, prefers, and which reads every record of the project).
+            "SELECT {} FROM usage_records WHERE request_id = ?1 AND +project = ?2
+             ORDER BY time_us DESC, rowid DESC LIMIT 1",
+            requests::COLUMNS
+        ))?;
+        let mut rows = stmt.query(params![request_id, project])?;
+        rows.next()?.map(record_row).transpose()
+    }
+
+    fn requests(&self, query: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        let conn = self.reader()?;
+        let user_keys = if query.users.is_empty() {
+            None
+        } else {
+            let keys = Self::matching_users(&conn, &query.project, &query.users)?;
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            Some(keys)
+        };
+        let (sql, bound) = requests::select(query, user_keys, Flavor::Sqlite);
+        let values = bound
+            .into_iter()
+            .map(|p| {
+                Ok(match p {
+                    Param::Text(t) => rusqlite::types::Value::Text(t),
+                    Param::Int(i) => rusqlite::types::Value::Integer(i),
+                    Param::Keys(keys) => {
+                        rusqlite::types::Value::Text(serde_json::to_string(&keys)?)
+                    }
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
+        let mut page = Vec::new();
+        while let Some(row) = rows.next()? {
+            page.push(record_row(row)?);
+        }
+        Ok(page)
+    }
+}
+
+/// A record from a row of [`requests::COLUMNS`].
+fn record_row(row: &rusqlite::Row<'_>) -> anyhow::Result<UsageRecord> {
+    let count = |i: usize| -> anyhow::Result<u64> { Ok(u64::try_from(row.get::<_, i64>(i)?)?) };
+    let tags: String = row.get(6)?;
+    Ok(UsageRecord {
+        request_id: row.get(0)?,
+        time_us: row.get(1)?,
+        project: row.get(2)?,
+        api_key_id: row.get(3)?,
+        user_id: row.get(4)?,
+        user_name: row.get(5)?,
+        user_tags: serde_json::from_str(&tags)?,
+        provider: row.get(7)?,
+        model: row.get(8)?,
+        operation: row.get(9)?,
+        input_tokens: count(10)?,
+        output_tokens: count(11)?,
+        cached_input_tokens: count(12)?,
+        cost_micros: row.get(13)?,
+        latency_us: row.get(14)?,
+        status: row.get(15)?,
+        error_type: row.get(16)?,
+        estimated: row.get(17)?,
+        ttft_us: row.get(18)?,
+    })
 }

@@ -19,8 +19,13 @@
 //!   transaction, so that a batch retried after its commit's acknowledgement was lost (the
 //!   connection broke at that moment) is recognised and not counted twice;
 //! - `api_keys`.
+//!
+//! `usage_records` is indexed for the request log (see [`super::requests`]): by project and
+//! time (with the request id, the pages' keyset), by project and user, failed requests alone
+//! (a partial index), and by request id.
 
 use super::UsageRecord;
+use super::requests::RequestQuery;
 
 /// A calendar bucket of `/usage/models`, in UTC. Weeks start on Monday.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -191,7 +196,18 @@ pub trait Store: Send + Sync + 'static {
     /// The key whose hash is `hash`, revoked or not.
     fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>>;
 
-    /// The stored record of one request, by its request id (for tests and diagnostics: the
-    /// table has no index on it, so this reads every record). The last one if several share it.
+    /// The stored record of one request, by its request id, whatever its project (for tests
+    /// and diagnostics). The last one if several share it.
     fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>>;
+
+    /// One page of the request log: up to `query.limit + 1` records (the extra one says that
+    /// more follow), newest first, by (`time_us`, `request_id`) descending.
+    fn requests(&self, query: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>>;
+
+    /// The newest record of `project` with this request id; never another project's.
+    fn project_record(
+        &self,
+        project: &str,
+        request_id: &str,
+    ) -> anyhow::Result<Option<UsageRecord>>;
 }

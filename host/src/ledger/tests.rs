@@ -41,6 +41,8 @@ on_every_store!(
     check_many_users_one_bucket,
     check_rollups_agree_with_records,
     check_batches_are_written_once,
+    check_request_pages,
+    check_one_request_per_project,
 );
 
 // 2024-02-29 13:00:00 UTC.
@@ -517,6 +519,212 @@ fn check_many_users_one_bucket(store: &dyn Store) {
     assert_eq!(store.count().unwrap(), 60);
 }
 
+/// A record of the request-log property: `i` picks everything, from a multiplicative hash.
+fn log_record(i: u64, time_us: i64) -> UsageRecord {
+    let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut r = record(time_us, ["m1", "m2", "m3"][(h >> 8) as usize % 3], 1, 2, 3);
+    r.request_id = format!("log-{:05}", (h >> 20) % 100_000 * 100_000 + i);
+    r.project = if i.is_multiple_of(5) { "q" } else { "p" }.to_owned();
+    r.provider = Some(["openai", "anthropic"][(h >> 12) as usize % 2].to_owned());
+    r.api_key_id = [None, Some("key_a"), Some("key_b")][(h >> 16) as usize % 3].map(str::to_owned);
+    r.status = [200, 200, 200, 200, 400, 429, 500, 502][(h >> 24) as usize % 8];
+    r.operation =
+        ["chat.completions", "chat.completions", "embeddings"][(h >> 28) as usize % 3].to_owned();
+    match (h >> 32) % 12 {
+        0 => r.model = None,
+        1 | 2 => {}
+        u => {
+            r = by(
+                r,
+                &format!("u{u}"),
+                &format!("name {}", u % 4),
+                &[&format!("team-{}", u % 3)],
+            );
+        }
+    }
+    r
+}
+
+/// The request log's pages equal a filter over the raw records, newest first by (time, id),
+/// for every filter alone and combined; paging while records keep arriving (newer ones, and
+/// late ones older than the cursor, as a long stream is recorded when it ends) repeats none and
+/// skips none of those present when the first page was read.
+fn check_request_pages(store: &dyn Store) {
+    use requests::{Position, RequestQuery, StatusClass};
+    // Times collide in fours: the request id breaks the ties.
+    let mut all: Vec<UsageRecord> = (0..1_200u64)
+        .map(|i| log_record(i, H + (i as i64 / 4) * 1_000_000))
+        .collect();
+    for batch in all.chunks(300) {
+        store.write(batch).unwrap();
+    }
+    let base = RequestQuery {
+        project: "p".to_owned(),
+        start_us: 0,
+        end_us: i64::MAX,
+        limit: 23,
+        ..RequestQuery::default()
+    };
+    let users = |f: UserFilter| RequestQuery {
+        users: f,
+        ..base.clone()
+    };
+    let queries = [
+        base.clone(),
+        RequestQuery {
+            model: Some("m2".to_owned()),
+            ..base.clone()
+        },
+        RequestQuery {
+            provider: Some("anthropic".to_owned()),
+            ..base.clone()
+        },
+        RequestQuery {
+            api_key_id: Some("key_b".to_owned()),
+            ..base.clone()
+        },
+        RequestQuery {
+            status: Some(StatusClass::Success),
+            ..base.clone()
+        },
+        RequestQuery {
+            status: Some(StatusClass::ClientError),
+            ..base.clone()
+        },
+        RequestQuery {
+            status: Some(StatusClass::ServerError),
+            ..base.clone()
+        },
+        RequestQuery {
+            status: Some(StatusClass::Error),
+            limit: 1,
+            ..base.clone()
+        },
+        RequestQuery {
+            operation: Some("embeddings".to_owned()),
+            ..base.clone()
+        },
+        users(UserFilter {
+            user_id: Some("u7".to_owned()),
+            ..UserFilter::default()
+        }),
+        users(UserFilter {
+            user_name: Some("name 1".to_owned()),
+            ..UserFilter::default()
+        }),
+        users(UserFilter {
+            user_tags: vec!["team-0".to_owned(), "team-2".to_owned()],
+            ..UserFilter::default()
+        }),
+        RequestQuery {
+            start_us: H + 50_000_000,
+            end_us: H + 250_000_000,
+            model: Some("m1".to_owned()),
+            status: Some(StatusClass::Error),
+            api_key_id: Some("key_a".to_owned()),
+            limit: 4,
+            ..base.clone()
+        },
+        RequestQuery {
+            users: UserFilter {
+                user_id: Some("nobody".to_owned()),
+                ..UserFilter::default()
+            },
+            ..base.clone()
+        },
+        RequestQuery {
+            project: "none".to_owned(),
+            ..base.clone()
+        },
+    ];
+    let mut next = 1_200u64;
+    for query in queries {
+        let at_start: Vec<UsageRecord> = reference(&all, &query, usize::MAX);
+        let mut seen: Vec<UsageRecord> = Vec::new();
+        let mut page_query = query.clone();
+        for page_no in 0.. {
+            assert!(page_no < 2_000, "pages never end: {query:?}");
+            let page = store.requests(&page_query).unwrap();
+            assert_eq!(
+                page,
+                reference(&all, &page_query, query.limit + 1),
+                "{page_query:?}"
+            );
+            let more = page.len() > query.limit;
+            let page = &page[..page.len().min(query.limit)];
+            seen.extend_from_slice(page);
+            if !more {
+                break;
+            }
+            page_query.after = page.last().map(Position::of);
+            // Between pages: two newer records, and one late record older than the cursor.
+            let newest = all.iter().map(|r| r.time_us).max().unwrap_or(H);
+            let cursor = page_query.after.as_ref().map_or(H, |a| a.time_us);
+            let arriving: Vec<UsageRecord> = [newest + 1, newest + 2, cursor - 1]
+                .into_iter()
+                .map(|t| {
+                    next += 1;
+                    log_record(next, t)
+                })
+                .collect();
+            store.write(&arriving).unwrap();
+            all.extend(arriving);
+        }
+        // Strictly descending: no repeats.
+        assert!(
+            seen.windows(2)
+                .all(|w| (w[0].time_us, &w[0].request_id) > (w[1].time_us, &w[1].request_id)),
+            "{query:?}"
+        );
+        // No skips: every record present at the first page is on some page.
+        for r in &at_start {
+            assert!(seen.contains(r), "{} skipped: {query:?}", r.request_id);
+        }
+        if query.project == "p" && query.users.user_id.as_deref() != Some("nobody") {
+            assert!(
+                !at_start.is_empty(),
+                "the check checks something: {query:?}"
+            );
+        }
+    }
+}
+
+/// What a page of `query` holds over `records`: the first `take` that match, newest first.
+fn reference(
+    records: &[UsageRecord],
+    query: &requests::RequestQuery,
+    take: usize,
+) -> Vec<UsageRecord> {
+    let mut want: Vec<UsageRecord> = records
+        .iter()
+        .filter(|r| query.matches(r))
+        .cloned()
+        .collect();
+    want.sort_by(|a, b| (b.time_us, &b.request_id).cmp(&(a.time_us, &a.request_id)));
+    want.truncate(take);
+    want
+}
+
+/// One request by id: only in its own project; the newest of a project's records sharing an id.
+fn check_one_request_per_project(store: &dyn Store) {
+    let mut mine = record(H, "a", 1, 2, 3);
+    mine.request_id = "shared-id".to_owned();
+    let mut theirs = mine.clone();
+    theirs.project = "q".to_owned();
+    theirs.time_us = H + 5;
+    let mut again = mine.clone();
+    again.time_us = H + 2;
+    again.status = 500;
+    store.write(&[mine, theirs.clone(), again.clone()]).unwrap();
+    assert_eq!(store.project_record("p", "shared-id").unwrap(), Some(again));
+    assert_eq!(
+        store.project_record("q", "shared-id").unwrap(),
+        Some(theirs)
+    );
+    assert_eq!(store.project_record("r", "shared-id").unwrap(), None);
+    assert_eq!(store.project_record("p", "nope").unwrap(), None);
+}
+
 /// `store.count()` off the async thread (the PostgreSQL client blocks on a runtime of its own).
 async fn count(store: &Arc<dyn Store>) -> u64 {
     let store = Arc::clone(store);
@@ -670,6 +878,12 @@ impl Store for Stuck {
     fn record(&self, _: &str) -> anyhow::Result<Option<UsageRecord>> {
         Ok(None)
     }
+    fn requests(&self, _: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        Ok(Vec::new())
+    }
+    fn project_record(&self, _: &str, _: &str) -> anyhow::Result<Option<UsageRecord>> {
+        Ok(None)
+    }
 }
 
 #[tokio::test]
@@ -799,6 +1013,15 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
             r.user_id = Some(format!("user-{user}"));
             r.user_name = Some(format!("User {user}"));
             r.user_tags = vec![format!("team-{}", user % 10)];
+            // For the request log's filters: a key per 50 users, 1 % failures, and the two
+            // embedding models under their own dialect.
+            r.api_key_id = Some(format!("key_{}", user % 20));
+            if h % 100 == 7 {
+                r.status = 500;
+            }
+            if m == 7 || m == 19 {
+                r.operation = "embeddings".to_owned();
+            }
             while ledger.queued() > 90_000 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
@@ -900,6 +1123,129 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
             times[2]
         );
     }
+    measure_request_log(name, store.as_ref(), (start, end));
+}
+
+/// The request log's first page (50 records) over 30 days of `p0`, unfiltered and under each
+/// filter; a later page; one request by id.
+fn measure_request_log(name: &str, store: &dyn Store, (start_us, end_us): (i64, i64)) {
+    use requests::{RequestQuery, StatusClass};
+    let base = RequestQuery {
+        project: "p0".to_owned(),
+        start_us,
+        end_us,
+        limit: 50,
+        ..RequestQuery::default()
+    };
+    let user = |f: UserFilter| RequestQuery {
+        users: f,
+        ..base.clone()
+    };
+    let tenth_page = {
+        let mut q = base.clone();
+        q.limit = 500;
+        let page = store.requests(&q).unwrap();
+        q.after = page.last().map(requests::Position::of);
+        q.limit = 50;
+        q
+    };
+    let queries: Vec<(&str, RequestQuery)> = vec![
+        ("no filter", base.clone()),
+        ("page after 500 records", tenth_page),
+        (
+            "model (1 of 20)",
+            RequestQuery {
+                model: Some("o3".to_owned()),
+                ..base.clone()
+            },
+        ),
+        (
+            "provider",
+            RequestQuery {
+                provider: Some("gemini".to_owned()),
+                ..base.clone()
+            },
+        ),
+        (
+            "api_key_id (1 of 20)",
+            RequestQuery {
+                api_key_id: Some("key_7".to_owned()),
+                ..base.clone()
+            },
+        ),
+        (
+            "status error (1 %)",
+            RequestQuery {
+                status: Some(StatusClass::Error),
+                ..base.clone()
+            },
+        ),
+        (
+            "status 5xx (1 %)",
+            RequestQuery {
+                status: Some(StatusClass::ServerError),
+                ..base.clone()
+            },
+        ),
+        (
+            "dialect openai.embeddings (10 %)",
+            RequestQuery {
+                operation: Some("embeddings".to_owned()),
+                ..base.clone()
+            },
+        ),
+        (
+            "user_id (1 of 700)",
+            user(UserFilter {
+                user_id: Some("user-7".to_owned()),
+                ..UserFilter::default()
+            }),
+        ),
+        (
+            "user_tags (70 users)",
+            user(UserFilter {
+                user_tags: vec!["team-3".to_owned()],
+                ..UserFilter::default()
+            }),
+        ),
+        (
+            "model + status error + user tag",
+            RequestQuery {
+                model: Some("gpt-4o".to_owned()),
+                status: Some(StatusClass::Error),
+                users: UserFilter {
+                    user_tags: vec!["team-3".to_owned()],
+                    ..UserFilter::default()
+                },
+                ..base.clone()
+            },
+        ),
+    ];
+    for (what, query) in queries {
+        let mut times = Vec::new();
+        let mut rows = 0;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            rows = store.requests(&query).unwrap().len();
+            times.push(t.elapsed());
+        }
+        let first = times[0];
+        times.sort();
+        eprintln!(
+            "{name}: /usage/requests {what}: median {:.2?} (first {first:.2?}), {rows} rows",
+            times[2]
+        );
+    }
+    let mut times = Vec::new();
+    for i in 0..5 {
+        let id = format!("r{}", 1_000 + i * 7_919);
+        let t = std::time::Instant::now();
+        let found = store.project_record("p0", &id).unwrap();
+        times.push(t.elapsed());
+        std::hint::black_box(found);
+    }
+    times.sort();
+    eprintln!("{name}: /usage/requests/{{id}}: median {:.2?}", times[2]);
 }
 
 /// A store whose first commit goes through but whose acknowledgement is lost, as when the
@@ -947,6 +1293,12 @@ impl Store for LosesFirstAck {
     }
     fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
         self.inner.record(request_id)
+    }
+    fn requests(&self, query: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        self.inner.requests(query)
+    }
+    fn project_record(&self, project: &str, id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        self.inner.project_record(project, id)
     }
 }
 
@@ -1086,5 +1438,59 @@ fn a_first_schema_sqlite_file_is_refused_clearly() {
         .unwrap();
     let error = format!("{:#}", sqlite::SqliteStore::open(&path).err().unwrap());
     assert!(error.contains("earlier development version"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A database written before the request log gets its indexes, and loses the old time index
+/// that the new one extends.
+#[test]
+fn an_older_sqlite_file_gains_the_request_log_indexes() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.db");
+    sqlite::SqliteStore::open(&path)
+        .unwrap()
+        .write(&[record(H, "a", 1, 2, 3)])
+        .unwrap();
+    let indexes = |conn: &rusqlite::Connection| -> Vec<String> {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'usage_records%' ORDER BY name")
+            .unwrap();
+        stmt.query_map([], |row| row.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "DROP INDEX usage_records_by_project_time_id; DROP INDEX usage_records_by_project_user;
+             DROP INDEX usage_records_failed; DROP INDEX usage_records_by_request;
+             CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);",
+        )
+        .unwrap();
+        assert_eq!(indexes(&conn), ["usage_records_by_project_time"]);
+    }
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    let page = store
+        .requests(&requests::RequestQuery {
+            project: "p".to_owned(),
+            end_us: i64::MAX,
+            limit: 5,
+            ..requests::RequestQuery::default()
+        })
+        .unwrap();
+    assert_eq!(page.len(), 1);
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    assert_eq!(
+        indexes(&conn),
+        [
+            "usage_records_by_project_time_id",
+            "usage_records_by_project_user",
+            "usage_records_by_request",
+            "usage_records_failed"
+        ]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -85,6 +85,9 @@ pub enum ApiError {
     },
     #[error("The usage ledger cannot answer right now; try again shortly.")]
     LedgerUnavailable(String),
+    /// No record of the caller's project has this request id (another project's is not shown).
+    #[error("No request `{}` in this project's usage records.", echo(.0))]
+    RequestNotFound(String),
     #[error(
         "You didn't provide an API key. Send it as `Authorization: Bearer <key>`; \
          `wasmgate keys create --project <project>` makes one."
@@ -134,7 +137,9 @@ impl ApiError {
             | Self::InvalidField { .. }
             | Self::AmbiguousModel { .. }
             | Self::NoRoute { .. } => StatusCode::BAD_REQUEST,
-            Self::ModelNotFound(_) | Self::UnknownRoute { .. } => StatusCode::NOT_FOUND,
+            Self::ModelNotFound(_) | Self::UnknownRoute { .. } | Self::RequestNotFound(_) => {
+                StatusCode::NOT_FOUND
+            }
             Self::UnsafeUpstreamUrl { .. } => StatusCode::BAD_REQUEST,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::DuplicateHeader(_) | Self::InvalidHeader { .. } => StatusCode::BAD_REQUEST,
@@ -223,6 +228,11 @@ impl ApiError {
                 Some("unsafe_upstream_url"),
             ),
             Self::LedgerUnavailable(_) => ("api_error", None, Some("ledger_unavailable")),
+            Self::RequestNotFound(_) => (
+                "invalid_request_error",
+                Some("request_id"),
+                Some("request_not_found"),
+            ),
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
             Self::WrongProject(_) => ("permission_error", None, Some("project_mismatch")),
@@ -352,6 +362,7 @@ impl ApiError {
             | Self::LimitExceeded(_)
             | Self::LimitsUnavailable(_)
             | Self::LedgerUnavailable(_)
+            | Self::RequestNotFound(_)
             | Self::UnsafeUpstreamUrl { .. }
             | Self::MissingApiKey
             | Self::InvalidApiKey

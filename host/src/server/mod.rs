@@ -17,6 +17,7 @@ mod request_props;
 mod stream;
 mod timeouts;
 mod usage;
+mod usage_requests;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -48,6 +49,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/models/{*id}", get(models::retrieve))
         .route("/usage/total", post(usage::total))
         .route("/usage/models", post(usage::models))
+        .route("/usage/requests", post(usage_requests::list))
+        .route("/usage/requests/{*request_id}", get(usage_requests::one))
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         // After the routes: it applies to those registered before it. axum adds `Allow`.

@@ -1,4 +1,5 @@
-//! The usage analytics endpoints: `POST /usage/total` and `POST /usage/models`.
+//! The usage analytics endpoints: `POST /usage/total` and `POST /usage/models` (the request log,
+//! `/usage/requests`, is in [`super::usage_requests`]).
 //!
 //! Both need `Authorization: Bearer <key>` and answer for the key's project only: 401 for a
 //! missing, unknown or revoked key, 403 when `x-project-id` names another project (see
@@ -62,7 +63,9 @@ struct ModelsQuery {
 
 /// A tag list read no further than [`TAGS_MAX`] tags: a body of a million tags is refused
 /// before it becomes a million strings.
-fn bounded_tags<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+pub(super) fn bounded_tags<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<String>>, D::Error> {
     struct Tags;
     impl<'de> serde::de::Visitor<'de> for Tags {
         type Value = Option<Vec<String>>;
@@ -92,36 +95,55 @@ fn bounded_tags<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<Str
 impl ModelsQuery {
     /// The user filter of the query; an empty string is refused rather than guessed at.
     fn filter(&mut self) -> Result<UserFilter, ApiError> {
-        let given = |param: &str, value: Option<String>| match value {
-            Some(v) if v.trim().is_empty() => Err(ApiError::InvalidField {
-                param: param.to_owned(),
-                message: format!("'{param}' must not be empty."),
-            }),
-            // Longer than any stored value: no record could match.
-            Some(v) if v.len() > TEXT_MAX => Err(ApiError::InvalidField {
-                param: param.to_owned(),
-                message: format!("'{param}' must have at most {TEXT_MAX} bytes."),
-            }),
-            other => Ok(other),
-        };
-        let user_tags = self.user_tags.take().unwrap_or_default();
-        if user_tags
-            .iter()
-            .any(|t| t.trim().is_empty() || t.len() > TAG_MAX)
-        {
-            return Err(ApiError::InvalidField {
-                param: "user_tags".to_owned(),
-                message: format!(
-                    "'user_tags' must hold tags of 1 to {TAG_MAX} bytes, not empty ones."
-                ),
-            });
-        }
-        Ok(UserFilter {
-            user_id: given("user_id", self.user_id.take())?,
-            user_name: given("user_name", self.user_name.take())?,
-            user_tags,
-        })
+        user_filter(
+            self.user_id.take(),
+            self.user_name.take(),
+            self.user_tags.take(),
+        )
     }
+}
+
+/// A filter value: absent, or 1 to `max` bytes (longer than any stored value, no record could
+/// match: refused rather than searched for).
+pub(super) fn given(
+    param: &str,
+    value: Option<String>,
+    max: usize,
+) -> Result<Option<String>, ApiError> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(ApiError::InvalidField {
+            param: param.to_owned(),
+            message: format!("'{param}' must not be empty."),
+        }),
+        Some(v) if v.len() > max => Err(ApiError::InvalidField {
+            param: param.to_owned(),
+            message: format!("'{param}' must have at most {max} bytes."),
+        }),
+        other => Ok(other),
+    }
+}
+
+/// The user filter of `/usage/models` and `/usage/requests`.
+pub(super) fn user_filter(
+    user_id: Option<String>,
+    user_name: Option<String>,
+    user_tags: Option<Vec<String>>,
+) -> Result<UserFilter, ApiError> {
+    let user_tags = user_tags.unwrap_or_default();
+    if user_tags
+        .iter()
+        .any(|t| t.trim().is_empty() || t.len() > TAG_MAX)
+    {
+        return Err(ApiError::InvalidField {
+            param: "user_tags".to_owned(),
+            message: format!("'user_tags' must hold tags of 1 to {TAG_MAX} bytes, not empty ones."),
+        });
+    }
+    Ok(UserFilter {
+        user_id: given("user_id", user_id, TEXT_MAX)?,
+        user_name: given("user_name", user_name, TEXT_MAX)?,
+        user_tags,
+    })
 }
 
 pub async fn total(
@@ -187,7 +209,7 @@ pub async fn models(
     })))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(super) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     // An empty body asks for the defaults.
     let body = if body.iter().all(u8::is_ascii_whitespace) {
         b"{}".as_slice()
@@ -212,7 +234,7 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 }
 
 /// The range in µs, from values in µs or ms.
-fn range(start: Option<i64>, end: Option<i64>) -> Result<(i64, i64), ApiError> {
+pub(super) fn range(start: Option<i64>, end: Option<i64>) -> Result<(i64, i64), ApiError> {
     let to_us = |param: &str, value: i64| {
         if value < 0 {
             return Err(ApiError::InvalidField {
@@ -251,7 +273,7 @@ fn sums(totals: Totals) -> Value {
     })
 }
 
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     state: &AppState,
     query: impl FnOnce(&dyn Store) -> anyhow::Result<T> + Send + 'static,
 ) -> Result<T, ApiError> {

@@ -1,0 +1,274 @@
+//! The request log: one project's records, newest first, filtered, a page at a time.
+//!
+//! Pages follow a keyset on (`time_us`, `request_id`), both descending: a page asks for the
+//! records strictly older than the last one it was given, so records written meanwhile with a
+//! newer time never shift a page (no repeat, no skip), whatever their number. Both stores build
+//! the same statement here, every value a client sent bound as a parameter; only the shape
+//! (which filters are present, and the constant bounds of a status class) is in its text.
+//!
+//! Indexes (see the stores' schemas) keep a first page a short index walk at any size:
+//! `(project, time_us, request_id)` for the unfiltered log and for filters that match a fair
+//! share of the rows (a model, a provider, a dialect, a key: the walk reads the newest rows of
+//! the project until the page is full); `(project, user_key, time_us, request_id)` for a user,
+//! whose records are too rare among the project's for that walk; a partial index on the failed
+//! requests alone for the error classes, which are rare too.
+
+use super::UsageRecord;
+use super::store::UserFilter;
+
+/// Records of one page at most.
+pub const LIMIT_MAX: usize = 500;
+/// Records of a page when the query names no limit.
+pub const LIMIT_DEFAULT: usize = 50;
+
+/// The wire API a client spoke, derived from the record's operation: the `/v1/*` endpoint that
+/// took it. Each endpoint records an operation of its own, so the mapping is one to one; a
+/// future `/v1/messages` (`anthropic.messages`) or `/v1/responses` (`openai.responses`) gets its
+/// line here with its operation.
+const DIALECTS: [(&str, &str); 6] = [
+    ("openai.chat", "chat.completions"),
+    ("openai.embeddings", "embeddings"),
+    ("openai.images", "images.generations"),
+    ("openai.models", "models"),
+    ("openai.responses", "responses"),
+    ("anthropic.messages", "messages"),
+];
+
+/// The dialect of a record of `operation` (the operation itself for one not listed).
+pub fn dialect_of(operation: &str) -> &str {
+    DIALECTS
+        .iter()
+        .find(|(_, op)| *op == operation)
+        .map_or(operation, |(dialect, _)| dialect)
+}
+
+/// The operation a dialect's records carry, or `None` for a dialect the gateway does not know.
+pub fn operation_of(dialect: &str) -> Option<&'static str> {
+    DIALECTS
+        .iter()
+        .find(|(name, _)| *name == dialect)
+        .map(|(_, op)| *op)
+}
+
+/// The known dialects, for error messages.
+pub fn dialects() -> impl Iterator<Item = &'static str> {
+    DIALECTS.iter().map(|(name, _)| *name)
+}
+
+/// A class of HTTP status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatusClass {
+    Success,
+    ClientError,
+    ServerError,
+    /// Anything but a 2xx.
+    Error,
+}
+
+impl StatusClass {
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "2xx" => Self::Success,
+            "4xx" => Self::ClientError,
+            "5xx" => Self::ServerError,
+            "error" => Self::Error,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Success => "2xx",
+            Self::ClientError => "4xx",
+            Self::ServerError => "5xx",
+            Self::Error => "error",
+        }
+    }
+
+    pub fn matches(self, status: u16) -> bool {
+        match self {
+            Self::Success => (200..300).contains(&status),
+            Self::ClientError => (400..500).contains(&status),
+            Self::ServerError => (500..600).contains(&status),
+            Self::Error => !(200..300).contains(&status),
+        }
+    }
+
+    /// The condition in SQL. Constants, not parameters: SQLite uses a partial index only when
+    /// the query's terms repeat its condition word for word (and a parameter never does).
+    fn sql(self) -> &'static str {
+        match self {
+            Self::Success => "status >= 200 AND status < 300",
+            Self::ClientError => {
+                "(status < 200 OR status >= 300) AND status >= 400 AND status < 500"
+            }
+            Self::ServerError => {
+                "(status < 200 OR status >= 300) AND status >= 500 AND status < 600"
+            }
+            Self::Error => "(status < 200 OR status >= 300)",
+        }
+    }
+}
+
+/// The condition of the partial index on failed requests, word for word as [`StatusClass::sql`]
+/// writes it.
+pub const FAILED: &str = "(status < 200 OR status >= 300)";
+
+/// Where a page starts: strictly older than this record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub time_us: i64,
+    pub request_id: String,
+}
+
+impl Position {
+    pub fn of(record: &UsageRecord) -> Self {
+        Self {
+            time_us: record.time_us,
+            request_id: record.request_id.clone(),
+        }
+    }
+}
+
+/// One page's question. Every field given must match; the range is `[start_us, end_us)`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RequestQuery {
+    pub project: String,
+    pub start_us: i64,
+    pub end_us: i64,
+    pub model: Option<String>,
+    pub provider: Option<String>,
+    /// As in `/usage/models`: id, name, any of the tags; an empty filter matches every record.
+    pub users: UserFilter,
+    pub api_key_id: Option<String>,
+    pub status: Option<StatusClass>,
+    /// The operation of the dialect asked for (see [`operation_of`]).
+    pub operation: Option<String>,
+    pub after: Option<Position>,
+    pub limit: usize,
+}
+
+impl RequestQuery {
+    /// Whether `record` belongs to the answer (the stores' SQL says the same; tests compare).
+    pub fn matches(&self, r: &UsageRecord) -> bool {
+        let user_ok = self.users.is_empty()
+            || (r.user_id.is_some()
+                && self.users.matches(
+                    r.user_id.as_deref().unwrap_or(""),
+                    r.user_name.as_deref().unwrap_or(""),
+                    &r.user_tags,
+                ));
+        r.project == self.project
+            && r.time_us >= self.start_us
+            && r.time_us < self.end_us
+            && self
+                .model
+                .as_ref()
+                .is_none_or(|m| r.model.as_ref() == Some(m))
+            && self
+                .provider
+                .as_ref()
+                .is_none_or(|p| r.provider.as_ref() == Some(p))
+            && self
+                .api_key_id
+                .as_ref()
+                .is_none_or(|k| r.api_key_id.as_ref() == Some(k))
+            && self.status.is_none_or(|s| s.matches(r.status))
+            && self.operation.as_ref().is_none_or(|o| &r.operation == o)
+            && user_ok
+            && self.after.as_ref().is_none_or(|a| {
+                (r.time_us, r.request_id.as_str()) < (a.time_us, a.request_id.as_str())
+            })
+    }
+}
+
+/// A value bound to a statement.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Param {
+    Text(String),
+    Int(i64),
+    /// User keys: a JSON array read with `json_each` on SQLite, a `BIGINT[]` on PostgreSQL.
+    Keys(Vec<i64>),
+}
+
+/// Which store's SQL to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    Sqlite,
+    Postgres,
+}
+
+/// The columns a page reads, in the order the stores' row readers take them.
+pub const COLUMNS: &str = "request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
+    provider, model, operation, input_tokens, output_tokens, cached_input_tokens, cost_micros,
+    latency_us, status, error_type, estimated, ttft_us";
+
+/// The statement of one page (`limit + 1` rows, so that the caller knows whether more follow),
+/// for the users `user_keys` names (`None`: no user filter).
+pub fn select(
+    q: &RequestQuery,
+    user_keys: Option<Vec<i64>>,
+    flavor: Flavor,
+) -> (String, Vec<Param>) {
+    let mut params = Vec::new();
+    let mut bind = |value: Param| {
+        params.push(value);
+        match flavor {
+            Flavor::Sqlite => format!("?{}", params.len()),
+            Flavor::Postgres => format!("${}", params.len()),
+        }
+    };
+    // One upper bound on the time, the tighter of the range's end and the cursor's time: with
+    // two, SQLite bounds its index walk by either, and the range's end can be far above.
+    let upper = match &q.after {
+        Some(after) => after.time_us.min(q.end_us.saturating_sub(1)),
+        None => q.end_us.saturating_sub(1),
+    };
+    let mut clauses = vec![
+        format!("project = {}", bind(Param::Text(q.project.clone()))),
+        format!("time_us >= {}", bind(Param::Int(q.start_us))),
+        format!("time_us <= {}", bind(Param::Int(upper))),
+    ];
+    if let Some(after) = &q.after {
+        let (t, id) = (
+            bind(Param::Int(after.time_us)),
+            bind(Param::Text(after.request_id.clone())),
+        );
+        clauses.push(format!("(time_us, request_id) < ({t}, {id})"));
+    }
+    for (column, value) in [
+        ("model", &q.model),
+        ("provider", &q.provider),
+        ("api_key_id", &q.api_key_id),
+        ("operation", &q.operation),
+    ] {
+        if let Some(value) = value {
+            clauses.push(format!("{column} = {}", bind(Param::Text(value.clone()))));
+        }
+    }
+    if let Some(status) = q.status {
+        clauses.push(status.sql().to_owned());
+    }
+    match user_keys {
+        None => {}
+        Some(keys) if keys.len() == 1 => {
+            clauses.push(format!("user_key = {}", bind(Param::Int(keys[0]))));
+        }
+        Some(keys) => {
+            let list = bind(Param::Keys(keys));
+            clauses.push(match flavor {
+                Flavor::Sqlite => format!("user_key IN (SELECT value FROM json_each({list}))"),
+                Flavor::Postgres => format!("user_key = ANY({list}::BIGINT[])"),
+            });
+        }
+    }
+    let limit = bind(Param::Int(
+        i64::try_from(q.limit.min(LIMIT_MAX) + 1).unwrap_or(1),
+    ));
+    let sql = format!(
+        "SELECT {COLUMNS} FROM usage_records WHERE {}
+         ORDER BY time_us DESC, request_id DESC LIMIT {limit}",
+        clauses.join(" AND ")
+    );
+    (sql, params)
+}
