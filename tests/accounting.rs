@@ -9,15 +9,12 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::mock_bedrock;
 use common::mock_openai::{self, MockOpenAi};
 use common::mock_providers::{KEY, MockProvider, anthropic, azure, cohere, gemini};
 use common::{TestGateway, http};
 use serde_json::{Value, json};
 use wasmgate::catalog::Catalog;
-use wasmgate::ledger::UsageRecord;
 
 /// Token counts as the gateway accounts them: `input` holds every prompt token, `cached` the
 /// cache reads among them and `written` the cache writes among them.
@@ -44,24 +41,6 @@ fn catalog_cost(catalog: &Catalog, provider: &str, model: &str, t: Tokens) -> i6
         + i128::from(t.written) * p.cache_write.map_or(input, i128::from)
         + i128::from(t.output) * i128::from(p.output.expect("an output price"));
     i64::try_from((pico + 500_000) / 1_000_000).unwrap()
-}
-
-/// The ledger's record of request `id`, once the writer has stored it (it flushes every 200 ms).
-async fn record_of(gateway: &TestGateway, id: &str) -> UsageRecord {
-    let store = gateway.state.ledger.store();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (store, key) = (store.clone(), id.to_owned());
-        let found = tokio::task::spawn_blocking(move || store.record(&key))
-            .await
-            .unwrap()
-            .unwrap();
-        if let Some(record) = found {
-            return record;
-        }
-        assert!(Instant::now() < deadline, "no ledger record for {id}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Sends a chat request for `model` as request `id`, reading the whole answer.
@@ -115,7 +94,7 @@ async fn check_both(gateway: &TestGateway, provider: &str, model: &str, tokens: 
         if stream {
             assert!(body.ends_with("data: [DONE]\n\n"), "{id}: {body}");
         }
-        let record = record_of(gateway, &id).await;
+        let record = gateway.record_of(&id).await;
         let seen = (
             record.input_tokens,
             record.output_tokens,
@@ -262,7 +241,7 @@ async fn overridden_catalog_prices_are_what_the_ledger_charges() {
         let id = format!("override-{stream}");
         let (status, body) = send(&gw, &id, "azure-openai/gpt-4o", stream).await;
         assert_eq!(status, 200, "{body}");
-        assert_eq!(record_of(&gw, &id).await.cost_micros, Some(2000), "{id}");
+        assert_eq!(gw.record_of(&id).await.cost_micros, Some(2000), "{id}");
     }
 }
 
@@ -316,7 +295,7 @@ async fn a_preset_entry_reaches_its_host_with_a_bearer_key_and_is_priced_from_it
         cached: mock_openai::CACHED_TOKENS,
         written: 0,
     };
-    let record = record_of(&gw, "preset").await;
+    let record = gw.record_of("preset").await;
     assert_eq!(
         record.cost_micros,
         Some(catalog_cost(Catalog::builtin(), "groq", model, tokens))

@@ -15,7 +15,6 @@ use common::mock_openai::MockOpenAi;
 use common::{TestGateway, http};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
-use wasmgate::ledger::UsageRecord;
 
 /// Bytes of an error body at most, whatever the request held.
 const ERROR_BODY_MAX: usize = 8 * 1024;
@@ -46,24 +45,6 @@ async fn error_of(request: reqwest::RequestBuilder) -> (u16, Value) {
 
 fn chat(model: &str) -> Value {
     json!({"model": model, "messages": [{"role": "user", "content": "hi"}]})
-}
-
-/// The ledger's record of request `id`, once written.
-async fn record_of(gateway: &TestGateway, id: &str) -> UsageRecord {
-    let store = gateway.state.ledger.store();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (store, key) = (store.clone(), id.to_owned());
-        let found = tokio::task::spawn_blocking(move || store.record(&key))
-            .await
-            .unwrap()
-            .unwrap();
-        if let Some(record) = found {
-            return record;
-        }
-        assert!(Instant::now() < deadline, "no ledger record for {id}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]
@@ -161,7 +142,7 @@ async fn project_ids_are_a_small_charset_and_refused_ones_are_not_stored() {
         assert_eq!(error["code"], "invalid_header", "{id}");
         assert_eq!(error["param"], "x-project-id", "{id}");
         // Recorded, but not under a project of the client's choosing.
-        assert_eq!(record_of(&gateway, id).await.project, "default", "{id}");
+        assert_eq!(gateway.record_of(id).await.project, "default", "{id}");
     }
     let ok = send("team-1.prod_2".to_owned(), "good-project")
         .send()
@@ -169,7 +150,7 @@ async fn project_ids_are_a_small_charset_and_refused_ones_are_not_stored() {
         .unwrap();
     assert_eq!(ok.status(), 200);
     assert_eq!(
-        record_of(&gateway, "good-project").await.project,
+        gateway.record_of("good-project").await.project,
         "team-1.prod_2"
     );
     let ok = send("p".repeat(64), "longest-project")
@@ -310,7 +291,7 @@ async fn end_user_fields_are_bounded_in_count_and_length() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let record = record_of(&gateway, "at-the-bounds").await;
+    let record = gateway.record_of("at-the-bounds").await;
     assert_eq!(record.user_id.map(|u| u.len()), Some(256));
     assert_eq!(record.user_tags, tags(16, 64));
     gateway.stop().await;

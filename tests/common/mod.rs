@@ -94,6 +94,28 @@ impl TestGateway {
         key
     }
 
+    /// The ledger's record of request `id`, once the writer has stored it (it flushes every
+    /// 200 ms); panics after 10 s without one.
+    pub async fn record_of(&self, id: &str) -> wasmgate::ledger::UsageRecord {
+        let store = self.state.ledger.store();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let (store, key) = (store.clone(), id.to_owned());
+            let found = tokio::task::spawn_blocking(move || store.record(&key))
+                .await
+                .unwrap()
+                .unwrap();
+            if let Some(record) = found {
+                return record;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no ledger record for {id}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// Stops accepting, waits for requests in flight, and returns.
     pub async fn stop(mut self) {
         if let Some(tx) = self.shutdown.take() {
