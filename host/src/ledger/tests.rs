@@ -650,6 +650,16 @@ fn check_request_pages(store: &dyn Store) {
                 reference(&all, &page_query, query.limit + 1),
                 "{page_query:?}"
             );
+            // Looked for in time windows, the page is the same: windows of 1 h (all the data
+            // in one), and windows from 7 s, whose boundaries cut through it.
+            for first_window_us in [3_600_000_000, 7_000_000] {
+                let windowed =
+                    requests::page_in_windows(store, &page_query, first_window_us).unwrap();
+                assert_eq!(
+                    windowed, page,
+                    "windows from {first_window_us}: {page_query:?}"
+                );
+            }
             let more = page.len() > query.limit;
             let page = &page[..page.len().min(query.limit)];
             seen.extend_from_slice(page);
@@ -1144,7 +1154,7 @@ fn measure_request_log(name: &str, store: &dyn Store, (start_us, end_us): (i64, 
     let tenth_page = {
         let mut q = base.clone();
         q.limit = 500;
-        let page = store.requests(&q).unwrap();
+        let page = requests::page(store, &q).unwrap();
         q.after = page.last().map(requests::Position::of);
         q.limit = 50;
         q
@@ -1226,7 +1236,7 @@ fn measure_request_log(name: &str, store: &dyn Store, (start_us, end_us): (i64, 
         let mut rows = 0;
         for _ in 0..5 {
             let t = std::time::Instant::now();
-            rows = store.requests(&query).unwrap().len();
+            rows = requests::page(store, &query).unwrap().len();
             times.push(t.elapsed());
         }
         let first = times[0];

@@ -145,7 +145,7 @@ pub async fn list(
     }
     let mut page = blocking(&state, {
         let query = query.clone();
-        move |store| store.requests(&query)
+        move |store| requests::page(store, &query)
     })
     .await?;
     let has_more = page.len() > limit;
