@@ -151,9 +151,7 @@ pub async fn total(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let project = auth::caller(&state, &headers, true).await?.project;
-    let (body, _reservation) = body::read(&state, body).await?;
-    let query: TotalQuery = parse(&body)?;
+    let (project, query): (_, TotalQuery) = asked(&state, &headers, body).await?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let totals = blocking(&state, move |store| store.total(&project, start, end)).await?;
     Ok(Json(json!({
@@ -168,9 +166,7 @@ pub async fn models(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let project = auth::caller(&state, &headers, true).await?.project;
-    let (body, _reservation) = body::read(&state, body).await?;
-    let mut query: ModelsQuery = parse(&body)?;
+    let (project, mut query): (_, ModelsQuery) = asked(&state, &headers, body).await?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let filter = query.filter()?;
     let unit = match query.min_unit.as_deref() {
@@ -209,7 +205,19 @@ pub async fn models(
     })))
 }
 
-pub(super) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+/// What every `/usage/*` question starts with: the caller's project (a key is always required)
+/// and the query its body holds. The body's share of the budget is given back once parsed.
+pub(super) async fn asked<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(String, T), ApiError> {
+    let project = auth::caller(state, headers, true).await?.project;
+    let (body, _reservation) = body::read(state, body).await?;
+    Ok((project, parse(&body)?))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     // An empty body asks for the defaults.
     let body = if body.iter().all(u8::is_ascii_whitespace) {
         b"{}".as_slice()

@@ -22,11 +22,10 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::auth;
-use super::body;
 use super::end_user::TEXT_MAX;
 use super::error::ApiError;
 use super::request::MODEL_MAX;
-use super::usage::{blocking, bounded_tags, given, parse, range, user_filter};
+use super::usage::{asked, blocking, bounded_tags, given, range, user_filter};
 use crate::clip::echo;
 use crate::ledger::UsageRecord;
 use crate::ledger::requests::{
@@ -76,9 +75,7 @@ pub async fn list(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let project = auth::caller(&state, &headers, true).await?.project;
-    let (body, _reservation) = body::read(&state, body).await?;
-    let q: ListQuery = parse(&body)?;
+    let (project, q): (_, ListQuery) = asked(&state, &headers, body).await?;
     let (start_us, end_us) = range(q.start_time_us, q.end_time_us)?;
     let invalid = |param: &str, message: String| ApiError::InvalidField {
         param: param.to_owned(),
