@@ -194,14 +194,7 @@ async fn model_names_are_bounded_and_printable_and_so_are_metric_labels() {
     let long = format!("openai/{}", "m".repeat(200));
     let response = http().post(&url).json(&chat(&long)).send().await.unwrap();
     assert_eq!(response.status(), 200);
-    let metrics = http()
-        .get(gateway.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gateway.metrics().await;
     let requests: Vec<&str> = metrics
         .lines()
         .filter(|l| l.starts_with("wasmgate_requests_total{"))

@@ -513,14 +513,7 @@ async fn open_streams_cannot_starve_short_requests_and_a_further_stream_gets_503
     assert_eq!(health["status"], "saturated", "{health}");
     assert_eq!(health["plugin_instances"]["streams"], 2, "{health}");
     assert_eq!(health["plugin_instances"]["max_streams"], 2, "{health}");
-    let metrics = http()
-        .get(gateway.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gateway.metrics().await;
     assert!(
         metrics.contains("wasmgate_plugin_instance_wait_timeouts_total{use=\"stream\"} 1"),
         "{metrics}"

@@ -116,6 +116,18 @@ impl TestGateway {
         }
     }
 
+    /// The text `/metrics` answers now.
+    pub async fn metrics(&self) -> String {
+        http()
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// Stops accepting, waits for requests in flight, and returns.
     pub async fn stop(mut self) {
         if let Some(tx) = self.shutdown.take() {
