@@ -13,11 +13,13 @@
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
 //! - [`requests`]: the request log's query, pages and filters, shared by both stores.
+//! - [`responses`]: responses kept for the Responses API's `store` and `previous_response_id`.
 //! - `rollup`: what both stores share about rollups and ranges.
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
 pub mod postgres;
 pub mod requests;
+pub mod responses;
 mod rollup;
 pub mod sqlite;
 pub mod store;

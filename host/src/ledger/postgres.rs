@@ -30,6 +30,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::UsageRecord;
 use super::requests::{self, Flavor, Param, RequestQuery};
+use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
@@ -134,6 +135,15 @@ CREATE TABLE IF NOT EXISTS api_keys (
     prefix TEXT NOT NULL,
     created_us BIGINT NOT NULL,
     revoked_us BIGINT
+);
+CREATE TABLE IF NOT EXISTS stored_responses (
+    project TEXT NOT NULL,
+    id TEXT NOT NULL,
+    created_us BIGINT NOT NULL,
+    previous_id TEXT,
+    input_items TEXT NOT NULL,
+    response TEXT NOT NULL,
+    PRIMARY KEY (project, id)
 );
 ";
 
@@ -1044,6 +1054,56 @@ impl Store for PostgresStore {
                 values.iter().map(|v| &**v).collect();
             let rows = client.query(&sql, &refs)?;
             rows.iter().map(record_row).collect()
+        })
+    }
+
+    fn put_response(&self, r: &StoredResponse) -> anyhow::Result<()> {
+        self.read(|client| {
+            client.execute(
+                "INSERT INTO stored_responses
+                 (project, id, created_us, previous_id, input_items, response)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (project, id) DO UPDATE SET created_us = EXCLUDED.created_us,
+                   previous_id = EXCLUDED.previous_id, input_items = EXCLUDED.input_items,
+                   response = EXCLUDED.response",
+                &[
+                    &r.project,
+                    &r.id,
+                    &r.created_us,
+                    &r.previous_id,
+                    &r.input_items,
+                    &r.response,
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn response(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredResponse>> {
+        self.read(|client| {
+            let row = client.query_opt(
+                "SELECT created_us, previous_id, input_items, response FROM stored_responses
+                 WHERE project = $1 AND id = $2",
+                &[&project, &id],
+            )?;
+            Ok(row.map(|row| StoredResponse {
+                id: id.to_owned(),
+                project: project.to_owned(),
+                created_us: row.get(0),
+                previous_id: row.get(1),
+                input_items: row.get(2),
+                response: row.get(3),
+            }))
+        })
+    }
+
+    fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool> {
+        self.read(|client| {
+            let deleted = client.execute(
+                "DELETE FROM stored_responses WHERE project = $1 AND id = $2",
+                &[&project, &id],
+            )?;
+            Ok(deleted > 0)
         })
     }
 

@@ -16,6 +16,7 @@ use rusqlite::{Connection, params};
 
 use super::UsageRecord;
 use super::requests::{self, Flavor, Param, RequestQuery};
+use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
@@ -118,6 +119,15 @@ CREATE TABLE IF NOT EXISTS api_keys (
     prefix TEXT NOT NULL,
     created_us INTEGER NOT NULL,
     revoked_us INTEGER
+);
+CREATE TABLE IF NOT EXISTS stored_responses (
+    project TEXT NOT NULL,
+    id TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    previous_id TEXT,
+    input_items TEXT NOT NULL,
+    response TEXT NOT NULL,
+    PRIMARY KEY (project, id)
 );
 ";
 
@@ -630,6 +640,52 @@ impl Store for SqliteStore {
             params![id, at_us],
         )?;
         Ok(changed > 0)
+    }
+
+    fn put_response(&self, r: &StoredResponse) -> anyhow::Result<()> {
+        let conn = self.conn()?;
+        conn.execute(
+            "INSERT OR REPLACE INTO stored_responses
+             (project, id, created_us, previous_id, input_items, response)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                r.project,
+                r.id,
+                r.created_us,
+                r.previous_id,
+                r.input_items,
+                r.response
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn response(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredResponse>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT created_us, previous_id, input_items, response FROM stored_responses
+             WHERE project = ?1 AND id = ?2",
+        )?;
+        let mut rows = stmt.query_map(params![project, id], |row| {
+            Ok(StoredResponse {
+                id: id.to_owned(),
+                project: project.to_owned(),
+                created_us: row.get(0)?,
+                previous_id: row.get(1)?,
+                input_items: row.get(2)?,
+                response: row.get(3)?,
+            })
+        })?;
+        Ok(rows.next().transpose()?)
+    }
+
+    fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool> {
+        let conn = self.conn()?;
+        let deleted = conn.execute(
+            "DELETE FROM stored_responses WHERE project = ?1 AND id = ?2",
+            params![project, id],
+        )?;
+        Ok(deleted > 0)
     }
 
     fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {

@@ -26,6 +26,7 @@
 
 use super::UsageRecord;
 use super::requests::RequestQuery;
+use super::responses::StoredResponse;
 
 /// A calendar bucket of `/usage/models`, in UTC. Weeks start on Monday.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -210,4 +211,13 @@ pub trait Store: Send + Sync + 'static {
         project: &str,
         request_id: &str,
     ) -> anyhow::Result<Option<UsageRecord>>;
+
+    /// Keeps a response for the Responses API (replacing one of the same project and id).
+    fn put_response(&self, response: &StoredResponse) -> anyhow::Result<()>;
+
+    /// The project's stored response with this id; never another project's.
+    fn response(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredResponse>>;
+
+    /// Forgets the project's stored response; `false` when it had none of that id.
+    fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool>;
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::responses::StoredResponse;
 use super::time::{HOUR_US, format_utc};
 use super::*;
 
@@ -43,6 +44,7 @@ on_every_store!(
     check_batches_are_written_once,
     check_request_pages,
     check_one_request_per_project,
+    check_stored_responses,
 );
 
 // 2024-02-29 13:00:00 UTC.
@@ -894,6 +896,15 @@ impl Store for Stuck {
     fn project_record(&self, _: &str, _: &str) -> anyhow::Result<Option<UsageRecord>> {
         Ok(None)
     }
+    fn put_response(&self, _: &StoredResponse) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn response(&self, _: &str, _: &str) -> anyhow::Result<Option<StoredResponse>> {
+        Ok(None)
+    }
+    fn delete_response(&self, _: &str, _: &str) -> anyhow::Result<bool> {
+        Ok(false)
+    }
 }
 
 #[tokio::test]
@@ -1310,6 +1321,15 @@ impl Store for LosesFirstAck {
     fn project_record(&self, project: &str, id: &str) -> anyhow::Result<Option<UsageRecord>> {
         self.inner.project_record(project, id)
     }
+    fn put_response(&self, response: &StoredResponse) -> anyhow::Result<()> {
+        self.inner.put_response(response)
+    }
+    fn response(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredResponse>> {
+        self.inner.response(project, id)
+    }
+    fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool> {
+        self.inner.delete_response(project, id)
+    }
 }
 
 #[tokio::test]
@@ -1503,4 +1523,83 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
         ]
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn stored(
+    id: &str,
+    project: &str,
+    previous: Option<&str>,
+    input: &str,
+    output: &str,
+) -> StoredResponse {
+    StoredResponse {
+        id: id.to_owned(),
+        project: project.to_owned(),
+        created_us: H,
+        previous_id: previous.map(str::to_owned),
+        input_items: format!(r#"[{{"type":"message","role":"user","content":"{input}"}}]"#),
+        response: format!(
+            r#"{{"id":"{id}","object":"response","output":[{{"type":"message","role":"assistant","content":[{{"type":"output_text","text":"{output}"}}]}}]}}"#
+        ),
+    }
+}
+
+/// Texts of a history's items, in order, to compare conversations at a glance.
+fn texts(items: &[serde_json::Value]) -> Vec<String> {
+    items
+        .iter()
+        .map(|item| match &item["content"] {
+            serde_json::Value::String(text) => text.clone(),
+            content => content[0]["text"].as_str().unwrap_or("?").to_owned(),
+        })
+        .collect()
+}
+
+/// Stored responses read back by project and id only, chain into a conversation oldest first,
+/// and are forgotten on delete.
+fn check_stored_responses(store: &dyn Store) {
+    use super::responses::{HistoryError, history};
+    store
+        .put_response(&stored("resp_1", "p", None, "hi", "hello"))
+        .unwrap();
+    store
+        .put_response(&stored("resp_2", "p", Some("resp_1"), "and?", "more"))
+        .unwrap();
+    store
+        .put_response(&stored("resp_3", "p", Some("resp_2"), "end", "bye"))
+        .unwrap();
+    // The same id in another project is another response.
+    store
+        .put_response(&stored("resp_1", "q", None, "other", "secret"))
+        .unwrap();
+
+    let one = store.response("p", "resp_2").unwrap().unwrap();
+    assert_eq!(one, stored("resp_2", "p", Some("resp_1"), "and?", "more"));
+    assert_eq!(store.response("q", "resp_2").unwrap(), None);
+
+    let items = history(store, "p", "resp_3").unwrap();
+    assert_eq!(texts(&items), ["hi", "hello", "and?", "more", "end", "bye"]);
+    assert_eq!(
+        texts(&history(store, "q", "resp_1").unwrap()),
+        ["other", "secret"]
+    );
+    assert_eq!(history(store, "q", "resp_3"), Err(HistoryError::NotFound));
+
+    // Replacing keeps one row; deleting the oldest turn ends the walk there.
+    store
+        .put_response(&stored("resp_1", "p", None, "hi", "HELLO"))
+        .unwrap();
+    assert_eq!(
+        texts(&history(store, "p", "resp_2").unwrap()),
+        ["hi", "HELLO", "and?", "more"]
+    );
+    assert!(!store.delete_response("q", "resp_2").unwrap());
+    assert!(store.delete_response("p", "resp_1").unwrap());
+    assert!(!store.delete_response("p", "resp_1").unwrap());
+    assert_eq!(
+        texts(&history(store, "p", "resp_3").unwrap()),
+        ["and?", "more", "end", "bye"]
+    );
+    assert_eq!(history(store, "p", "resp_1"), Err(HistoryError::NotFound));
+    assert!(store.response("q", "resp_1").unwrap().is_some());
 }
