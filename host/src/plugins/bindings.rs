@@ -41,6 +41,21 @@ pub mod limiter_world {
     });
 }
 
+/// The dialect world, reusing the provider world's shared interfaces.
+pub mod dialect_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "dialect-plugin",
+        exports: { default: async },
+        with: {
+            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+        },
+    });
+}
+
+pub use dialect_world::exports::wasmgate::plugin::dialect as dialect_types;
+pub use dialect_world::{DialectPlugin, DialectPluginPre};
 pub use limiter_world::exports::wasmgate::plugin::limiter as limiter_types;
 pub use limiter_world::wasmgate::plugin::counters as counter_types;
 pub use limiter_world::{LimiterPlugin, LimiterPluginPre};

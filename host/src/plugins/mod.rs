@@ -8,6 +8,7 @@
 
 mod bindings;
 mod cache;
+mod dialect;
 mod limiter;
 mod provider;
 mod router;
@@ -23,6 +24,7 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub use bindings::counter_types::{Counter, Period};
+pub use bindings::dialect_types::{AnswerInfo, Decoded, Event as DialectEvent, Failure};
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
     CanonicalRequest, Completion, Operation, ProviderConfig, RequestInfo, StreamOutput,
@@ -31,6 +33,7 @@ pub use bindings::router_types::{CircuitState, RouteRequest, Target as RouteTarg
 pub use bindings::types::{
     ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,
 };
+pub use dialect::{DialectCall, DialectPlugin, DialectStream};
 pub use limiter::LimiterPlugin;
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
 pub use router::RouterPlugin;
@@ -258,6 +261,15 @@ impl PluginHost {
         ProviderPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
             name: name.to_owned(),
             detail: format!("not a provider plugin: {e:#}"),
+        })
+    }
+
+    /// Loads the dialect plugin `name`, looked up like a provider plugin.
+    pub fn load_dialect(&self, name: &str, dir: &Path) -> Result<DialectPlugin, LoadError> {
+        let component = self.load(name, dir)?;
+        DialectPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("not a dialect plugin: {e:#}"),
         })
     }
 

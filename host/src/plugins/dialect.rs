@@ -1,0 +1,170 @@
+//! Calls into dialect plugins: one sandboxed instance per request, and a stream encoder that
+//! keeps its instance for as long as the stream lasts.
+
+use std::sync::Arc;
+
+use wasmtime::Store;
+use wasmtime::component::ResourceAny;
+
+use super::bindings::dialect_types::{AnswerInfo, Decoded, Event, Failure};
+use super::bindings::types::Usage;
+use super::bindings::{self, DialectPluginPre};
+use super::sandbox::Sandbox;
+use super::slots::SlotKind;
+use super::state::PluginState;
+use super::{PluginFailure, PluginHost};
+
+/// A loaded dialect plugin, ready to instantiate cheaply.
+#[derive(Clone)]
+pub struct DialectPlugin {
+    host: PluginHost,
+    name: Arc<str>,
+    pre: DialectPluginPre<PluginState>,
+}
+
+/// One request's instance of a dialect plugin. Each method call gets the full deadline.
+pub struct DialectCall {
+    sandbox: Sandbox,
+    bindings: bindings::DialectPlugin,
+}
+
+/// A stream encoder with the instance it lives in.
+pub struct DialectStream {
+    call: DialectCall,
+    encoder: ResourceAny,
+}
+
+type CallResult<T> = Result<Result<T, Failure>, PluginFailure>;
+
+impl DialectPlugin {
+    pub(super) fn new(
+        host: PluginHost,
+        name: &str,
+        component: &wasmtime::component::Component,
+    ) -> wasmtime::Result<Self> {
+        let pre = host.inner.linker.instantiate_pre(component)?;
+        let pre = DialectPluginPre::new(pre)?;
+        Ok(Self {
+            host,
+            name: name.into(),
+            pre,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A fresh instance for one request, in a slot of `kind` (a stream's encoder lives as long
+    /// as the stream).
+    pub async fn start(&self, kind: SlotKind) -> Result<DialectCall, PluginFailure> {
+        let mut sandbox = self.host.sandbox(&self.name, kind).await?;
+        let bindings = match self.pre.instantiate_async(&mut sandbox.store).await {
+            Ok(bindings) => bindings,
+            Err(e) => return Err(sandbox.classify(e)),
+        };
+        Ok(DialectCall { sandbox, bindings })
+    }
+}
+
+impl DialectCall {
+    async fn run<T>(
+        &mut self,
+        call: &'static str,
+        f: impl AsyncFnOnce(&bindings::DialectPlugin, &mut Store<PluginState>) -> wasmtime::Result<T>,
+    ) -> Result<T, PluginFailure> {
+        self.sandbox.run(call, &self.bindings, f).await
+    }
+
+    pub async fn decode(&mut self, body: &str) -> CallResult<Decoded> {
+        self.run("decode", async |b, s| {
+            b.wasmgate_plugin_dialect().call_decode(s, body).await
+        })
+        .await
+    }
+
+    pub async fn encode(
+        &mut self,
+        info: &AnswerInfo,
+        completion: &str,
+        usage: Option<Usage>,
+    ) -> CallResult<String> {
+        self.run("encode", async |b, s| {
+            b.wasmgate_plugin_dialect()
+                .call_encode(s, info, completion, usage)
+                .await
+        })
+        .await
+    }
+
+    pub async fn encode_error(
+        &mut self,
+        status: u16,
+        error: &Failure,
+    ) -> Result<String, PluginFailure> {
+        self.run("encode_error", async |b, s| {
+            b.wasmgate_plugin_dialect()
+                .call_encode_error(s, status, error)
+                .await
+        })
+        .await
+    }
+
+    /// Turns this instance into the encoder of one stream.
+    pub async fn open_stream(mut self, info: &AnswerInfo) -> Result<DialectStream, PluginFailure> {
+        let encoder = self
+            .run("open_stream", async |b, s| {
+                b.wasmgate_plugin_dialect()
+                    .stream_encoder()
+                    .call_constructor(s, info)
+                    .await
+            })
+            .await?;
+        Ok(DialectStream {
+            call: self,
+            encoder,
+        })
+    }
+}
+
+impl DialectStream {
+    pub async fn push(&mut self, chunk: &str) -> CallResult<Vec<Event>> {
+        let encoder = self.encoder;
+        self.call
+            .run("push", async |b, s| {
+                b.wasmgate_plugin_dialect()
+                    .stream_encoder()
+                    .call_push(s, encoder, chunk)
+                    .await
+            })
+            .await
+    }
+
+    pub async fn finish(&mut self, usage: Option<Usage>) -> CallResult<Vec<Event>> {
+        let encoder = self.encoder;
+        self.call
+            .run("finish", async |b, s| {
+                b.wasmgate_plugin_dialect()
+                    .stream_encoder()
+                    .call_finish(s, encoder, usage)
+                    .await
+            })
+            .await
+    }
+
+    pub async fn fail(
+        &mut self,
+        status: u16,
+        error: &Failure,
+    ) -> Result<Vec<Event>, PluginFailure> {
+        let encoder = self.encoder;
+        self.call
+            .run("fail", async |b, s| {
+                b.wasmgate_plugin_dialect()
+                    .stream_encoder()
+                    .call_fail(s, encoder, status, error)
+                    .await
+            })
+            .await
+    }
+}
