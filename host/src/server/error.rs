@@ -88,6 +88,9 @@ pub enum ApiError {
     /// No record of the caller's project has this request id (another project's is not shown).
     #[error("No request `{}` in this project's usage records.", echo(.0))]
     RequestNotFound(String),
+    /// No stored response of the caller's project has this id (another project's is not shown).
+    #[error("Response with id '{}' not found.", echo(.0))]
+    ResponseNotFound(String),
     #[error(
         "You didn't provide an API key. Send it as `Authorization: Bearer <key>`; \
          `wasmgate keys create --project <project>` makes one."
@@ -137,9 +140,10 @@ impl ApiError {
             | Self::InvalidField { .. }
             | Self::AmbiguousModel { .. }
             | Self::NoRoute { .. } => StatusCode::BAD_REQUEST,
-            Self::ModelNotFound(_) | Self::UnknownRoute { .. } | Self::RequestNotFound(_) => {
-                StatusCode::NOT_FOUND
-            }
+            Self::ModelNotFound(_)
+            | Self::UnknownRoute { .. }
+            | Self::RequestNotFound(_)
+            | Self::ResponseNotFound(_) => StatusCode::NOT_FOUND,
             Self::UnsafeUpstreamUrl { .. } => StatusCode::BAD_REQUEST,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::DuplicateHeader(_) | Self::InvalidHeader { .. } => StatusCode::BAD_REQUEST,
@@ -233,6 +237,7 @@ impl ApiError {
                 Some("request_id"),
                 Some("request_not_found"),
             ),
+            Self::ResponseNotFound(_) => ("invalid_request_error", None, None),
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
             Self::WrongProject(_) => ("permission_error", None, Some("project_mismatch")),
@@ -363,6 +368,7 @@ impl ApiError {
             | Self::LimitsUnavailable(_)
             | Self::LedgerUnavailable(_)
             | Self::RequestNotFound(_)
+            | Self::ResponseNotFound(_)
             | Self::UnsafeUpstreamUrl { .. }
             | Self::MissingApiKey
             | Self::InvalidApiKey

@@ -14,6 +14,7 @@ mod request;
 mod request_log;
 #[cfg(test)]
 mod request_props;
+mod responses;
 mod stream;
 mod timeouts;
 mod usage;
@@ -45,6 +46,14 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(proxy::chat_completions))
         .route("/v1/embeddings", post(proxy::embeddings))
         .route("/v1/images/generations", post(proxy::image_generations))
+        .route(
+            "/v1/responses/{id}",
+            get(responses::retrieve).delete(responses::delete),
+        )
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(responses::input_items),
+        )
         .route("/v1/models", get(models::list))
         .route("/v1/models/{*id}", get(models::retrieve))
         .route("/usage/total", post(usage::total))
