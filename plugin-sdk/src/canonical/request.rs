@@ -1,6 +1,6 @@
 //! The canonical request a dialect decodes into: OpenAI's `POST /v1/chat/completions` body.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::Failure;
@@ -292,7 +292,7 @@ impl ChatToolChoice {
 }
 
 /// The modes of `tool_choice`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolMode {
     /// The model decides.
