@@ -19,6 +19,8 @@ const BUILT_IN: &[&str] = &[
     "cohere",
     "azure-openai",
     "bedrock",
+    "anthropic-messages",
+    "openai-responses",
     "fallback",
     "weighted",
     "fastest",

@@ -1,14 +1,17 @@
 //! Write wasmgate plugins: providers (implement [`Provider`], call [`export_provider!`]),
-//! routers (implement `Router`, call `export_router!`) and limiters (implement `Limiter`, call
-//! `export_limiter!`).
+//! routers (implement `Router`, call `export_router!`), limiters (implement `Limiter`, call
+//! `export_limiter!`) and dialects (implement `Dialect`, call `export_dialect!`).
 //!
 //! A provider plugin is a pure translator between OpenAI's API and one upstream's wire format. The
 //! host does all network I/O and calls the plugin on a fresh instance per request, so a plugin
 //! keeps no state between calls: everything arrives as arguments. A router plugin orders the
 //! targets of a virtual model, from the live statistics the host passes it. A limiter plugin
-//! admits or refuses requests (rate limits, budgets) with [`counters`] the host keeps.
+//! admits or refuses requests (rate limits, budgets) with [`counters`] the host keeps. A dialect
+//! plugin translates one client API (Anthropic's Messages, OpenAI's Responses) to the canonical
+//! Chat Completions form that providers take, and the answers back.
 //!
-//! Each kind has a cargo feature, `provider` (the default), `router` and `limiter`, which brings
+//! Each kind has a cargo feature, `provider` (the default), `router`, `limiter` and `dialect`,
+//! which brings
 //! its bindings and API. A plugin enables its own kind's only: a router depends on this crate with
 //! `default-features = false, features = ["router"]`. Several together work too, since a component
 //! exports only the kinds whose export macro it calls.
@@ -88,6 +91,50 @@
 //! wasmgate_plugin_sdk::export_limiter!(Hundred);
 //! ```
 //!
+//! A dialect whose clients send `{"model", "prompt"}` and get `{"text"}` back, unstreamed:
+//!
+#![cfg_attr(feature = "dialect", doc = "```")]
+#![cfg_attr(not(feature = "dialect"), doc = "```ignore")]
+//! use wasmgate_plugin_sdk::canonical::{ChatAnswer, ChatBody, ChatContent, ChatMessage};
+//! use wasmgate_plugin_sdk::serde_json::{Value, json};
+//! use wasmgate_plugin_sdk::{AnswerInfo, Decoded, Dialect, Failure, NoStreamEncoder, Usage};
+//!
+//! struct Prompt;
+//!
+//! impl Dialect for Prompt {
+//!     type Encoder = NoStreamEncoder;
+//!
+//!     fn decode(body: &str) -> Result<Decoded, Failure> {
+//!         let body: Value = serde_json::from_str(body)
+//!             .map_err(|_| Failure::invalid_request("the body is not JSON"))?;
+//!         let (Some(model), Some(prompt)) = (body["model"].as_str(), body["prompt"].as_str())
+//!         else {
+//!             return Err(Failure::invalid_request("`model` and `prompt` are required"));
+//!         };
+//!         let user = ChatMessage::User { content: ChatContent::Text(prompt.to_owned()) };
+//!         let chat = ChatBody { model: model.to_owned(), messages: vec![user], ..ChatBody::default() };
+//!         Ok(Decoded {
+//!             model: model.to_owned(),
+//!             stream: false,
+//!             body: chat.to_json()?,
+//!             dropped: Vec::new(),
+//!             echo: String::new(),
+//!         })
+//!     }
+//!
+//!     fn encode(_: &AnswerInfo, completion: &str, _: Option<Usage>) -> Result<String, Failure> {
+//!         let (message, _) = ChatAnswer::parse(completion)?.into_message();
+//!         Ok(json!({"text": message.content.unwrap_or_default()}).to_string())
+//!     }
+//!
+//!     fn encode_error(_: u16, error: &Failure) -> String {
+//!         json!({"error": error.message}).to_string()
+//!     }
+//! }
+//!
+//! wasmgate_plugin_sdk::export_dialect!(Prompt);
+//! ```
+//!
 //! Build any of them as a `cdylib` for `wasm32-wasip2`, which emits a component directly.
 //!
 //! Modules:
@@ -103,8 +150,10 @@
 //! - `routing`: the choices most routers make: healthy targets, ranking, weighted picks.
 //! - `counters`: the host's counters, which limiters count requests, tokens and money with.
 //! - `limits`: reservations over several counters, and `x-ratelimit-*` headers.
+//! - `canonical`: the Chat Completions request a dialect decodes into, and the answers and
+//!   chunks it encodes, as types.
 //! - the crate root: the contract types, [`Provider`], [`StreamDecoder`], [`options`],
-//!   `Router`, `Limiter`, [`parse_options`], [`count_tokens`] and the error helpers
+//!   `Router`, `Limiter`, `Dialect`, `StreamEncoder`, `Failure`, [`parse_options`], [`count_tokens`] and the error helpers
 //!   ([`error_kind_for_status`], `PluginError::...`).
 //!
 //! Only [`log`], [`parse_options`], [`count_tokens`], the error helpers and the shared types are
@@ -116,10 +165,14 @@
 
 #[cfg(feature = "provider")]
 mod adapter;
+#[cfg(feature = "dialect")]
+pub mod canonical;
 #[cfg(feature = "provider")]
 pub mod chat;
 #[cfg(feature = "limiter")]
 pub mod counters;
+#[cfg(feature = "dialect")]
+mod dialect;
 #[cfg(feature = "provider")]
 pub mod embeddings;
 mod error;
@@ -148,9 +201,15 @@ pub mod sse;
 pub mod sse_stream;
 mod usage;
 
-#[cfg(not(any(feature = "provider", feature = "router", feature = "limiter")))]
+#[cfg(not(any(
+    feature = "provider",
+    feature = "router",
+    feature = "limiter",
+    feature = "dialect"
+)))]
 compile_error!(
-    "enable the feature of the kind of plugin being built: `provider`, `router` or `limiter`"
+    "enable the feature of the kind of plugin being built: `provider`, `router`, `limiter` or \
+     `dialect`"
 );
 
 /// The generated bindings. Each world imports `host` (and with it `types`), so whichever world is
@@ -230,8 +289,50 @@ mod wit {
     }
     #[cfg(all(feature = "limiter", any(feature = "provider", feature = "router")))]
     pub use limiter_world::{exports::wasmgate::plugin::limiter, wasmgate::plugin::counters};
+
+    #[cfg(all(
+        feature = "dialect",
+        not(any(feature = "provider", feature = "router", feature = "limiter"))
+    ))]
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "dialect-plugin",
+        pub_export_macro: true,
+        additional_derives: [PartialEq],
+    });
+    #[cfg(all(
+        feature = "dialect",
+        not(any(feature = "provider", feature = "router", feature = "limiter"))
+    ))]
+    pub use exports::wasmgate::plugin::dialect;
+
+    /// With another kind's feature, the dialect's own exports, in a module of their own so that
+    /// its `exports` does not clash with the other world's.
+    #[cfg(all(
+        feature = "dialect",
+        any(feature = "provider", feature = "router", feature = "limiter")
+    ))]
+    pub mod dialect_world {
+        wit_bindgen::generate!({
+            path: "../wit",
+            world: "dialect-plugin",
+            pub_export_macro: true,
+            additional_derives: [PartialEq],
+            with: {
+                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
+                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
+            },
+        });
+    }
+    #[cfg(all(
+        feature = "dialect",
+        any(feature = "provider", feature = "router", feature = "limiter")
+    ))]
+    pub use dialect_world::exports::wasmgate::plugin::dialect;
 }
 
+#[cfg(feature = "dialect")]
+pub use dialect::{Dialect, NoStreamEncoder, StreamEncoder, openai_type};
 pub use error::error_kind_for_status;
 pub use host::count_tokens;
 #[cfg(feature = "limiter")]
@@ -250,6 +351,8 @@ pub use router::Router;
 pub use serde_json;
 #[cfg(feature = "limiter")]
 pub use wit::counters::{Counter, Period};
+#[cfg(feature = "dialect")]
+pub use wit::dialect::{AnswerInfo, Decoded, Event, Failure};
 #[cfg(feature = "provider")]
 pub use wit::exports::wasmgate::plugin::provider::{
     CanonicalRequest, Completion, Operation, Prepared, ProviderConfig, RequestInfo, StreamOutput,
@@ -291,6 +394,16 @@ pub mod __private {
         pub use crate::wit::exports;
         #[cfg(feature = "provider")]
         pub use crate::wit::router_world::exports;
+    }
+
+    /// The dialect's bindings, apart: with another feature they are not under `crate::wit`.
+    #[cfg(feature = "dialect")]
+    pub mod dialect {
+        pub use crate::dialect::DialectAdapter;
+        #[cfg(any(feature = "provider", feature = "router", feature = "limiter"))]
+        pub use crate::wit::dialect_world::exports;
+        #[cfg(not(any(feature = "provider", feature = "router", feature = "limiter")))]
+        pub use crate::wit::exports;
     }
 
     /// The limiter's bindings, apart: with another feature they are not under `crate::wit`.
@@ -342,6 +455,21 @@ macro_rules! export_limiter {
             type __WasmgateExport = $crate::__private::limiter::LimiterAdapter<$limiter>;
             $crate::__export_limiter_plugin_impl!(
                 __WasmgateExport with_types_in $crate::__private::limiter
+            );
+        };
+    };
+}
+
+/// Exports a `Dialect` as the plugin's `wasmgate:plugin/dialect` implementation. Call it once, in
+/// the plugin crate, with the type that implements `Dialect`.
+#[cfg(feature = "dialect")]
+#[macro_export]
+macro_rules! export_dialect {
+    ($dialect:ty) => {
+        const _: () = {
+            type __WasmgateExport = $crate::__private::dialect::DialectAdapter<$dialect>;
+            $crate::__export_dialect_plugin_impl!(
+                __WasmgateExport with_types_in $crate::__private::dialect
             );
         };
     };

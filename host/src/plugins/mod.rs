@@ -81,6 +81,8 @@ const BUILT_IN: &[(&str, &[u8])] = &[
     built_in!("cohere"),
     built_in!("azure-openai"),
     built_in!("bedrock"),
+    built_in!("anthropic-messages"),
+    built_in!("openai-responses"),
     built_in!("fallback"),
     built_in!("weighted"),
     built_in!("fastest"),

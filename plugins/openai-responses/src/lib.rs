@@ -1,0 +1,54 @@
+//! The `responses` dialect: OpenAI's Responses API (`POST /v1/responses`) decoded into canonical
+//! chat completions, and the answers encoded back as a `response` object or its event stream,
+//! for targets that do not speak Responses themselves (Codex on an Anthropic model).
+//!
+//! Wire formats are taken from OpenAI's API reference:
+//! - Responses: <https://platform.openai.com/docs/api-reference/responses/create>
+//! - Streaming events: <https://platform.openai.com/docs/api-reference/responses-streaming>
+//! - Errors: <https://platform.openai.com/docs/guides/error-codes>
+//!
+//! `store`, `previous_response_id`, `include` and `metadata` belong to the host (it keeps stored
+//! responses and expands `previous_response_id` into `input` before decoding): they leave the
+//! canonical body, and what the response object echoes of the request travels in `echo`.
+//! Reasoning items sent back are dropped, and reasoning text in an answer is not reported
+//! (a reasoning item without OpenAI's encrypted content would mean nothing to send back).
+//!
+//! Modules: [`decode`] (the request's fields and the echo), [`input`] (instructions and input
+//! items), [`tools`] (tools, tool choice and text format), [`response`] (the response object
+//! and complete answers), [`stream`] (streamed answers), [`errors`] (error bodies).
+
+mod decode;
+mod errors;
+mod input;
+mod response;
+mod stream;
+mod tools;
+
+use wasmgate_plugin_sdk::{AnswerInfo, Decoded, Dialect, Failure, Usage};
+
+struct Responses;
+
+impl Dialect for Responses {
+    type Encoder = stream::Encoder;
+
+    fn decode(body: &str) -> Result<Decoded, Failure> {
+        decode::decode(body)
+    }
+
+    fn encode(
+        info: &AnswerInfo,
+        completion: &str,
+        usage: Option<Usage>,
+    ) -> Result<String, Failure> {
+        response::encode(info, completion, usage)
+    }
+
+    fn encode_error(status: u16, error: &Failure) -> String {
+        errors::body(status, error)
+    }
+}
+
+wasmgate_plugin_sdk::export_dialect!(Responses);
+
+#[cfg(test)]
+mod tests;
