@@ -382,8 +382,12 @@ mod tests {
     use super::*;
 
     fn host() -> PluginHost {
+        host_with_deadline(Duration::from_millis(200))
+    }
+
+    fn host_with_deadline(call_timeout: Duration) -> PluginHost {
         let limits = PluginLimits {
-            call_timeout: Duration::from_millis(200),
+            call_timeout,
             memory_bytes: 64 << 20,
             max_instances: 4,
             max_stream_instances: 3,
@@ -422,5 +426,62 @@ mod tests {
         assert_eq!(compiled(), 3);
         assert_eq!(host.loaded().len(), 1, "one entry per plugin name");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The built-in dialect plugins load as dialects and translate through the host's bindings:
+    /// a Messages request decodes into chat JSON, a whole answer and a stream encode back.
+    #[tokio::test]
+    async fn a_dialect_plugin_decodes_and_encodes_through_the_host() {
+        // A deadline that a loaded test machine cannot miss: the calls are checked, not timed.
+        let host = host_with_deadline(Duration::from_secs(10));
+        let dir = std::env::temp_dir();
+        assert!(host.load_provider("anthropic-messages", &dir).is_err());
+        let plugin = host.load_dialect("anthropic-messages", &dir).unwrap();
+        let mut call = plugin.start(SlotKind::Call).await.unwrap();
+        let body = r#"{"model":"m","max_tokens":9,"system":"be brief",
+            "messages":[{"role":"user","content":[{"type":"text","text":"hi",
+            "cache_control":{"type":"ephemeral"}}]}]}"#;
+        let decoded = call.decode(body).await.unwrap().unwrap();
+        assert_eq!((decoded.model.as_str(), decoded.stream), ("m", false));
+        let chat: serde_json::Value = serde_json::from_str(&decoded.body).unwrap();
+        assert_eq!(chat["messages"][0]["role"], "system");
+        let content = &chat["messages"][1]["content"];
+        assert!(content == "hi" || content[0]["text"] == "hi", "{content}");
+        assert!(decoded.dropped.iter().any(|d| d.contains("cache_control")));
+
+        let info = AnswerInfo {
+            model: "m".into(),
+            id: "msg_1".into(),
+            created: 1,
+            estimated_input_tokens: 5,
+            echo: decoded.echo.clone(),
+        };
+        let completion = r#"{"id":"c","object":"chat.completion","model":"up","choices":[{"index":0,
+            "message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}]}"#;
+        let answer = call.encode(&info, completion, None).await.unwrap().unwrap();
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["type"], "message");
+        assert_eq!(answer["content"][0]["text"], "hello");
+        assert_eq!(answer["stop_reason"], "end_turn");
+
+        let mut stream = plugin
+            .start(SlotKind::Stream)
+            .await
+            .unwrap()
+            .open_stream(&info)
+            .await
+            .unwrap();
+        let chunk = r#"{"id":"c","object":"chat.completion.chunk","model":"up","choices":[{"index":0,
+            "delta":{"role":"assistant","content":"he"},"finish_reason":null}]}"#;
+        let mut names: Vec<String> = Vec::new();
+        for event in stream.push(chunk).await.unwrap().unwrap() {
+            names.push(event.name);
+        }
+        for event in stream.finish(None).await.unwrap().unwrap() {
+            names.push(event.name);
+        }
+        assert_eq!(names.first().map(String::as_str), Some("message_start"));
+        assert!(names.iter().any(|n| n == "content_block_delta"));
+        assert_eq!(names.last().map(String::as_str), Some("message_stop"));
     }
 }
