@@ -158,6 +158,21 @@ fn options_a_plugin_rejects_are_reported_naming_the_entry() {
 }
 
 #[test]
+fn a_dialect_plugin_that_is_missing_or_of_another_kind_is_named_by_its_key() {
+    let stderr = start_error("dialects:\n  messages:\n    plugin: no-such-dialect\n");
+    assert!(
+        stderr.contains("dialects.messages.plugin") && stderr.contains("no-such-dialect"),
+        "{stderr}"
+    );
+    // A provider plugin is not a dialect.
+    let stderr = start_error("dialects:\n  responses:\n    plugin: openai\n");
+    assert!(
+        stderr.contains("dialects.responses.plugin") && stderr.contains("not a dialect plugin"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_missing_plugin_is_reported_naming_the_entry() {
     let stderr = start_error("providers:\n  x:\n    plugin: no-such-plugin\n");
     assert!(

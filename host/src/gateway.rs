@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::catalog::{Catalog, ModelInfo};
 use crate::config::Config;
 use crate::limits::Limits;
-use crate::plugins::{PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
+use crate::plugins::{DialectPlugin, PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
 use crate::redact::Secrets;
 use crate::routing::Route;
 use crate::upstream::{Scope, defaults};
@@ -88,6 +88,32 @@ pub enum StartupError {
     Route { route: String, message: String },
     #[error("{message}")]
     Limits { message: String },
+    #[error("dialects.{dialect}.plugin: {source}")]
+    Dialect {
+        dialect: &'static str,
+        source: crate::plugins::LoadError,
+    },
+}
+
+/// The dialect plugins of one config.
+pub struct Dialects {
+    /// Anthropic's Messages API.
+    pub messages: DialectPlugin,
+    /// OpenAI's Responses API.
+    pub responses: DialectPlugin,
+}
+
+impl Dialects {
+    fn load(config: &Config, host: &PluginHost) -> Result<Self, StartupError> {
+        let load = |dialect: &'static str, plugin: &str| {
+            host.load_dialect(plugin, &config.plugins.dir)
+                .map_err(|source| StartupError::Dialect { dialect, source })
+        };
+        Ok(Self {
+            messages: load("messages", &config.dialects.messages.plugin)?,
+            responses: load("responses", &config.dialects.responses.plugin)?,
+        })
+    }
 }
 
 pub struct Gateway {
@@ -99,6 +125,8 @@ pub struct Gateway {
     pub limits: Arc<Limits>,
     /// The config's secrets, kept out of what is relayed from upstream, logged or stored.
     pub secrets: Arc<Secrets>,
+    /// The plugins translating Messages and Responses requests for other targets.
+    pub dialects: Dialects,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -201,7 +229,9 @@ impl Gateway {
         let limits = Limits::load(&config.limits, host, &config.plugins.dir, previous_limits)
             .await
             .map_err(|message| StartupError::Limits { message })?;
+        let dialects = Dialects::load(&config, host)?;
         let mut gateway = Self {
+            dialects,
             secrets: Arc::new(Secrets::from_config(&config)),
             limits: Arc::new(limits),
             routes: HashMap::new(),

@@ -77,6 +77,51 @@ pub struct Config {
     /// API keys on `/v1/*` (the `/usage/*` endpoints always need one).
     #[serde(default)]
     pub auth: AuthConfig,
+    /// The plugins that translate the client APIs other than Chat Completions.
+    #[serde(default)]
+    pub dialects: DialectsConfig,
+}
+
+/// `dialects:`: which dialect plugin translates each client API the gateway serves besides Chat
+/// Completions, for targets that do not speak it natively. A `<plugins.dir>/<plugin>.wasm` file
+/// takes precedence over the built-in plugin of that name, as for providers.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DialectsConfig {
+    /// Anthropic's Messages API, `POST /v1/messages`.
+    #[serde(default = "default_messages_dialect")]
+    pub messages: DialectEntry,
+    /// OpenAI's Responses API, `POST /v1/responses`.
+    #[serde(default = "default_responses_dialect")]
+    pub responses: DialectEntry,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DialectEntry {
+    /// The dialect plugin's name.
+    pub plugin: String,
+}
+
+impl Default for DialectsConfig {
+    fn default() -> Self {
+        Self {
+            messages: default_messages_dialect(),
+            responses: default_responses_dialect(),
+        }
+    }
+}
+
+fn default_messages_dialect() -> DialectEntry {
+    DialectEntry {
+        plugin: "anthropic-messages".to_owned(),
+    }
+}
+
+fn default_responses_dialect() -> DialectEntry {
+    DialectEntry {
+        plugin: "openai-responses".to_owned(),
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
