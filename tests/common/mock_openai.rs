@@ -9,6 +9,8 @@
 //! | `endless` | a stream that never ends (a chunk every 20 ms) until the client goes away |
 //! | `paced-<ms>` | a stream of a chunk every 20 ms for about `<ms>` ms, then usage and `[DONE]` |
 //! | `garbage` | 200 with a body that is not JSON |
+//!
+//! The Responses API (`/v1/responses`) is strict, as the real one: see `mock_openai/responses.rs`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,6 +25,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
+
+pub mod responses;
 
 /// The reply text of every mock chat completion.
 pub const REPLY: &str = "Hello from the mock upstream!";
@@ -51,6 +55,12 @@ pub struct Shared {
     pub targets: Mutex<Vec<String>>,
     /// Chat requests each `flaky-N` model has had so far.
     pub flaky: Mutex<std::collections::HashMap<String, u32>>,
+    /// Responses kept (`store` not false), by id.
+    pub responses: Mutex<std::collections::HashMap<String, responses::Stored>>,
+    /// The last number in the Responses API's ids.
+    pub response_ids: Mutex<u64>,
+    /// Hashes of the Responses contexts' prefixes seen, for `cached_tokens`.
+    pub response_prefixes: Mutex<std::collections::HashSet<String>>,
 }
 
 pub struct MockOpenAi {
@@ -66,6 +76,15 @@ impl MockOpenAi {
             .route("/v1/embeddings", post(embeddings))
             .route("/v1/images/generations", post(images))
             .route("/v1/models", get(models))
+            .route("/v1/responses", post(responses::create))
+            .route(
+                "/v1/responses/{id}",
+                get(responses::retrieve).delete(responses::delete),
+            )
+            .route(
+                "/v1/responses/{id}/input_items",
+                get(responses::input_items),
+            )
             .layer(axum::middleware::from_fn_with_state(
                 Arc::clone(&shared),
                 note_target,
