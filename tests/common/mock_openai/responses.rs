@@ -61,9 +61,16 @@ pub(super) fn reasoning_model(model: &str) -> bool {
     model.starts_with("gpt-5") || (b.len() > 1 && b[0] == b'o' && b[1].is_ascii_digit())
 }
 
-/// What only the mock can make: a reasoning item's `encrypted_content`, bound to its id and text.
+/// What only the mock can make: a reasoning item's `encrypted_content`, bound to its id and its
+/// summary's text.
 pub fn encrypted_content(id: &str, summary: &Value) -> String {
-    let digest = Sha256::digest(format!("mock-openai-reasoning\0{id}\0{summary}"));
+    let text: Vec<&str> = summary
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["text"].as_str())
+        .collect();
+    let digest = Sha256::digest(format!("mock-openai-reasoning\0{id}\0{}", text.join("\0")));
     format!("gAAAAAB{}", hex::encode(digest))
 }
 

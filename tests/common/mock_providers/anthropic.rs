@@ -114,15 +114,20 @@ fn dated(text: &str) -> bool {
         })
 }
 
-/// `name-YYYY-MM-DD`, as every beta flag is (`interleaved-thinking-2025-05-14`).
+/// `name-YYYY-MM-DD` or `name-YYYYMMDD`, as every beta flag is (`interleaved-thinking-2025-05-14`,
+/// `claude-code-20250219`).
 fn beta_name(flag: &str) -> bool {
-    flag.len() > 11
-        && flag.is_char_boundary(flag.len() - 10)
-        && dated(&flag[flag.len() - 10..])
-        && flag[..flag.len() - 11]
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && flag.as_bytes()[flag.len() - 11] == b'-'
+    let date_first =
+        |date: &str| dated(date) || (date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()));
+    [10, 8].into_iter().any(|len| {
+        flag.len() > len + 1
+            && flag.is_char_boundary(flag.len() - len)
+            && date_first(&flag[flag.len() - len..])
+            && flag.as_bytes()[flag.len() - len - 1] == b'-'
+            && flag[..flag.len() - len - 1]
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    })
 }
 
 pub(super) async fn messages(

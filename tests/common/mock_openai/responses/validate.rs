@@ -151,6 +151,16 @@ pub(super) fn request(body: &Value) -> Result<(), Refusal> {
             ));
         }
     }
+    // Chat Completions' `stream_options.include_usage` has no place here: usage always comes.
+    if let Some(options) = object.get("stream_options") {
+        let options = options.as_object().ok_or_else(|| {
+            invalid(
+                "stream_options".into(),
+                "Invalid type for 'stream_options': expected an object.".into(),
+            )
+        })?;
+        known(options, &["include_obfuscation"], "stream_options.")?;
+    }
     tools(object.get("tools"))?;
     match object.get("input") {
         None | Some(Value::String(_)) => Ok(()),
