@@ -61,8 +61,13 @@ async function stream() {
   const events = [];
   const run = client.messages.stream({ model, max_tokens: 256, messages: [{ role: 'user', content: 'Say hello.' }] });
   run.on('text', (text) => texts.push(text));
-  run.on('streamEvent', (event) => events.push(event.type));
+  let started;
+  run.on('streamEvent', (event) => {
+    events.push(event.type);
+    if (event.type === 'message_start') started = { ...event.message.usage }; // a copy: the SDK updates the snapshot
+  });
   const final = await run.finalMessage();
+  check(started && started.input_tokens > 0, 'input usage in message_start', started);
   check(events[0] === 'message_start' && events.at(-1) === 'message_stop', 'message_start first, message_stop last', events);
   check(texts.length > 1 && texts.join('') === textOf(final), 'finalMessage() holds the streamed text', { texts, final });
   check(final.usage.input_tokens > 0 && final.usage.output_tokens > 0, 'usage counted', final.usage);
