@@ -357,7 +357,9 @@ async fn anthropic_mock_refuses_what_the_messages_api_refuses() {
 
     // Headers: no version, a mangled beta flag, a wrong key.
     let body = valid_anthropic();
-    let header_cases: &[(&str, &[(&str, &str)], u16, &str)] = &[
+    /// What is wrong, the headers sent, the status and message expected.
+    type HeaderCase<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
+    let header_cases: &[HeaderCase] = &[
         (
             "no anthropic-version",
             &[("x-api-key", KEY)],

@@ -14,7 +14,9 @@
 //! | anything else | a text answer with usage (cache tokens where the provider reports them) |
 //!
 //! Streams are delivered in pieces of 5 to 9 bytes, so events, field names and UTF-8 characters
-//! are split across reads.
+//! are split across reads. The Anthropic mock is also strict (it refuses what the Messages API
+//! refuses, and serves `count_tokens`, thinking and prompt caching): see
+//! `mock_providers/anthropic.rs`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

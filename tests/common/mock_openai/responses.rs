@@ -130,15 +130,15 @@ fn items(input: &Value, next_id: &mut dyn FnMut(&str) -> String) -> Vec<Value> {
             if item.get("type").is_none() {
                 item["type"] = json!("message");
             }
-            if item["type"] == "message" {
-                if let Some(text) = item["content"].as_str() {
-                    let part = if item["role"] == "assistant" {
-                        "output_text"
-                    } else {
-                        "input_text"
-                    };
-                    item["content"] = json!([{"type": part, "text": text}]);
-                }
+            if item["type"] == "message"
+                && let Some(text) = item["content"].as_str()
+            {
+                let part = if item["role"] == "assistant" {
+                    "output_text"
+                } else {
+                    "input_text"
+                };
+                item["content"] = json!([{"type": part, "text": text}]);
             }
             if item.get("id").is_none() {
                 let prefix = match item["type"].as_str() {
@@ -240,8 +240,8 @@ pub(super) async fn create(
         })
         .collect();
     for (i, item) in input.iter().enumerate() {
-        if let Err(response) = check_against_context(item, i, &context, &known_ids) {
-            return response;
+        if let Some(refused) = check_against_context(item, i, &context, &known_ids) {
+            return refused;
         }
         context.push(item.clone());
     }
@@ -269,13 +269,13 @@ pub(super) async fn create(
 }
 
 /// The checks that need what came before: a tool output answers a call, reasoning comes back
-/// as the mock issued it.
+/// as the mock issued it. The refusal, if any.
 fn check_against_context(
     item: &Value,
     i: usize,
     context: &[Value],
     stored_ids: &[String],
-) -> Result<(), Response> {
+) -> Option<Response> {
     match item["type"].as_str() {
         Some("function_call_output") => {
             let call_id = item["call_id"].as_str().unwrap_or_default();
@@ -283,7 +283,7 @@ fn check_against_context(
                 .iter()
                 .any(|c| c["type"] == "function_call" && c["call_id"] == call_id);
             if !called {
-                return Err(error(
+                return Some(error(
                     400,
                     &format!("No tool call found for function call output with call_id {call_id}."),
                     Some("input"),
@@ -296,7 +296,7 @@ fn check_against_context(
             match item["encrypted_content"].as_str() {
                 Some(sealed) if sealed == encrypted_content(id, &item["summary"]) => {}
                 Some(_) => {
-                    return Err(error(
+                    return Some(error(
                         400,
                         &format!("The encrypted content for item {id} could not be verified."),
                         Some(&format!("input[{i}].encrypted_content")),
@@ -305,7 +305,7 @@ fn check_against_context(
                 }
                 None if stored_ids.iter().any(|s| s == id) => {}
                 None => {
-                    return Err(error(
+                    return Some(error(
                         404,
                         &format!(
                             "Item with id '{id}' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input."
@@ -319,7 +319,7 @@ fn check_against_context(
         Some("item_reference") => {
             let id = item["id"].as_str().unwrap_or_default();
             if !stored_ids.iter().any(|s| s == id) {
-                return Err(error(
+                return Some(error(
                     404,
                     &format!("Item with id '{id}' not found."),
                     Some("input"),
@@ -329,7 +329,7 @@ fn check_against_context(
         }
         _ => {}
     }
-    Ok(())
+    None
 }
 
 /// What the answer will be.

@@ -124,7 +124,7 @@ pub(super) fn request(body: &Value) -> Result<(), Refusal> {
     let model = object["model"].as_str().unwrap_or_default();
     if object.contains_key("reasoning") && !super::reasoning_model(model) {
         return Err(refuse(
-            format!("Unsupported parameter: 'reasoning.effort' is not supported with this model."),
+            "Unsupported parameter: 'reasoning.effort' is not supported with this model.".into(),
             "reasoning.effort".to_owned(),
             "unsupported_parameter",
         ));

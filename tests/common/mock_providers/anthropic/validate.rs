@@ -333,10 +333,8 @@ fn messages(messages: Option<&Value>, thinking: bool) -> Checked<()> {
             }
             match kind {
                 "text" => text(block, &path)?,
-                "image" | "document" => {
-                    if !block["source"].is_object() {
-                        return Err(format!("{path}.{kind}.source: Field required"));
-                    }
+                "image" | "document" if !block["source"].is_object() => {
+                    return Err(format!("{path}.{kind}.source: Field required"));
                 }
                 "tool_use" => {
                     let id = block["id"]
@@ -372,10 +370,8 @@ fn messages(messages: Option<&Value>, thinking: bool) -> Checked<()> {
                         Some(_) => {}
                     }
                 }
-                "redacted_thinking" => {
-                    if block["data"].as_str().is_none_or(str::is_empty) {
-                        return Err(format!("{path}.redacted_thinking.data: Field required"));
-                    }
+                "redacted_thinking" if block["data"].as_str().is_none_or(str::is_empty) => {
+                    return Err(format!("{path}.redacted_thinking.data: Field required"));
                 }
                 _ => {}
             }
