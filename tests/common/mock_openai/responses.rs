@@ -19,10 +19,8 @@
 //! reasoning model. Streams send the full `response.*` sequence with `sequence_number`s in 7-byte
 //! pieces.
 
-use std::collections::HashMap;
-
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -30,8 +28,13 @@ use sha2::{Digest, Sha256};
 
 use super::Shared;
 
+mod answer;
+mod stored;
 mod stream;
 mod validate;
+
+use answer::{Plan, response_object, usage};
+pub(super) use stored::{delete, input_items, retrieve};
 
 /// The key the mock expects: `config_for`'s `api_key`.
 pub const API_KEY: &str = "sk-upstream-secret";
@@ -75,9 +78,7 @@ pub fn encrypted_content(id: &str, summary: &Value) -> String {
 }
 
 fn error(status: u16, message: &str, param: Option<&str>, code: Option<&str>) -> Response {
-    let kind = if status == 401 {
-        "invalid_request_error"
-    } else if status >= 500 {
+    let kind = if status >= 500 {
         "server_error"
     } else {
         "invalid_request_error"
@@ -330,276 +331,4 @@ fn check_against_context(
         _ => {}
     }
     None
-}
-
-/// What the answer will be.
-struct Plan {
-    reasoning: bool,
-    sealed: bool,
-    summary: bool,
-    tool: Option<String>,
-    user_turns: usize,
-}
-
-impl Plan {
-    fn new(request: &Value, input: &[Value], context: &[Value]) -> Self {
-        let function = |t: &&Value| t["type"] == "function";
-        let tool = match &request["tool_choice"] {
-            Value::String(choice) if choice == "none" => None,
-            choice if choice["type"] == "function" => choice["name"].as_str().map(str::to_owned),
-            _ => request["tools"]
-                .as_array()
-                .and_then(|tools| tools.iter().find(function))
-                .and_then(|t| t["name"].as_str())
-                .map(str::to_owned),
-        }
-        .filter(|_| {
-            input
-                .last()
-                .is_none_or(|i| i["type"] != "function_call_output")
-        });
-        let includes = |what: &str| {
-            request["include"]
-                .as_array()
-                .is_some_and(|i| i.iter().any(|v| v == what))
-        };
-        Self {
-            reasoning: reasoning_model(request["model"].as_str().unwrap_or_default()),
-            sealed: includes("reasoning.encrypted_content"),
-            summary: request["reasoning"]["summary"].is_string(),
-            tool,
-            user_turns: context
-                .iter()
-                .filter(|c| c["type"] == "message" && c["role"] == "user")
-                .count(),
-        }
-    }
-
-    fn output(&self, next_id: &mut dyn FnMut(&str) -> String) -> Vec<Value> {
-        let mut output = Vec::new();
-        if self.reasoning {
-            let id = next_id("rs");
-            let summary = if self.summary {
-                json!([{"type": "summary_text", "text": REASONING_SUMMARY}])
-            } else {
-                json!([])
-            };
-            let mut item = json!({"id": id, "type": "reasoning", "summary": summary});
-            if self.sealed {
-                item["encrypted_content"] = json!(encrypted_content(&id, &summary));
-            }
-            output.push(item);
-        }
-        match &self.tool {
-            Some(name) => {
-                let (id, call_id) = (next_id("fc"), next_id("call"));
-                output.push(
-                    json!({"id": id, "type": "function_call", "status": "completed",
-                    "call_id": call_id, "name": name, "arguments": CALL_ARGUMENTS}),
-                );
-            }
-            None => output.push(
-                json!({"id": next_id("msg"), "type": "message", "status": "completed",
-                "role": "assistant", "content": [{"type": "output_text",
-                "text": answer_text(self.user_turns), "annotations": [], "logprobs": []}]}),
-            ),
-        }
-        output
-    }
-}
-
-/// Usage as OpenAI reports it; the longest context prefix seen before is the cached part.
-async fn usage(
-    shared: &Shared,
-    request: &Value,
-    context: &[Value],
-    output: &[Value],
-    reasoning: bool,
-) -> Value {
-    let instructions = tokens(&request["instructions"]);
-    let per_item: Vec<u64> = context.iter().map(tokens).collect();
-    let input = instructions + per_item.iter().sum::<u64>();
-    let mut seen = shared.response_prefixes.lock().await;
-    let mut cached = 0;
-    let mut prefix = format!("{}\0{}", request["model"], request["instructions"]);
-    for (i, item) in context.iter().enumerate() {
-        prefix.push_str(&cache_form(item));
-        let key = hex::encode(Sha256::digest(&prefix));
-        if seen.contains(&key) {
-            cached = instructions + per_item[..=i].iter().sum::<u64>();
-        }
-        seen.insert(key);
-    }
-    // The answer is cached too: a follow-up that sends it back (or chains to it) reads it.
-    for item in output {
-        prefix.push_str(&cache_form(item));
-        seen.insert(hex::encode(Sha256::digest(&prefix)));
-    }
-    let reasoning_tokens = if reasoning { REASONING_TOKENS } else { 0 };
-    let output_tokens = output
-        .iter()
-        .filter(|o| o["type"] != "reasoning")
-        .map(tokens)
-        .sum::<u64>()
-        + reasoning_tokens;
-    json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": cached},
-           "output_tokens": output_tokens,
-           "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
-           "total_tokens": input + output_tokens})
-}
-
-fn response_object(
-    request: &Value,
-    id: &str,
-    status: &str,
-    output: &[Value],
-    usage: Option<Value>,
-) -> Value {
-    let or = |key: &str, default: Value| request.get(key).cloned().unwrap_or(default);
-    json!({
-        "id": id, "object": "response", "created_at": 1_741_476_542, "status": status,
-        "background": false, "error": null, "incomplete_details": null,
-        "instructions": or("instructions", Value::Null),
-        "max_output_tokens": or("max_output_tokens", Value::Null),
-        "max_tool_calls": null, "model": request["model"], "output": output,
-        "parallel_tool_calls": or("parallel_tool_calls", json!(true)),
-        "previous_response_id": or("previous_response_id", Value::Null),
-        "reasoning": if reasoning_model(request["model"].as_str().unwrap_or_default()) {
-            json!({"effort": request["reasoning"]["effort"].as_str().unwrap_or("medium"),
-                   "summary": request["reasoning"]["summary"]})
-        } else {
-            json!({"effort": null, "summary": null})
-        },
-        "service_tier": "default", "store": or("store", json!(true)),
-        "temperature": or("temperature", json!(1.0)),
-        "text": or("text", json!({"format": {"type": "text"}, "verbosity": "medium"})),
-        "tool_choice": or("tool_choice", json!("auto")), "tools": or("tools", json!([])),
-        "top_logprobs": 0, "top_p": or("top_p", json!(1.0)),
-        "truncation": or("truncation", json!("disabled")),
-        "usage": usage, "user": or("user", Value::Null), "metadata": or("metadata", json!({}))
-    })
-}
-
-fn not_found(id: &str) -> Response {
-    error(
-        404,
-        &format!("Response with id '{id}' not found."),
-        None,
-        None,
-    )
-}
-
-pub(super) async fn retrieve(
-    State(shared): State<std::sync::Arc<Shared>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    super::record(
-        &shared,
-        &format!("GET /v1/responses/{id}"),
-        &headers,
-        &Bytes::new(),
-    )
-    .await;
-    if let Some(refused) = unauthorized(&headers) {
-        return refused;
-    }
-    match shared.responses.lock().await.get(&id) {
-        Some(stored) => axum::Json(stored.response.clone()).into_response(),
-        None => not_found(&id),
-    }
-}
-
-pub(super) async fn delete(
-    State(shared): State<std::sync::Arc<Shared>>,
-    Path(id): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    super::record(
-        &shared,
-        &format!("DELETE /v1/responses/{id}"),
-        &headers,
-        &Bytes::new(),
-    )
-    .await;
-    if let Some(refused) = unauthorized(&headers) {
-        return refused;
-    }
-    match shared.responses.lock().await.remove(&id) {
-        Some(_) => axum::Json(json!({"id": id, "object": "response.deleted", "deleted": true}))
-            .into_response(),
-        None => not_found(&id),
-    }
-}
-
-/// `?order=asc|desc` (default desc, newest first), `?limit=1..100` (default 20), `?after=<id>`.
-pub(super) async fn input_items(
-    State(shared): State<std::sync::Arc<Shared>>,
-    Path(id): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    super::record(
-        &shared,
-        &format!("GET /v1/responses/{id}/input_items"),
-        &headers,
-        &Bytes::new(),
-    )
-    .await;
-    if let Some(refused) = unauthorized(&headers) {
-        return refused;
-    }
-    let query: HashMap<String, String> = query
-        .unwrap_or_default()
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-    let Some(stored) = shared.responses.lock().await.get(&id).cloned() else {
-        return not_found(&id);
-    };
-    let mut items = stored.input_items;
-    match query.get("order").map(String::as_str) {
-        None | Some("desc") => items.reverse(),
-        Some("asc") => {}
-        Some(other) => {
-            return error(
-                400,
-                &format!("Invalid value: '{other}'. Supported values are: 'asc' and 'desc'."),
-                Some("order"),
-                Some("invalid_value"),
-            );
-        }
-    }
-    if let Some(after) = query.get("after") {
-        match items.iter().position(|i| i["id"] == after.as_str()) {
-            Some(at) => items.drain(..=at).for_each(drop),
-            None => {
-                return error(
-                    400,
-                    &format!("Item with id '{after}' not found."),
-                    Some("after"),
-                    None,
-                );
-            }
-        }
-    }
-    let limit = match query.get("limit").map(|l| l.parse::<usize>()) {
-        None => 20,
-        Some(Ok(n)) if (1..=100).contains(&n) => n,
-        Some(_) => {
-            return error(
-                400,
-                "Invalid 'limit': integer must be between 1 and 100.",
-                Some("limit"),
-                Some("integer_out_of_range"),
-            );
-        }
-    };
-    let has_more = items.len() > limit;
-    items.truncate(limit);
-    axum::Json(json!({"object": "list", "data": items,
-        "first_id": items.first().map(|i| i["id"].clone()), "last_id": items.last().map(|i| i["id"].clone()),
-        "has_more": has_more}))
-    .into_response()
 }

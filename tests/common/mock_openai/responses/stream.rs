@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-use super::response_object;
+use super::answer::response_object;
 
 /// `text` cut every `size` characters.
 fn pieces(text: &str, size: usize) -> Vec<String> {
