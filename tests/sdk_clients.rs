@@ -3,7 +3,18 @@
 //! `target/sdk-clients/` by `scripts/sdk-clients.sh`) run their scenarios against the strict mock
 //! upstreams, which proves the mocks speak what the SDKs expect; and the mocks refuse what the
 //! real APIs refuse. The same programs run against the gateway by giving `run_client` the
-//! gateway's URL, a gateway key and the model names its config routes.
+//! gateway's URL, a gateway key and the model names its config routes:
+//!
+//! ```text
+//! run_client("anthropic_messages.py", &gateway.url(""), &key, &["--model", "anthropic/claude-sonnet-4-5"])
+//! run_client("openai_responses.py", &gateway.url("/v1"), &key,
+//!            &["--model", "openai/gpt-4.1-mini", "--reasoning-model", "openai/o4-mini"])
+//! ```
+//!
+//! On a translated path pass `--only` with the scenarios a translation can keep: thinking
+//! signatures, prompt caching (`claude_code`), encrypted reasoning and stored responses hold
+//! natively only (or where the gateway stores them). `--mock` (Responses) adds what only the mock
+//! promises (its text counts user turns; its cache reads a resent prefix).
 //!
 //! These tests fail, not skip, when the SDKs are missing: run `scripts/sdk-clients.sh`
 //! (`scripts/test.sh` does) first.

@@ -4,6 +4,7 @@
 //! | model | answer |
 //! |---|---|
 //! | anything | a normal completion / embedding / image / stream |
+//! | chat with tools, the last message not a `tool` result | a call of the first tool |
 //! | `error-400`, `error-401`, `error-404`, `error-429`, `error-500`, `error-503` | that status with OpenAI's error body |
 //! | `slow` | answers after 3 s |
 //! | `endless` | a stream that never ends (a chunk every 20 ms) until the client goes away |
@@ -215,8 +216,15 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     let include_usage = request["stream_options"]["include_usage"]
         .as_bool()
         .unwrap_or(false);
+    // Tools given: a call of the first, unless the conversation ends with its result (so a
+    // client's tool round trip, e.g. an SDK's through a translating gateway, gets its answer).
+    let answered = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| m["role"] == "tool");
     let tool = request["tools"][0]["function"]["name"]
         .as_str()
+        .filter(|_| !answered)
         .map(str::to_owned);
     if model == "endless" {
         return endless(shared);
