@@ -342,6 +342,11 @@ async fn anthropic_mock_refuses_what_the_messages_api_refuses() {
             |r| r["thinking"]["budget_tokens"] = json!(512),
             "budget_tokens: Input should be greater than or equal to 1024",
         ),
+        (
+            "thinking with a forced tool",
+            |r| r["tool_choice"] = json!({"type": "any"}),
+            "Thinking may not be enabled when tool_choice forces tool use.",
+        ),
     ];
     for (what, change, message) in cases {
         let mut request = valid_anthropic();
@@ -538,6 +543,20 @@ async fn openai_mock_refuses_what_the_responses_api_refuses() {
             400,
             "Unsupported parameter: 'reasoning.effort'",
             Some("unsupported_parameter"),
+        ),
+        (
+            "a sampling temperature on a reasoning model",
+            |r| r["temperature"] = json!(0.2),
+            400,
+            "Unsupported parameter: 'temperature' is not supported with this model.",
+            Some("unsupported_parameter"),
+        ),
+        (
+            "max_output_tokens under 16",
+            |r| r["max_output_tokens"] = json!(10),
+            400,
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 10 instead.",
+            Some("integer_below_min_value"),
         ),
     ];
     for (what, change, status, message, code) in cases {

@@ -39,6 +39,8 @@ pub const CACHED_TOKENS: u64 = 5;
 /// One request the mock received.
 #[derive(Clone, Debug)]
 pub struct Recorded {
+    /// The path of a POST; the Responses API's other calls are noted as `GET /v1/responses/..`
+    /// and `DELETE /v1/responses/..`.
     pub path: String,
     pub headers: HeaderMap,
     pub body: Value,

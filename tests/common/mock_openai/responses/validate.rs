@@ -129,6 +129,31 @@ pub(super) fn request(body: &Value) -> Result<(), Refusal> {
             "unsupported_parameter",
         ));
     }
+    // Reasoning models sample at their own temperature.
+    if super::reasoning_model(model)
+        && object
+            .get("temperature")
+            .is_some_and(|t| t.as_f64() != Some(1.0))
+    {
+        return Err(refuse(
+            "Unsupported parameter: 'temperature' is not supported with this model.".into(),
+            "temperature".to_owned(),
+            "unsupported_parameter",
+        ));
+    }
+    if let Some(max) = object
+        .get("max_output_tokens")
+        .and_then(Value::as_i64)
+        .filter(|m| *m < 16)
+    {
+        return Err(refuse(
+            format!(
+                "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {max} instead."
+            ),
+            "max_output_tokens".to_owned(),
+            "integer_below_min_value",
+        ));
+    }
     for (i, include) in object
         .get("include")
         .and_then(Value::as_array)

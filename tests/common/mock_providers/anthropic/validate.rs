@@ -111,6 +111,13 @@ pub(super) fn message_request(request: &Value) -> Checked<()> {
                 .into(),
         );
     }
+    let forced = matches!(
+        object.get("tool_choice").and_then(|c| c["type"].as_str()),
+        Some("any" | "tool")
+    );
+    if thinking && forced {
+        return Err("Thinking may not be enabled when tool_choice forces tool use.".into());
+    }
     common(object, thinking)
 }
 
