@@ -6,7 +6,7 @@
 //! | request | answer |
 //! |---|---|
 //! | no key (`x-api-key` or `Authorization: Bearer`, as current SDKs send it) or a wrong one | 401 `authentication_error` |
-//! | no `anthropic-version`, or an `anthropic-beta` value that is not `name-YYYY-MM-DD` | 400 |
+//! | no `anthropic-version`, or an `anthropic-beta` value that is not `name-YYYY-MM-DD` (or `name-YYYYMMDD`) | 400 |
 //! | model `error-429` / `error-500` | that status in Anthropic's error shape |
 //! | `thinking` enabled | a `thinking` block first, signed: the mock checks the signature when it comes back |
 //! | custom tools, `tool_choice` not `none`, and the last user turn holds no `tool_result` | a `tool_use` of the first tool (or the one `tool_choice` names) |
@@ -117,12 +117,12 @@ fn dated(text: &str) -> bool {
 /// `name-YYYY-MM-DD` or `name-YYYYMMDD`, as every beta flag is (`interleaved-thinking-2025-05-14`,
 /// `claude-code-20250219`).
 fn beta_name(flag: &str) -> bool {
-    let date_first =
+    let a_date =
         |date: &str| dated(date) || (date.len() == 8 && date.bytes().all(|b| b.is_ascii_digit()));
     [10, 8].into_iter().any(|len| {
         flag.len() > len + 1
             && flag.is_char_boundary(flag.len() - len)
-            && date_first(&flag[flag.len() - len..])
+            && a_date(&flag[flag.len() - len..])
             && flag.as_bytes()[flag.len() - len - 1] == b'-'
             && flag[..flag.len() - len - 1]
                 .bytes()
