@@ -31,6 +31,9 @@ native=$PWD/target/guests-native
 # Python and JavaScript plugins: pinned toolchains installed into target/polyglot/ (once), the
 # examples' unit tests, and the components tests/polyglot.rs loads.
 scripts/polyglot.sh
+# The official Anthropic and OpenAI SDKs that tests/sdk_clients.rs drives: pinned, installed into
+# target/sdk-clients/ (once).
+scripts/sdk-clients.sh
 cargo test --workspace --no-fail-fast
 (cd plugin-sdk && CARGO_TARGET_DIR=../target/sdk cargo test --all-features)
 # The guest workspaces default to wasm32-wasip2; their unit tests run natively.

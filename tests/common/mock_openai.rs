@@ -4,11 +4,14 @@
 //! | model | answer |
 //! |---|---|
 //! | anything | a normal completion / embedding / image / stream |
+//! | chat with tools, the last message not a `tool` result | a call of the first tool |
 //! | `error-400`, `error-401`, `error-404`, `error-429`, `error-500`, `error-503` | that status with OpenAI's error body |
 //! | `slow` | answers after 3 s |
 //! | `endless` | a stream that never ends (a chunk every 20 ms) until the client goes away |
 //! | `paced-<ms>` | a stream of a chunk every 20 ms for about `<ms>` ms, then usage and `[DONE]` |
 //! | `garbage` | 200 with a body that is not JSON |
+//!
+//! The Responses API (`/v1/responses`) is strict, as the real one: see `mock_openai/responses.rs`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,6 +27,8 @@ use axum::routing::{get, post};
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
+pub mod responses;
+
 /// The reply text of every mock chat completion.
 pub const REPLY: &str = "Hello from the mock upstream!";
 /// The usage every mock chat completion reports.
@@ -34,6 +39,8 @@ pub const CACHED_TOKENS: u64 = 5;
 /// One request the mock received.
 #[derive(Clone, Debug)]
 pub struct Recorded {
+    /// The path of a POST; the Responses API's other calls are noted as `GET /v1/responses/..`
+    /// and `DELETE /v1/responses/..`.
     pub path: String,
     pub headers: HeaderMap,
     pub body: Value,
@@ -51,6 +58,12 @@ pub struct Shared {
     pub targets: Mutex<Vec<String>>,
     /// Chat requests each `flaky-N` model has had so far.
     pub flaky: Mutex<std::collections::HashMap<String, u32>>,
+    /// Responses kept (`store` not false), by id.
+    pub responses: Mutex<std::collections::HashMap<String, responses::Stored>>,
+    /// The last number in the Responses API's ids.
+    pub response_ids: Mutex<u64>,
+    /// Hashes of the Responses contexts' prefixes seen, for `cached_tokens`.
+    pub response_prefixes: Mutex<std::collections::HashSet<String>>,
 }
 
 pub struct MockOpenAi {
@@ -66,6 +79,15 @@ impl MockOpenAi {
             .route("/v1/embeddings", post(embeddings))
             .route("/v1/images/generations", post(images))
             .route("/v1/models", get(models))
+            .route("/v1/responses", post(responses::create))
+            .route(
+                "/v1/responses/{id}",
+                get(responses::retrieve).delete(responses::delete),
+            )
+            .route(
+                "/v1/responses/{id}/input_items",
+                get(responses::input_items),
+            )
             .layer(axum::middleware::from_fn_with_state(
                 Arc::clone(&shared),
                 note_target,
@@ -196,8 +218,15 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     let include_usage = request["stream_options"]["include_usage"]
         .as_bool()
         .unwrap_or(false);
+    // Tools given: a call of the first, unless the conversation ends with its result (so a
+    // client's tool round trip, e.g. an SDK's through a translating gateway, gets its answer).
+    let answered = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| m["role"] == "tool");
     let tool = request["tools"][0]["function"]["name"]
         .as_str()
+        .filter(|_| !answered)
         .map(str::to_owned);
     if model == "endless" {
         return endless(shared);

@@ -14,7 +14,9 @@
 //! | anything else | a text answer with usage (cache tokens where the provider reports them) |
 //!
 //! Streams are delivered in pieces of 5 to 9 bytes, so events, field names and UTF-8 characters
-//! are split across reads.
+//! are split across reads. The Anthropic mock is also strict (it refuses what the Messages API
+//! refuses, and serves `count_tokens`, thinking and prompt caching): see
+//! `mock_providers/anthropic.rs`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,6 +56,8 @@ pub struct Shared {
     /// The request target (path and query, as sent) of every request that arrived, routed or
     /// not: what a URL-injection test checks.
     pub targets: Mutex<Vec<String>>,
+    /// Anthropic: the prompt prefixes (up to a `cache_control` breakpoint) already cached.
+    pub cached_prefixes: Mutex<std::collections::HashSet<String>>,
 }
 
 /// Notes the raw target of every request, before routing (so a 404 is noted too).
@@ -96,13 +100,20 @@ impl MockProvider {
         }
     }
 
-    /// Anthropic: `POST /v1/messages`.
+    /// Anthropic: `POST /v1/messages`, `POST /v1/messages/count_tokens`.
     pub async fn anthropic() -> Self {
         Self::serve(
-            Router::new().route("/v1/messages", post(anthropic::messages)),
+            Router::new()
+                .route("/v1/messages", post(anthropic::messages))
+                .route("/v1/messages/count_tokens", post(anthropic::count_tokens)),
             "/v1",
         )
         .await
+    }
+
+    /// The URL an Anthropic SDK takes as its base URL (it adds `/v1/messages` itself).
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
     }
 
     /// Gemini: `POST /v1beta/models/{model}:{generateContent|streamGenerateContent|embedContent|batchEmbedContents}`.
@@ -215,188 +226,9 @@ fn sse_in_pieces(text: String) -> Response {
         .into_response()
 }
 
-/// Anthropic Messages, after docs.anthropic.com/en/api/messages and .../messages-streaming.
-pub mod anthropic {
-    use super::*;
-
-    pub const VERSION: &str = "2023-06-01";
-    pub const TEXT: &str = "Hi! My name is Claude.";
-    /// The streamed text, in the deltas the mock sends.
-    pub const STREAM_DELTAS: [&str; 3] = ["Hello", "! Ça va? 👋", " Nice to meet you."];
-    pub const INPUT_TOKENS: u64 = 10;
-    pub const CACHE_CREATION_TOKENS: u64 = 3;
-    pub const CACHE_READ_TOKENS: u64 = 5;
-    pub const OUTPUT_TOKENS: u64 = 12;
-    pub const TOOL_USE_ID: &str = "toolu_01A09q90qw90lq917835lq9";
-    pub const MESSAGE_ID: &str = "msg_013Zva2CMHLNnXjNJJKqJ2EF";
-
-    fn error(status: u16, kind: &str, message: &str) -> Response {
-        json_response(
-            status,
-            json!({"type": "error", "error": {"type": kind, "message": message},
-                   "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}),
-        )
-    }
-
-    fn usage() -> Value {
-        json!({"input_tokens": INPUT_TOKENS,
-               "cache_creation_input_tokens": CACHE_CREATION_TOKENS,
-               "cache_read_input_tokens": CACHE_READ_TOKENS,
-               "output_tokens": OUTPUT_TOKENS})
-    }
-
-    fn has_tool_result(request: &Value) -> bool {
-        request["messages"].as_array().is_some_and(|messages| {
-            messages.iter().any(|m| {
-                m["content"]
-                    .as_array()
-                    .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
-            })
-        })
-    }
-
-    pub(super) async fn messages(
-        State(shared): State<Arc<Shared>>,
-        headers: HeaderMap,
-        body: Bytes,
-    ) -> Response {
-        let request = record(&shared, "/v1/messages".into(), None, &headers, &body).await;
-        if header(&headers, "x-api-key") != Some(KEY) {
-            return error(401, "authentication_error", "invalid x-api-key");
-        }
-        if header(&headers, "anthropic-version").is_none() {
-            return error(
-                400,
-                "invalid_request_error",
-                "anthropic-version: header is required",
-            );
-        }
-        let model = request["model"].as_str().unwrap_or_default().to_owned();
-        match model.as_str() {
-            "error-429" => {
-                return error(
-                    429,
-                    "rate_limit_error",
-                    "Number of request tokens has exceeded your per-minute rate limit",
-                );
-            }
-            "error-500" => return error(500, "api_error", "Internal server error"),
-            _ => {}
-        }
-        let tool = request["tools"][0]["name"]
-            .as_str()
-            .filter(|_| !has_tool_result(&request))
-            .map(str::to_owned);
-        if request["stream"] == true {
-            return match model.as_str() {
-                "stream-cut" => stream_broken(&model, None),
-                "stream-overloaded" => stream_broken(
-                    &model,
-                    Some(json!({"type": "error",
-                                "error": {"type": "overloaded_error", "message": "Overloaded"}})),
-                ),
-                _ => stream(&model, tool.as_deref()),
-            };
-        }
-        let (content, stop) = match &tool {
-            Some(name) => (
-                json!([{"type": "text", "text": "<thinking>I need to call the get_weather function</thinking>"},
-                       {"type": "tool_use", "id": TOOL_USE_ID, "name": name,
-                        "input": {"location": "San Francisco, CA", "unit": "celsius"}}]),
-                "tool_use",
-            ),
-            None => (json!([{"type": "text", "text": TEXT}]), "end_turn"),
-        };
-        axum::Json(json!({
-            "id": MESSAGE_ID, "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage()
-        }))
-        .into_response()
-    }
-
-    /// `message_start`, a text block's start and first delta, then `error` (if given) and the end.
-    fn stream_broken(model: &str, error: Option<Value>) -> Response {
-        let mut text = String::new();
-        let start = json!({"type": "message_start", "message": {
-            "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant",
-            "content": [], "model": model, "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": 1}}});
-        text.push_str(&format!("event: message_start\ndata: {start}\n\n"));
-        let block = json!({"type": "content_block_start", "index": 0,
-                           "content_block": {"type": "text", "text": ""}});
-        text.push_str(&format!("event: content_block_start\ndata: {block}\n\n"));
-        let delta = json!({"type": "content_block_delta", "index": 0,
-                           "delta": {"type": "text_delta", "text": STREAM_DELTAS[0]}});
-        text.push_str(&format!("event: content_block_delta\ndata: {delta}\n\n"));
-        if let Some(error) = error {
-            text.push_str(&format!("event: error\ndata: {error}\n\n"));
-        }
-        sse_in_pieces(text)
-    }
-
-    fn stream(model: &str, tool: Option<&str>) -> Response {
-        let mut events: Vec<(&str, Value)> = vec![
-            (
-                "message_start",
-                json!({"type": "message_start", "message": {
-                    "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message",
-                    "role": "assistant", "content": [], "model": model, "stop_reason": null,
-                    "stop_sequence": null,
-                    "usage": {"input_tokens": INPUT_TOKENS,
-                              "cache_creation_input_tokens": CACHE_CREATION_TOKENS,
-                              "cache_read_input_tokens": CACHE_READ_TOKENS, "output_tokens": 1}}}),
-            ),
-            (
-                "content_block_start",
-                json!({"type": "content_block_start", "index": 0,
-                       "content_block": {"type": "text", "text": ""}}),
-            ),
-            ("ping", json!({"type": "ping"})),
-        ];
-        for text in STREAM_DELTAS {
-            events.push((
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0,
-                       "delta": {"type": "text_delta", "text": text}}),
-            ));
-        }
-        events.push((
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
-        ));
-        if let Some(name) = tool {
-            events.push((
-                "content_block_start",
-                json!({"type": "content_block_start", "index": 1, "content_block":
-                       {"type": "tool_use", "id": TOOL_USE_ID, "name": name, "input": {}}}),
-            ));
-            for part in ["", "{\"location\":", " \"San Francisco, CA\"}"] {
-                events.push((
-                    "content_block_delta",
-                    json!({"type": "content_block_delta", "index": 1,
-                           "delta": {"type": "input_json_delta", "partial_json": part}}),
-                ));
-            }
-            events.push((
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": 1}),
-            ));
-        }
-        events.push((
-            "message_delta",
-            json!({"type": "message_delta",
-                   "delta": {"stop_reason": if tool.is_some() { "tool_use" } else { "end_turn" },
-                             "stop_sequence": null},
-                   "usage": {"output_tokens": OUTPUT_TOKENS}}),
-        ));
-        events.push(("message_stop", json!({"type": "message_stop"})));
-        let mut text = String::new();
-        for (name, data) in events {
-            text.push_str(&format!("event: {name}\ndata: {data}\n\n"));
-        }
-        sse_in_pieces(text)
-    }
-}
+/// Anthropic Messages, after docs.anthropic.com/en/api/messages and .../messages-streaming:
+/// strict, in `mock_providers/anthropic.rs`.
+pub mod anthropic;
 
 /// Gemini generateContent, after ai.google.dev/api/generate-content and /api/embeddings.
 pub mod gemini {

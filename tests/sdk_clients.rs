@@ -1,0 +1,592 @@
+//! The official SDKs as test clients: the programs in `tests/sdk/` (the `anthropic` and `openai`
+//! Python packages and the Node `@anthropic-ai/sdk`, pinned and installed into
+//! `target/sdk-clients/` by `scripts/sdk-clients.sh`) run their scenarios against the strict mock
+//! upstreams, which proves the mocks speak what the SDKs expect; and the mocks refuse what the
+//! real APIs refuse. The same programs run against the gateway by giving `run_client` the
+//! gateway's URL, a gateway key and the model names its config routes:
+//!
+//! ```text
+//! run_client("anthropic_messages.py", &gateway.url(""), &key, &["--model", "anthropic/claude-sonnet-4-5"])
+//! run_client("openai_responses.py", &gateway.url("/v1"), &key,
+//!            &["--model", "openai/gpt-4.1-mini", "--reasoning-model", "openai/o4-mini"])
+//! ```
+//!
+//! On a translated path pass `--only` with the scenarios a translation can keep: thinking
+//! signatures, prompt caching (`claude_code`), encrypted reasoning and stored responses hold
+//! natively only (or where the gateway stores them). `--mock` (Responses) adds what only the mock
+//! promises (its text counts user turns; its cache reads a resent prefix).
+//!
+//! These tests fail, not skip, when the SDKs are missing: run `scripts/sdk-clients.sh`
+//! (`scripts/test.sh` does) first.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use common::http;
+use common::mock_openai::MockOpenAi;
+use common::mock_openai::responses::{self, API_KEY};
+use common::mock_providers::{KEY, MockProvider, anthropic};
+use serde_json::{Value, json};
+
+const CLAUDE: &str = "claude-sonnet-4-5";
+const GPT: &str = "gpt-4.1-mini";
+const REASONING_GPT: &str = "o4-mini";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn installed(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/sdk-clients.sh to install the pinned SDKs",
+        path.display()
+    );
+    path
+}
+
+/// Runs `tests/sdk/<program>` (Python or Node, by its extension) with `--base-url`, `--api-key`
+/// and `args` (the model flags, `--only`, ...), for at most 120 s.
+pub async fn run_client(program: &str, base_url: &str, key: &str, args: &[&str]) -> Output {
+    let tools = root().join("target/sdk-clients");
+    let script = root().join("tests/sdk").join(program);
+    let mut command = if program.ends_with(".py") {
+        std::process::Command::new(installed(tools.join("py/bin/python")))
+    } else {
+        let mut node = std::process::Command::new("node");
+        installed(tools.join("js/node_modules/@anthropic-ai/sdk"));
+        node.arg(&script)
+            .arg("--node-modules")
+            .arg(tools.join("js/node_modules"));
+        node
+    };
+    if program.ends_with(".py") {
+        command.arg(&script);
+    }
+    command
+        .args(["--base-url", base_url, "--api-key", key])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // The clients must reach 127.0.0.1 directly and take their key from the arguments only.
+    for name in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_ORG_ID",
+        "OPENAI_PROJECT_ID",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+    ] {
+        command.env_remove(name);
+    }
+    let child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} did not start: {e}"));
+    let pid = child.id() as libc::pid_t;
+    let mut waiting = tokio::task::spawn_blocking(move || child.wait_with_output());
+    match tokio::time::timeout(Duration::from_secs(120), &mut waiting).await {
+        Ok(output) => output.unwrap().unwrap(),
+        Err(_) => {
+            // SAFETY: `pid` is our own child, not yet reaped (its wait is still running).
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::kill(pid, libc::SIGKILL)
+            };
+            let _ = waiting.await;
+            panic!("{program} ran for more than 120 s")
+        }
+    }
+}
+
+/// Asserts the program exited 0 having passed each of `scenarios`.
+pub fn assert_passed(output: &Output, scenarios: &[&str]) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the client failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    for scenario in scenarios {
+        assert!(
+            stdout.lines().any(|l| l == format!("ok {scenario}")),
+            "scenario {scenario} did not pass:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn anthropic_python_sdk_completes_every_scenario_against_the_mock() {
+    let mock = MockProvider::anthropic().await;
+    let scenarios = [
+        "create",
+        "stream",
+        "tools",
+        "count_tokens",
+        "thinking",
+        "claude_code",
+        "x_api_key",
+    ];
+    let output = run_client(
+        "anthropic_messages.py",
+        &mock.origin(),
+        KEY,
+        &["--model", CLAUDE, "--only", &scenarios.join(",")],
+    )
+    .await;
+    assert_passed(&output, &scenarios);
+    let requests = mock.requests().await;
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("anthropic-version").is_some()),
+        "every request names its API version"
+    );
+    // The Claude Code shape: its beta flags arrive as sent, on the beta endpoint.
+    let beta = requests
+        .iter()
+        .find(|r| r.header("anthropic-beta").is_some())
+        .expect("a request with anthropic-beta");
+    assert_eq!(
+        beta.header("anthropic-beta"),
+        Some(
+            "claude-code-20250219,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14"
+        )
+    );
+    assert_eq!(beta.body["tools"].as_array().map(Vec::len), Some(30));
+    // Both key forms: the SDK's Bearer and Claude Code's x-api-key.
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.header("x-api-key") == Some(KEY) && r.header("authorization").is_none())
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.header("authorization") == Some(&format!("Bearer {KEY}")))
+    );
+}
+
+#[tokio::test]
+async fn anthropic_node_sdk_completes_every_scenario_against_the_mock() {
+    let mock = MockProvider::anthropic().await;
+    let output = run_client(
+        "anthropic_messages.mjs",
+        &mock.origin(),
+        KEY,
+        &["--model", CLAUDE],
+    )
+    .await;
+    assert_passed(&output, &["create", "stream", "tools"]);
+}
+
+#[tokio::test]
+async fn openai_python_sdk_completes_every_responses_scenario_against_the_mock() {
+    let mock = MockOpenAi::start().await;
+    let scenarios = [
+        "create",
+        "stream",
+        "function_tools",
+        "chain",
+        "stateless_reasoning",
+        "stored",
+    ];
+    let output = run_client(
+        "openai_responses.py",
+        &mock.base_url(),
+        API_KEY,
+        &[
+            "--model",
+            GPT,
+            "--reasoning-model",
+            REASONING_GPT,
+            "--mock",
+            "--only",
+            &scenarios.join(","),
+        ],
+    )
+    .await;
+    assert_passed(&output, &scenarios);
+}
+
+/// A request the mock Anthropic API accepts; each refusal case changes one thing in it.
+fn valid_anthropic() -> Value {
+    json!({"model": CLAUDE, "max_tokens": 4096,
+           "thinking": {"type": "enabled", "budget_tokens": 2048},
+           "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
+           "messages": [
+               {"role": "user", "content": "Weather in Paris?"},
+               {"role": "assistant", "content": [
+                   {"type": "thinking", "thinking": anthropic::THINKING,
+                    "signature": anthropic::signature(anthropic::THINKING)},
+                   {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+               {"role": "user", "content": [
+                   {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18 degrees"}]}]})
+}
+
+async fn post_anthropic(
+    mock: &MockProvider,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, Value) {
+    let mut request = http().post(format!("{}{path}", mock.origin())).json(body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn anthropic_mock_refuses_what_the_messages_api_refuses() {
+    let mock = MockProvider::anthropic().await;
+    let good: &[(&str, &str)] = &[
+        ("x-api-key", KEY),
+        ("anthropic-version", anthropic::VERSION),
+    ];
+    // Claude Code's SDK sends `?beta=true`: taken, and recorded with the path.
+    let (status, body) =
+        post_anthropic(&mock, "/v1/messages?beta=true", good, &valid_anthropic()).await;
+    assert_eq!(status, 200, "the valid request: {body}");
+    assert_eq!(mock.last_request().await.path, "/v1/messages?beta=true");
+
+    type Change = fn(&mut Value);
+    let cases: &[(&str, Change, &str)] = &[
+        (
+            "a field of another dialect",
+            |r| r["stream_options"] = json!({"include_usage": true}),
+            "stream_options: Extra inputs are not permitted",
+        ),
+        (
+            "no max_tokens",
+            |r| {
+                r.as_object_mut().unwrap().remove("max_tokens");
+            },
+            "max_tokens: Field required",
+        ),
+        (
+            "a tool_result answering no tool_use",
+            |r| r["messages"][2]["content"][0]["tool_use_id"] = json!("toolu_other"),
+            "unexpected `tool_use_id` found in `tool_result` blocks: toolu_other",
+        ),
+        (
+            "a tool_use left unanswered",
+            |r| r["messages"][2]["content"] = json!("Thanks"),
+            "`tool_use` ids were found without `tool_result` blocks immediately after: toolu_1",
+        ),
+        (
+            "a forged thinking signature",
+            |r| r["messages"][1]["content"][0]["signature"] = json!(anthropic::signature("other")),
+            "Invalid `signature` in `thinking` block",
+        ),
+        (
+            "thinking text changed under its signature",
+            |r| r["messages"][1]["content"][0]["thinking"] = json!("Something else."),
+            "Invalid `signature` in `thinking` block",
+        ),
+        (
+            "thinking dropped before the tool_use it led to",
+            |r| {
+                r["messages"][1]["content"]
+                    .as_array_mut()
+                    .unwrap()
+                    .remove(0);
+            },
+            "Expected `thinking` or `redacted_thinking`, but found `tool_use`",
+        ),
+        (
+            "a role that does not exist",
+            |r| r["messages"][0]["role"] = json!("system"),
+            "messages.0.role: Input should be 'user' or 'assistant'",
+        ),
+        (
+            "a block type the user cannot send",
+            |r| {
+                r["messages"][0]["content"] =
+                    json!([{"type": "tool_use", "id": "x", "name": "get_weather", "input": {}}])
+            },
+            "messages.0.content.0.type: Input tag 'tool_use'",
+        ),
+        (
+            "an empty text block",
+            |r| r["messages"][0]["content"] = json!([{"type": "text", "text": ""}]),
+            "text content blocks must be non-empty",
+        ),
+        (
+            "an OpenAI-shaped tool",
+            |r| r["tools"][0]["parameters"] = json!({"type": "object"}),
+            "tools.0.custom.parameters: Extra inputs are not permitted",
+        ),
+        (
+            "five cache breakpoints",
+            |r| {
+                r["system"] = json!([1, 2, 3, 4, 5].map(|i| json!({"type": "text", "text": format!("part {i}"), "cache_control": {"type": "ephemeral"}})));
+            },
+            "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+        ),
+        (
+            "a thinking budget under 1024",
+            |r| r["thinking"]["budget_tokens"] = json!(512),
+            "budget_tokens: Input should be greater than or equal to 1024",
+        ),
+        (
+            "thinking with a forced tool",
+            |r| r["tool_choice"] = json!({"type": "any"}),
+            "Thinking may not be enabled when tool_choice forces tool use.",
+        ),
+    ];
+    for (what, change, message) in cases {
+        let mut request = valid_anthropic();
+        change(&mut request);
+        let (status, body) = post_anthropic(&mock, "/v1/messages", good, &request).await;
+        assert_eq!(status, 400, "{what}: {body}");
+        assert_eq!(body["type"], "error", "{what}: {body}");
+        assert_eq!(
+            body["error"]["type"], "invalid_request_error",
+            "{what}: {body}"
+        );
+        let said = body["error"]["message"].as_str().unwrap();
+        assert!(said.contains(message), "{what}: {said}");
+    }
+
+    // count_tokens takes no max_tokens.
+    let (status, body) =
+        post_anthropic(&mock, "/v1/messages/count_tokens", good, &valid_anthropic()).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["error"]["message"],
+        "max_tokens: Extra inputs are not permitted"
+    );
+
+    // Headers: no version, a mangled beta flag, a wrong key.
+    let body = valid_anthropic();
+    /// What is wrong, the headers sent, the status and message expected.
+    type HeaderCase<'a> = (&'a str, &'a [(&'a str, &'a str)], u16, &'a str);
+    let header_cases: &[HeaderCase] = &[
+        (
+            "no anthropic-version",
+            &[("x-api-key", KEY)],
+            400,
+            "anthropic-version: header is required",
+        ),
+        (
+            "a mangled beta flag",
+            &[
+                ("x-api-key", KEY),
+                ("anthropic-version", anthropic::VERSION),
+                ("anthropic-beta", "prompt-caching-2024-07-31,claude code"),
+            ],
+            400,
+            "Unexpected value(s) `claude code` for the `anthropic-beta` header",
+        ),
+        (
+            "a wrong key",
+            &[
+                ("x-api-key", "sk-ant-wrong"),
+                ("anthropic-version", anthropic::VERSION),
+            ],
+            401,
+            "invalid x-api-key",
+        ),
+        (
+            "a wrong bearer key",
+            &[
+                ("authorization", "Bearer sk-ant-wrong"),
+                ("anthropic-version", anthropic::VERSION),
+            ],
+            401,
+            "invalid x-api-key",
+        ),
+    ];
+    for (what, headers, status, message) in header_cases {
+        let (got, body) = post_anthropic(&mock, "/v1/messages", headers, &body).await;
+        assert_eq!(got, *status, "{what}: {body}");
+        let said = body["error"]["message"].as_str().unwrap();
+        assert!(said.contains(message), "{what}: {said}");
+    }
+}
+
+async fn post_responses(mock: &MockOpenAi, key: &str, body: &Value) -> (u16, Value) {
+    let response = http()
+        .post(format!("{}/responses", mock.base_url()))
+        .bearer_auth(key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn openai_mock_refuses_what_the_responses_api_refuses() {
+    let mock = MockOpenAi::start().await;
+    let weather =
+        json!([{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]);
+    // A stateless turn with sealed reasoning, and a stored one to chain to.
+    let (status, first) = post_responses(
+        &mock,
+        API_KEY,
+        &json!({
+        "model": REASONING_GPT, "input": "Weather in Paris?", "tools": weather, "store": false,
+        "include": ["reasoning.encrypted_content"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{first}");
+    let reasoning = first["output"][0].clone();
+    let call = first["output"][1].clone();
+    assert_eq!(reasoning["type"], "reasoning", "{first}");
+    assert_eq!(call["type"], "function_call", "{first}");
+    let resend = json!({"model": REASONING_GPT, "store": false, "tools": weather, "input": [
+        {"role": "user", "content": "Weather in Paris?"}, reasoning, call,
+        {"type": "function_call_output", "call_id": call["call_id"], "output": "18 degrees"}]});
+    let (status, body) = post_responses(&mock, API_KEY, &resend).await;
+    assert_eq!(status, 200, "the genuine resend: {body}");
+    assert!(
+        body["output"][1]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with(responses::TEXT_PREFIX),
+        "{body}"
+    );
+
+    type Change = fn(&mut Value);
+    let cases: &[(&str, Change, u16, &str, Option<&str>)] = &[
+        (
+            "a chat completions field",
+            |r| r["stream_options"] = json!({"include_usage": true}),
+            400,
+            "Unknown parameter: 'stream_options.include_usage'.",
+            Some("unknown_parameter"),
+        ),
+        (
+            "a chat completions field (n)",
+            |r| r["n"] = json!(2),
+            400,
+            "Unknown parameter: 'n'.",
+            Some("unknown_parameter"),
+        ),
+        (
+            "an unknown previous_response_id",
+            |r| r["previous_response_id"] = json!("resp_doesnotexist"),
+            400,
+            "Previous response with id 'resp_doesnotexist' not found.",
+            Some("previous_response_not_found"),
+        ),
+        (
+            "a function_call_output answering no call",
+            |r| {
+                r["input"].as_array_mut().unwrap().remove(2);
+            },
+            400,
+            "No tool call found for function call output with call_id",
+            None,
+        ),
+        (
+            "forged encrypted reasoning",
+            |r| r["input"][1]["encrypted_content"] = json!("gAAAAABforged"),
+            400,
+            "could not be verified",
+            Some("invalid_encrypted_content"),
+        ),
+        (
+            "reasoning not stored and not sealed",
+            |r| {
+                r["input"][1]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("encrypted_content");
+            },
+            404,
+            "Items are not persisted when `store` is set to false",
+            None,
+        ),
+        (
+            "a reasoning item sent back with its status",
+            |r| r["input"][1]["status"] = json!("completed"),
+            400,
+            "Unknown parameter: 'input[1].status'.",
+            Some("unknown_parameter"),
+        ),
+        (
+            "an item type that does not exist",
+            |r| r["input"][0]["type"] = json!("chat_message"),
+            400,
+            "Invalid value: 'chat_message'",
+            Some("invalid_value"),
+        ),
+        (
+            "a chat-completions tool",
+            |r| r["tools"] = json!([{"type": "function", "function": {"name": "get_weather"}}]),
+            400,
+            "Unknown parameter: 'tools[0].function'.",
+            Some("unknown_parameter"),
+        ),
+        (
+            "reasoning settings on a model without reasoning",
+            |r| {
+                r["model"] = json!(GPT);
+                r["reasoning"] = json!({"effort": "low"});
+            },
+            400,
+            "Unsupported parameter: 'reasoning.effort'",
+            Some("unsupported_parameter"),
+        ),
+        (
+            "a sampling temperature on a reasoning model",
+            |r| r["temperature"] = json!(0.2),
+            400,
+            "Unsupported parameter: 'temperature' is not supported with this model.",
+            Some("unsupported_parameter"),
+        ),
+        (
+            "max_output_tokens under 16",
+            |r| r["max_output_tokens"] = json!(10),
+            400,
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got 10 instead.",
+            Some("integer_below_min_value"),
+        ),
+    ];
+    for (what, change, status, message, code) in cases {
+        let mut request = resend.clone();
+        change(&mut request);
+        let (got, body) = post_responses(&mock, API_KEY, &request).await;
+        assert_eq!(got, *status, "{what}: {body}");
+        assert_eq!(
+            body["error"]["type"], "invalid_request_error",
+            "{what}: {body}"
+        );
+        let said = body["error"]["message"].as_str().unwrap();
+        assert!(said.contains(message), "{what}: {said}");
+        assert_eq!(body["error"]["code"].as_str(), *code, "{what}: {body}");
+    }
+
+    let (status, body) = post_responses(&mock, "sk-wrong-key", &resend).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["error"]["code"], "invalid_api_key");
+    assert!(
+        !body.to_string().contains("sk-wrong-key"),
+        "the key is not echoed: {body}"
+    );
+    // Nothing of the stateless turns was kept.
+    let id = first["id"].as_str().unwrap();
+    let response = http()
+        .get(format!("{}/responses/{id}", mock.base_url()))
+        .bearer_auth(API_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+}
