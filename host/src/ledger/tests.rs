@@ -1358,10 +1358,8 @@ fn an_older_sqlite_file_gains_the_ttft_column() {
 /// its older records, and new records keep theirs.
 #[test]
 fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
-    let dir = std::env::temp_dir().join(format!(
-        "wasmgate-ledger-reasoning-{}",
-        std::process::id()
-    ));
+    let dir =
+        std::env::temp_dir().join(format!("wasmgate-ledger-reasoning-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
     let old = record(H, "a", 1, 2, 3);
