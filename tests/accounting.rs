@@ -17,13 +17,15 @@ use serde_json::{Value, json};
 use wasmgate::catalog::Catalog;
 
 /// Token counts as the gateway accounts them: `input` holds every prompt token, `cached` the
-/// cache reads among them and `written` the cache writes among them.
+/// cache reads among them and `written` the cache writes among them; `reasoning` is the part of
+/// `output` the upstream reported as reasoning.
 #[derive(Clone, Copy, Debug)]
 struct Tokens {
     input: u64,
     output: u64,
     cached: u64,
     written: u64,
+    reasoning: u64,
 }
 
 /// The catalog's price of `tokens` for `provider`/`model`, in micro-USD rounded half up: fresh
@@ -99,10 +101,11 @@ async fn check_both(gateway: &TestGateway, provider: &str, model: &str, tokens: 
             record.input_tokens,
             record.output_tokens,
             record.cached_input_tokens,
+            record.reasoning_tokens,
         );
         assert_eq!(
             seen,
-            (tokens.input, tokens.output, tokens.cached),
+            (tokens.input, tokens.output, tokens.cached, tokens.reasoning),
             "{id}: {record:?}"
         );
         assert_eq!(record.cost_micros, Some(cost), "{id}: {record:?}");
@@ -125,6 +128,7 @@ async fn anthropic_usage_and_cost_are_recorded_exactly() {
         output: anthropic::OUTPUT_TOKENS,
         cached: anthropic::CACHE_READ_TOKENS,
         written: anthropic::CACHE_CREATION_TOKENS,
+        reasoning: 0,
     };
     // $3 in, $0.30 cache reads, $3.75 cache writes, $15 out per million:
     // 10 × 3 + 5 × 0.3 + 3 × 3.75 + 12 × 15 = 222.75 micro-USD.
@@ -142,6 +146,7 @@ async fn gemini_usage_and_cost_are_recorded_exactly() {
         output: gemini::CANDIDATES_TOKENS + gemini::THOUGHTS_TOKENS,
         cached: gemini::CACHED_TOKENS,
         written: 0,
+        reasoning: gemini::THOUGHTS_TOKENS,
     };
     // $1.50 in, $0.15 cached, $9 out: 15 × 1.5 + 20 × 0.15 + 13 × 9 = 142.5 micro-USD.
     check_both(&gw, "gemini", model, tokens, 143).await;
@@ -157,6 +162,7 @@ async fn cohere_usage_and_cost_are_recorded_exactly() {
         output: cohere::BILLED_OUTPUT_TOKENS,
         cached: cohere::CACHED_TOKENS,
         written: 0,
+        reasoning: 0,
     };
     // $2.50 in (no cached price: cache hits at the input price), $10 out:
     // 17 × 2.5 + 12 × 10 = 162.5 micro-USD.
@@ -173,6 +179,7 @@ async fn azure_openai_usage_and_cost_are_recorded_exactly() {
         output: azure::COMPLETION_TOKENS,
         cached: azure::CACHED_TOKENS,
         written: 0,
+        reasoning: 0,
     };
     // $2.50 in, $1.25 cached, $10 out: 8 × 2.5 + 4 × 1.25 + 5 × 10 = 75 micro-USD.
     check_both(&gw, "azure-openai", model, tokens, 75).await;
@@ -196,6 +203,7 @@ async fn bedrock_usage_and_cost_are_recorded_exactly() {
         output: mock_bedrock::OUTPUT_TOKENS,
         cached: mock_bedrock::CACHE_READ_TOKENS,
         written: mock_bedrock::CACHE_WRITE_TOKENS,
+        reasoning: 0,
     };
     // $3 in, $0.30 cache reads, $3.75 cache writes, $15 out:
     // 21 × 3 + 1024 × 0.3 + 300 × 3.75 + 17 × 15 = 1750.2 micro-USD.
@@ -226,6 +234,7 @@ async fn overridden_catalog_prices_are_what_the_ledger_charges() {
         output: azure::COMPLETION_TOKENS,
         cached: azure::CACHED_TOKENS,
         written: 0,
+        reasoning: 0,
     };
     // 8 × 100 + 4 × 50 + 5 × 200 = 2000 micro-USD (the built-in price would give 75).
     assert_eq!(
@@ -294,6 +303,7 @@ async fn a_preset_entry_reaches_its_host_with_a_bearer_key_and_is_priced_from_it
         output: mock_openai::COMPLETION_TOKENS,
         cached: mock_openai::CACHED_TOKENS,
         written: 0,
+        reasoning: 0,
     };
     let record = gw.record_of("preset").await;
     assert_eq!(

@@ -1299,3 +1299,36 @@ async fn requests_a_provider_cannot_express_are_400s_naming_the_param_and_never_
     );
     assert!(gemini_mock.requests().await.is_empty());
 }
+
+/// Each entry's native dialects are what its built-in plugin says when the config loads:
+/// Messages for Anthropic, Responses for OpenAI's own API, an Azure resource and a preset whose
+/// host serves it, none for a compatible host without it or for the other plugins.
+#[tokio::test]
+async fn entries_learn_their_native_dialects_from_their_plugins() {
+    use wasmgate::plugins::Operation;
+    let yaml = r#"
+providers:
+  anthropic: { plugin: anthropic, api_key: "k", models: [claude-haiku-4-5] }
+  openai: { plugin: openai, api_key: "k", models: [gpt-4o-mini] }
+  deepseek: { plugin: openai, base_url: "https://api.deepseek.com/v1", api_key: "k", models: [deepseek-chat] }
+  groq: { preset: groq, api_key: "k" }
+  azure: { plugin: azure-openai, base_url: "https://res.openai.azure.com", api_key: "k", models: [gpt-4o] }
+  azure-old: { plugin: azure-openai, base_url: "https://res.openai.azure.com", api_key: "k", models: [gpt-4o], options: { responses: translate } }
+  gemini: { plugin: gemini, api_key: "k", models: [gemini-2.5-flash] }
+  echo: { plugin: echo, models: [echo-1] }
+"#;
+    let gateway = TestGateway::start(yaml).await;
+    let loaded = gateway.state.gateway.load();
+    let native = |name: &str| {
+        let provider = loaded.providers.iter().find(|p| &*p.name == name).unwrap();
+        provider.native.clone()
+    };
+    assert_eq!(native("anthropic"), vec![Operation::Messages]);
+    assert_eq!(native("openai"), vec![Operation::Responses]);
+    assert_eq!(native("deepseek"), vec![]);
+    assert_eq!(native("groq"), vec![Operation::Responses]);
+    assert_eq!(native("azure"), vec![Operation::Responses]);
+    assert_eq!(native("azure-old"), vec![]);
+    assert_eq!(native("gemini"), vec![]);
+    assert_eq!(native("echo"), vec![]);
+}

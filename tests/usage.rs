@@ -850,6 +850,8 @@ async fn request_log_pages_filters_and_one_request(backend: Backend) {
         json!({"id": "bob", "name": null, "tags": ["vip"]})
     );
     assert_eq!(first["input_tokens"], PROMPT_TOKENS);
+    // The mock reports `completion_tokens_details.reasoning_tokens: 0`; the field is shown.
+    assert_eq!(first["reasoning_tokens"], 0);
     assert_eq!(
         first["cost"].as_f64().unwrap(),
         MOCK_COST_MICROS as f64 / 1e6

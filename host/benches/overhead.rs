@@ -237,6 +237,7 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
             model: "gpt-4o-mini".into(),
             body: chat_body("gpt-4o-mini", size),
             stream: false,
+            headers: Vec::new(),
         };
         let info = RequestInfo {
             operation: Operation::ChatCompletions,
@@ -481,6 +482,7 @@ async fn instrumented_request(
                 output_tokens: 50,
                 cached_input_tokens: 0,
                 cache_write_tokens: 0,
+                reasoning_tokens: 0,
                 images: 0,
             };
             PluginTimer::start("openai", "parse_response").end(

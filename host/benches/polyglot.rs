@@ -224,6 +224,7 @@ async fn provider(dir: &Path, name: &str, cache: &Path) {
         model: "m".into(),
         body: body.to_string(),
         stream: false,
+        headers: Vec::new(),
     };
     let info = RequestInfo {
         operation: Operation::ChatCompletions,

@@ -9,7 +9,9 @@ use std::time::Duration;
 use crate::catalog::{Catalog, ModelInfo};
 use crate::config::Config;
 use crate::limits::Limits;
-use crate::plugins::{DialectPlugin, PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
+use crate::plugins::{
+    DialectPlugin, Operation, PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin,
+};
 use crate::redact::Secrets;
 use crate::routing::Route;
 use crate::upstream::{Scope, defaults};
@@ -26,6 +28,9 @@ pub struct Provider {
     pub scope: Scope,
     /// The catalog provider whose prices apply, if the catalog knows it.
     pub catalog: Option<String>,
+    /// The client dialects (`Messages`, `Responses`) its upstream serves itself, as its plugin
+    /// said when the config loaded: requests in these pass through untranslated.
+    pub native: Vec<Operation>,
     /// The config's catalog (built-in, with `catalog:` merged over it).
     models: Arc<Catalog>,
 }
@@ -198,6 +203,12 @@ impl Gateway {
                     message,
                 });
             }
+            let mut native = call
+                .native_operations(&provider_config)
+                .await
+                .map_err(plugin_failed)?;
+            // Only dialects can be native; a canonical operation listed means nothing.
+            native.retain(|op| matches!(op, Operation::Messages | Operation::Responses));
             providers.push(Provider {
                 name: name.as_str().into(),
                 plugin,
@@ -213,6 +224,7 @@ impl Gateway {
                 .flatten()
                 .find(|p| config.models.has_provider(p))
                 .map(str::to_owned),
+                native,
                 models: Arc::clone(&config.models),
             });
         }

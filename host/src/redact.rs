@@ -201,6 +201,7 @@ impl Redactor {
             input_tokens: _,
             output_tokens: _,
             cached_input_tokens: _,
+            reasoning_tokens: _,
             cost_micros: _,
             latency_us: _,
             ttft_us: _,

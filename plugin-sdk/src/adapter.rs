@@ -5,8 +5,8 @@ use core::marker::PhantomData;
 
 use crate::wit::exports::wasmgate::plugin::provider::{Guest, GuestStreamDecoder};
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpResponse, PluginError, Prepared, Provider,
-    ProviderConfig, RequestInfo, StreamDecoder, StreamOutput,
+    CanonicalRequest, Completion, ConfigError, HttpResponse, Operation, PluginError, Prepared,
+    Provider, ProviderConfig, RequestInfo, StreamDecoder, StreamOutput,
 };
 
 /// The type [`export_provider!`](crate::export_provider) exports for a provider `P`.
@@ -14,6 +14,10 @@ pub struct Adapter<P>(PhantomData<P>);
 
 impl<P: Provider> Guest for Adapter<P> {
     type StreamDecoder = DecoderResource<P::Decoder>;
+
+    fn native_operations(config: ProviderConfig) -> Vec<Operation> {
+        P::native_operations(&config)
+    }
 
     fn validate(config: ProviderConfig) -> Result<(), ConfigError> {
         P::validate(&config)

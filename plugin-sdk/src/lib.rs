@@ -144,6 +144,8 @@
 //!   that translate to another wire format.
 //! - [`embeddings`]: the embeddings request as types, and OpenAI's embeddings list.
 //! - [`openai_compat`]: pass-through responses and streams for upstreams that speak OpenAI's API.
+//! - [`native`]: native pass-through of a client dialect (Messages, Responses) to an upstream
+//!   that speaks it, with the usage read from its bodies and events.
 //! - [`log`]: log lines through the host.
 //! - [`openai`]: OpenAI's error and usage shapes, which many upstreams share.
 //! - [`http`]: building upstream requests and checking header names and values.
@@ -184,6 +186,8 @@ mod limiter;
 #[cfg(feature = "limiter")]
 pub mod limits;
 pub mod log;
+#[cfg(feature = "provider")]
+pub mod native;
 #[cfg(feature = "provider")]
 pub mod openai;
 #[cfg(feature = "provider")]

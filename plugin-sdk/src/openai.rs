@@ -76,9 +76,9 @@ fn fallback_message(status: u16, body: &[u8]) -> String {
     format!("upstream returned HTTP {status}: {head}{ellipsis}")
 }
 
-/// Reads an OpenAI `usage` object: `prompt_tokens`, `completion_tokens` and
-/// `prompt_tokens_details.cached_tokens` (or the `input_`/`output_` names of the images and
-/// responses APIs). Embeddings have only `prompt_tokens`. `None` when `usage` is not an object
+/// Reads an OpenAI `usage` object: `prompt_tokens`, `completion_tokens`,
+/// `prompt_tokens_details.cached_tokens` and `completion_tokens_details.reasoning_tokens` (or the
+/// `input_`/`output_` names of the images and responses APIs). Embeddings have only `prompt_tokens`. `None` when `usage` is not an object
 /// with token counts (absent, `null`).
 pub fn openai_usage(usage: &Value) -> Option<Usage> {
     let count = |names: [&str; 2]| names.iter().find_map(|n| usage.get(n)?.as_u64());
@@ -90,8 +90,12 @@ pub fn openai_usage(usage: &Value) -> Option<Usage> {
     let cached = ["prompt_tokens_details", "input_tokens_details"]
         .iter()
         .find_map(|n| usage.get(n)?.get("cached_tokens")?.as_u64());
+    let reasoning = ["completion_tokens_details", "output_tokens_details"]
+        .iter()
+        .find_map(|n| usage.get(n)?.get("reasoning_tokens")?.as_u64());
     Some(Usage {
         cached_input_tokens: cached.unwrap_or(0),
+        reasoning_tokens: reasoning.unwrap_or(0),
         ..Usage::tokens(input.unwrap_or(0), output.unwrap_or(0))
     })
 }
@@ -185,6 +189,26 @@ mod tests {
         let images = json!({"input_tokens": 50, "output_tokens": 4160, "total_tokens": 4210,
             "input_tokens_details": {"text_tokens": 50, "image_tokens": 0}});
         assert_eq!(openai_usage(&images), Some(Usage::tokens(50, 4160)));
+        let reasoning = json!({"prompt_tokens": 9, "completion_tokens": 300,
+            "completion_tokens_details": {"reasoning_tokens": 256, "audio_tokens": 0}});
+        assert_eq!(
+            openai_usage(&reasoning),
+            Some(Usage {
+                reasoning_tokens: 256,
+                ..Usage::tokens(9, 300)
+            })
+        );
+        let responses = json!({"input_tokens": 36, "output_tokens": 87,
+            "input_tokens_details": {"cached_tokens": 4},
+            "output_tokens_details": {"reasoning_tokens": 64}});
+        assert_eq!(
+            openai_usage(&responses),
+            Some(Usage {
+                cached_input_tokens: 4,
+                reasoning_tokens: 64,
+                ..Usage::tokens(36, 87)
+            })
+        );
         assert_eq!(openai_usage(&Value::Null), None);
         assert_eq!(openai_usage(&json!({})), None);
         let details_null =

@@ -1,8 +1,8 @@
 //! The traits a plugin implements: [`Provider`] for the calls, [`StreamDecoder`] for streams.
 
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpResponse, PluginError, Prepared, ProviderConfig,
-    RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, ConfigError, HttpResponse, Operation, PluginError, Prepared,
+    ProviderConfig, RequestInfo, StreamOutput,
 };
 
 /// A provider plugin. The host calls each function on a fresh instance, so implementations are
@@ -10,6 +10,14 @@ use crate::{
 pub trait Provider: 'static {
     /// Decodes a streamed upstream body; [`NoStream`] for plugins that only answer locally.
     type Decoder: StreamDecoder;
+
+    /// The dialect operations ([`Operation::Messages`], [`Operation::Responses`]) this entry's
+    /// upstream serves itself; the host passes such requests through to `prepare` untranslated.
+    /// The default is none: every dialect reaches the plugin translated into chat completions.
+    fn native_operations(config: &ProviderConfig) -> Vec<Operation> {
+        let _ = config;
+        Vec::new()
+    }
 
     /// Checks a config entry's `base_url` and `options` once, when the gateway loads its config.
     /// The default accepts anything.

@@ -10,6 +10,7 @@ impl Default for Usage {
             output_tokens: 0,
             cached_input_tokens: 0,
             cache_write_tokens: 0,
+            reasoning_tokens: 0,
             images: 0,
         }
     }

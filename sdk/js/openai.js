@@ -35,7 +35,7 @@ export function openaiError(status, body) {
 }
 
 /** An OpenAI `usage` object as the WIT usage (`prompt_tokens`/`completion_tokens` or the
- * `input_`/`output_` names, and cached tokens); `undefined` when it has no counts. */
+ * `input_`/`output_` names, cached and reasoning tokens); `undefined` when it has no counts. */
 export function openaiUsage(usage) {
   if (!usage || typeof usage !== 'object') return undefined;
   const count = (...names) => names.map((n) => usage[n]).find((v) => Number.isSafeInteger(v) && v >= 0);
@@ -44,14 +44,16 @@ export function openaiUsage(usage) {
   if (input === undefined && output === undefined) return undefined;
   const details = usage.prompt_tokens_details ?? usage.input_tokens_details;
   const cached = Number.isSafeInteger(details?.cached_tokens) ? details.cached_tokens : 0;
-  return tokens(input ?? 0, output ?? 0, cached);
+  const out = usage.completion_tokens_details ?? usage.output_tokens_details;
+  const reasoning = Number.isSafeInteger(out?.reasoning_tokens) ? out.reasoning_tokens : 0;
+  return tokens(input ?? 0, output ?? 0, cached, reasoning);
 }
 
 /** A WIT usage from token counts. */
-export function tokens(input, output, cached = 0) {
+export function tokens(input, output, cached = 0, reasoning = 0) {
   return {
     inputTokens: BigInt(input), outputTokens: BigInt(output), cachedInputTokens: BigInt(cached),
-    cacheWriteTokens: 0n, images: 0,
+    cacheWriteTokens: 0n, reasoningTokens: BigInt(reasoning), images: 0,
   };
 }
 

@@ -63,7 +63,10 @@ const asWit = (err) => (err instanceof PluginError ? witError(err.toWit()) : asT
 
 /**
  * The `provider` export of a component: `export const provider = defineProvider({...})`.
+ * `nativeOperations(entry)` lists the client dialects (`'messages'`, `'responses'`) the entry's
+ * upstream serves itself; the default is none, so every dialect arrives translated.
  * @param {{ options?: Function, defaultBaseUrl?: string, validate?: (entry: Entry) => void,
+ *           nativeOperations?: (entry: Entry) => string[],
  *           prepare: (entry: Entry, request: object) => object,
  *           parseResponse?: (entry: Entry, request: object, response: object) => object,
  *           Decoder?: new (entry: Entry, request: object, headers: [string, string][]) => object }} plugin
@@ -79,6 +82,16 @@ export function defineProvider(plugin) {
   };
   const Decoder = plugin.Decoder ?? OpenAiStream;
   return {
+    nativeOperations(config) {
+      let read;
+      try {
+        read = readEntry(plugin, config);
+      } catch (err) {
+        if (err instanceof ConfigError) return []; // `validate` refuses the entry
+        throw asTrap(err);
+      }
+      return plugin.nativeOperations?.(read) ?? [];
+    },
     validate(config) {
       try {
         const entry = readEntry(plugin, config);

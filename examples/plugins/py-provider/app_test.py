@@ -12,7 +12,7 @@ def config(options="{}", key="sk-1"):
 
 
 def chat(body='{"model":"m","messages":[]}', stream=False):
-    return CanonicalRequest(Operation.CHAT_COMPLETIONS, "m", body, stream)
+    return CanonicalRequest(Operation.CHAT_COMPLETIONS, "m", body, stream, [])
 
 
 class ProviderTest(unittest.TestCase):
@@ -36,6 +36,12 @@ class ProviderTest(unittest.TestCase):
         with self.assertRaises(Err) as failed:
             app.Provider().parse_response(config(), info, HttpResponse(429, [], b'{"error":{"message":"slow down"}}'))
         self.assertEqual(failed.exception.value.message, "slow down")
+
+    def test_reasoning_tokens_are_read(self):
+        info = RequestInfo(Operation.CHAT_COMPLETIONS, "m", False)
+        body = b'{"usage":{"prompt_tokens":3,"completion_tokens":40,"completion_tokens_details":{"reasoning_tokens":32}}}'
+        usage = app.Provider().parse_response(config(), info, HttpResponse(200, [], body)).usage
+        self.assertEqual((usage.output_tokens, usage.reasoning_tokens), (40, 32))
 
     def test_bad_header_is_refused(self):
         with self.assertRaises(Err) as refused:

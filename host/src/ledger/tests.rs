@@ -74,6 +74,7 @@ fn check_record(store: &dyn Store) {
     full.user_name = Some("Ada".to_owned());
     full.user_tags = vec!["beta".to_owned(), "eu".to_owned()];
     full.cached_input_tokens = 3;
+    full.reasoning_tokens = 4;
     full.latency_us = 1234;
     full.ttft_us = Some(321);
     full.status = 429;
@@ -1371,6 +1372,56 @@ fn an_older_sqlite_file_gains_the_ttft_column() {
     assert_eq!(store.record(&new.request_id).unwrap(), Some(new));
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A database written before records had `reasoning_tokens` gets the column when opened, 0 for
+/// its older records, and new records keep theirs.
+#[test]
+fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
+    let dir =
+        std::env::temp_dir().join(format!("wasmgate-ledger-reasoning-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.db");
+    let old = record(H, "a", 1, 2, 3);
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    store.write(std::slice::from_ref(&old)).unwrap();
+    drop(store);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("ALTER TABLE usage_records DROP COLUMN reasoning_tokens")
+            .unwrap();
+    }
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    let mut new = record(H + 1, "a", 1, 200, 3);
+    new.reasoning_tokens = 150;
+    store.write(std::slice::from_ref(&new)).unwrap();
+    assert_eq!(store.record(&old.request_id).unwrap(), Some(old));
+    assert_eq!(store.record(&new.request_id).unwrap(), Some(new));
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same on PostgreSQL: the schema's `ADD COLUMN IF NOT EXISTS` brings an older database up.
+#[test]
+fn an_older_postgres_database_gains_the_reasoning_tokens_column() {
+    let Some((url, _cluster)) = pg::database() else {
+        return;
+    };
+    let old = record(H, "a", 1, 2, 3);
+    let store = postgres::PostgresStore::open(&url).unwrap();
+    store.write(std::slice::from_ref(&old)).unwrap();
+    drop(store);
+    let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
+    client
+        .batch_execute("ALTER TABLE usage_records DROP COLUMN reasoning_tokens")
+        .unwrap();
+    drop(client);
+    let store = postgres::PostgresStore::open(&url).unwrap();
+    let mut new = record(H + 1, "a", 1, 200, 3);
+    new.reasoning_tokens = 150;
+    store.write(std::slice::from_ref(&new)).unwrap();
+    assert_eq!(store.record(&old.request_id).unwrap(), Some(old));
+    assert_eq!(store.record(&new.request_id).unwrap(), Some(new));
 }
 
 /// `sslmode=verify-full` with the CA in `sslrootcert`: every connection is TLS. Without the CA

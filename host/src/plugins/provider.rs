@@ -7,7 +7,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::bindings::provider_types::{
-    CanonicalRequest, Completion, ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, Operation, ProviderConfig, RequestInfo, StreamOutput,
 };
 use super::bindings::types::{ConfigError, HttpResponse, PluginError};
 use super::bindings::{self, ProviderPluginPre};
@@ -79,6 +79,20 @@ impl PluginCall {
         f: impl AsyncFnOnce(&bindings::ProviderPlugin, &mut Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
         self.sandbox.run(call, &self.bindings, f).await
+    }
+
+    /// The dialect operations (`Messages`, `Responses`) the entry's upstream serves itself, to
+    /// pass through rather than translate.
+    pub async fn native_operations(
+        &mut self,
+        config: &ProviderConfig,
+    ) -> Result<Vec<Operation>, PluginFailure> {
+        self.run("native_operations", async |b, s| {
+            b.wasmgate_plugin_provider()
+                .call_native_operations(s, config)
+                .await
+        })
+        .await
     }
 
     pub async fn validate(&mut self, config: &ProviderConfig) -> CallResult<(), ConfigError> {

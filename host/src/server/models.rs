@@ -193,6 +193,7 @@ async fn discover(state: &AppState, provider: &Provider, secrets: &Secrets) -> V
         model: String::new(),
         body: "{}".to_owned(),
         stream: false,
+        headers: Vec::new(),
     };
     let result = async {
         let mut call = provider

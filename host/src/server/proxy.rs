@@ -88,6 +88,8 @@ async fn forward(
         Operation::Embeddings => ("/v1/embeddings", "embeddings"),
         Operation::ImageGenerations => ("/v1/images/generations", "image_generation"),
         Operation::ListModels => ("/v1/models", "models"),
+        Operation::Messages => ("/v1/messages", "messages"),
+        Operation::Responses => ("/v1/responses", "responses"),
     };
     let telemetry = state.telemetry.request(headers, path, name, &request_id);
     let trace = telemetry.trace().clone();
@@ -346,7 +348,10 @@ async fn attempt(
     let operation = match request.operation {
         Operation::Embeddings => "embeddings",
         Operation::ImageGenerations => "image_generation",
-        Operation::ChatCompletions | Operation::ListModels => "chat",
+        Operation::ChatCompletions
+        | Operation::ListModels
+        | Operation::Messages
+        | Operation::Responses => "chat",
     };
     let mut span = trace.attempt(
         operation,
@@ -497,6 +502,7 @@ fn estimate_cost(gateway: &Gateway, model: &str, input: u32, output: u32) -> Opt
         output_tokens: u64::from(output),
         cached_input_tokens: 0,
         cache_write_tokens: 0,
+        reasoning_tokens: 0,
         images: 0,
     };
     let price = |id: &str| {

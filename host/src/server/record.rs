@@ -153,6 +153,7 @@ impl Recorder {
                 record.input_tokens = usage.input_tokens;
                 record.output_tokens = usage.output_tokens;
                 record.cached_input_tokens = usage.cached_input_tokens;
+                record.reasoning_tokens = usage.reasoning_tokens;
                 record.cost_micros = cost;
             }
             None if record.status < 400 && record.model.is_some() => {
@@ -169,6 +170,7 @@ impl Recorder {
                                 output_tokens: output,
                                 cached_input_tokens: 0,
                                 cache_write_tokens: 0,
+                                reasoning_tokens: 0,
                                 images: 0,
                             },
                         )
@@ -288,5 +290,7 @@ fn operation_name(operation: Operation) -> &'static str {
         Operation::Embeddings => "embeddings",
         Operation::ImageGenerations => "images.generations",
         Operation::ListModels => "models",
+        Operation::Messages => "messages",
+        Operation::Responses => "responses",
     }
 }

@@ -56,9 +56,14 @@ impl ClientRequest {
             Operation::ChatCompletions => validate_chat(&body)?,
             Operation::Embeddings => validate_embeddings(&body)?,
             Operation::ImageGenerations => validate_images(&body)?,
-            Operation::ListModels => {}
+            // Dialect bodies are the dialect's to check; they do not come through here yet.
+            Operation::ListModels | Operation::Messages | Operation::Responses => {}
         }
-        if stream && operation != Operation::ChatCompletions {
+        let streams = matches!(
+            operation,
+            Operation::ChatCompletions | Operation::Messages | Operation::Responses
+        );
+        if stream && !streams {
             return Err(invalid(
                 "stream",
                 "Streaming is only supported for chat completions.",
@@ -149,6 +154,7 @@ impl ClientRequest {
             model: upstream_model.to_owned(),
             body,
             stream: self.stream,
+            headers: Vec::new(),
         }
     }
 }

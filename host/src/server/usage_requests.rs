@@ -201,6 +201,7 @@ fn record_json(r: &UsageRecord) -> Value {
         "input_tokens": r.input_tokens,
         "output_tokens": r.output_tokens,
         "cached_input_tokens": r.cached_input_tokens,
+        "reasoning_tokens": r.reasoning_tokens,
         "cost": r.cost_micros.map(|c| c as f64 / 1_000_000.0),
         "latency_us": r.latency_us,
         "ttft_us": r.ttft_us,

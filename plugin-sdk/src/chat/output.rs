@@ -37,14 +37,19 @@ pub fn unix_now() -> u64 {
 }
 
 /// OpenAI's `usage` object for `usage`: `prompt_tokens` includes the cached tokens, which
-/// `prompt_tokens_details.cached_tokens` repeats.
+/// `prompt_tokens_details.cached_tokens` repeats, and `completion_tokens` the reasoning tokens,
+/// which `completion_tokens_details.reasoning_tokens` repeats when there are any.
 pub fn usage_json(usage: &Usage) -> Value {
-    json!({
+    let mut value = json!({
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.input_tokens + usage.output_tokens,
         "prompt_tokens_details": {"cached_tokens": usage.cached_input_tokens},
-    })
+    });
+    if usage.reasoning_tokens > 0 {
+        value["completion_tokens_details"] = json!({"reasoning_tokens": usage.reasoning_tokens});
+    }
+    value
 }
 
 /// A tool call of an assistant message: `{id, type: "function", function: {name, arguments}}`.

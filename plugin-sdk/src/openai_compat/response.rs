@@ -34,7 +34,11 @@ pub fn parse_response(
                 ..tokens.unwrap_or_default()
             })
         }
-        Operation::ChatCompletions | Operation::Embeddings | Operation::ListModels => tokens,
+        Operation::ChatCompletions
+        | Operation::Embeddings
+        | Operation::ListModels
+        | Operation::Messages
+        | Operation::Responses => tokens,
     };
     // The bytes were just parsed as JSON, which is UTF-8, so this moves them without a copy.
     let body = String::from_utf8(response.body)

@@ -9,12 +9,16 @@
 //!   <https://docs.anthropic.com/en/docs/build-with-claude/tool-use/overview>
 //! - Images: <https://docs.anthropic.com/en/docs/build-with-claude/vision>
 //!
+//! Messages requests (`POST /v1/messages` on the gateway) are passed through natively: see
+//! [`native`].
+//!
 //! Modules: [`settings`] (base URL and options), [`request`] (the request body), [`messages`]
 //! (the conversation), [`response`] (complete answers), [`stream`] (streamed answers),
-//! [`errors`] (error bodies and stream error events).
+//! [`errors`] (error bodies and stream error events), [`native`] (Messages passed through).
 
 mod errors;
 mod messages;
+mod native;
 mod request;
 mod response;
 mod settings;
@@ -22,6 +26,7 @@ mod stream;
 
 use wasmgate_plugin_sdk::chat::ChatRequest;
 use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::native::{NativeStream, OrNative};
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
@@ -38,7 +43,12 @@ const JSON_TOOL: &str = "wasmgate_json_response";
 struct Anthropic;
 
 impl Provider for Anthropic {
-    type Decoder = SseStream<stream::Events>;
+    type Decoder = OrNative<SseStream<stream::Events>, NativeStream<native::MessagesEvents>>;
+
+    /// Anthropic's own API is Messages: every entry serves it natively.
+    fn native_operations(_config: &ProviderConfig) -> Vec<Operation> {
+        vec![Operation::Messages]
+    }
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
@@ -53,9 +63,16 @@ impl Provider for Anthropic {
         })?;
         match request.operation {
             Operation::ChatCompletions => {}
-            Operation::Embeddings | Operation::ImageGenerations | Operation::ListModels => {
+            Operation::Messages => {
+                let http = native::prepare(&settings, config.api_key.as_deref(), request)?;
+                return Ok(Prepared::Upstream(http));
+            }
+            Operation::Embeddings
+            | Operation::ImageGenerations
+            | Operation::ListModels
+            | Operation::Responses => {
                 return Err(PluginError::invalid_request(
-                    "Anthropic offers chat completions only",
+                    "Anthropic offers chat completions and Messages only",
                 ));
             }
         }
@@ -82,7 +99,14 @@ impl Provider for Anthropic {
         if !response.is_success() {
             return Err(errors::http_error(response.status, &response.body));
         }
-        response::parse(request, &response.body)
+        match request.operation {
+            Operation::Messages => native::parse(response.body),
+            Operation::ChatCompletions
+            | Operation::Embeddings
+            | Operation::ImageGenerations
+            | Operation::ListModels
+            | Operation::Responses => response::parse(request, &response.body),
+        }
     }
 }
 

@@ -44,7 +44,28 @@ pub struct AnthropicUsage {
     pub cache_read_input_tokens: Option<u64>,
 }
 
+/// The counts in `message_delta` are running totals; newer API versions repeat the input ones.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+pub struct DeltaUsage {
+    output_tokens: Option<u64>,
+    input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+}
+
 impl AnthropicUsage {
+    /// Takes the counts a `message_delta` reports, each replacing the one before it.
+    pub fn merge(&mut self, delta: &DeltaUsage) {
+        self.output_tokens = delta.output_tokens.unwrap_or(self.output_tokens);
+        self.input_tokens = delta.input_tokens.unwrap_or(self.input_tokens);
+        self.cache_creation_input_tokens = delta
+            .cache_creation_input_tokens
+            .or(self.cache_creation_input_tokens);
+        self.cache_read_input_tokens = delta
+            .cache_read_input_tokens
+            .or(self.cache_read_input_tokens);
+    }
+
     /// As the gateway counts it: input includes the cache reads and writes.
     pub fn to_usage(self) -> Usage {
         let read = self.cache_read_input_tokens.unwrap_or(0);
@@ -54,6 +75,8 @@ impl AnthropicUsage {
             output_tokens: self.output_tokens,
             cached_input_tokens: read,
             cache_write_tokens: written,
+            // Anthropic counts thinking in `output_tokens` without saying how much of it.
+            reasoning_tokens: 0,
             images: 0,
         }
     }

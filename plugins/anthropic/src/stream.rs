@@ -16,7 +16,7 @@ use wasmgate_plugin_sdk::{PluginError, ProviderConfig, RequestInfo, Usage};
 
 use crate::JSON_TOOL;
 use crate::errors::{ErrorBody, stream_error};
-use crate::response::{AnthropicUsage, finish_reason};
+use crate::response::{AnthropicUsage, DeltaUsage, finish_reason};
 
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -84,15 +84,6 @@ enum Delta {
 #[derive(Deserialize)]
 struct MessageDelta {
     stop_reason: Option<String>,
-}
-
-/// The counts in `message_delta` are running totals; newer API versions repeat the input ones.
-#[derive(Deserialize)]
-struct DeltaUsage {
-    output_tokens: Option<u64>,
-    input_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
 }
 
 /// What a content block turns into.
@@ -194,15 +185,9 @@ impl EventTranslator for Events {
             StreamEvent::MessageDelta { delta, usage } => {
                 self.stop_reason = delta.stop_reason.or(self.stop_reason.take());
                 if let Some(delta) = usage {
-                    let usage = self.usage.get_or_insert_with(AnthropicUsage::default);
-                    usage.output_tokens = delta.output_tokens.unwrap_or(usage.output_tokens);
-                    usage.input_tokens = delta.input_tokens.unwrap_or(usage.input_tokens);
-                    usage.cache_creation_input_tokens = delta
-                        .cache_creation_input_tokens
-                        .or(usage.cache_creation_input_tokens);
-                    usage.cache_read_input_tokens = delta
-                        .cache_read_input_tokens
-                        .or(usage.cache_read_input_tokens);
+                    self.usage
+                        .get_or_insert_with(AnthropicUsage::default)
+                        .merge(&delta);
                 }
             }
             StreamEvent::MessageStop {} => {

@@ -44,3 +44,11 @@ fn validate_names_the_bad_key() {
         assert_eq!(err.key.as_deref(), Some(key), "{options}");
     }
 }
+
+#[test]
+fn every_entry_serves_messages_natively() {
+    assert_eq!(
+        Anthropic::native_operations(&config(None, "{}")),
+        vec![Operation::Messages]
+    );
+}

@@ -9,23 +9,39 @@
 //! <https://learn.microsoft.com/en-us/azure/ai-services/openai/reference> (authentication,
 //! `api-version`, chat completions, embeddings, image generations).
 //!
+//! Responses requests (`POST /v1/responses` on the gateway) go natively to the v1 API,
+//! `{base_url}/openai/v1/responses` with the key in `api-key` and no `api-version`, the body as
+//! the client wrote it but for `model`, which becomes the deployment name when `deployments`
+//! maps it (the v1 API names the deployment in the body, not the URL). The option
+//! `responses: translate` turns that off for resources without the Responses API.
+//! <https://learn.microsoft.com/en-us/azure/ai-foundry/openai/how-to/responses>
+//!
 //! Modules: [`settings`] (base URL, API version, deployment names).
 
 mod settings;
 
 use serde_json::json;
+use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, with_model};
 use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, parse_response};
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
     Prepared, Provider, ProviderConfig, RequestInfo,
 };
 
-use settings::Settings;
+use settings::{ResponsesMode, Settings};
 
 struct AzureOpenAi;
 
 impl Provider for AzureOpenAi {
-    type Decoder = OpenAiStream;
+    type Decoder = OrNative<OpenAiStream, ResponsesStream>;
+
+    fn native_operations(config: &ProviderConfig) -> Vec<Operation> {
+        match Settings::from_config(config).map(|s| s.responses) {
+            Ok(ResponsesMode::Native) => vec![Operation::Responses],
+            // A misconfigured entry is refused by `validate`: it serves nothing.
+            Ok(ResponsesMode::Translate) | Err(_) => Vec::new(),
+        }
+    }
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
@@ -46,6 +62,15 @@ impl Provider for AzureOpenAi {
             // `/openai/deployments` left the data plane after 2022-12-01: the configured
             // deployments are the answer.
             Operation::ListModels => return Ok(Prepared::Local(list_models(&settings))),
+            Operation::Responses if settings.responses == ResponsesMode::Native => {
+                return responses(&settings, config, request);
+            }
+            Operation::Responses | Operation::Messages => {
+                return Err(PluginError::invalid_request(format!(
+                    "provider `{}` does not serve this API natively",
+                    config.name
+                )));
+            }
         };
         let url = settings.url(&request.model, path)?;
         // The host has validated the body already: re-serialising it would only cost time.
@@ -70,6 +95,29 @@ impl Provider for AzureOpenAi {
 }
 
 wasmgate_plugin_sdk::export_provider!(AzureOpenAi);
+
+/// A Responses request to the v1 API. The body goes on as the client wrote it unless the model
+/// maps to a deployment of another name, which only `model` is changed to.
+fn responses(
+    settings: &Settings,
+    config: &ProviderConfig,
+    request: CanonicalRequest,
+) -> Result<Prepared, PluginError> {
+    let deployment = settings.deployment(&request.model)?;
+    let body = if deployment == request.model {
+        request.body
+    } else {
+        with_model(&request.body, deployment)?
+    };
+    let mut http = HttpRequest::post_json(settings.responses_url(), body.into_bytes());
+    if request.stream {
+        http.set_header("accept", "text/event-stream");
+    }
+    if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+        http.set_header("api-key", key);
+    }
+    Ok(Prepared::Upstream(http))
+}
 
 /// OpenAI's models list, one entry per model name the `deployments` option maps.
 fn list_models(settings: &Settings) -> Completion {

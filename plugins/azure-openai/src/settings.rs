@@ -18,6 +18,19 @@ struct Options {
     /// Model name -> deployment name, for deployments not named after their model.
     #[serde(default)]
     deployments: BTreeMap<String, String>,
+    /// Whether the resource serves the Responses API (`/openai/v1/responses`); `native` by
+    /// default, `translate` for a region or resource that does not.
+    responses: Option<ResponsesMode>,
+}
+
+/// How Responses requests reach this entry.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponsesMode {
+    /// Passed through to the v1 API's `/openai/v1/responses`.
+    Native,
+    /// Translated into chat completions by the host's Responses dialect.
+    Translate,
 }
 
 /// An entry's settings, known to be usable.
@@ -26,6 +39,7 @@ pub struct Settings {
     base_url: String,
     api_version: String,
     deployments: BTreeMap<String, String>,
+    pub responses: ResponsesMode,
 }
 
 impl Settings {
@@ -65,19 +79,39 @@ impl Settings {
             base_url: base_url.to_owned(),
             api_version,
             deployments: options.deployments,
+            responses: options.responses.unwrap_or(ResponsesMode::Native),
         })
+    }
+
+    /// The deployment that serves `model`: its mapping, else the model's own name, checked to be
+    /// a name Azure would take.
+    pub fn deployment<'a>(&'a self, model: &'a str) -> Result<&'a str, PluginError> {
+        let deployment = self.deployments.get(model).map_or(model, String::as_str);
+        if is_deployment_name(deployment) {
+            Ok(deployment)
+        } else {
+            Err(PluginError::invalid_request(format!(
+                "`{model}` is not a valid Azure deployment name; map it to one with the \
+                 `deployments` option"
+            ))
+            .with_param("model"))
+        }
+    }
+
+    /// The URL of the v1 API's Responses endpoint. The v1 API takes the deployment from the
+    /// body's `model` and needs no `api-version`.
+    pub fn responses_url(&self) -> String {
+        join_url(&self.base_url, "openai/v1/responses")
     }
 
     /// The URL of `path` (e.g. `chat/completions`) on the deployment that serves `model`.
     pub fn url(&self, model: &str, path: &str) -> Result<String, PluginError> {
-        let deployment = self.deployments.get(model).map_or(model, String::as_str);
         // The name goes into the URL path: refuse anything Azure would not take as a name, and
         // escape what is left as one segment all the same.
-        let Some(deployment) = path_segment(deployment).filter(|_| is_deployment_name(deployment))
-        else {
+        let deployment = self.deployment(model)?;
+        let Some(deployment) = path_segment(deployment) else {
             return Err(PluginError::invalid_request(format!(
-                "`{model}` is not a valid Azure deployment name; map it to one with the \
-                 `deployments` option"
+                "`{model}` is not a valid Azure deployment name"
             ))
             .with_param("model"));
         };

@@ -69,6 +69,7 @@ pub fn parse(request: &RequestInfo, body: &[u8]) -> Result<Completion, PluginErr
         output_tokens: 0,
         cached_input_tokens: 0,
         cache_write_tokens: 0,
+        reasoning_tokens: 0,
         images: 0,
     };
     let body = embeddings_body(

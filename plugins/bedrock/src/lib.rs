@@ -74,7 +74,10 @@ impl Provider for Bedrock {
                 response::parse(request, &response.headers, &response.body)
             }
             Operation::Embeddings => embeddings::parse(request, &response.body),
-            Operation::ImageGenerations | Operation::ListModels => Err(unsupported()),
+            Operation::ImageGenerations
+            | Operation::ListModels
+            | Operation::Messages
+            | Operation::Responses => Err(unsupported()),
         }
     }
 }
@@ -113,7 +116,10 @@ fn prepare_at(
             "invoke",
             serde_json::to_vec(&embeddings::build(&request.model, &request.body)?),
         ),
-        Operation::ImageGenerations | Operation::ListModels => return Err(unsupported()),
+        Operation::ImageGenerations
+        | Operation::ListModels
+        | Operation::Messages
+        | Operation::Responses => return Err(unsupported()),
     };
     let body = body.map_err(|_| PluginError::upstream("could not write the upstream request"))?;
     let url = format!("{}/model/{model}/{action}", settings.base_url);

@@ -69,6 +69,8 @@ impl TokenUsage {
             output_tokens: self.output_tokens,
             cached_input_tokens: read,
             cache_write_tokens: written,
+            // Converse's `TokenUsage` has no reasoning count: thinking is in `outputTokens`.
+            reasoning_tokens: 0,
             images: 0,
         }
     }

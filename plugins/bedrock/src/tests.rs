@@ -89,6 +89,7 @@ fn signed_request_at_a_fixed_time() {
         body: r#"{"model":"amazon.nova-lite-v1:0","messages":[{"role":"user","content":"Hi"}]}"#
             .into(),
         stream: false,
+        headers: vec![],
     };
     let Ok(Prepared::Upstream(http)) =
         prepare_at(&config(None, None, &options), request, 1_440_938_160)
@@ -148,6 +149,7 @@ fn model_ids_are_one_path_segment() {
             model: model.into(),
             body: r#"{"model":"m","messages":[{"role":"user","content":"Hi"}]}"#.into(),
             stream: false,
+            headers: vec![],
         };
         match prepare_at(&config(None, None, &options), request, 1_440_938_160) {
             Ok(Prepared::Upstream(http)) => Ok(http.url),

@@ -52,7 +52,10 @@ impl Provider for Cohere {
                 "embed",
                 to_json(&embed::build(&request.body, &settings.input_type)?)?,
             ),
-            Operation::ImageGenerations | Operation::ListModels => {
+            Operation::ImageGenerations
+            | Operation::ListModels
+            | Operation::Messages
+            | Operation::Responses => {
                 return Err(PluginError::invalid_request(
                     "the Cohere provider offers chat completions and embeddings",
                 ));
@@ -79,9 +82,11 @@ impl Provider for Cohere {
         }
         match request.operation {
             Operation::Embeddings => embed::parse(request, &response.body),
-            Operation::ChatCompletions | Operation::ImageGenerations | Operation::ListModels => {
-                response::parse(request, &response.body)
-            }
+            Operation::ChatCompletions
+            | Operation::ImageGenerations
+            | Operation::ListModels
+            | Operation::Messages
+            | Operation::Responses => response::parse(request, &response.body),
         }
     }
 }

@@ -60,6 +60,10 @@ impl Provider for Echo {
                 images::answer(&parse_body(&request.body)?).map(Prepared::Local)
             }
             Operation::ListModels => Ok(Prepared::Local(list_models(config))),
+            // `native-operations` is empty: the host never sends these here.
+            Operation::Messages | Operation::Responses => Err(PluginError::invalid_request(
+                "the echo provider answers dialects through the host's translation",
+            )),
         }
     }
 }

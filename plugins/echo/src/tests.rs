@@ -24,6 +24,7 @@ fn request(operation: Operation, body: Value, stream: bool) -> CanonicalRequest 
         model: "echo-1".into(),
         body: body.to_string(),
         stream,
+        headers: vec![],
     }
 }
 

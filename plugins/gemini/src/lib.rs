@@ -64,7 +64,10 @@ impl Provider for Gemini {
                 let (method, body) = embeddings::build(&request.body, &model)?;
                 (method, to_json(&body)?)
             }
-            Operation::ImageGenerations | Operation::ListModels => {
+            Operation::ImageGenerations
+            | Operation::ListModels
+            | Operation::Messages
+            | Operation::Responses => {
                 return Err(PluginError::invalid_request(
                     "the Gemini provider offers chat completions and embeddings",
                 ));
@@ -89,9 +92,11 @@ impl Provider for Gemini {
         }
         match request.operation {
             Operation::Embeddings => embeddings::parse(request, &response.body),
-            Operation::ChatCompletions | Operation::ImageGenerations | Operation::ListModels => {
-                response::parse(request, &response.body)
-            }
+            Operation::ChatCompletions
+            | Operation::ImageGenerations
+            | Operation::ListModels
+            | Operation::Messages
+            | Operation::Responses => response::parse(request, &response.body),
         }
     }
 }

@@ -69,3 +69,22 @@ fn url_paths_keep_the_name_one_segment() {
         assert_eq!(path(hostile), Err(Some("model".into())), "{hostile:?}");
     }
 }
+
+#[test]
+fn thinking_tokens_are_reasoning_tokens_within_the_output() {
+    let usage: response::UsageMetadata = serde_json::from_str(
+        r#"{"promptTokenCount": 12, "candidatesTokenCount": 40, "thoughtsTokenCount": 350,
+            "cachedContentTokenCount": 8, "totalTokenCount": 402}"#,
+    )
+    .unwrap();
+    let usage = usage.to_usage();
+    assert_eq!(usage.output_tokens, 390);
+    assert_eq!(usage.reasoning_tokens, 350);
+    assert_eq!(usage.input_tokens, 12);
+    assert_eq!(usage.cached_input_tokens, 8);
+}
+
+#[test]
+fn no_dialect_is_native() {
+    assert!(Gemini::native_operations(&config(None, "{}")).is_empty());
+}

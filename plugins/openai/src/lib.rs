@@ -2,22 +2,37 @@
 //! OpenAI with `auth_header: api-key`, ...). Requests and responses already are in the canonical
 //! format, so bodies pass through untouched; the plugin adds the URL and headers, and the SDK's
 //! `openai_compat` reads usage and maps errors.
+//!
+//! Responses requests (`POST /v1/responses` on the gateway) go natively to `{base_url}/responses`
+//! when the entry's upstream serves that API: by default OpenAI's own base URL does and any
+//! other does not, and the `responses: native | translate` option says otherwise (the presets
+//! of hosts that serve it set `native`). A `translate` entry gets them as chat completions,
+//! translated by the host.
 
 mod settings;
 
-use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::http::{check_header, join_url};
+use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, forwarded_header};
 use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, parse_response};
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
     Prepared, Provider, ProviderConfig, RequestInfo,
 };
 
-use settings::Settings;
+use settings::{ResponsesMode, Settings};
 
 struct OpenAi;
 
 impl Provider for OpenAi {
-    type Decoder = OpenAiStream;
+    type Decoder = OrNative<OpenAiStream, ResponsesStream>;
+
+    fn native_operations(config: &ProviderConfig) -> Vec<Operation> {
+        match Settings::from_config(config).map(|s| s.responses) {
+            Ok(ResponsesMode::Native) => vec![Operation::Responses],
+            // A misconfigured entry is refused by `validate`: it serves nothing.
+            Ok(ResponsesMode::Translate) | Err(_) => Vec::new(),
+        }
+    }
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
@@ -35,17 +50,40 @@ impl Provider for OpenAi {
             Operation::Embeddings => "embeddings",
             Operation::ImageGenerations => "images/generations",
             Operation::ListModels => "models",
+            Operation::Responses if settings.responses == ResponsesMode::Native => "responses",
+            Operation::Responses | Operation::Messages => {
+                return Err(PluginError::invalid_request(format!(
+                    "provider `{}` does not serve this API natively",
+                    config.name
+                )));
+            }
+        };
+        // `OpenAI-Beta` opts a client into preview behaviour; only a client of the Responses
+        // API itself can mean it for this upstream.
+        let beta = match forwarded_header(&request, "openai-beta") {
+            Some(value) if request.operation == Operation::Responses => {
+                check_header("openai-beta", value).map_err(|_| {
+                    PluginError::invalid_request("the `openai-beta` header is not a valid value")
+                })?;
+                Some(value.to_owned())
+            }
+            Some(_) | None => None,
         };
         let url = join_url(&settings.base_url, path);
         let mut http = match request.operation {
             Operation::ListModels => HttpRequest::get(url),
             // The host has validated the body already: re-serialising it would only cost time.
-            Operation::ChatCompletions | Operation::Embeddings | Operation::ImageGenerations => {
-                HttpRequest::post_json(url, request.body.into_bytes())
-            }
+            Operation::ChatCompletions
+            | Operation::Embeddings
+            | Operation::ImageGenerations
+            | Operation::Responses
+            | Operation::Messages => HttpRequest::post_json(url, request.body.into_bytes()),
         };
         if request.stream {
             http.set_header("accept", "text/event-stream");
+        }
+        if let Some(beta) = beta {
+            http.set_header("openai-beta", beta);
         }
         settings.apply_headers(&mut http, config.api_key.as_deref());
         Ok(Prepared::Upstream(http))

@@ -7,6 +7,18 @@ use wasmgate_plugin_sdk::http::{check_header, is_http_url};
 use wasmgate_plugin_sdk::{ConfigError, HttpRequest, ProviderConfig};
 
 const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// OpenAI's own API, which serves Responses; compatible hosts mostly do not.
+const OPENAI_HOST: &str = "api.openai.com";
+
+/// How Responses requests reach this entry.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ResponsesMode {
+    /// Passed through to `{base_url}/responses` as the client wrote them.
+    Native,
+    /// Translated into chat completions by the host's Responses dialect.
+    Translate,
+}
 
 /// The `options:` of an entry, as written in the config.
 #[derive(Deserialize)]
@@ -22,11 +34,15 @@ struct Options {
     /// The header that carries the API key. `authorization` (the default) sends `Bearer <key>`;
     /// any other name sends the bare key, as Azure's `api-key` wants.
     auth_header: Option<String>,
+    /// Whether the upstream serves the Responses API itself. Default: `native` for OpenAI's
+    /// own base URL, `translate` for any other (most compatible hosts have no `/responses`).
+    responses: Option<ResponsesMode>,
 }
 
 /// An entry's settings, known to be usable.
 pub struct Settings {
     pub base_url: String,
+    pub responses: ResponsesMode,
     auth_header: String,
     /// Headers sent with every request, the organization and project first.
     headers: Vec<(String, String)>,
@@ -66,8 +82,15 @@ impl Settings {
             headers.push((name, value));
         }
 
+        let responses = options.responses.unwrap_or(if is_openai(base_url) {
+            ResponsesMode::Native
+        } else {
+            ResponsesMode::Translate
+        });
+
         Ok(Settings {
             base_url: base_url.to_owned(),
+            responses,
             auth_header,
             headers,
         })
@@ -87,4 +110,11 @@ impl Settings {
             request.set_header(name.as_str(), value.as_str());
         }
     }
+}
+
+/// Whether `base_url` is OpenAI's own API (`https://api.openai.com/...`).
+fn is_openai(base_url: &str) -> bool {
+    let rest = base_url.strip_prefix("https://").unwrap_or_default();
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    host.eq_ignore_ascii_case(OPENAI_HOST)
 }

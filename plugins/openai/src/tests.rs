@@ -4,6 +4,56 @@ use wasmgate_plugin_sdk::{ErrorKind, StreamDecoder, StreamOutput, Usage};
 
 use super::*;
 
+#[test]
+fn cases() {
+    wasmgate_plugin_testkit::run_cases::<OpenAi>(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cases"),
+        "openai",
+    );
+}
+
+#[test]
+fn responses_are_native_for_openai_itself_and_where_the_option_says() {
+    let native = |base_url: Option<&str>, options: &str| {
+        OpenAi::native_operations(&config(base_url, None, options))
+    };
+    assert_eq!(native(None, "{}"), vec![Operation::Responses]);
+    assert_eq!(
+        native(Some("https://API.openai.com/v1/"), "{}"),
+        vec![Operation::Responses]
+    );
+    assert_eq!(
+        native(Some("https://api.openai.com.evil.example/v1"), "{}"),
+        vec![]
+    );
+    assert_eq!(native(Some("http://127.0.0.1:8000/v1"), "{}"), vec![]);
+    assert_eq!(
+        native(
+            Some("http://127.0.0.1:8000/v1"),
+            r#"{"responses": "native"}"#
+        ),
+        vec![Operation::Responses]
+    );
+    assert_eq!(native(None, r#"{"responses": "translate"}"#), vec![]);
+    let err = OpenAi::validate(&config(None, None, r#"{"responses": "yes"}"#)).unwrap_err();
+    assert_eq!(err.key.as_deref(), Some("responses"));
+}
+
+#[test]
+fn openai_beta_goes_only_with_responses() {
+    let cfg = config(None, Some("sk"), "{}");
+    let mut req = request(Operation::ChatCompletions, "{}", false);
+    req.headers = vec![("openai-beta".into(), "x=1".into())];
+    let http = upstream(OpenAi::prepare(&cfg, req.clone()).unwrap());
+    assert_eq!(header(&http, "openai-beta"), None);
+    req.operation = Operation::Responses;
+    let http = upstream(OpenAi::prepare(&cfg, req.clone()).unwrap());
+    assert_eq!(header(&http, "openai-beta"), Some("x=1"));
+    req.headers = vec![("openai-beta".into(), "x\r\nevil: 1".into())];
+    let err = OpenAi::prepare(&cfg, req).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidRequest);
+}
+
 fn config(base_url: Option<&str>, api_key: Option<&str>, options: &str) -> ProviderConfig {
     ProviderConfig {
         name: "openai".into(),
@@ -20,6 +70,7 @@ fn request(operation: Operation, body: &str, stream: bool) -> CanonicalRequest {
         model: "gpt-4o-mini".into(),
         body: body.into(),
         stream,
+        headers: vec![],
     }
 }
 

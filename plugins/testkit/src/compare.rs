@@ -54,6 +54,7 @@ pub fn usage_value(usage: Option<&Usage>) -> Value {
             "output_tokens": u.output_tokens,
             "cached_input_tokens": u.cached_input_tokens,
             "cache_write_tokens": u.cache_write_tokens,
+            "reasoning_tokens": u.reasoning_tokens,
             "images": u.images,
         }),
     }
@@ -70,6 +71,7 @@ pub fn expected_usage(value: Option<&Value>) -> Value {
                 "output_tokens": n("output_tokens"),
                 "cached_input_tokens": n("cached_input_tokens"),
                 "cache_write_tokens": n("cache_write_tokens"),
+                "reasoning_tokens": n("reasoning_tokens"),
                 "images": n("images"),
             })
         }

@@ -1,11 +1,16 @@
 //! Runs a provider plugin's data-driven cases: a folder per case under `tests/cases/`, each
 //! holding what goes in, what the upstream is sent and answers, and what must come out.
 //!
-//! - `request.json`: `{"operation": "chat-completions" | "embeddings" | ..., "stream": bool,
-//!   "config": {"base_url", "api_key", "options", "models"} (all optional), "body": {...}}`. The
-//!   model is the body's `model`.
+//! - `request.json`: `{"operation": "chat-completions" | "embeddings" | ... | "messages" |
+//!   "responses", "stream": bool, "config": {"base_url", "api_key", "options", "models"} (all
+//!   optional), "headers": {forwarded client headers}, "body": {...} or "raw_body": "text"}`.
+//!   The model is the body's `model`.
 //! - `expected_upstream.json` (absent when `prepare` must fail): `{"method", "url", "headers":
-//!   {subset, exact values}, "body": JSON}`.
+//!   {subset, exact values}, "absent_headers": [names], "body": JSON}`. For the dialect
+//!   operations (`messages`, `responses`) the body sent must also be the request's text byte
+//!   for byte, unless it sets `"body_rewritten": true`.
+//! - For the dialect operations, a successful answer must be the upstream's body byte for byte,
+//!   and a stream's events the upstream's `data:` payloads byte for byte.
 //! - `upstream_response.json` (`{"status", "headers", "body": JSON or a string}`) or
 //!   `upstream_stream.txt` (a 200 SSE body, replayed in every two-way split and byte by byte).
 //! - `expected.json`: `{"body": JSON, "usage": {...}}`, `{"events": [JSON...], "usage": {...}}`,

@@ -54,6 +54,8 @@ fn operation(name: &str) -> Result<Operation, String> {
         "embeddings" => Operation::Embeddings,
         "image-generations" => Operation::ImageGenerations,
         "list-models" => Operation::ListModels,
+        "messages" => Operation::Messages,
+        "responses" => Operation::Responses,
         other => return Err(format!("unknown operation `{other}`")),
     })
 }
@@ -65,14 +67,26 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
 
     let config = config_of(name, request.get("config"));
     P::validate(&config).map_err(|err| format!("validate failed: {err:?}"))?;
-    let body = request.get("body").cloned().unwrap_or(Value::Null);
+    // A raw body keeps the client's exact text (spacing, escapes, number forms), which a
+    // dialect body must reach the upstream with.
+    let text = match request.get("raw_body").and_then(Value::as_str) {
+        Some(raw) => raw.to_owned(),
+        None => request
+            .get("body")
+            .cloned()
+            .unwrap_or(Value::Null)
+            .to_string(),
+    };
+    let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let canonical = CanonicalRequest {
         operation: operation(request["operation"].as_str().unwrap_or("chat-completions"))?,
         model: body["model"].as_str().unwrap_or_default().to_owned(),
-        body: body.to_string(),
+        body: text.clone(),
         stream: request["stream"].as_bool().unwrap_or(false),
+        headers: string_pairs(request.get("headers")),
     };
     let info = canonical.info();
+    let dialect = wasmgate_plugin_sdk::native::is_dialect(info.operation);
 
     let http = match P::prepare(&config, canonical) {
         Err(err) => return check_error(&expected, &err, "prepare"),
@@ -89,13 +103,30 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
     let expected_upstream =
         expected_upstream.ok_or("prepare went upstream: no expected_upstream.json")?;
     check_upstream(&expected_upstream, &http)?;
+    let rewritten = expected_upstream["body_rewritten"]
+        .as_bool()
+        .unwrap_or(false);
+    if dialect && !rewritten && http.body != text.as_bytes() {
+        return Err(format!(
+            "a dialect body must go upstream unchanged: sent {}",
+            String::from_utf8_lossy(&http.body)
+        ));
+    }
 
     if let Ok(stream) = std::fs::read(case.join("upstream_stream.txt")) {
+        if dialect {
+            check_passthrough::<P>(&config, &info, &stream)?;
+        }
         return check_stream::<P>(&expected, &config, &info, &stream);
     }
     let response = read_reply(&case.join("upstream_response.json"))?;
+    let sent = response.body.clone();
     match P::parse_response(&config, &info, response) {
         Err(err) => check_error(&expected, &err, "parse_response"),
+        Ok(completion) if dialect && completion.body.as_bytes() != sent => Err(format!(
+            "a dialect answer must come back unchanged: got {}",
+            completion.body
+        )),
         Ok(completion) => {
             let body: Value = serde_json::from_str(&completion.body)
                 .map_err(|e| format!("response body is not JSON: {e}"))?;
@@ -178,6 +209,16 @@ fn check_upstream(expected: &Value, http: &HttpRequest) -> Result<(), String> {
             want("method"),
             want("url")
         ));
+    }
+    for name in expected["absent_headers"].as_array().into_iter().flatten() {
+        let name = name.as_str().unwrap_or_default();
+        if http
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(name))
+        {
+            return Err(format!("header `{name}` was sent, expected none"));
+        }
     }
     for (name, value) in string_pairs(expected.get("headers")) {
         let sent: Vec<&str> = http
@@ -271,6 +312,31 @@ fn replay<P: Provider>(
         }
     }
     (events, usage, None)
+}
+
+/// A dialect stream that completes: its events are the upstream's `data:` payloads, unchanged.
+fn check_passthrough<P: Provider>(
+    config: &ProviderConfig,
+    info: &RequestInfo,
+    body: &[u8],
+) -> Result<(), String> {
+    let (events, _, error) = replay::<P>(config, info, &[body]);
+    if error.is_some() {
+        return Ok(()); // an error case: `check_stream` compares what came before it
+    }
+    let text = String::from_utf8_lossy(body);
+    let payloads: Vec<&str> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| data.strip_prefix(' ').unwrap_or(data))
+        .filter(|data| !data.trim().is_empty() && data.trim() != "[DONE]")
+        .collect();
+    if events != payloads {
+        return Err(format!(
+            "a dialect stream must pass through unchanged:\n  got {events:?}\n  sent {payloads:?}"
+        ));
+    }
+    Ok(())
 }
 
 fn check_stream<P: Provider>(

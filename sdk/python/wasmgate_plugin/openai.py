@@ -50,7 +50,8 @@ def openai_error(status: int, body: bytes) -> PluginError:
 
 def openai_usage(usage: Any) -> Usage | None:
     """An OpenAI ``usage`` object (``prompt_tokens``/``completion_tokens``, or the ``input_``/
-    ``output_`` names; ``prompt_tokens_details.cached_tokens``) as :class:`Usage`."""
+    ``output_`` names; ``prompt_tokens_details.cached_tokens`` and
+    ``completion_tokens_details.reasoning_tokens``) as :class:`Usage`."""
     if not isinstance(usage, dict):
         return None
 
@@ -70,7 +71,13 @@ def openai_usage(usage: Any) -> Usage | None:
         if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
             cached = details["cached_tokens"]
             break
-    return Usage(inp or 0, out or 0, cached, 0, 0)
+    reasoning = 0
+    for name in ("completion_tokens_details", "output_tokens_details"):
+        details = usage.get(name)
+        if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
+            reasoning = details["reasoning_tokens"]
+            break
+    return Usage(inp or 0, out or 0, cached, 0, reasoning, 0)
 
 
 def parse_openai_response(operation: Operation, response: HttpResponse) -> Completion:
@@ -86,7 +93,7 @@ def parse_openai_response(operation: Operation, response: HttpResponse) -> Compl
     usage = openai_usage(parsed.get("usage")) if isinstance(parsed, dict) else None
     if operation == Operation.IMAGE_GENERATIONS:
         data = parsed.get("data") if isinstance(parsed, dict) else None
-        usage = usage or Usage(0, 0, 0, 0, 0)
+        usage = usage or Usage(0, 0, 0, 0, 0, 0)
         usage.images = len(data) if isinstance(data, list) else 0
     return Completion(body, usage)
 

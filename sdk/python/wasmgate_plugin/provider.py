@@ -108,6 +108,12 @@ class Provider(Generic[O]):
     #: The stream decoder class: ``OpenAiStream`` passes OpenAI-format SSE through.
     Decoder: type = OpenAiStream
 
+    def native_operations(self, entry: Entry[O]) -> list[Operation]:
+        """The client dialects (``Operation.MESSAGES``, ``Operation.RESPONSES``) this entry's
+        upstream serves itself; the host passes such requests through to :meth:`prepare`
+        untranslated. The default is none: every dialect arrives translated."""
+        return []
+
     def validate(self, entry: Entry[O]) -> None:
         """Checks the entry once, when the config loads, after its options were read; raise
         :class:`ConfigError` to refuse it. The default accepts anything."""
@@ -216,6 +222,12 @@ def export(cls: type[Provider]) -> type:
             raise Err(PluginError.upstream(f"provider `{config.name}` is misconfigured").to_wit()) from None
 
     class Adapter:
+        def native_operations(self, config: ProviderConfig) -> list[Operation]:
+            try:
+                return plugin.native_operations(_entry(cls, config))
+            except ConfigError:
+                return []  # `validate` refuses the entry
+
         def validate(self, config: ProviderConfig) -> None:
             try:
                 plugin.validate(_entry(cls, config))
