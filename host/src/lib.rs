@@ -64,7 +64,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     tokenizer.load().await;
     let http = upstream::client()?;
     let telemetry = Arc::new(telemetry::Telemetry::new(&config.observability, &http));
-    let host = PluginHost::new(limits, cache_dir, tokenizer, Arc::clone(&telemetry))?;
+    let observer: Arc<dyn plugins::CallObserver> = telemetry.clone();
+    let host = PluginHost::new(limits, cache_dir, tokenizer, observer)?;
     let max_body_bytes = config.server.max_body_bytes;
     let body_budget = config.server.max_body_bytes_in_flight;
     let ledger = ledger::Ledger::open(&config.ledger)?;
@@ -74,7 +75,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         plugins: host,
         http,
         max_body_bytes,
-        body_budget: server::BodyBudget::new(body_budget),
+        body_budget: state::BodyBudget::new(body_budget),
         started_unix: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),

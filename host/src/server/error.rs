@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::clip::{clip, echo};
 
 use crate::plugins::{Denial, DenialCode, ErrorKind, PluginError, PluginFailure};
+use crate::redact::Redactor;
 use crate::upstream::{Refusal, UpstreamError};
 
 /// Everything a client can be told went wrong.
@@ -122,6 +123,18 @@ pub struct Detail<'a> {
 }
 
 impl ApiError {
+    /// A provider plugin's error, often the upstream's own text: without the secrets the
+    /// request must not leak (an upstream may repeat the key it was sent).
+    pub fn provider(provider: &str, mut error: PluginError, redactor: &Redactor) -> Self {
+        error.message = redactor.string(error.message);
+        error.param = error.param.map(|p| redactor.string(p));
+        error.code = error.code.map(|c| redactor.string(c));
+        Self::Provider {
+            provider: provider.to_owned(),
+            error,
+        }
+    }
+
     pub fn upstream(provider: &str, error: UpstreamError) -> Self {
         let provider = provider.to_owned();
         match error {
@@ -453,5 +466,37 @@ impl ApiError {
             cause = error.source();
         }
         Self::InvalidJson(format!("Failed to buffer the request body: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::redact::Secrets;
+
+    #[test]
+    fn a_provider_error_is_redacted_field_by_field() {
+        let yaml = "providers: { p: { plugin: openai, api_key: sk-secret-999 } }";
+        let config = crate::config::Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+        let secrets = Arc::new(Secrets::from_config(&config));
+        let redactor = secrets.for_request(&http::HeaderMap::new());
+        let error = PluginError {
+            kind: ErrorKind::Authentication,
+            message: "Incorrect API key provided: sk-secret-999.".to_owned(),
+            param: Some("sk-secret-999".to_owned()),
+            code: Some("invalid_api_key".to_owned()),
+            upstream_status: Some(401),
+        };
+        let ApiError::Provider { provider, error } = ApiError::provider("p", error, &redactor)
+        else {
+            panic!("not a provider error");
+        };
+        assert_eq!(provider, "p");
+        assert_eq!(error.message, "Incorrect API key provided: [redacted].");
+        assert_eq!(error.param.as_deref(), Some("[redacted]"));
+        assert_eq!(error.code.as_deref(), Some("invalid_api_key"));
+        assert_eq!(error.upstream_status, Some(401));
     }
 }

@@ -28,7 +28,6 @@ use axum::http::{Method, Uri};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-pub use body::BodyBudget;
 pub use end_user::UserInfo;
 pub use error::ApiError;
 pub use request_log::RequestId;
@@ -146,7 +145,12 @@ async fn metrics(
             axum::http::header::CONTENT_TYPE,
             crate::telemetry::scrape::CONTENT_TYPE,
         )],
-        crate::telemetry::scrape::render(&state),
+        crate::telemetry::scrape::render(&crate::telemetry::scrape::Sources {
+            telemetry: &state.telemetry,
+            stats: &state.stats,
+            plugins: &state.plugins,
+            ledger: &state.ledger,
+        }),
     )
 }
 

@@ -24,7 +24,7 @@ use crate::limits::{Facts, Refusal};
 use crate::plugins::{Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo};
 use crate::plugins::{Settlement, SlotKind, Usage};
 use crate::redact::Redactor;
-use crate::routing::{self, Route};
+use crate::routing::Route;
 use crate::state::AppState;
 use crate::telemetry::{self, Trace};
 use crate::tokenizer::Tokenizer;
@@ -270,7 +270,7 @@ async fn routed(
 ) -> Result<(Response, Option<Usage>, Option<i64>), ApiError> {
     let observed = route.observed(&state.stats, Instant::now());
     let random = uuid::Uuid::new_v4().as_u64_pair();
-    let facts = routing::route_request(
+    let facts = route_request(
         model,
         project,
         &request.user,
@@ -407,7 +407,7 @@ async fn send(
         .prepare(&provider.config, &canonical)
         .await
         .map_err(|failure| ApiError::prepare_failed(failure, canonical.body.len()))?
-        .map_err(|error| provider_error(target, redactor, error))?;
+        .map_err(|error| ApiError::provider(&provider.name, error, redactor))?;
 
     Ok(match prepared {
         Prepared::Local(completion) => {
@@ -536,7 +536,7 @@ async fn complete(
     call.parse_response(&provider.config, info, &response)
         .await
         .map_err(ApiError::plugin)?
-        .map_err(|error| provider_error(target, redactor, error))
+        .map_err(|error| ApiError::provider(&provider.name, error, redactor))
 }
 
 /// Headers as plugins receive them: lower-case names (as `http` keeps them), UTF-8 values.
@@ -545,19 +545,6 @@ fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
         .iter()
         .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
         .collect()
-}
-
-/// A plugin's error, often the upstream's own text: without the secrets the request must not
-/// leak (an upstream may repeat the key it was sent).
-fn provider_error(
-    target: &Target<'_>,
-    redactor: &Redactor,
-    error: crate::plugins::PluginError,
-) -> ApiError {
-    ApiError::Provider {
-        provider: target.provider.name.to_string(),
-        error: redactor.plugin_error(error),
-    }
 }
 
 fn json_response(completion: Completion) -> Response {
@@ -582,4 +569,26 @@ fn with_route_headers(mut response: Response, target: &Target<'_>, attempts: usi
         headers.insert("x-wasmgate-model", v);
     }
     response
+}
+
+/// The facts a router decides on.
+fn route_request(
+    model: &str,
+    project: &str,
+    user: &super::UserInfo,
+    estimated_input_tokens: u32,
+    stream: bool,
+    random: u64,
+) -> crate::plugins::RouteRequest {
+    crate::plugins::RouteRequest {
+        model: model.to_owned(),
+        project: project.to_owned(),
+        user_id: user.id.clone(),
+        user_name: user.name.clone(),
+        user_tags: user.tags.clone(),
+        estimated_input_tokens,
+        stream,
+        metadata: user.metadata.clone(),
+        random,
+    }
 }

@@ -163,9 +163,8 @@ impl Relay {
                     }
                 }
                 Ok(Err(error)) => {
-                    let provider = self.provider.to_string();
-                    let error = self.redactor.plugin_error(error);
-                    self.fail(&ApiError::Provider { provider, error });
+                    let error = ApiError::provider(&self.provider, error, &self.redactor);
+                    self.fail(&error);
                 }
                 Err(failure) => self.fail(&ApiError::PluginFailed(failure)),
             }
