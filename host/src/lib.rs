@@ -8,7 +8,9 @@
 //! - [`credentials`]: provider keys kept by `wasmgate login`, outside the config.
 //! - [`cli`]: the commands besides `serve` (`keys`, `login`, `usage`).
 //! - [`reload`]: hot reload of the config and plugins (SIGHUP, file changes).
-//! - [`server`]: the HTTP API, and the graceful shutdown.
+//! - [`pipeline`]: the `/v1/*` request path, stage by stage (auth, parse, admit, route,
+//!   attempt, relay, finish) over one context.
+//! - [`server`]: the HTTP API (routes, handlers, middleware), and the graceful shutdown.
 //! - [`upstream`]: the pooled HTTP client for upstream providers, and the guard that keeps each
 //!   plugin's requests under its entry's base URL.
 //! - [`redact`]: known secrets, kept out of what is relayed from upstream, logged or stored.
@@ -24,6 +26,7 @@ pub mod credentials;
 pub mod gateway;
 pub mod ledger;
 pub mod limits;
+pub mod pipeline;
 pub mod plugins;
 pub mod redact;
 pub mod reload;

@@ -73,3 +73,21 @@ pub async fn read(state: &AppState, body: Body) -> Result<(Bytes, Reservation), 
     }
     Ok((buffer.freeze(), Reservation(reserved)))
 }
+
+/// A request body that did not arrive in time (the connection's body-read deadline, see
+/// `server::timeouts`); read as a 408.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {ms} ms")]
+pub struct BodyReadTimeout {
+    ms: u64,
+}
+
+impl BodyReadTimeout {
+    pub fn new(ms: u64) -> Self {
+        Self { ms }
+    }
+
+    pub fn ms(&self) -> u64 {
+        self.ms
+    }
+}
