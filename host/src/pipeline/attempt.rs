@@ -23,7 +23,7 @@ pub enum Sent {
     /// A stream the plugin produced at once, framed as server-sent events.
     Events { body: Vec<u8>, usage: Option<Usage> },
     /// An upstream stream, for the relay to pass on.
-    Stream(Upstream),
+    Stream(Box<Upstream>),
 }
 
 /// Characters of a client's model name an error message repeats.
@@ -133,12 +133,12 @@ async fn send(
                     .open_stream(&provider.config, &info, &headers)
                     .await
                     .map_err(ApiError::plugin)?;
-                Sent::Stream(Upstream {
+                Sent::Stream(Box::new(Upstream {
                     provider: Arc::clone(&provider.name),
                     decoder,
                     response,
                     idle_timeout: provider.timeout,
-                })
+                }))
             } else {
                 let completion = complete(&mut call, target, &info, response, redactor).await?;
                 span.completion(&completion.body, completion.usage);

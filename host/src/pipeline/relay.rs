@@ -40,7 +40,8 @@ pub struct Upstream {
 }
 
 /// The response body relaying `upstream` through its plugin's decoder; it finishes `cx`.
-pub fn body(upstream: Upstream, cx: Context) -> Body {
+pub fn body(upstream: Box<Upstream>, cx: Context) -> Body {
+    let upstream = *upstream;
     let relay = Relay {
         client_wants_usage: cx.request.client_wants_usage,
         redactor: cx.redactor.clone(),
