@@ -8,7 +8,9 @@
 //! - [`credentials`]: provider keys kept by `wasmgate login`, outside the config.
 //! - [`cli`]: the commands besides `serve` (`keys`, `login`, `usage`).
 //! - [`reload`]: hot reload of the config and plugins (SIGHUP, file changes).
-//! - [`server`]: the HTTP API, and the graceful shutdown.
+//! - [`pipeline`]: the `/v1/*` request path, stage by stage (auth, parse, admit, route,
+//!   attempt, relay, finish) over one context.
+//! - [`server`]: the HTTP API (routes, handlers, middleware), and the graceful shutdown.
 //! - [`upstream`]: the pooled HTTP client for upstream providers, and the guard that keeps each
 //!   plugin's requests under its entry's base URL.
 //! - [`redact`]: known secrets, kept out of what is relayed from upstream, logged or stored.
@@ -24,6 +26,7 @@ pub mod credentials;
 pub mod gateway;
 pub mod ledger;
 pub mod limits;
+pub mod pipeline;
 pub mod plugins;
 pub mod redact;
 pub mod reload;
@@ -64,7 +67,8 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     tokenizer.load().await;
     let http = upstream::client()?;
     let telemetry = Arc::new(telemetry::Telemetry::new(&config.observability, &http));
-    let host = PluginHost::new(limits, cache_dir, tokenizer, Arc::clone(&telemetry))?;
+    let observer: Arc<dyn plugins::CallObserver> = telemetry.clone();
+    let host = PluginHost::new(limits, cache_dir, tokenizer, observer)?;
     let max_body_bytes = config.server.max_body_bytes;
     let body_budget = config.server.max_body_bytes_in_flight;
     let ledger = ledger::Ledger::open(&config.ledger)?;
@@ -74,7 +78,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         plugins: host,
         http,
         max_body_bytes,
-        body_budget: server::BodyBudget::new(body_budget),
+        body_budget: state::BodyBudget::new(body_budget),
         started_unix: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),

@@ -21,7 +21,6 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::ledger::UsageRecord;
-use crate::plugins::PluginError;
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[redacted]";
@@ -176,14 +175,6 @@ impl Redactor {
         }
     }
 
-    /// An error a plugin made (often from upstream text): its message, param and code.
-    pub fn plugin_error(&self, mut error: PluginError) -> PluginError {
-        error.message = self.string(error.message);
-        error.param = error.param.map(|p| self.string(p));
-        error.code = error.code.map(|c| self.string(c));
-        error
-    }
-
     /// Every text field of a usage record, before it is logged and stored.
     pub fn record(&self, record: &mut UsageRecord) {
         let UsageRecord {
@@ -326,7 +317,6 @@ fn percent_decoded(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::ErrorKind;
 
     fn config(yaml: &str) -> Config {
         Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"))
@@ -408,20 +398,9 @@ observability:
     }
 
     #[test]
-    fn errors_and_records_are_redacted_field_by_field() {
+    fn records_are_redacted_field_by_field() {
         let secrets = Arc::new(Secrets::new(vec!["sk-secret-999".to_owned()]));
         let redactor = secrets.for_request(&HeaderMap::new());
-        let error = redactor.plugin_error(PluginError {
-            kind: ErrorKind::Authentication,
-            message: "Incorrect API key provided: sk-secret-999.".to_owned(),
-            param: Some("sk-secret-999".to_owned()),
-            code: Some("invalid_api_key".to_owned()),
-            upstream_status: Some(401),
-        });
-        assert_eq!(error.message, "Incorrect API key provided: [redacted].");
-        assert_eq!(error.param.as_deref(), Some("[redacted]"));
-        assert_eq!(error.code.as_deref(), Some("invalid_api_key"));
-        assert_eq!(error.upstream_status, Some(401));
         let mut record = UsageRecord {
             project: "p-sk-secret-999".to_owned(),
             model: Some("m/sk-secret-999".to_owned()),

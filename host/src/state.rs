@@ -1,6 +1,9 @@
 //! The state every request shares.
 
+use std::sync::Arc;
+
 use arc_swap::ArcSwap;
+use tokio::sync::Semaphore;
 
 use crate::gateway::Gateway;
 use crate::plugins::PluginHost;
@@ -13,7 +16,7 @@ pub struct AppState {
     pub http: reqwest::Client,
     pub max_body_bytes: usize,
     /// Request body bytes held at once, by all requests (`server.max_body_bytes_in_flight`).
-    pub body_budget: crate::server::BodyBudget,
+    pub body_budget: BodyBudget,
     /// When the gateway started, as the `created` time of listed models.
     pub started_unix: u64,
     /// Work that outlives its request (settling limits); waited for on shutdown.
@@ -26,4 +29,34 @@ pub struct AppState {
     pub keys: crate::auth::Keys,
     /// Metrics, and the span exporter (flushed on shutdown after the ledger).
     pub telemetry: std::sync::Arc<crate::telemetry::Telemetry>,
+}
+
+/// Request body bytes the gateway may hold at once, counted in KiB (see the pipeline's body
+/// reading, which reserves from it).
+pub struct BodyBudget {
+    kib: Arc<Semaphore>,
+}
+
+impl BodyBudget {
+    /// A budget of `bytes` (the config checks that it fits a u32 of KiB).
+    pub fn new(bytes: usize) -> Self {
+        Self {
+            kib: Arc::new(Semaphore::new(Self::kib(bytes) as usize)),
+        }
+    }
+
+    /// KiB free now (for tests and the hostile-load measurement).
+    pub fn available_kib(&self) -> usize {
+        self.kib.available_permits()
+    }
+
+    /// The permits, one per KiB.
+    pub fn semaphore(&self) -> &Arc<Semaphore> {
+        &self.kib
+    }
+
+    /// `bytes` in KiB, rounded up (the config keeps every budget and body below 4 TiB).
+    pub fn kib(bytes: usize) -> u32 {
+        u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
+    }
 }

@@ -155,6 +155,32 @@ pub enum LoadError {
     Invalid { name: String, detail: String },
 }
 
+/// Watches the host's plugin calls (their duration and failures). The host reports to it rather
+/// than to telemetry, which sits above the plugins and is passed in by whoever builds the host.
+pub trait CallObserver: Send + Sync {
+    /// The export `call` of `plugin` starts; the returned value is told how it ended.
+    fn start<'a>(&'a self, plugin: &'a str, call: &'static str) -> Box<dyn CallEnd + 'a>;
+}
+
+/// The end of one observed call.
+pub trait CallEnd: Send {
+    /// `failure`: `trapped`, `timeout` or `out_of_memory` (see [`PluginFailure::kind`]).
+    fn end(self: Box<Self>, failure: Option<&'static str>);
+}
+
+/// Observes nothing (for tests that have no telemetry).
+pub struct Unobserved;
+
+impl CallObserver for Unobserved {
+    fn start<'a>(&'a self, _: &'a str, _: &'static str) -> Box<dyn CallEnd + 'a> {
+        Box::new(Unobserved)
+    }
+}
+
+impl CallEnd for Unobserved {
+    fn end(self: Box<Self>, _: Option<&'static str>) {}
+}
+
 /// The engine, linker and limits shared by every plugin.
 #[derive(Clone)]
 pub struct PluginHost {
@@ -170,7 +196,7 @@ struct HostInner {
     slots: Arc<slots::Slots>,
     tokenizer: crate::tokenizer::Tokenizer,
     /// Where call times and failures are counted.
-    telemetry: Arc<crate::telemetry::Telemetry>,
+    observer: Arc<dyn CallObserver>,
     /// The component last loaded under each plugin name, and what it was loaded from. A reload
     /// that finds the same file (or built-in) takes it from here: reading, hashing and
     /// deserialising again costs 0.3-0.7 s for a Python or JavaScript component. One entry per
@@ -194,7 +220,7 @@ impl PluginHost {
         limits: PluginLimits,
         cache_dir: Option<PathBuf>,
         tokenizer: crate::tokenizer::Tokenizer,
-        telemetry: Arc<crate::telemetry::Telemetry>,
+        observer: Arc<dyn CallObserver>,
     ) -> anyhow::Result<Self> {
         let mut pool = PoolingAllocationConfig::new();
         pool.total_component_instances(limits.max_instances)
@@ -241,7 +267,7 @@ impl PluginHost {
                 limits,
                 cache_dir,
                 tokenizer,
-                telemetry,
+                observer,
                 loaded: std::sync::Mutex::default(),
                 compiled: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -393,8 +419,13 @@ mod tests {
             max_stream_instances: 3,
             instance_wait: Duration::from_secs(2),
         };
-        let telemetry = Arc::new(crate::telemetry::Telemetry::without_traces());
-        PluginHost::new(limits, None, crate::tokenizer::Tokenizer, telemetry).unwrap()
+        PluginHost::new(
+            limits,
+            None,
+            crate::tokenizer::Tokenizer,
+            Arc::new(Unobserved),
+        )
+        .unwrap()
     }
 
     #[test]

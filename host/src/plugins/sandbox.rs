@@ -8,13 +8,12 @@ use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::slots::{Slot, SlotKind, WarmTicket};
 use super::state::{CounterAccess, DeadlineExceeded, PluginState};
-use super::{PluginFailure, PluginHost};
-use crate::telemetry::PluginTimer;
+use super::{CallObserver, PluginFailure, PluginHost};
 
 pub(super) struct Sandbox {
     pub(super) store: Store<PluginState>,
     plugin: Arc<str>,
-    telemetry: Arc<crate::telemetry::Telemetry>,
+    observer: Arc<dyn CallObserver>,
     _slot: Slot,
 }
 
@@ -48,7 +47,7 @@ impl PluginHost {
         let mut sandbox = Sandbox {
             store,
             plugin: Arc::clone(plugin),
-            telemetry: Arc::clone(&inner.telemetry),
+            observer: Arc::clone(&inner.observer),
             _slot: slot,
         };
         sandbox.arm();
@@ -94,13 +93,13 @@ impl Sandbox {
         f: impl AsyncFnOnce(&B, &mut Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
         self.arm();
-        let timer = PluginTimer::start(&self.plugin, call);
+        let observed = self.observer.start(&self.plugin, call);
         let result = match f(bindings, &mut self.store).await {
             Ok(value) => Ok(value),
             Err(e) => Err(self.classify(e)),
         };
         let failure = result.as_ref().err().map(PluginFailure::kind);
-        timer.end(&self.telemetry.metrics, &self.plugin, call, failure);
+        observed.end(failure);
         result
     }
 }

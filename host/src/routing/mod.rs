@@ -6,7 +6,7 @@ pub mod stats;
 use std::time::{Duration, Instant};
 
 use crate::config::{BreakerConfig, RetryConfig, RouteEntry};
-use crate::plugins::{CircuitState, RouteRequest, RouteTarget, RouterPlugin};
+use crate::plugins::{CircuitState, RouteTarget, RouterPlugin};
 
 /// A virtual model, loaded.
 pub struct Route {
@@ -116,28 +116,6 @@ impl Route {
         } else {
             random % (ceiling + 1)
         })
-    }
-}
-
-/// The facts a router decides on.
-pub fn route_request(
-    model: &str,
-    project: &str,
-    user: &crate::server::UserInfo,
-    estimated_input_tokens: u32,
-    stream: bool,
-    random: u64,
-) -> RouteRequest {
-    RouteRequest {
-        model: model.to_owned(),
-        project: project.to_owned(),
-        user_id: user.id.clone(),
-        user_name: user.name.clone(),
-        user_tags: user.tags.clone(),
-        estimated_input_tokens,
-        stream,
-        metadata: user.metadata.clone(),
-        random,
     }
 }
 

@@ -1,21 +1,11 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
-mod auth;
-mod body;
 mod connections;
-mod end_user;
-mod error;
 mod health;
 mod models;
 mod proxy;
-mod raw_json;
-mod record;
-mod request;
 mod request_log;
-#[cfg(test)]
-mod request_props;
 mod responses;
-mod stream;
 mod timeouts;
 mod usage;
 mod usage_requests;
@@ -29,17 +19,17 @@ use axum::http::{Method, Uri};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-pub use body::BodyBudget;
-pub use end_user::UserInfo;
-pub use error::ApiError;
+pub use crate::pipeline::body::BodyReadTimeout;
+pub use crate::pipeline::end_user::UserInfo;
+pub use crate::pipeline::error::ApiError;
 pub use request_log::RequestId;
-pub use timeouts::{BodyReadTimeout, ConnectionTimeouts};
+pub use timeouts::ConnectionTimeouts;
 
 use crate::state::AppState;
 
 /// The gateway's routes, ready to serve or to drive with `oneshot` in tests. Every handler but
 /// `/health` and `/metrics` (probes and scrapes, which say nothing of any project) passes
-/// [`auth::caller`] before anything else; `tests/auth_matrix.rs` holds each route to it.
+/// [`crate::pipeline::auth::caller`] before anything else; `tests/auth_matrix.rs` holds each route to it.
 pub fn app(state: Arc<AppState>) -> Router {
     let max_body = state.max_body_bytes;
     Router::new()
@@ -155,7 +145,12 @@ async fn metrics(
             axum::http::header::CONTENT_TYPE,
             crate::telemetry::scrape::CONTENT_TYPE,
         )],
-        crate::telemetry::scrape::render(&state),
+        crate::telemetry::scrape::render(&crate::telemetry::scrape::Sources {
+            telemetry: &state.telemetry,
+            stats: &state.stats,
+            plugins: &state.plugins,
+            ledger: &state.ledger,
+        }),
     )
 }
 

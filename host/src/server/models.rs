@@ -10,10 +10,10 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use serde::Serialize;
 
-use super::auth;
-use super::error::ApiError;
 use crate::catalog::ModelInfo;
 use crate::gateway::{Gateway, Provider};
+use crate::pipeline::auth;
+use crate::pipeline::error::ApiError;
 use crate::plugins::{CanonicalRequest, Operation, Prepared, SlotKind};
 use crate::redact::Secrets;
 use crate::state::AppState;
@@ -169,7 +169,7 @@ pub async fn retrieve(
             message: "The model id in the URL is not valid percent-encoded UTF-8.".to_owned(),
         });
     };
-    super::request::check_model(&id)?;
+    crate::pipeline::request::check_model(&id)?;
     if gateway.routes.contains_key(&id) {
         return Ok(Json(Model {
             object: "model",

@@ -7,8 +7,8 @@ use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::error::ErrorNote;
 use crate::clip::echo;
+use crate::pipeline::error::ErrorNote;
 
 /// Gives every request an id (the client's `x-request-id` if it sent a sane one), returns it in
 /// the response, and logs one line when the response headers are ready.

@@ -14,10 +14,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::auth;
-use super::error::ApiError;
 use super::usage::blocking;
 use crate::clip::echo;
+use crate::pipeline::ApiError;
+use crate::pipeline::auth;
 use crate::state::AppState;
 
 /// Bytes of a response id, at most: longer than any the gateway or an upstream gives.

@@ -25,6 +25,8 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
+use crate::pipeline::body::BodyReadTimeout;
+
 /// The deadlines of one connection, read from `server:` when it is accepted.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnectionTimeouts {
@@ -242,19 +244,6 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
     }
 }
 
-/// A request body that did not arrive in time.
-#[derive(Debug, thiserror::Error)]
-#[error("the request body did not arrive within {ms} ms")]
-pub struct BodyReadTimeout {
-    ms: u64,
-}
-
-impl BodyReadTimeout {
-    pub fn ms(&self) -> u64 {
-        self.ms
-    }
-}
-
 /// A request body with a deadline, counted from the end of the request's head.
 pub(super) struct TimedBody {
     inner: Incoming,
@@ -276,9 +265,7 @@ impl TimedBody {
     }
 
     fn expired(&self) -> BodyReadTimeout {
-        BodyReadTimeout {
-            ms: u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX),
-        }
+        BodyReadTimeout::new(u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX))
     }
 }
 

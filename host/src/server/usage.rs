@@ -3,7 +3,7 @@
 //!
 //! Both need `Authorization: Bearer <key>` and answer for the key's project only: 401 for a
 //! missing, unknown or revoked key, 403 when `x-project-id` names another project (see
-//! [`super::auth`]). No project ever sees another's usage.
+//! [`crate::pipeline::auth`]). No project ever sees another's usage.
 //!
 //! Times: `start_time_us` and `end_time_us` are µs since the epoch; a value below 10^14 is taken
 //! as milliseconds (what most clients send). The range is `[start, end)`; `end` defaults to now
@@ -22,13 +22,13 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::auth;
-use super::body;
-use super::end_user::{TAG_MAX, TAGS_MAX, TEXT_MAX};
-use super::error::ApiError;
 use crate::clip::echo;
 use crate::ledger::time::{DAY_US, format_utc, now_us};
 use crate::ledger::{Store, Totals, Unit, UserFilter};
+use crate::pipeline::auth;
+use crate::pipeline::body;
+use crate::pipeline::end_user::{TAG_MAX, TAGS_MAX, TEXT_MAX};
+use crate::pipeline::error::ApiError;
 use crate::state::AppState;
 
 /// Below this a time is in milliseconds (10^14 µs is 1973; 10^14 ms is the year 5138).

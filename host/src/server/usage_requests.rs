@@ -1,7 +1,7 @@
 //! The request log: `POST /usage/requests` (the caller's project's records, newest first,
 //! filtered, a page at a time) and `GET /usage/requests/{request_id}` (one of them).
 //!
-//! Auth and project scoping are those of the other `/usage/*` endpoints (see [`super::auth`]): a
+//! Auth and project scoping are those of the other `/usage/*` endpoints (see [`crate::pipeline::auth`]): a
 //! record of another project is never shown, and asked for by id it is a 404 like one that does
 //! not exist, so that ids of other projects cannot be probed.
 //!
@@ -21,10 +21,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::auth;
-use super::end_user::TEXT_MAX;
-use super::error::ApiError;
-use super::request::MODEL_MAX;
 use super::usage::{asked, blocking, bounded_tags, given, range, user_filter};
 use crate::clip::echo;
 use crate::ledger::UsageRecord;
@@ -32,6 +28,10 @@ use crate::ledger::requests::{
     self, LIMIT_DEFAULT, LIMIT_MAX, Position, RequestQuery, StatusClass,
 };
 use crate::ledger::time::format_utc;
+use crate::pipeline::auth;
+use crate::pipeline::end_user::TEXT_MAX;
+use crate::pipeline::error::ApiError;
+use crate::pipeline::request::MODEL_MAX;
 use crate::state::AppState;
 
 /// Bytes of a request id, at most: what the gateway accepts in `x-request-id`.

@@ -467,6 +467,36 @@ pub fn gen_ai_system(plugin: &str) -> Cow<'static, str> {
     })
 }
 
+/// The plugin host's calls, timed into the metrics and (but for stream chunks) traced.
+impl crate::plugins::CallObserver for Telemetry {
+    fn start<'a>(
+        &'a self,
+        plugin: &'a str,
+        call: &'static str,
+    ) -> Box<dyn crate::plugins::CallEnd + 'a> {
+        Box::new(ObservedCall {
+            timer: PluginTimer::start(plugin, call),
+            metrics: &self.metrics,
+            plugin,
+            call,
+        })
+    }
+}
+
+struct ObservedCall<'a> {
+    timer: PluginTimer,
+    metrics: &'a Metrics,
+    plugin: &'a str,
+    call: &'static str,
+}
+
+impl crate::plugins::CallEnd for ObservedCall<'_> {
+    fn end(self: Box<Self>, failure: Option<&'static str>) {
+        self.timer
+            .end(self.metrics, self.plugin, self.call, failure);
+    }
+}
+
 /// Times one plugin call: its duration and failures go to the metrics, and (except for the
 /// per-chunk stream calls) a span under the task's current one.
 pub struct PluginTimer {

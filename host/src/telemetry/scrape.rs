@@ -3,22 +3,36 @@
 
 use std::time::Instant;
 
+use super::Telemetry;
 use super::metrics::write_gauge;
-use crate::plugins::CircuitState;
-use crate::state::AppState;
+use crate::plugins::{CircuitState, PluginHost};
+use crate::routing::stats::Stats;
 
 /// Prometheus' classic text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// What a scrape reads besides the recorded families (the gateway's state holds each).
+pub struct Sources<'a> {
+    pub telemetry: &'a Telemetry,
+    pub stats: &'a Stats,
+    pub plugins: &'a PluginHost,
+    pub ledger: &'a crate::ledger::Ledger,
+}
+
 /// The whole scrape.
-pub fn render(state: &AppState) -> String {
+pub fn render(sources: &Sources<'_>) -> String {
     let mut out = String::with_capacity(16 * 1024);
-    let telemetry = &state.telemetry;
+    let Sources {
+        telemetry,
+        stats,
+        plugins,
+        ledger,
+    } = sources;
     telemetry.metrics.write(&mut out);
 
     let mut breakers = Vec::new();
     let now = Instant::now();
-    state.stats.each(|id, stats| {
+    stats.each(|id, stats| {
         let value = match stats.circuit(now) {
             CircuitState::Closed => 0.0,
             CircuitState::HalfOpen => 1.0,
@@ -36,7 +50,7 @@ pub fn render(state: &AppState) -> String {
             .iter()
             .map(|(id, value)| (vec![("target", id.as_str())], *value)),
     );
-    let instances = state.plugins.usage();
+    let instances = plugins.usage();
     write_gauge(
         &mut out,
         "wasmgate_plugin_instances",
@@ -79,14 +93,14 @@ pub fn render(state: &AppState) -> String {
         "wasmgate_ledger_queue_depth",
         "Usage records waiting to be written.",
         "gauge",
-        [(Vec::new(), state.ledger.queued() as f64)],
+        [(Vec::new(), ledger.queued() as f64)],
     );
     write_gauge(
         &mut out,
         "wasmgate_ledger_dropped_records_total",
         "Usage records dropped because the ledger queue was full.",
         "counter",
-        [(Vec::new(), state.ledger.dropped() as f64)],
+        [(Vec::new(), ledger.dropped() as f64)],
     );
     write_gauge(
         &mut out,

@@ -15,6 +15,7 @@
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 
+use super::context::Context;
 use super::error::ApiError;
 use crate::auth::Caller;
 use crate::state::AppState;
@@ -27,6 +28,15 @@ const PROJECT: &str = "x-project-id";
 
 /// Headers that say who the caller is: sent twice, they are ambiguous.
 const SINGLE: [&str; 3] = ["authorization", "x-api-key", PROJECT];
+
+/// The auth stage of `/v1/*`: the key checked as `auth.required` asks, the caller kept in the
+/// context. A refused request keeps the unchecked caller its record is written under.
+pub async fn auth(state: &AppState, cx: &mut Context, headers: &HeaderMap) -> Result<(), ApiError> {
+    let span = cx.trace.stage("auth");
+    let required = cx.gateway.config.auth.required;
+    cx.caller = span.scope(caller(state, headers, required)).await?;
+    Ok(())
+}
 
 /// Checks the request's key; `required` says whether an anonymous caller may pass.
 pub async fn caller(

@@ -16,32 +16,13 @@ use std::time::Duration;
 use axum::body::{Body, Bytes, HttpBody};
 use bytes::BytesMut;
 use futures_util::StreamExt;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, BodyBudget};
 
 /// How long a body waits for room in the budget before the request gets 503.
 pub const BUDGET_WAIT: Duration = Duration::from_secs(5);
-
-/// Body bytes the gateway may hold at once, counted in KiB.
-pub struct BodyBudget {
-    kib: Arc<Semaphore>,
-}
-
-impl BodyBudget {
-    /// A budget of `bytes` (the config checks that it fits a u32 of KiB).
-    pub fn new(bytes: usize) -> Self {
-        Self {
-            kib: Arc::new(Semaphore::new(kib(bytes) as usize)),
-        }
-    }
-
-    /// KiB free now (for tests and the hostile-load measurement).
-    pub fn available_kib(&self) -> usize {
-        self.kib.available_permits()
-    }
-}
 
 /// A body's share of the budget, given back when this is dropped: keep it while the body, or
 /// what was parsed from it, is alive.
@@ -57,10 +38,10 @@ pub async fn read(state: &AppState, body: Body) -> Result<(Bytes, Reservation), 
     if declared.is_some_and(|n| n > max as u64) {
         return Err(ApiError::BodyTooLarge(max));
     }
-    let budget = &state.body_budget.kib;
+    let budget = state.body_budget.semaphore();
     let mut reserved = match declared {
         Some(n) => {
-            let kib = kib(usize::try_from(n).unwrap_or(usize::MAX));
+            let kib = BodyBudget::kib(usize::try_from(n).unwrap_or(usize::MAX));
             let wait = Arc::clone(budget).acquire_many_owned(kib);
             match tokio::time::timeout(BUDGET_WAIT, wait).await {
                 Ok(Ok(permit)) => Some(permit),
@@ -78,7 +59,7 @@ pub async fn read(state: &AppState, body: Body) -> Result<(Bytes, Reservation), 
             return Err(ApiError::BodyTooLarge(max));
         }
         let held = reserved.as_ref().map_or(0, |p| p.num_permits());
-        let needed = kib(len);
+        let needed = BodyBudget::kib(len);
         if needed > held as u32 {
             let more = Arc::clone(budget)
                 .try_acquire_many_owned(needed - held as u32)
@@ -93,7 +74,20 @@ pub async fn read(state: &AppState, body: Body) -> Result<(Bytes, Reservation), 
     Ok((buffer.freeze(), Reservation(reserved)))
 }
 
-/// `bytes` in KiB, rounded up (the config keeps every budget and body below 4 TiB).
-fn kib(bytes: usize) -> u32 {
-    u32::try_from(bytes.div_ceil(1024)).unwrap_or(u32::MAX)
+/// A request body that did not arrive in time (the connection's body-read deadline, see
+/// `server::timeouts`); read as a 408.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {ms} ms")]
+pub struct BodyReadTimeout {
+    ms: u64,
+}
+
+impl BodyReadTimeout {
+    pub fn new(ms: u64) -> Self {
+        Self { ms }
+    }
+
+    pub fn ms(&self) -> u64 {
+        self.ms
+    }
 }

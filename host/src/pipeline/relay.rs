@@ -1,67 +1,59 @@
-//! Server-sent-event responses: `data: {chunk}` events and a final `data: [DONE]`.
+//! The stream relay: server-sent events (`data: {chunk}`, then `data: [DONE]`) decoded from the
+//! upstream by the provider plugin and passed on to the client.
 //!
 //! The relay pulls upstream bytes only as fast as the client takes events, so when the client
 //! goes away the body (and with it the upstream response) is dropped: the upstream connection is
-//! closed and generation stops there too.
+//! closed and generation stops there too. The body owns the request's context and finishes it
+//! when the stream ends, breaks, or is dropped.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 
+use super::context::{Context, Dialect};
 use super::error::ApiError;
-use super::record::OutcomeCell;
+use super::finish::End;
 use crate::plugins::{ProviderStream, StreamOutput, Usage};
 use crate::redact::Redactor;
-use crate::tokenizer::Tokenizer;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
-/// Called once when a request is over (for a stream: finished, failed, or dropped because the
-/// client went away) with the last usage the upstream reported, its cost in micro-USD when the
-/// model is priced, and whether it finished normally.
-pub type OnFinish = Box<dyn FnOnce(Option<Usage>, Option<i64>, bool) + Send>;
-
-/// An SSE response from events the plugin produced without any upstream.
-pub fn local(output: StreamOutput, client_wants_usage: bool) -> SseResponse {
+/// The whole SSE body of events the plugin produced without any upstream.
+pub fn local(output: StreamOutput, client_wants_usage: bool) -> Vec<u8> {
     let mut body = Vec::new();
     write_events(&mut body, output.events, client_wants_usage);
     body.extend_from_slice(DONE);
-    SseResponse(Body::from(body))
+    body
 }
 
-/// An SSE response relaying an upstream stream through the plugin's decoder.
-pub fn relay(
-    provider: std::sync::Arc<str>,
-    decoder: ProviderStream,
-    upstream: reqwest::Response,
-    idle_timeout: Duration,
-    client_wants_usage: bool,
-    on_finish: Option<OnFinish>,
-    outcome: Option<OutcomeCell>,
-) -> SseResponse {
+/// An upstream stream the attempt opened, for the relay to pass on.
+pub struct Upstream {
+    pub provider: Arc<str>,
+    pub decoder: ProviderStream,
+    pub response: reqwest::Response,
+    /// The longest wait for the next upstream bytes.
+    pub idle_timeout: Duration,
+}
+
+/// The response body relaying `upstream` through its plugin's decoder; it finishes `cx`.
+pub fn body(upstream: Box<Upstream>, cx: Context) -> Body {
+    let upstream = *upstream;
     let relay = Relay {
-        redactor: outcome
-            .as_ref()
-            .map(|o| o.redactor().clone())
-            .unwrap_or_default(),
-        on_finish,
-        seen_output: outcome.as_ref().map(OutcomeCell::seen_output),
-        first_output: outcome,
+        client_wants_usage: cx.request.client_wants_usage,
+        redactor: cx.redactor.clone(),
+        dialect: cx.dialect,
+        cx: Some(cx),
         text: String::new(),
         usage: None,
         failed: false,
-        provider,
-        decoder,
-        upstream: upstream.bytes_stream().boxed(),
-        idle_timeout,
-        client_wants_usage,
+        provider: upstream.provider,
+        decoder: upstream.decoder,
+        upstream: upstream.response.bytes_stream().boxed(),
+        idle_timeout: upstream.idle_timeout,
         ready: VecDeque::new(),
         ended: false,
     };
@@ -69,37 +61,21 @@ pub fn relay(
         let next = relay.next().await?;
         Some((Ok::<_, std::convert::Infallible>(next), relay))
     });
-    SseResponse(Body::from_stream(events))
-}
-
-pub struct SseResponse(Body);
-
-impl IntoResponse for SseResponse {
-    fn into_response(self) -> Response {
-        (
-            [
-                (header::CONTENT_TYPE, "text/event-stream"),
-                (header::CACHE_CONTROL, "no-cache"),
-            ],
-            self.0,
-        )
-            .into_response()
-    }
+    Body::from_stream(events)
 }
 
 struct Relay {
+    /// The request, finished when the relay is dropped (taken there, once).
+    cx: Option<Context>,
     /// Keeps the request's secrets out of an error event relayed from the upstream.
     redactor: Redactor,
-    on_finish: Option<OnFinish>,
-    /// Where the output tokens the gateway counted go when the upstream reported no usage.
-    seen_output: Option<Arc<AtomicU64>>,
-    /// Told when the first bytes go to the client (time to first token), then dropped.
-    first_output: Option<OutcomeCell>,
+    /// The client's dialect, which error events are written in.
+    dialect: Dialect,
     /// The text sent so far, kept only until the upstream reports usage.
     text: String,
     usage: Option<Usage>,
     failed: bool,
-    provider: std::sync::Arc<str>,
+    provider: Arc<str>,
     decoder: ProviderStream,
     upstream: BoxStream<'static, reqwest::Result<Bytes>>,
     idle_timeout: Duration,
@@ -144,7 +120,7 @@ impl Relay {
                     if output.usage.is_some() {
                         self.usage = output.usage;
                         self.text = String::new();
-                    } else if self.usage.is_none() && self.seen_output.is_some() {
+                    } else if self.usage.is_none() {
                         output
                             .events
                             .iter()
@@ -156,16 +132,15 @@ impl Relay {
                         buf.extend_from_slice(DONE);
                     }
                     if !buf.is_empty() {
-                        if let Some(outcome) = self.first_output.take() {
-                            outcome.first_output();
+                        if let Some(cx) = &mut self.cx {
+                            cx.first_output();
                         }
                         self.ready.push_back(Bytes::from(buf));
                     }
                 }
                 Ok(Err(error)) => {
-                    let provider = self.provider.to_string();
-                    let error = self.redactor.plugin_error(error);
-                    self.fail(&ApiError::Provider { provider, error });
+                    let error = ApiError::provider(&self.provider, error, &self.redactor);
+                    self.fail(&error);
                 }
                 Err(failure) => self.fail(&ApiError::PluginFailed(failure)),
             }
@@ -175,9 +150,8 @@ impl Relay {
     /// Ends the stream with an error event, as OpenAI does mid-stream.
     fn fail(&mut self, error: &ApiError) {
         tracing::warn!("stream ended early: {error}");
-        let event = serde_json::json!({ "error": error.detail() });
         self.ready
-            .push_back(Bytes::from(format!("data: {event}\n\n")));
+            .push_back(Bytes::from(error.stream_event(self.dialect)));
         self.ended = true;
         self.failed = true;
     }
@@ -185,14 +159,12 @@ impl Relay {
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        if self.usage.is_none()
-            && !self.text.is_empty()
-            && let Some(seen) = &self.seen_output
-        {
-            seen.store(u64::from(Tokenizer.count(&self.text)), Ordering::Relaxed);
-        }
-        if let Some(on_finish) = self.on_finish.take() {
-            on_finish(self.usage, None, self.ended && !self.failed);
+        if let Some(cx) = self.cx.take() {
+            cx.finish(End::Streamed {
+                usage: self.usage,
+                text: std::mem::take(&mut self.text),
+                completed: self.ended && !self.failed,
+            });
         }
     }
 }

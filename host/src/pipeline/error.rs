@@ -1,4 +1,7 @@
 //! API errors and their one mapping to HTTP: OpenAI's `{"error": {message, type, param, code}}`.
+//!
+//! [`ApiError::render`] is the one place an error becomes what a client reads, in its dialect:
+//! whole responses and a stream's error event both go through it.
 
 use std::borrow::Cow;
 
@@ -6,9 +9,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use super::context::Dialect;
 use crate::clip::{clip, echo};
 
 use crate::plugins::{Denial, DenialCode, ErrorKind, PluginError, PluginFailure};
+use crate::redact::Redactor;
 use crate::upstream::{Refusal, UpstreamError};
 
 /// Everything a client can be told went wrong.
@@ -125,6 +130,18 @@ pub struct Detail<'a> {
 }
 
 impl ApiError {
+    /// A provider plugin's error, often the upstream's own text: without the secrets the
+    /// request must not leak (an upstream may repeat the key it was sent).
+    pub fn provider(provider: &str, mut error: PluginError, redactor: &Redactor) -> Self {
+        error.message = redactor.string(error.message);
+        error.param = error.param.map(|p| redactor.string(p));
+        error.code = error.code.map(|c| redactor.string(c));
+        Self::Provider {
+            provider: provider.to_owned(),
+            error,
+        }
+    }
+
     pub fn upstream(provider: &str, error: UpstreamError) -> Self {
         let provider = provider.to_owned();
         match error {
@@ -294,22 +311,36 @@ fn kind_type(kind: ErrorKind) -> &'static str {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        let mut response = (
-            status,
-            axum::Json(Body {
+impl ApiError {
+    /// The one place an error becomes what a client reads, in its `dialect`: the status and
+    /// the body. A whole response and a stream's error event both carry this body.
+    pub fn render(&self, dialect: Dialect) -> (StatusCode, String) {
+        let body = match dialect {
+            Dialect::Chat => serde_json::to_string(&Body {
                 error: self.detail(),
             }),
-        )
-            .into_response();
-        if let Self::ServerBusy = &self {
+        };
+        // Serialising strings and options cannot fail; the fallback keeps the shape anyway.
+        let body = body
+            .unwrap_or_else(|_| r#"{"error":{"message":"error","type":"api_error"}}"#.to_owned());
+        (self.status(), body)
+    }
+
+    /// The error as an HTTP response in `dialect`, with the headers that tell a client when to
+    /// retry.
+    pub fn response(&self, dialect: Dialect) -> Response {
+        let (status, body) = self.render(dialect);
+        let content_type = [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )];
+        let mut response = (status, content_type, body).into_response();
+        if let Self::ServerBusy = self {
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, 1.into());
         }
-        if let Self::LimitExceeded(denial) = &self {
+        if let Self::LimitExceeded(denial) = self {
             let headers = response.headers_mut();
             let seconds = denial.retry_after_ms.div_ceil(1000).max(1);
             headers.insert(axum::http::header::RETRY_AFTER, seconds.into());
@@ -322,7 +353,7 @@ impl IntoResponse for ApiError {
                 }
             }
         }
-        if let Self::Saturated(_) = &self {
+        if let Self::Saturated(_) = self {
             // Instances come free in milliseconds to minutes: a second is a fair first retry.
             let headers = response.headers_mut();
             headers.insert(axum::http::header::RETRY_AFTER, 1.into());
@@ -333,6 +364,20 @@ impl IntoResponse for ApiError {
             .extensions_mut()
             .insert(ErrorNote(message, self.internal_detail()));
         response
+    }
+
+    /// The error as the SSE event that ends a stream in `dialect`, as OpenAI does mid-stream.
+    pub fn stream_event(&self, dialect: Dialect) -> String {
+        let (_, body) = self.render(dialect);
+        format!("data: {body}\n\n")
+    }
+}
+
+/// The handlers outside the pipeline (`/usage/*`, `/v1/models`, unknown routes) answer in the
+/// Chat Completions dialect.
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.response(Dialect::Chat)
     }
 }
 
@@ -393,7 +438,7 @@ impl ApiError {
     }
 
     /// What the log line adds to the message (never sent to the client), bounded like it.
-    pub(super) fn internal_detail(&self) -> Option<String> {
+    pub fn internal_detail(&self) -> Option<String> {
         let detail = match self {
             Self::PluginFailed(failure) | Self::LimitsUnavailable(failure) => failure.to_string(),
             Self::UpstreamUnreachable { detail, .. }
@@ -453,11 +498,43 @@ impl ApiError {
     pub fn body_unreadable(error: &axum::Error) -> Self {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
         while let Some(error) = cause {
-            if let Some(timeout) = error.downcast_ref::<super::timeouts::BodyReadTimeout>() {
+            if let Some(timeout) = error.downcast_ref::<super::body::BodyReadTimeout>() {
                 return Self::BodyTimeout(timeout.ms());
             }
             cause = error.source();
         }
         Self::InvalidJson(format!("Failed to buffer the request body: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::redact::Secrets;
+
+    #[test]
+    fn a_provider_error_is_redacted_field_by_field() {
+        let yaml = "providers: { p: { plugin: openai, api_key: sk-secret-999 } }";
+        let config = crate::config::Config::from_yaml(yaml).unwrap_or_else(|e| panic!("{e}"));
+        let secrets = Arc::new(Secrets::from_config(&config));
+        let redactor = secrets.for_request(&http::HeaderMap::new());
+        let error = PluginError {
+            kind: ErrorKind::Authentication,
+            message: "Incorrect API key provided: sk-secret-999.".to_owned(),
+            param: Some("sk-secret-999".to_owned()),
+            code: Some("invalid_api_key".to_owned()),
+            upstream_status: Some(401),
+        };
+        let ApiError::Provider { provider, error } = ApiError::provider("p", error, &redactor)
+        else {
+            panic!("not a provider error");
+        };
+        assert_eq!(provider, "p");
+        assert_eq!(error.message, "Incorrect API key provided: [redacted].");
+        assert_eq!(error.param.as_deref(), Some("[redacted]"));
+        assert_eq!(error.code.as_deref(), Some("invalid_api_key"));
+        assert_eq!(error.upstream_status, Some(401));
     }
 }

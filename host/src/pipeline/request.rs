@@ -28,6 +28,24 @@ pub struct ClientRequest {
 }
 
 impl ClientRequest {
+    /// A request not read yet: no model, no body, nobody. What a context holds until `parse`.
+    pub fn unparsed(operation: Operation) -> Self {
+        Self {
+            operation,
+            model: String::new(),
+            stream: false,
+            client_wants_usage: false,
+            user: UserInfo::default(),
+            body: Fields::new(),
+        }
+    }
+
+    /// Lets the body go once it has been sent (a stream's context lives as long as the
+    /// stream; its body need not). The model, the user and the flags stay.
+    pub fn release_body(&mut self) {
+        self.body = Fields::new();
+    }
+
     pub fn parse(operation: Operation, bytes: &[u8]) -> Result<Self, ApiError> {
         let mut body = raw_json::object(bytes, MAX_FIELDS).map_err(|e| match e {
             Unreadable::Syntax(_) | Unreadable::NotAnObject | Unreadable::TooDeep => {

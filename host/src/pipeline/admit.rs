@@ -1,0 +1,80 @@
+//! The admit stage: the limit rules check the request before anything is sent; an admitted
+//! request keeps its admission in the context, and `finish` settles it with the real usage.
+
+use super::context::Context;
+use super::error::ApiError;
+use super::finish::usage_cost;
+use crate::gateway::Gateway;
+use crate::limits::{Facts, Refusal};
+use crate::plugins::Usage;
+
+/// Output tokens assumed for a cost estimate when the client sets no `max_tokens`.
+const DEFAULT_OUTPUT_ESTIMATE: u32 = 1024;
+
+/// Checks the limits (nothing to do without limit rules).
+pub async fn admit(cx: &mut Context) -> Result<(), ApiError> {
+    let gateway = std::sync::Arc::clone(&cx.gateway);
+    if gateway.limits.is_empty() {
+        return Ok(());
+    }
+    let span = cx.trace.stage("limits");
+    let estimated_input_tokens = cx.prompt_tokens();
+    let request = &cx.request;
+    let max_output_tokens = request.max_output_tokens();
+    let facts = Facts {
+        project: &cx.caller.project,
+        api_key_id: cx.caller.key_id.as_deref(),
+        user_id: request.user.id.as_deref(),
+        model: &request.model,
+        estimated_input_tokens,
+        max_output_tokens,
+        estimated_cost_micros: estimate_cost(
+            &gateway,
+            &request.model,
+            estimated_input_tokens,
+            max_output_tokens.unwrap_or(DEFAULT_OUTPUT_ESTIMATE),
+        ),
+    };
+    let admitted = span.scope(gateway.limits.admit(&facts)).await;
+    drop(span);
+    match admitted {
+        Ok(admission) => {
+            cx.admission = Some(admission);
+            Ok(())
+        }
+        Err(refusal) => {
+            let error = match refusal {
+                Refusal::Denied(denial) => ApiError::LimitExceeded(denial),
+                Refusal::Unavailable(failure) => ApiError::limits_unavailable(failure),
+            };
+            cx.trace.denied(error.detail().code.unwrap_or("limit"));
+            Err(error)
+        }
+    }
+}
+
+/// What a request may cost, for budgets to reserve: at the model's prices, or for a virtual
+/// model at its dearest target's. `None` when no price is known.
+fn estimate_cost(gateway: &Gateway, model: &str, input: u32, output: u32) -> Option<i64> {
+    let usage = Usage {
+        input_tokens: u64::from(input),
+        output_tokens: u64::from(output),
+        cached_input_tokens: 0,
+        cache_write_tokens: 0,
+        reasoning_tokens: 0,
+        images: 0,
+    };
+    let price = |id: &str| {
+        let target = gateway.resolve(id).ok()?;
+        target.provider.price(target.model)
+    };
+    match gateway.routes.get(model) {
+        Some(route) => route
+            .targets
+            .iter()
+            .filter_map(|t| price(&t.id))
+            .map(|info| usage_cost(&info, usage))
+            .max(),
+        None => price(model).map(|info| usage_cost(&info, usage)),
+    }
+}

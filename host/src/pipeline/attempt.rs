@@ -1,0 +1,188 @@
+//! The attempt stage: one try at one target, in a span of its own. The provider plugin builds
+//! the upstream request (or answers itself), the request goes upstream under the entry's base
+//! URL, and the plugin reads the answer back: whole, or as a stream the relay passes on.
+
+use std::sync::Arc;
+
+use super::context::Context;
+use super::error::ApiError;
+use super::relay::{self, Upstream};
+use crate::gateway::Target;
+use crate::plugins::{
+    Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo, SlotKind, Usage,
+};
+use crate::redact::Redactor;
+use crate::state::AppState;
+use crate::telemetry;
+use crate::upstream;
+
+/// What an attempt sent back.
+pub enum Sent {
+    /// A whole answer (the body is JSON), with the usage the plugin read from it.
+    Whole { body: String, usage: Option<Usage> },
+    /// A stream the plugin produced at once, framed as server-sent events.
+    Events { body: Vec<u8>, usage: Option<Usage> },
+    /// An upstream stream, for the relay to pass on.
+    Stream(Box<Upstream>),
+}
+
+/// Characters of a client's model name an error message repeats.
+const MODEL_SHOWN: usize = 64;
+
+/// One attempt at `target`. The context records the target as the one tried last.
+pub async fn attempt(
+    state: &AppState,
+    cx: &mut Context,
+    target: &Target<'_>,
+) -> Result<Sent, ApiError> {
+    let provider = target.provider;
+    let operation = match cx.request.operation {
+        Operation::Embeddings => "embeddings",
+        Operation::ImageGenerations => "image_generation",
+        Operation::ChatCompletions
+        | Operation::ListModels
+        | Operation::Messages
+        | Operation::Responses => "chat",
+    };
+    let mut span = cx.trace.attempt(
+        operation,
+        &provider.name,
+        provider.plugin.name(),
+        &cx.redactor.text(target.model),
+    );
+    cx.trying(target);
+    let scope = span.span().scope_handle();
+    let result = scope.run(send(state, cx, target, &mut span)).await;
+    if let Err(error) = &result {
+        span.failed(
+            cx.trace.metrics(),
+            &error.error_type(),
+            &error.detail().message,
+            error.is_target_failure(),
+        );
+    }
+    result
+}
+
+async fn send(
+    state: &AppState,
+    cx: &mut Context,
+    target: &Target<'_>,
+    span: &mut telemetry::Attempt,
+) -> Result<Sent, ApiError> {
+    let request = &mut cx.request;
+    let canonical = request.canonical(target.model);
+    let info = RequestInfo {
+        operation: request.operation,
+        model: canonical.model.clone(),
+        stream: canonical.stream,
+    };
+    let provider = target.provider;
+    // A stream request's instance may become its decoder and live as long as the stream.
+    let kind = if request.stream {
+        SlotKind::Stream
+    } else {
+        SlotKind::Call
+    };
+    let mut call = provider
+        .plugin
+        .start(kind)
+        .await
+        .map_err(ApiError::plugin)?;
+    let redactor = &cx.redactor;
+    let prepared = call
+        .prepare(&provider.config, &canonical)
+        .await
+        .map_err(|failure| ApiError::prepare_failed(failure, canonical.body.len()))?
+        .map_err(|error| ApiError::provider(&provider.name, error, redactor))?;
+
+    Ok(match prepared {
+        Prepared::Local(completion) => {
+            span.completion(&completion.body, completion.usage);
+            Sent::Whole {
+                body: completion.body,
+                usage: completion.usage,
+            }
+        }
+        Prepared::LocalStream(output) => {
+            let usage = output.usage;
+            Sent::Events {
+                body: relay::local(output, request.client_wants_usage),
+                usage,
+            }
+        }
+        Prepared::Upstream(mut http) => {
+            if let Some(traceparent) = span.traceparent() {
+                http.headers
+                    .retain(|(name, _)| !name.eq_ignore_ascii_case("traceparent"));
+                http.headers.push(("traceparent".to_owned(), traceparent));
+            }
+            let admitted =
+                provider
+                    .scope
+                    .admit(http)
+                    .map_err(|reason| ApiError::UnsafeUpstreamUrl {
+                        provider: provider.name.to_string(),
+                        model: upstream::shorten(target.model, MODEL_SHOWN),
+                        reason,
+                    })?;
+            let response = upstream::send(&state.http, admitted, provider.timeout)
+                .await
+                .map_err(|e| ApiError::upstream(&provider.name, e))?;
+            span.status(response.status().as_u16());
+            if request.stream && response.status().is_success() {
+                let headers = header_pairs(response.headers());
+                let decoder = call
+                    .open_stream(&provider.config, &info, &headers)
+                    .await
+                    .map_err(ApiError::plugin)?;
+                Sent::Stream(Box::new(Upstream {
+                    provider: Arc::clone(&provider.name),
+                    decoder,
+                    response,
+                    idle_timeout: provider.timeout,
+                }))
+            } else {
+                let completion = complete(&mut call, target, &info, response, redactor).await?;
+                span.completion(&completion.body, completion.usage);
+                Sent::Whole {
+                    body: completion.body,
+                    usage: completion.usage,
+                }
+            }
+        }
+    })
+}
+
+/// Reads a whole upstream response and has the plugin translate it.
+async fn complete(
+    call: &mut PluginCall,
+    target: &Target<'_>,
+    info: &RequestInfo,
+    upstream: reqwest::Response,
+    redactor: &Redactor,
+) -> Result<Completion, ApiError> {
+    let provider = target.provider;
+    let status = upstream.status().as_u16();
+    let headers = header_pairs(upstream.headers());
+    let body = upstream::read_body(upstream, provider.timeout)
+        .await
+        .map_err(|e| ApiError::upstream(&provider.name, e))?;
+    let response = HttpResponse {
+        status,
+        headers,
+        body: body.to_vec(),
+    };
+    call.parse_response(&provider.config, info, &response)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(|error| ApiError::provider(&provider.name, error, redactor))
+}
+
+/// Headers as plugins receive them: lower-case names (as `http` keeps them), UTF-8 values.
+fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+        .collect()
+}

@@ -1,0 +1,147 @@
+//! The one value a request carries forward through the stages, from its arrival to its end.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use http::HeaderMap;
+
+use super::auth;
+use super::request::ClientRequest;
+use crate::auth::Caller;
+use crate::catalog::ModelInfo;
+use crate::gateway::{Gateway, Target};
+use crate::limits::Admission;
+use crate::plugins::Operation;
+use crate::redact::Redactor;
+use crate::state::AppState;
+use crate::telemetry::{RequestTelemetry, Trace};
+use crate::tokenizer::Tokenizer;
+
+/// The client's API. Every dialect enters the same pipeline: `parse` reads it into the
+/// canonical (chat) form and the answer and errors are written back in it, so the stages
+/// between never ask which one it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// OpenAI's Chat Completions (`/v1/chat/completions`, and the embeddings and images
+    /// endpoints beside it).
+    Chat,
+}
+
+/// One request, as HTTP hands it to the pipeline.
+pub struct Incoming {
+    pub dialect: Dialect,
+    pub operation: Operation,
+    /// From the request-log middleware (the client's `x-request-id`, or a new one).
+    pub request_id: String,
+    pub headers: HeaderMap,
+    pub body: axum::body::Body,
+}
+
+/// What a request knows, filled in by each stage in turn and closed once by `finish` (also
+/// when it is dropped before its end: see `finish.rs`).
+pub struct Context {
+    /// The config this request runs on: one snapshot, taken at its arrival.
+    pub gateway: Arc<Gateway>,
+    pub request_id: String,
+    pub dialect: Dialect,
+    pub operation: Operation,
+    /// Who sent it: until auth passes, the project it claims (or the default), without a key.
+    pub caller: Caller,
+    /// The parsed request: empty until `parse`.
+    pub request: ClientRequest,
+    /// The prompt's tokens, counted on first use (by admit, route or the record) and kept.
+    prompt_tokens: Option<u32>,
+    /// How the prompt is counted: the host's tokenizer (a seam for the count-once test).
+    pub(super) count_prompt: fn(&ClientRequest) -> u32,
+    /// Parents the stages' spans.
+    pub trace: Trace,
+    /// The secrets this request must not leak: kept out of its errors, log line and record.
+    pub redactor: Redactor,
+    /// The limits that admitted it, settled when it ends; none without limit rules.
+    pub(super) admission: Option<Admission>,
+    /// The target tried last (the one that answered, if any).
+    pub(super) target: Option<Tried>,
+    /// When it arrived, and when its first output went to the client.
+    pub(super) started: Instant,
+    pub(super) arrived_us: i64,
+    pub(super) first_output_us: Option<u64>,
+    /// The request's span, metrics and log line, ended by `finish`.
+    pub(super) telemetry: Option<RequestTelemetry>,
+    /// Where the end writes: the ledger, and the tracker that settling limits runs under.
+    pub(super) ledger: crate::ledger::Ledger,
+    pub(super) background: tokio_util::task::TaskTracker,
+}
+
+/// A target an attempt was made at.
+pub(super) struct Tried {
+    pub provider: String,
+    pub model: String,
+    pub price: Option<Arc<ModelInfo>>,
+    /// `gen_ai.provider.name` of its plugin.
+    pub system: std::borrow::Cow<'static, str>,
+}
+
+impl Context {
+    /// A request that just arrived: its span starts now.
+    pub fn new(state: &AppState, incoming: &Incoming) -> Self {
+        let gateway = state.gateway.load_full();
+        let (path, name) = match incoming.operation {
+            Operation::ChatCompletions => ("/v1/chat/completions", "chat"),
+            Operation::Embeddings => ("/v1/embeddings", "embeddings"),
+            Operation::ImageGenerations => ("/v1/images/generations", "image_generation"),
+            Operation::ListModels => ("/v1/models", "models"),
+            Operation::Messages => ("/v1/messages", "messages"),
+            Operation::Responses => ("/v1/responses", "responses"),
+        };
+        let headers = &incoming.headers;
+        let telemetry = state
+            .telemetry
+            .request(headers, path, name, &incoming.request_id);
+        Self {
+            redactor: gateway.secrets.for_request(headers),
+            gateway,
+            request_id: incoming.request_id.clone(),
+            dialect: incoming.dialect,
+            operation: incoming.operation,
+            caller: auth::anonymous(headers),
+            request: ClientRequest::unparsed(incoming.operation),
+            prompt_tokens: None,
+            count_prompt: |request| request.estimate_input_tokens(Tokenizer),
+            trace: telemetry.trace().clone(),
+            admission: None,
+            target: None,
+            started: Instant::now(),
+            arrived_us: crate::ledger::time::now_us(),
+            first_output_us: None,
+            telemetry: Some(telemetry),
+            ledger: state.ledger.clone(),
+            background: state.background.clone(),
+        }
+    }
+
+    /// The prompt's tokens by the host's tokenizer, counted once.
+    pub fn prompt_tokens(&mut self) -> u32 {
+        *self
+            .prompt_tokens
+            .get_or_insert_with(|| (self.count_prompt)(&self.request))
+    }
+
+    /// An attempt goes to `target`; the last one tried is the one the record names.
+    pub fn trying(&mut self, target: &Target<'_>) {
+        self.target = Some(Tried {
+            provider: target.provider.name.to_string(),
+            model: target.model.to_owned(),
+            price: target.provider.price(target.model),
+            system: crate::telemetry::gen_ai_system(target.provider.plugin.name()),
+        });
+    }
+
+    /// The first output is on its way to the client (time to first token); later calls are
+    /// ignored.
+    pub fn first_output(&mut self) {
+        if self.first_output_us.is_none() {
+            let us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
+            self.first_output_us = Some(us.max(1));
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Where every request ends, whatever the way: the limits are settled, the usage record is
+//! written to the ledger, and the telemetry (metrics, span end, the log line) is recorded from
+//! that record. [`Context::finish`] is called once with how it ended; a context dropped before
+//! (its client went away while it waited for the upstream, a stream cut mid-way, a shutdown
+//! deadline) ends here too, through `Drop`.
+
+use super::context::Context;
+use super::error::ApiError;
+use crate::catalog::{self, ModelInfo};
+use crate::ledger::UsageRecord;
+use crate::plugins::{Operation, Settlement, Usage};
+use crate::telemetry::RequestEnd;
+use crate::tokenizer::Tokenizer;
+
+/// How a request ended.
+pub enum End<'a> {
+    /// The client got this error: refused at auth, a bad request, a limit's denial, no route,
+    /// an upstream's or a plugin's failure.
+    Failed(&'a ApiError),
+    /// A whole answer (or a stream the plugin produced at once) was sent, with the usage the
+    /// plugin reported.
+    Answered(Option<Usage>),
+    /// A relayed stream ended: `completed` when its upstream finished, not when it broke or
+    /// its client left. `text` is what was relayed, counted when the upstream reported no
+    /// usage.
+    Streamed {
+        usage: Option<Usage>,
+        text: String,
+        completed: bool,
+    },
+    /// Dropped before its end was known.
+    Cancelled,
+}
+
+impl Context {
+    /// Ends the request: settles its limits, then writes its record and telemetry.
+    pub fn finish(mut self, end: End<'_>) {
+        self.end(end);
+    }
+
+    fn end(&mut self, end: End<'_>) {
+        // Taken once: whatever runs `end` a second time (the drop after `finish`) finds it gone.
+        let Some(telemetry) = self.telemetry.take() else {
+            return;
+        };
+        let (usage, succeeded) = match &end {
+            End::Answered(usage) => (*usage, true),
+            End::Streamed {
+                usage, completed, ..
+            } => (*usage, *completed),
+            End::Failed(_) | End::Cancelled => (None, false),
+        };
+        let price = self.target.as_ref().and_then(|t| t.price.clone());
+        let cost = usage
+            .zip(price.as_deref())
+            .map(|(u, info)| usage_cost(info, u));
+        if let Some(admission) = self.admission.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            let settlement = Settlement {
+                input_tokens: usage.map_or(0, |u| u.input_tokens),
+                output_tokens: usage.map_or(0, |u| u.output_tokens),
+                cost_micros: cost,
+                succeeded,
+            };
+            self.background.spawn(admission.settle(settlement));
+        }
+
+        let target = self.target.take();
+        let mut record = UsageRecord {
+            request_id: std::mem::take(&mut self.request_id),
+            time_us: self.arrived_us,
+            project: std::mem::take(&mut self.caller.project),
+            api_key_id: self.caller.key_id.take(),
+            operation: operation_name(self.operation).to_owned(),
+            user_id: self.request.user.id.take(),
+            user_name: self.request.user.name.take(),
+            user_tags: std::mem::take(&mut self.request.user.tags),
+            latency_us: i64::try_from(self.started.elapsed().as_micros()).unwrap_or(i64::MAX),
+            ttft_us: self
+                .first_output_us
+                .map(|us| i64::try_from(us).unwrap_or(i64::MAX)),
+            ..UsageRecord::default()
+        };
+        let mut error = None;
+        match &end {
+            End::Failed(failure) => {
+                let detail = failure.detail();
+                record.status = failure.status().as_u16();
+                // A provider's error code comes from its upstream: bounded before it is stored.
+                let code = crate::clip::clip(detail.code.unwrap_or(detail.kind), ERROR_TYPE_MAX);
+                record.error_type = Some(code.into_owned());
+                error = Some((detail.message, failure.internal_detail()));
+            }
+            End::Answered(_) | End::Streamed { .. } => record.status = 200,
+            End::Cancelled => {
+                // As nginx logs a request its client closed.
+                record.status = 499;
+                record.error_type = Some("request_cancelled".to_owned());
+            }
+        }
+        if let Some(target) = &target {
+            record.provider = Some(target.provider.clone());
+            record.model = Some(target.model.clone());
+        }
+        match usage {
+            Some(usage) => {
+                record.input_tokens = usage.input_tokens;
+                record.output_tokens = usage.output_tokens;
+                record.cached_input_tokens = usage.cached_input_tokens;
+                record.reasoning_tokens = usage.reasoning_tokens;
+                record.cost_micros = cost;
+            }
+            // A stream whose upstream reported no usage (or whose client left before it did):
+            // the gateway's own count of the prompt and of the text it relayed, marked so.
+            None if record.status < 400 && target.is_some() && self.request.stream => {
+                let input = u64::from(self.prompt_tokens());
+                let output = match &end {
+                    End::Streamed { text, .. } => u64::from(Tokenizer.count(text)),
+                    End::Failed(_) | End::Answered(_) | End::Cancelled => 0,
+                };
+                record.input_tokens = input;
+                record.output_tokens = output;
+                record.estimated = true;
+                record.cost_micros = price.map(|info| {
+                    usage_cost(
+                        &info,
+                        Usage {
+                            input_tokens: input,
+                            output_tokens: output,
+                            cached_input_tokens: 0,
+                            cache_write_tokens: 0,
+                            reasoning_tokens: 0,
+                            images: 0,
+                        },
+                    )
+                });
+            }
+            None => {}
+        }
+        if !succeeded && record.status < 400 && record.error_type.is_none() {
+            // A stream that failed midway or whose client went away.
+            record.error_type = Some("stream_incomplete".to_owned());
+        }
+        // What the log line, the span and the ledger get: no secret of the config or the request.
+        let redactor = &self.redactor;
+        redactor.record(&mut record);
+        let error = error.map(|(message, detail)| {
+            (redactor.string(message), detail.map(|d| redactor.string(d)))
+        });
+        telemetry.finish(&RequestEnd {
+            record: &record,
+            system: target.as_ref().map(|t| &*t.system),
+            error: error
+                .as_ref()
+                .map(|(message, detail)| (message.as_str(), detail.as_deref())),
+        });
+        self.ledger.record(record);
+    }
+}
+
+/// A request dropped before its end was known is recorded too, with 499 and what the target
+/// reported so far; its limits are settled as unused.
+impl Drop for Context {
+    fn drop(&mut self) {
+        self.end(End::Cancelled);
+    }
+}
+
+/// A request's cost in micro-USD at `info`'s prices. Plugins count cache writes inside the
+/// input tokens; the catalog prices them apart.
+pub fn usage_cost(info: &ModelInfo, usage: Usage) -> i64 {
+    let cache_write = usage.cache_write_tokens.min(usage.input_tokens);
+    catalog::cost_micros(
+        info,
+        usage.input_tokens - cache_write,
+        usage.output_tokens,
+        usage.cached_input_tokens,
+        cache_write,
+        u64::from(usage.images),
+    )
+}
+
+/// Bytes of a record's error code, at most.
+const ERROR_TYPE_MAX: usize = 64;
+
+fn operation_name(operation: Operation) -> &'static str {
+    match operation {
+        Operation::ChatCompletions => "chat.completions",
+        Operation::Embeddings => "embeddings",
+        Operation::ImageGenerations => "images.generations",
+        Operation::ListModels => "models",
+        Operation::Messages => "messages",
+        Operation::Responses => "responses",
+    }
+}

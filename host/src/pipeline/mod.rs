@@ -1,0 +1,248 @@
+//! The request path of `/v1/*`, as stages over one [`Context`] passed forward:
+//!
+//! 1. [`auth`]: who sent it (its key, its project).
+//! 2. [`parse`]: the body read under the budget and checked into the canonical request.
+//! 3. [`admit`]: the limit rules check it (and reserve).
+//! 4. [`route`]: its model leads to a target, or a router orders a virtual model's targets.
+//! 5. [`attempt`]: one try at one target, through its provider plugin and the upstream.
+//! 6. [`relay`]: a streamed answer passed on event by event.
+//! 7. [`finish`]: the one place a request ends (limits settled, record, telemetry).
+//!
+//! The server's handlers only turn HTTP into an [`Incoming`] and the [`Reply`] into a response.
+
+pub mod admit;
+pub mod attempt;
+pub mod auth;
+pub mod body;
+pub mod context;
+pub mod end_user;
+pub mod error;
+pub mod finish;
+pub mod parse;
+mod raw_json;
+pub mod relay;
+pub mod request;
+#[cfg(test)]
+mod request_props;
+pub mod route;
+
+use axum::body::Body;
+use axum::http::{HeaderName, HeaderValue};
+
+use attempt::Sent;
+pub use context::{Context, Dialect, Incoming};
+pub use error::ApiError;
+use finish::End;
+use route::Answered;
+
+use crate::state::AppState;
+
+/// What the pipeline hands back to HTTP: an answer, or the error to render in `dialect`.
+pub struct Reply {
+    pub dialect: Dialect,
+    pub result: Result<Answer, ApiError>,
+}
+
+/// A successful answer: its headers (which target answered, the limits' state) and its body.
+pub struct Answer {
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: AnswerBody,
+}
+
+pub enum AnswerBody {
+    /// A whole JSON answer.
+    Json(String),
+    /// Server-sent events.
+    Events(Body),
+}
+
+/// Runs one request through every stage, and ends it.
+pub async fn run(state: &AppState, incoming: Incoming) -> Reply {
+    let cx = Context::new(state, &incoming);
+    carry(state, cx, incoming).await
+}
+
+/// The stages in order over `cx`; then the end of the request, or the stream that will end it.
+async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
+    let dialect = cx.dialect;
+    let answered = async {
+        auth::auth(state, &mut cx, &incoming.headers).await?;
+        // The body's share of the budget is kept while its parsed form is being answered.
+        let _body = parse::parse(state, &mut cx, incoming.body).await?;
+        admit::admit(&mut cx).await?;
+        route::route(state, &mut cx).await
+    }
+    .await;
+    let Answered {
+        sent,
+        provider,
+        model,
+        attempts,
+    } = match answered {
+        Ok(answered) => answered,
+        Err(error) => {
+            cx.finish(End::Failed(&error));
+            return Reply {
+                dialect,
+                result: Err(error),
+            };
+        }
+    };
+    let headers = answer_headers(&cx, &provider, &model, attempts);
+    let body = match sent {
+        Sent::Whole { body, usage } => {
+            cx.finish(End::Answered(usage));
+            AnswerBody::Json(body)
+        }
+        Sent::Events { body, usage } => {
+            cx.first_output();
+            cx.finish(End::Answered(usage));
+            AnswerBody::Events(Body::from(body))
+        }
+        Sent::Stream(upstream) => {
+            // Counted now, for the record of a stream whose upstream reports no usage, so that
+            // the body can go while the stream lasts.
+            cx.prompt_tokens();
+            cx.request.release_body();
+            AnswerBody::Events(relay::body(upstream, cx))
+        }
+    };
+    Reply {
+        dialect,
+        result: Ok(Answer { headers, body }),
+    }
+}
+
+/// Names the provider and model that answered and how many attempts it took; and the limits'
+/// `x-ratelimit-*` headers.
+fn answer_headers(
+    cx: &Context,
+    provider: &str,
+    model: &str,
+    attempts: usize,
+) -> Vec<(HeaderName, HeaderValue)> {
+    let mut headers = vec![(
+        HeaderName::from_static("x-wasmgate-attempts"),
+        HeaderValue::from(attempts),
+    )];
+    if let Ok(v) = HeaderValue::from_str(provider) {
+        headers.push((HeaderName::from_static("x-wasmgate-provider"), v));
+    }
+    if let Ok(v) = HeaderValue::from_str(model) {
+        headers.push((HeaderName::from_static("x-wasmgate-model"), v));
+    }
+    for (name, value) in cx.admission.iter().flat_map(|a| &a.headers) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.push((name, value));
+        }
+    }
+    headers
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::plugins::Operation;
+
+    /// An upstream in OpenAI's wire format whose stream never reports usage, so the record
+    /// falls back on the gateway's own count of the prompt.
+    async fn upstream() -> String {
+        let events = concat!(
+            "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",",
+            "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hi there\"},",
+            "\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",",
+            "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let app = axum::Router::new().route(
+            "/v1/chat/completions",
+            axum::routing::post(move || async move {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+                    events,
+                )
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{addr}/v1")
+    }
+
+    /// Prompts counted by the test's tokenizer seam (this test's own counter).
+    static COUNTED: AtomicUsize = AtomicUsize::new(0);
+
+    fn counting(request: &request::ClientRequest) -> u32 {
+        COUNTED.fetch_add(1, Ordering::SeqCst);
+        request.estimate_input_tokens(crate::tokenizer::Tokenizer)
+    }
+
+    /// A streamed request to a virtual model under a token limit, whose upstream reports no
+    /// usage: admit, route and the record all need the prompt's tokens, and it is counted once.
+    #[tokio::test]
+    async fn the_prompt_is_counted_once_per_request() {
+        let yaml = format!(
+            r#"
+providers:
+  openai: {{ plugin: openai, base_url: "{}", api_key: sk-test-0123456789, models: [m] }}
+routing:
+  smart: {{ policy: fallback, targets: [openai/m] }}
+limits:
+  store: memory
+  rules:
+    - {{ policy: rate-limit, scope: project, options: {{ tokens_per_day: 100000 }} }}
+ledger: {{ url: "sqlite::memory:" }}
+"#,
+            upstream().await
+        );
+        let mut config = crate::config::Config::from_yaml(&yaml).unwrap();
+        config.plugins.cache_dir = Some(
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../target/test-plugin-cache"),
+        );
+        let state = crate::build_state(config).await.unwrap();
+        let body = r#"{"model":"smart","stream":true,"messages":[{"role":"user","content":"Say hello to the whole wide world"}]}"#;
+        let incoming = Incoming {
+            dialect: Dialect::Chat,
+            operation: Operation::ChatCompletions,
+            request_id: "count-once".to_owned(),
+            headers: axum::http::HeaderMap::new(),
+            body: Body::from(body),
+        };
+        let mut cx = Context::new(&state, &incoming);
+        cx.count_prompt = counting;
+        let reply = carry(&state, cx, incoming).await;
+        let Ok(Answer {
+            body: AnswerBody::Events(events),
+            ..
+        }) = reply.result
+        else {
+            panic!("not a stream");
+        };
+        let events = axum::body::to_bytes(events, 1 << 20).await.unwrap();
+        assert!(String::from_utf8_lossy(&events).contains("Hi there"));
+
+        state.ledger.shutdown().await;
+        let store = state.ledger.store();
+        let record = tokio::task::spawn_blocking(move || store.record("count-once"))
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("a record");
+        assert!(record.estimated, "the record used the gateway's count");
+        assert!(record.input_tokens >= 7, "{record:?}");
+        assert_eq!(
+            COUNTED.load(Ordering::SeqCst),
+            1,
+            "the prompt was counted once"
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! The parse stage: the body read whole (under the body budget) and checked into the
+//! canonical request the later stages work on. A dialect other than Chat Completions will be
+//! decoded into the canonical form here, so that no stage after this one asks which it was.
+
+use axum::body::Body;
+
+use super::body::{self, Reservation};
+use super::context::{Context, Dialect};
+use super::error::ApiError;
+use super::request::ClientRequest;
+use crate::state::AppState;
+
+/// Reads and parses the body into `cx.request`. The returned reservation is the body's share
+/// of the budget: keep it while the request is being answered.
+pub async fn parse(
+    state: &AppState,
+    cx: &mut Context,
+    body: Body,
+) -> Result<Reservation, ApiError> {
+    let (bytes, reservation) = body::read(state, body).await?;
+    cx.request = match cx.dialect {
+        Dialect::Chat => ClientRequest::parse(cx.operation, &bytes)?,
+    };
+    if let Some(telemetry) = &mut cx.telemetry {
+        let (request, redactor) = (&cx.request, &cx.redactor);
+        telemetry.request(
+            &redactor.text(&request.model),
+            request.max_output_tokens(),
+            || redactor.string(request.prompt_json()),
+        );
+    }
+    Ok(reservation)
+}
