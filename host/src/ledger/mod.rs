@@ -13,6 +13,7 @@
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
 //! - [`requests`]: the request log's query, pages and filters, shared by both stores.
+//! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), both stores.
 //! - `rollup`: what both stores share about rollups and ranges.
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
@@ -20,6 +21,7 @@ pub mod postgres;
 pub mod requests;
 mod rollup;
 pub mod sqlite;
+pub mod stats;
 pub mod store;
 pub mod time;
 
