@@ -3,6 +3,7 @@
 mod auth;
 mod body;
 mod connections;
+mod console;
 mod end_user;
 mod error;
 mod health;
@@ -18,6 +19,7 @@ mod stream;
 mod timeouts;
 mod usage;
 mod usage_requests;
+mod usage_stats;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -51,6 +53,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/models", post(usage::models))
         .route("/usage/requests", post(usage_requests::list))
         .route("/usage/requests/{*request_id}", get(usage_requests::one))
+        .route("/usage/stats", post(usage_stats::stats))
+        .merge(console::routes())
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         // After the routes: it applies to those registered before it. axum adds `Allow`.
