@@ -39,7 +39,8 @@ pub use timeouts::{BodyReadTimeout, ConnectionTimeouts};
 use crate::state::AppState;
 
 /// The gateway's routes, ready to serve or to drive with `oneshot` in tests. Every handler but
-/// `/health` and `/metrics` (probes and scrapes, which say nothing of any project) passes
+/// `/health`, `/metrics` (probes and scrapes, which say nothing of any project) and the console's
+/// static files under `/ui/` (the page asks `/usage/*` with its user's key) passes
 /// [`auth::caller`] before anything else; `tests/auth_matrix.rs` holds each route to it.
 pub fn app(state: Arc<AppState>) -> Router {
     let max_body = state.max_body_bytes;
