@@ -1310,6 +1310,37 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
         );
     }
     measure_request_log(name, store.as_ref(), (start, end));
+    measure_stats(name, store.as_ref(), end);
+}
+
+/// The console's figures (`/usage/stats`) of `p0` over the ranges the console offers, ending at
+/// `end_us`, each in the bucket the console asks for.
+fn measure_stats(name: &str, store: &dyn Store, end_us: i64) {
+    for (what, length, step) in [
+        ("last hour by minute", HOUR_US, 60_000_000),
+        ("last 24 hours by hour", 24 * HOUR_US, HOUR_US),
+        ("last 7 days by hour", 7 * 24 * HOUR_US, HOUR_US),
+        ("last 30 days by day", 30 * 24 * HOUR_US, 24 * HOUR_US),
+    ] {
+        let q = stats::StatsQuery {
+            project: "p0".to_owned(),
+            start_us: end_us - length,
+            end_us,
+            step_us: step,
+        };
+        let mut times = Vec::new();
+        let mut requests = 0;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            requests = stats::stats(store, &q).unwrap().total.requests;
+            times.push(t.elapsed());
+        }
+        times.sort();
+        eprintln!(
+            "{name}: stats {what}: median {:.1?}, {requests} records",
+            times[1]
+        );
+    }
 }
 
 /// The request log's first page (50 records) over 30 days of `p0`, unfiltered and under each
