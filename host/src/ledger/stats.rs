@@ -187,7 +187,7 @@ impl<K: Ord> Breakdown<K> {
         let count = sums.len();
         let mut rows: Vec<(K, Figures)> = sums.into_iter().collect();
         // Stable: keys equal in cost and requests stay in key order.
-        rows.sort_by(|a, b| (b.1.cost_micros, b.1.requests).cmp(&(a.1.cost_micros, a.1.requests)));
+        rows.sort_by_key(|(_, f)| std::cmp::Reverse((f.cost_micros, f.requests)));
         rows.truncate(BREAKDOWN_MAX);
         Self { rows, count }
     }
