@@ -96,7 +96,8 @@ async function overview() {
     section.dataset.end = String(stats.period_end);
     section.dataset.bucket = stats.bucket;
     tiles(stats.total, previous.total);
-    stacked($("chart-cost"), stats, (row) => row.cost, usd);
+    // Axis ticks in three significant digits; the legend shows the exact figure.
+    stacked($("chart-cost"), stats, (row) => row.cost, usd, (v) => "$" + Number(v.toPrecision(3)));
     stacked($("chart-tokens"), stats, (row) => row.input_tokens + row.output_tokens, count);
     lines($("chart-requests"), stats, [
       ["Requests", (b) => b.requests, "#2457c5", 0],

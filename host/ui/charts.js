@@ -42,8 +42,8 @@ function pointsOf(xs, series) {
   return n;
 }
 
-// One stacked chart of `field` per model.
-export function stacked(container, stats, field, format) {
+// One stacked chart of `field` per model; `tick` writes the axis' values (`format` by default).
+export function stacked(container, stats, field, format, tick = format) {
   const xs = buckets(stats);
   const index = new Map(xs.map((x, i) => [x, i]));
   const models = new Map();
@@ -68,7 +68,7 @@ export function stacked(container, stats, field, format) {
     value: (u, v, s, i) => (i == null ? "–" : format(own[k][i])),
   }))];
   const data = [xs.map((x) => x / 1e6), ...order.map((k) => running[k])];
-  draw(container, { series, axes: [{}, { values: (u, ticks) => ticks.map(format), size: 90 }] }, data, pointsOf(xs, own));
+  draw(container, { series, axes: [{}, { values: (u, ticks) => ticks.map(tick), size: 80 }] }, data, pointsOf(xs, own));
 }
 
 // Lines from the API's per-bucket totals: `fields` are [label, (bucket) => value, color, what a
