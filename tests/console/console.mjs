@@ -18,7 +18,7 @@ const env = (name) => {
 };
 const base = env("CONSOLE_URL").replace(/\/$/, "");
 const key = env("CONSOLE_KEY");
-const sent = Number(env("CONSOLE_REQUESTS"));
+let sent = Number(env("CONSOLE_REQUESTS"));
 const shots = env("CONSOLE_SCREENSHOTS");
 const require = createRequire(join(env("CONSOLE_PLAYWRIGHT"), "package.json"));
 const { chromium } = require("playwright-core");
@@ -157,6 +157,22 @@ try {
   assert.equal(perBucket, sent);
   await page.screenshot({ path: join(shots, "overview.png"), fullPage: true });
   step("charts drawn with data points");
+
+  // Following new traffic: a request sent now shows up at the next poll, without a click.
+  const chat = await fetch(base + "/v1/chat/completions", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ model: "echo-1", messages: [{ role: "user", content: "one more" }] }),
+  });
+  assert.equal(chat.status, 200);
+  await chat.arrayBuffer();
+  sent += 1;
+  await page.waitForFunction(
+    (n) => document.querySelector("#totals [data-field=requests]")?.dataset.value === String(n),
+    sent,
+    { timeout: 30_000 },
+  );
+  step("the overview followed a new request");
 
   // The request log: the API's first page for the same range, then narrowed by filters.
   await page.click("#nav-requests");
