@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: the host (unit and end-to-end tests, which build the plugins),
 # the plugin SDK, the plugins' and routers' own unit tests (natively), and the Python and
-# JavaScript examples (scripts/polyglot.sh).
+# JavaScript examples (scripts/polyglot.sh), and the console in headless Chromium (tests/console.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
@@ -13,6 +13,9 @@ command -v redis-server >/dev/null || need+=(redis-server)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v promtool >/dev/null || need+=(prometheus)
 command -v openssl >/dev/null || need+=(openssl)
+# tests/console.rs: the console in Debian's headless Chromium (driven by playwright-core, which
+# scripts/console-browser.sh installs into target/).
+[ -x /usr/bin/chromium ] || need+=(chromium)
 # scripts/polyglot.sh: a Python virtual environment for componentize-py (Node.js 20+ and npm must
 # be there already: Debian's nodejs is older).
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
@@ -34,6 +37,7 @@ scripts/polyglot.sh
 # The official Anthropic and OpenAI SDKs that tests/sdk_clients.rs drives: pinned, installed into
 # target/sdk-clients/ (once).
 scripts/sdk-clients.sh
+scripts/console-browser.sh
 cargo test --workspace --no-fail-fast
 (cd plugin-sdk && CARGO_TARGET_DIR=../target/sdk cargo test --all-features)
 # The guest workspaces default to wasm32-wasip2; their unit tests run natively.

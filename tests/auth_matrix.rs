@@ -12,8 +12,8 @@ use common::{TestGateway, http};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-/// Every route that answers for a project (all but `/health` and `/metrics`), with a body that
-/// succeeds for a valid caller.
+/// Every route that answers for a project (all but `/health`, `/metrics` and the console's static
+/// files under `/ui/`, which hold no data), with a body that succeeds for a valid caller.
 fn routes() -> Vec<(Method, &'static str, Option<Value>)> {
     let chat = json!({"model": "echo-1", "messages": [{"role": "user", "content": "hi"}]});
     vec![
@@ -33,6 +33,7 @@ fn routes() -> Vec<(Method, &'static str, Option<Value>)> {
         (Method::POST, "/usage/total", Some(json!({}))),
         (Method::POST, "/usage/models", Some(json!({}))),
         (Method::POST, "/usage/requests", Some(json!({}))),
+        (Method::POST, "/usage/stats", Some(json!({}))),
     ]
 }
 

@@ -55,6 +55,7 @@ on_both_stores!(
     models_filtered_by_user_are_bucketed_by_day,
     no_record_lost_on_sigterm_under_load,
     request_log_pages_filters_and_one_request,
+    stats_agree_with_the_request_log_and_the_totals,
 );
 
 impl Backend {
@@ -510,6 +511,13 @@ async fn bad_usage_queries_get_400_in_openais_shape() {
             "user_tags",
         ),
         ("/usage/total", json!({"user_id": "u-1"}), ""),
+        ("/usage/stats", json!({"bucket": "fortnight"}), "bucket"),
+        (
+            "/usage/stats",
+            json!({"bucket": "minute", "start_time_us": 0}),
+            "bucket",
+        ),
+        ("/usage/stats", json!({"user_id": "u-1"}), ""),
         ("/usage/total", json!({"star_time_us": 1}), ""),
     ];
     for (path, body, param) in cases {
@@ -1008,5 +1016,146 @@ async fn request_log_pages_filters_and_one_request(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(response.status(), 401);
+    gateway.stop().await;
+}
+
+/// The nearest-rank percentile `p` of `values`, as the ledger computes it.
+fn nearest_rank(values: &[i64], p: u64) -> Value {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    if sorted.is_empty() {
+        return Value::Null;
+    }
+    let rank = (p * sorted.len() as u64).div_ceil(100).max(1) - 1;
+    json!(sorted[rank as usize])
+}
+
+/// `POST /usage/stats` through the real gateway: its totals, per-bucket sums, breakdowns and
+/// latency percentiles equal what the request log holds for the same range, its cost and tokens
+/// equal `/usage/total`'s, and another project's requests are never in them.
+async fn stats_agree_with_the_request_log_and_the_totals(backend: Backend) {
+    let mock = MockOpenAi::start().await;
+    let gateway = start(&mock, &backend).await;
+    let ada = json!({"id": "ada", "tags": ["research", "eu"]});
+    let bob = json!({"id": "bob", "tags": ["eu"]});
+    for i in 0..5 {
+        let user = if i % 2 == 0 { &ada } else { &bob };
+        let id = format!("stats-{i}");
+        assert_eq!(
+            send_named(&gateway, "acme", &id, "gpt-4o-mini", user.clone(), None).await,
+            200
+        );
+    }
+    for i in 0..2 {
+        let id = format!("stats-fail-{i}");
+        assert_eq!(
+            send_named(&gateway, "acme", &id, "error-500", bob.clone(), None).await,
+            502
+        );
+    }
+    // Streams, which have a time to first token.
+    for i in 0..3 {
+        let mut body = chat("gpt-4o-mini", true);
+        body["extra"]["user"] = ada.clone();
+        let response = http()
+            .post(gateway.url("/v1/chat/completions"))
+            .header("x-project-id", "acme")
+            .header("x-request-id", format!("stats-stream-{i}"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.bytes().await.unwrap();
+    }
+    assert_eq!(
+        send_named(
+            &gateway,
+            "globex",
+            "stats-other",
+            "gpt-4o-mini",
+            ada.clone(),
+            None
+        )
+        .await,
+        200
+    );
+    let sent = 10;
+    let mut log = Vec::new();
+    for _ in 0..200 {
+        let (_, page) = usage(&gateway, "/usage/requests", "acme", json!({"limit": 500})).await;
+        log = page["data"].as_array().unwrap().clone();
+        if log.len() >= sent {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(log.len(), sent);
+    let (start, end) = (now_us() - 3_600_000_000, now_us() + 1_000_000);
+    let range = json!({"start_time_us": start, "end_time_us": end});
+    let (status, stats) = usage(
+        &gateway,
+        "/usage/stats",
+        "acme",
+        json!({"start_time_us": start, "end_time_us": end, "bucket": "minute"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{stats}");
+    let (_, total) = usage(&gateway, "/usage/total", "acme", range.clone()).await;
+    let t = &stats["total"];
+    assert_eq!(t["requests"], sent);
+    assert_eq!(t["errors"], 2);
+    assert_eq!(t["error_rate"], 0.2);
+    assert_eq!(t["cost"], total["total"]["total_cost"]);
+    assert_eq!(t["input_tokens"], total["total"]["total_input_tokens"]);
+    assert_eq!(t["output_tokens"], total["total"]["total_output_tokens"]);
+    let sum = |field: &str| -> i64 { log.iter().map(|r| r[field].as_i64().unwrap_or(0)).sum() };
+    assert_eq!(t["cached_input_tokens"], sum("cached_input_tokens"));
+    assert_eq!(t["latency_us_avg"], sum("latency_us") / sent as i64);
+    let latencies: Vec<i64> = log
+        .iter()
+        .map(|r| r["latency_us"].as_i64().unwrap())
+        .collect();
+    let ttfts: Vec<i64> = log.iter().filter_map(|r| r["ttft_us"].as_i64()).collect();
+    assert_eq!(ttfts.len(), 3, "the streams have a TTFT");
+    for p in [50, 90, 99] {
+        assert_eq!(
+            t["latency_us"][format!("p{p}")],
+            nearest_rank(&latencies, p)
+        );
+        assert_eq!(t["ttft_us"][format!("p{p}")], nearest_rank(&ttfts, p));
+    }
+    // Buckets and series add up to the totals.
+    let add = |rows: &Value, field: &str| -> i64 {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r[field].as_i64().unwrap())
+            .sum()
+    };
+    assert_eq!(add(&stats["buckets"], "requests"), sent as i64);
+    assert_eq!(add(&stats["series"], "errors"), 2);
+    assert_eq!(stats["bucket_us"], 60_000_000);
+    // Breakdowns.
+    let row = |list: &str, key: &str, value: &str| -> Value {
+        stats[list]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r[key] == value)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {key} {value} in {stats}"))
+    };
+    assert_eq!(row("by_user", "user_id", "ada")["requests"], 6);
+    assert_eq!(row("by_user", "user_id", "bob")["errors"], 2);
+    assert_eq!(row("by_tag", "tag", "eu")["requests"], sent);
+    assert_eq!(row("by_tag", "tag", "research")["requests"], 6);
+    assert_eq!(row("by_model", "model", "error-500")["errors"], 2);
+    assert_eq!(row("by_provider", "provider", "openai")["requests"], sent);
+    assert_eq!(stats["by_user"]["count"], 2);
+    // Another project sees its own request only.
+    let (_, theirs) = usage(&gateway, "/usage/stats", "globex", range).await;
+    assert_eq!(theirs["total"]["requests"], 1);
+    assert_eq!(theirs["project"], "globex");
     gateway.stop().await;
 }

@@ -14,6 +14,7 @@
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
 //! - [`requests`]: the request log's query, pages and filters, shared by both stores.
 //! - [`responses`]: responses kept for the Responses API's `store` and `previous_response_id`.
+//! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), both stores.
 //! - `rollup`: what both stores share about rollups and ranges.
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
@@ -22,6 +23,7 @@ pub mod requests;
 pub mod responses;
 mod rollup;
 pub mod sqlite;
+pub mod stats;
 pub mod store;
 pub mod time;
 

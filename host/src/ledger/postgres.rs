@@ -32,6 +32,7 @@ use super::UsageRecord;
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
+use super::stats::{self, Figures, GroupRow, Grouping, Metric, StatsQuery};
 use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
 const SCHEMA: &str = "
@@ -1119,6 +1120,54 @@ impl Store for PostgresStore {
                 &[&hash],
             )?;
             Ok(row.as_ref().map(key_row))
+        })
+    }
+
+    fn stats_groups(
+        &self,
+        query: &StatsQuery,
+        grouping: Grouping,
+    ) -> anyhow::Result<Vec<GroupRow>> {
+        self.read(|client| {
+            let sql = stats::group_sql(grouping, Flavor::Postgres);
+            let (project, start, end, step) =
+                (&query.project, query.start_us, query.end_us, query.step_us);
+            let rows = match grouping {
+                Grouping::Series => client.query(&sql, &[project, &start, &end, &step])?,
+                Grouping::Users | Grouping::TagLists => {
+                    client.query(&sql, &[project, &start, &end])?
+                }
+            };
+            rows.iter()
+                .map(|row| {
+                    let mut sums = [None; 9];
+                    for (i, sum) in sums.iter_mut().enumerate() {
+                        *sum = row.try_get(3 + i)?;
+                    }
+                    Ok(GroupRow {
+                        bucket_us: row.try_get(0)?,
+                        first: row.try_get(1)?,
+                        second: row.try_get(2)?,
+                        figures: Figures::from_sql(sums),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn stats_rank(
+        &self,
+        query: &StatsQuery,
+        metric: Metric,
+        offset: u64,
+    ) -> anyhow::Result<Option<i64>> {
+        self.read(|client| {
+            let offset = i64::try_from(offset)?;
+            let row = client.query_opt(
+                &stats::rank_sql(metric, Flavor::Postgres),
+                &[&query.project, &query.start_us, &query.end_us, &offset],
+            )?;
+            Ok(row.map(|row| row.try_get(0)).transpose()?)
         })
     }
 }

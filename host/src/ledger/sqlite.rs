@@ -18,6 +18,7 @@ use super::UsageRecord;
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
+use super::stats::{self, Figures, GroupRow, Grouping, Metric, StatsQuery};
 use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
 const SCHEMA: &str = "
@@ -764,6 +765,48 @@ impl Store for SqliteStore {
             page.push(record_row(row)?);
         }
         Ok(page)
+    }
+
+    fn stats_groups(
+        &self,
+        query: &StatsQuery,
+        grouping: Grouping,
+    ) -> anyhow::Result<Vec<GroupRow>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&stats::group_sql(grouping, Flavor::Sqlite))?;
+        let range = params![query.project, query.start_us, query.end_us];
+        let series = params![query.project, query.start_us, query.end_us, query.step_us];
+        let mut rows = match grouping {
+            Grouping::Series => stmt.query(series)?,
+            Grouping::Users | Grouping::TagLists => stmt.query(range)?,
+        };
+        let mut groups = Vec::new();
+        while let Some(row) = rows.next()? {
+            let mut sums = [None; 9];
+            for (i, sum) in sums.iter_mut().enumerate() {
+                *sum = row.get(3 + i)?;
+            }
+            groups.push(GroupRow {
+                bucket_us: row.get(0)?,
+                first: row.get(1)?,
+                second: row.get(2)?,
+                figures: Figures::from_sql(sums),
+            });
+        }
+        Ok(groups)
+    }
+
+    fn stats_rank(
+        &self,
+        query: &StatsQuery,
+        metric: Metric,
+        offset: u64,
+    ) -> anyhow::Result<Option<i64>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&stats::rank_sql(metric, Flavor::Sqlite))?;
+        let offset = i64::try_from(offset)?;
+        let mut rows = stmt.query(params![query.project, query.start_us, query.end_us, offset])?;
+        Ok(rows.next()?.map(|row| row.get(0)).transpose()?)
     }
 }
 

@@ -27,6 +27,7 @@
 use super::UsageRecord;
 use super::requests::RequestQuery;
 use super::responses::StoredResponse;
+use super::stats::{GroupRow, Grouping, Metric, StatsQuery};
 
 /// A calendar bucket of `/usage/models`, in UTC. Weeks start on Monday.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,4 +221,17 @@ pub trait Store: Send + Sync + 'static {
 
     /// Forgets the project's stored response; `false` when it had none of that id.
     fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool>;
+    /// The records of `query`'s range grouped as `grouping` says, in no particular order (see
+    /// [`super::stats`]).
+    fn stats_groups(&self, query: &StatsQuery, grouping: Grouping)
+    -> anyhow::Result<Vec<GroupRow>>;
+
+    /// The value of `metric` at 0-based rank `offset` in ascending order among the records of
+    /// `query`'s range that have one.
+    fn stats_rank(
+        &self,
+        query: &StatsQuery,
+        metric: Metric,
+        offset: u64,
+    ) -> anyhow::Result<Option<i64>>;
 }

@@ -45,6 +45,7 @@ on_every_store!(
     check_request_pages,
     check_one_request_per_project,
     check_stored_responses,
+    check_stats,
 );
 
 // 2024-02-29 13:00:00 UTC.
@@ -738,6 +739,166 @@ fn check_one_request_per_project(store: &dyn Store) {
     assert_eq!(store.project_record("p", "nope").unwrap(), None);
 }
 
+/// The console's figures equal sums, groups and nearest-rank percentiles computed here from
+/// the raw records of the range (another project's and those outside the range left out).
+fn check_stats(store: &dyn Store) {
+    use stats::{Figures, StatsQuery};
+    let mut all: Vec<UsageRecord> = (0..600u64)
+        .map(|i| {
+            let mut r = log_record(i, H - HOUR_US + (i as i64) * 20_000_000);
+            r.cached_input_tokens = i % 7;
+            r.latency_us = ((i * 7_919) % 1_000) as i64 * 1_000 + 17;
+            r.ttft_us = (i % 3 == 0).then_some(((i * 31) % 500) as i64 * 100);
+            if i % 11 == 0 {
+                r.cost_micros = None;
+            }
+            if i % 13 == 0 {
+                r.user_tags = vec!["dup".to_owned(), "dup".to_owned(), "x".to_owned()];
+            }
+            r
+        })
+        .collect();
+    all.push(log_record(10_000, H - 3 * HOUR_US));
+    for batch in all.chunks(200) {
+        store.write(batch).unwrap();
+    }
+    let q = StatsQuery {
+        project: "p".to_owned(),
+        start_us: H - HOUR_US / 2,
+        end_us: H + 2 * HOUR_US,
+        step_us: HOUR_US,
+    };
+    let inside: Vec<&UsageRecord> = all
+        .iter()
+        .filter(|r| r.project == "p" && r.time_us >= q.start_us && r.time_us < q.end_us)
+        .collect();
+    assert!(inside.len() > 300, "{}", inside.len());
+    let figures = |rs: &[&UsageRecord]| {
+        let mut f = Figures::default();
+        for r in rs {
+            f.requests += 1;
+            f.errors += u64::from(!(200..300).contains(&r.status));
+            f.input_tokens += r.input_tokens;
+            f.output_tokens += r.output_tokens;
+            f.cached_input_tokens += r.cached_input_tokens;
+            f.cost_micros += r.cost_micros.unwrap_or(0);
+            f.latency_us_sum += r.latency_us;
+            f.ttft_us_sum += r.ttft_us.unwrap_or(0);
+            f.ttft_count += u64::from(r.ttft_us.is_some());
+        }
+        f
+    };
+    let got = stats::stats(store, &q).unwrap();
+    assert_eq!(got.total, figures(&inside));
+    assert!(got.total.errors > 0 && got.total.ttft_count > 0);
+
+    let percentile = |mut values: Vec<i64>, p: u32| {
+        values.sort();
+        values
+            .get(stats::rank(p, values.len() as u64) as usize)
+            .copied()
+    };
+    let latencies: Vec<i64> = inside.iter().map(|r| r.latency_us).collect();
+    let ttfts: Vec<i64> = inside.iter().filter_map(|r| r.ttft_us).collect();
+    for (i, p) in stats::PERCENTILES.into_iter().enumerate() {
+        assert_eq!(got.latency[i], (p, percentile(latencies.clone(), p)));
+        assert_eq!(got.ttft[i], (p, percentile(ttfts.clone(), p)));
+    }
+
+    // The series: one row per (hour, provider, model) present, in that order.
+    let mut series: std::collections::BTreeMap<(i64, String, String), Vec<&UsageRecord>> =
+        Default::default();
+    for r in &inside {
+        series
+            .entry((
+                r.time_us.div_euclid(HOUR_US) * HOUR_US,
+                r.provider.clone().unwrap_or_default(),
+                r.model.clone().unwrap_or_default(),
+            ))
+            .or_default()
+            .push(r);
+    }
+    let got_series: Vec<_> = got
+        .series
+        .iter()
+        .map(|row| {
+            (
+                (
+                    row.bucket_us,
+                    row.first.clone().unwrap_or_default(),
+                    row.second.clone().unwrap_or_default(),
+                ),
+                row.figures,
+            )
+        })
+        .collect();
+    let want_series: Vec<_> = series
+        .iter()
+        .map(|(k, rs)| (k.clone(), figures(rs)))
+        .collect();
+    assert_eq!(got_series, want_series);
+    assert!(
+        got_series
+            .iter()
+            .any(|((hour, ..), _)| *hour == H + HOUR_US)
+    );
+
+    // Breakdowns, each against its own grouping of the raw records.
+    let users: std::collections::BTreeSet<Option<String>> =
+        inside.iter().map(|r| r.user_id.clone()).collect();
+    assert_eq!(got.users.count, users.len());
+    for (user, f) in &got.users.rows {
+        let rs: Vec<&UsageRecord> = inside
+            .iter()
+            .copied()
+            .filter(|r| &r.user_id == user)
+            .collect();
+        assert_eq!(*f, figures(&rs), "user {user:?}");
+    }
+    let costs: Vec<i64> = got.users.rows.iter().map(|(_, f)| f.cost_micros).collect();
+    assert!(costs.windows(2).all(|w| w[0] >= w[1]), "{costs:?}");
+    let tags: std::collections::BTreeSet<&String> =
+        inside.iter().flat_map(|r| &r.user_tags).collect();
+    assert_eq!(got.tags.count, tags.len());
+    assert!(tags.contains(&"dup".to_owned()));
+    for (tag, f) in &got.tags.rows {
+        let rs: Vec<&UsageRecord> = inside
+            .iter()
+            .copied()
+            .filter(|r| r.user_tags.contains(tag))
+            .collect();
+        assert_eq!(*f, figures(&rs), "tag {tag}");
+    }
+    for (model, f) in &got.models.rows {
+        let rs: Vec<&UsageRecord> = inside
+            .iter()
+            .copied()
+            .filter(|r| {
+                (
+                    r.provider.clone().unwrap_or_default(),
+                    r.model.clone().unwrap_or_default(),
+                ) == *model
+            })
+            .collect();
+        assert_eq!(*f, figures(&rs), "model {model:?}");
+    }
+    let providers: u64 = got.providers.rows.iter().map(|(_, f)| f.requests).sum();
+    assert_eq!(providers, got.total.requests);
+
+    // An empty range: zeros and no percentile.
+    let empty = stats::stats(
+        store,
+        &StatsQuery {
+            project: "nobody".to_owned(),
+            ..q
+        },
+    )
+    .unwrap();
+    assert_eq!(empty.total, Figures::default());
+    assert!(empty.latency.iter().all(|(_, v)| v.is_none()));
+    assert!(empty.series.is_empty() && empty.users.rows.is_empty());
+}
+
 /// `store.count()` off the async thread (the PostgreSQL client blocks on a runtime of its own).
 async fn count(store: &Arc<dyn Store>) -> u64 {
     let store = Arc::clone(store);
@@ -905,6 +1066,21 @@ impl Store for Stuck {
     }
     fn delete_response(&self, _: &str, _: &str) -> anyhow::Result<bool> {
         Ok(false)
+    }
+    fn stats_groups(
+        &self,
+        _: &stats::StatsQuery,
+        _: stats::Grouping,
+    ) -> anyhow::Result<Vec<stats::GroupRow>> {
+        Ok(Vec::new())
+    }
+    fn stats_rank(
+        &self,
+        _: &stats::StatsQuery,
+        _: stats::Metric,
+        _: u64,
+    ) -> anyhow::Result<Option<i64>> {
+        Ok(None)
     }
 }
 
@@ -1146,6 +1322,37 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
         );
     }
     measure_request_log(name, store.as_ref(), (start, end));
+    measure_stats(name, store.as_ref(), end);
+}
+
+/// The console's figures (`/usage/stats`) of `p0` over the ranges the console offers, ending at
+/// `end_us`, each in the bucket the console asks for.
+fn measure_stats(name: &str, store: &dyn Store, end_us: i64) {
+    for (what, length, step) in [
+        ("last hour by minute", HOUR_US, 60_000_000),
+        ("last 24 hours by hour", 24 * HOUR_US, HOUR_US),
+        ("last 7 days by hour", 7 * 24 * HOUR_US, HOUR_US),
+        ("last 30 days by day", 30 * 24 * HOUR_US, 24 * HOUR_US),
+    ] {
+        let q = stats::StatsQuery {
+            project: "p0".to_owned(),
+            start_us: end_us - length,
+            end_us,
+            step_us: step,
+        };
+        let mut times = Vec::new();
+        let mut requests = 0;
+        for _ in 0..3 {
+            let t = std::time::Instant::now();
+            requests = stats::stats(store, &q).unwrap().total.requests;
+            times.push(t.elapsed());
+        }
+        times.sort();
+        eprintln!(
+            "{name}: stats {what}: median {:.1?}, {requests} records",
+            times[1]
+        );
+    }
 }
 
 /// The request log's first page (50 records) over 30 days of `p0`, unfiltered and under each
@@ -1330,6 +1537,21 @@ impl Store for LosesFirstAck {
     }
     fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool> {
         self.inner.delete_response(project, id)
+    }
+    fn stats_groups(
+        &self,
+        q: &stats::StatsQuery,
+        g: stats::Grouping,
+    ) -> anyhow::Result<Vec<stats::GroupRow>> {
+        self.inner.stats_groups(q, g)
+    }
+    fn stats_rank(
+        &self,
+        q: &stats::StatsQuery,
+        m: stats::Metric,
+        offset: u64,
+    ) -> anyhow::Result<Option<i64>> {
+        self.inner.stats_rank(q, m, offset)
     }
 }
 

@@ -1,6 +1,7 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
 mod connections;
+mod console;
 mod health;
 mod models;
 mod proxy;
@@ -9,6 +10,7 @@ mod responses;
 mod timeouts;
 mod usage;
 mod usage_requests;
+mod usage_stats;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -28,7 +30,8 @@ pub use timeouts::ConnectionTimeouts;
 use crate::state::AppState;
 
 /// The gateway's routes, ready to serve or to drive with `oneshot` in tests. Every handler but
-/// `/health` and `/metrics` (probes and scrapes, which say nothing of any project) passes
+/// `/health`, `/metrics` (probes and scrapes, which say nothing of any project) and the console's
+/// static files under `/ui/` (the page asks `/usage/*` with its user's key) passes
 /// [`crate::pipeline::auth::caller`] before anything else; `tests/auth_matrix.rs` holds each route to it.
 pub fn app(state: Arc<AppState>) -> Router {
     let max_body = state.max_body_bytes;
@@ -50,6 +53,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/models", post(usage::models))
         .route("/usage/requests", post(usage_requests::list))
         .route("/usage/requests/{*request_id}", get(usage_requests::one))
+        .route("/usage/stats", post(usage_stats::stats))
+        .merge(console::routes())
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         // After the routes: it applies to those registered before it. axum adds `Allow`.
