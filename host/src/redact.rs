@@ -198,6 +198,7 @@ impl Redactor {
             ttft_us: _,
             status: _,
             estimated: _,
+            cache_write_tokens: _,
         } = record;
         for text in [request_id, project, operation] {
             *text = self.string(std::mem::take(text));

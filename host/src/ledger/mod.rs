@@ -65,6 +65,8 @@ pub struct UsageRecord {
     /// The part of `output_tokens` spent on reasoning, as the upstream reported it (0 when it
     /// did not).
     pub reasoning_tokens: u64,
+    /// The part of `input_tokens` written to the provider's prompt cache (billed at a premium).
+    pub cache_write_tokens: u64,
     /// Micro-USD; `None` when the model has no known price.
     pub cost_micros: Option<i64>,
     /// From the request's arrival to its end (for a stream: its last byte or its drop).

@@ -57,12 +57,14 @@ CREATE TABLE IF NOT EXISTS usage_records (
     error_type TEXT,
     estimated BOOLEAN NOT NULL,
     ttft_us BIGINT,
-    reasoning_tokens BIGINT NOT NULL DEFAULT 0
+    reasoning_tokens BIGINT NOT NULL DEFAULT 0,
+    cache_write_tokens BIGINT NOT NULL DEFAULT 0
 );
 -- Added after the first release: older databases get the columns, empty (or 0) for their
 -- records.
 ALTER TABLE usage_records ADD COLUMN IF NOT EXISTS ttft_us BIGINT;
 ALTER TABLE usage_records ADD COLUMN IF NOT EXISTS reasoning_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_records ADD COLUMN IF NOT EXISTS cache_write_tokens BIGINT NOT NULL DEFAULT 0;
 -- The request log's indexes (see ledger::requests). The first replaces the earlier
 -- (project, time_us), of which it is an extension: a page's keyset is (time_us, request_id).
 CREATE INDEX IF NOT EXISTS usage_records_by_project_time_id
@@ -431,11 +433,12 @@ impl PostgresStore {
             "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_key,
                 user_id, user_name, user_tags, provider, model, operation, input_tokens,
                 output_tokens, cached_input_tokens, cost_micros, latency_us, status, error_type,
-                estimated, ttft_us, reasoning_tokens)
+                estimated, ttft_us, reasoning_tokens, cache_write_tokens)
              SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
                 $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[],
                 $12::BIGINT[], $13::BIGINT[], $14::BIGINT[], $15::BIGINT[], $16::BIGINT[],
-                $17::INTEGER[], $18::TEXT[], $19::BOOLEAN[], $20::BIGINT[], $21::BIGINT[])",
+                $17::INTEGER[], $18::TEXT[], $19::BOOLEAN[], $20::BIGINT[], $21::BIGINT[],
+                $22::BIGINT[])",
             &[
                 &text(|r| &r.request_id),
                 &records.iter().map(|r| r.time_us).collect::<Vec<_>>(),
@@ -461,6 +464,7 @@ impl PostgresStore {
                 &records.iter().map(|r| r.estimated).collect::<Vec<_>>(),
                 &records.iter().map(|r| r.ttft_us).collect::<Vec<_>>(),
                 &int(|r| r.reasoning_tokens)?,
+                &int(|r| r.cache_write_tokens)?,
             ],
         )?;
         let rollups = rollup::rollups(records, &user_keys)?;
@@ -744,6 +748,7 @@ fn record_row(row: &Row) -> anyhow::Result<UsageRecord> {
         estimated: row.get(17),
         ttft_us: row.get(18),
         reasoning_tokens: count(19)?,
+        cache_write_tokens: count(20)?,
     })
 }
 

@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS usage_records (
     error_type TEXT,
     estimated INTEGER NOT NULL,
     ttft_us INTEGER,
-    reasoning_tokens INTEGER NOT NULL DEFAULT 0
+    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_write_tokens INTEGER NOT NULL DEFAULT 0
 );
 -- The request log's indexes (see ledger::requests). The first replaces the earlier
 -- (project, time_us), of which it is an extension: a page's keyset is (time_us, request_id).
@@ -220,6 +221,12 @@ impl SqliteStore {
             )
             .context("cannot add usage_records.reasoning_tokens")?;
         }
+        if !column_exists(&conn, "usage_records", "cache_write_tokens")? {
+            conn.execute_batch(
+                "ALTER TABLE usage_records ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
+            )
+            .context("cannot add usage_records.cache_write_tokens")?;
+        }
         Ok(Self {
             conn: Mutex::new(conn),
             reader: None,
@@ -366,9 +373,9 @@ impl Store for SqliteStore {
                 "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_key,
                     user_id, user_name, user_tags, provider, model, operation, input_tokens,
                     output_tokens, cached_input_tokens, cost_micros, latency_us, status,
-                    error_type, estimated, ttft_us, reasoning_tokens)
+                    error_type, estimated, ttft_us, reasoning_tokens, cache_write_tokens)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21)",
+                    ?17, ?18, ?19, ?20, ?21, ?22)",
             )?;
             for (r, user_key) in records.iter().zip(&user_keys) {
                 insert.execute(params![
@@ -393,6 +400,7 @@ impl Store for SqliteStore {
                     r.estimated,
                     r.ttft_us,
                     i64::try_from(r.reasoning_tokens)?,
+                    i64::try_from(r.cache_write_tokens)?,
                 ])?;
             }
             let rollups = rollup::rollups(records, &user_keys)?;
@@ -835,5 +843,6 @@ fn record_row(row: &rusqlite::Row<'_>) -> anyhow::Result<UsageRecord> {
         estimated: row.get(17)?,
         ttft_us: row.get(18)?,
         reasoning_tokens: count(19)?,
+        cache_write_tokens: count(20)?,
     })
 }

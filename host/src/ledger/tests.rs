@@ -76,6 +76,7 @@ fn check_record(store: &dyn Store) {
     full.user_tags = vec!["beta".to_owned(), "eu".to_owned()];
     full.cached_input_tokens = 3;
     full.reasoning_tokens = 4;
+    full.cache_write_tokens = 2;
     full.latency_us = 1234;
     full.ttft_us = Some(321);
     full.status = 429;
@@ -1596,8 +1597,8 @@ fn an_older_sqlite_file_gains_the_ttft_column() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A database written before records had `reasoning_tokens` gets the column when opened, 0 for
-/// its older records, and new records keep theirs.
+/// A database written before records had `reasoning_tokens` and `cache_write_tokens` gets the
+/// columns when opened, 0 for its older records, and new records keep theirs.
 #[test]
 fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
     let dir =
@@ -1610,12 +1611,16 @@ fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
     drop(store);
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("ALTER TABLE usage_records DROP COLUMN reasoning_tokens")
-            .unwrap();
+        conn.execute_batch(
+            "ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
+             ALTER TABLE usage_records DROP COLUMN cache_write_tokens;",
+        )
+        .unwrap();
     }
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let mut new = record(H + 1, "a", 1, 200, 3);
     new.reasoning_tokens = 150;
+    new.cache_write_tokens = 40;
     store.write(std::slice::from_ref(&new)).unwrap();
     assert_eq!(store.record(&old.request_id).unwrap(), Some(old));
     assert_eq!(store.record(&new.request_id).unwrap(), Some(new));
@@ -1635,12 +1640,16 @@ fn an_older_postgres_database_gains_the_reasoning_tokens_column() {
     drop(store);
     let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
     client
-        .batch_execute("ALTER TABLE usage_records DROP COLUMN reasoning_tokens")
+        .batch_execute(
+            "ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
+             ALTER TABLE usage_records DROP COLUMN cache_write_tokens;",
+        )
         .unwrap();
     drop(client);
     let store = postgres::PostgresStore::open(&url).unwrap();
     let mut new = record(H + 1, "a", 1, 200, 3);
     new.reasoning_tokens = 150;
+    new.cache_write_tokens = 40;
     store.write(std::slice::from_ref(&new)).unwrap();
     assert_eq!(store.record(&old.request_id).unwrap(), Some(old));
     assert_eq!(store.record(&new.request_id).unwrap(), Some(new));

@@ -109,6 +109,7 @@ impl Context {
                 record.output_tokens = usage.output_tokens;
                 record.cached_input_tokens = usage.cached_input_tokens;
                 record.reasoning_tokens = usage.reasoning_tokens;
+                record.cache_write_tokens = usage.cache_write_tokens;
                 record.cost_micros = cost;
             }
             // A stream whose upstream reported no usage (or whose client left before it did):

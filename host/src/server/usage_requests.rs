@@ -202,6 +202,7 @@ fn record_json(r: &UsageRecord) -> Value {
         "output_tokens": r.output_tokens,
         "cached_input_tokens": r.cached_input_tokens,
         "reasoning_tokens": r.reasoning_tokens,
+        "cache_write_tokens": r.cache_write_tokens,
         "cost": r.cost_micros.map(|c| c as f64 / 1_000_000.0),
         "latency_us": r.latency_us,
         "ttft_us": r.ttft_us,
