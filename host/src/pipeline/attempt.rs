@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::context::Context;
 use super::error::ApiError;
-use super::relay::{self, Upstream};
+use super::relay::Upstream;
 use crate::gateway::Target;
 use crate::plugins::{
     Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo, SlotKind, Usage,
@@ -18,10 +18,18 @@ use crate::upstream;
 
 /// What an attempt sent back.
 pub enum Sent {
-    /// A whole answer (the body is JSON), with the usage the plugin read from it.
-    Whole { body: String, usage: Option<Usage> },
-    /// A stream the plugin produced at once, framed as server-sent events.
-    Events { body: Vec<u8>, usage: Option<Usage> },
+    /// A whole answer (the body is JSON), with the usage the plugin read from it; `native`
+    /// when it is already in the client's dialect (not a canonical chat completion).
+    Whole {
+        body: String,
+        usage: Option<Usage>,
+        native: bool,
+    },
+    /// A stream the plugin produced at once: its canonical chunks.
+    Events {
+        events: Vec<String>,
+        usage: Option<Usage>,
+    },
     /// An upstream stream, for the relay to pass on.
     Stream(Box<Upstream>),
 }
@@ -71,13 +79,22 @@ async fn send(
     span: &mut telemetry::Attempt,
 ) -> Result<Sent, ApiError> {
     let request = &mut cx.request;
-    let canonical = request.canonical(target.model);
+    let provider = target.provider;
+    // A target that speaks the client's dialect gets the client's own body.
+    let native = cx
+        .translation
+        .as_ref()
+        .filter(|_| provider.native.contains(&cx.operation));
+    let canonical = match native {
+        Some(translation) => translation.native_request(cx.operation, target.model, request.stream),
+        None => request.canonical(target.model),
+    };
+    let native = native.is_some();
     let info = RequestInfo {
-        operation: request.operation,
+        operation: canonical.operation,
         model: canonical.model.clone(),
         stream: canonical.stream,
     };
-    let provider = target.provider;
     // A stream request's instance may become its decoder and live as long as the stream.
     let kind = if request.stream {
         SlotKind::Stream
@@ -102,15 +119,13 @@ async fn send(
             Sent::Whole {
                 body: completion.body,
                 usage: completion.usage,
+                native,
             }
         }
-        Prepared::LocalStream(output) => {
-            let usage = output.usage;
-            Sent::Events {
-                body: relay::local(output, request.client_wants_usage),
-                usage,
-            }
-        }
+        Prepared::LocalStream(output) => Sent::Events {
+            events: output.events,
+            usage: output.usage,
+        },
         Prepared::Upstream(mut http) => {
             if let Some(traceparent) = span.traceparent() {
                 http.headers
@@ -141,6 +156,7 @@ async fn send(
                     decoder,
                     response,
                     idle_timeout: provider.timeout,
+                    native,
                 }))
             } else {
                 let completion = complete(&mut call, target, &info, response, redactor).await?;
@@ -148,6 +164,7 @@ async fn send(
                 Sent::Whole {
                     body: completion.body,
                     usage: completion.usage,
+                    native,
                 }
             }
         }

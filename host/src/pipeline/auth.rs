@@ -1,7 +1,8 @@
 //! The auth stage: who a request comes from, and so which project its usage belongs to.
 //!
 //! Every route but `/health` and `/metrics` passes here first. A request names its project with
-//! `x-project-id` and proves it with `Authorization: Bearer <key>`. Where a key is required (the
+//! `x-project-id` and proves it with `Authorization: Bearer <key>` or `x-api-key: <key>` (as
+//! Anthropic's clients send it). Where a key is required (the
 //! `/usage/*` endpoints always, `/v1/*` with `auth.required`), a missing, unknown or revoked key
 //! is a 401 and a key of another project a 403. A request without `x-project-id` gets its key's
 //! project, so that OpenAI clients work unchanged. On an open gateway (`/v1/*` without
@@ -57,7 +58,7 @@ pub async fn caller(
             .unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
         key_id: None,
     };
-    let Some(key) = bearer(headers) else {
+    let Some(key) = presented_key(headers)? else {
         return if required {
             Err(ApiError::MissingApiKey)
         } else {
@@ -114,6 +115,30 @@ fn claimed_project(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     })?;
     Ok(Some(project.to_owned()))
 }
+
+/// The key the request presents: `Authorization: Bearer <key>` (OpenAI's clients, and
+/// Anthropic's with an auth token) or `x-api-key: <key>` (Anthropic's with an API key). Both
+/// with different keys is a 400: which one counts would otherwise be the gateway's guess.
+fn presented_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    let api_key = headers
+        .get(X_API_KEY)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|k| !k.is_empty());
+    match (bearer(headers), api_key) {
+        (Some(bearer), Some(api_key)) if bearer != api_key => Err(ApiError::InvalidHeader {
+            header: X_API_KEY,
+            message: "`Authorization` and `x-api-key` carry different keys: send the key in one \
+                      of them."
+                .to_owned(),
+        }),
+        (Some(key), _) | (None, Some(key)) => Ok(Some(key)),
+        (None, None) => Ok(None),
+    }
+}
+
+/// Anthropic's key header.
+const X_API_KEY: &str = "x-api-key";
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();

@@ -25,6 +25,10 @@ pub enum Dialect {
     /// OpenAI's Chat Completions (`/v1/chat/completions`, and the embeddings and images
     /// endpoints beside it).
     Chat,
+    /// Anthropic's Messages API (`/v1/messages`).
+    Messages,
+    /// OpenAI's Responses API (`/v1/responses`).
+    Responses,
 }
 
 /// One request, as HTTP hands it to the pipeline.
@@ -49,6 +53,8 @@ pub struct Context {
     pub caller: Caller,
     /// The parsed request: empty until `parse`.
     pub request: ClientRequest,
+    /// A Messages or Responses request's own body and plugin, beside its canonical form.
+    pub translation: Option<super::dialect::Translation>,
     /// The prompt's tokens, counted on first use (by admit, route or the record) and kept.
     prompt_tokens: Option<u32>,
     /// How the prompt is counted: the host's tokenizer (a seam for the count-once test).
@@ -105,6 +111,7 @@ impl Context {
             operation: incoming.operation,
             caller: auth::anonymous(headers),
             request: ClientRequest::unparsed(incoming.operation),
+            translation: None,
             prompt_tokens: None,
             count_prompt: |request| request.estimate_input_tokens(Tokenizer),
             trace: telemetry.trace().clone(),

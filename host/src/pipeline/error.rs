@@ -93,6 +93,15 @@ pub enum ApiError {
     /// No record of the caller's project has this request id (another project's is not shown).
     #[error("No request `{}` in this project's usage records.", echo(.0))]
     RequestNotFound(String),
+    /// The dialect plugin refused the request body (a malformed Messages or Responses request).
+    #[error("{}", clip(&.0.message, crate::clip::MESSAGE))]
+    DialectRejected(PluginError),
+    /// `previous_response_id` names no stored response of the caller's project.
+    #[error("Previous response with id '{}' not found.", echo(.0))]
+    PreviousResponseNotFound(String),
+    /// The conversation `previous_response_id` continues is too long to replay.
+    #[error("The conversation that '{}' continues is longer than the gateway replays ({} turns or {} MiB).", echo(.0), crate::ledger::responses::MAX_TURNS, crate::ledger::responses::MAX_HISTORY_BYTES >> 20)]
+    ConversationTooLong(String),
     /// No stored response of the caller's project has this id (another project's is not shown).
     #[error("Response with id '{}' not found.", echo(.0))]
     ResponseNotFound(String),
@@ -117,6 +126,37 @@ pub enum ApiError {
 #[derive(Serialize)]
 struct Body<'a> {
     error: Detail<'a>,
+}
+
+/// Anthropic's error body: `{"type": "error", "error": {"type", "message"}}`.
+#[derive(Serialize)]
+struct AnthropicBody {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    error: AnthropicError,
+}
+
+#[derive(Serialize)]
+struct AnthropicError {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    message: String,
+}
+
+/// Anthropic's error type for a status, as its API reference lists them.
+fn anthropic_type(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        504 => "timeout_error",
+        529 | 503 => "overloaded_error",
+        s if s >= 500 => "api_error",
+        _ => "invalid_request_error",
+    }
 }
 
 /// OpenAI's error object.
@@ -168,7 +208,10 @@ impl ApiError {
             Self::LimitExceeded(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::LimitsUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BodyTooLarge(_) | Self::TooLargeForPlugin { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Provider { error, .. } => provider_status(error),
+            Self::Provider { error, .. } | Self::DialectRejected(error) => provider_status(error),
+            Self::PreviousResponseNotFound(_) | Self::ConversationTooLong(_) => {
+                StatusCode::BAD_REQUEST
+            }
             Self::PluginFailed(_)
             | Self::UpstreamUnreachable { .. }
             | Self::BadUpstreamRequest { .. } => StatusCode::BAD_GATEWAY,
@@ -224,7 +267,17 @@ impl ApiError {
                 Some("invalid_header"),
             ),
             Self::ServerBusy => ("api_error", None, Some("server_busy")),
-            Self::Provider { error, .. } => (
+            Self::PreviousResponseNotFound(_) => (
+                "invalid_request_error",
+                Some("previous_response_id"),
+                Some("previous_response_not_found"),
+            ),
+            Self::ConversationTooLong(_) => (
+                "invalid_request_error",
+                Some("previous_response_id"),
+                Some("conversation_too_long"),
+            ),
+            Self::Provider { error, .. } | Self::DialectRejected(error) => (
                 kind_type(error.kind),
                 error.param.as_deref(),
                 error.code.as_deref(),
@@ -316,8 +369,15 @@ impl ApiError {
     /// the body. A whole response and a stream's error event both carry this body.
     pub fn render(&self, dialect: Dialect) -> (StatusCode, String) {
         let body = match dialect {
-            Dialect::Chat => serde_json::to_string(&Body {
+            Dialect::Chat | Dialect::Responses => serde_json::to_string(&Body {
                 error: self.detail(),
+            }),
+            Dialect::Messages => serde_json::to_string(&AnthropicBody {
+                kind: "error",
+                error: AnthropicError {
+                    kind: anthropic_type(self.status()),
+                    message: self.detail().message,
+                },
             }),
         };
         // Serialising strings and options cannot fail; the fallback keeps the shape anyway.
@@ -369,7 +429,43 @@ impl ApiError {
     /// The error as the SSE event that ends a stream in `dialect`, as OpenAI does mid-stream.
     pub fn stream_event(&self, dialect: Dialect) -> String {
         let (_, body) = self.render(dialect);
-        format!("data: {body}\n\n")
+        match dialect {
+            Dialect::Chat => format!("data: {body}\n\n"),
+            // Anthropic's stream error event carries the error body as is; the Responses
+            // stream's `error` event carries the error object's fields at its top level.
+            Dialect::Messages => format!("event: error\ndata: {body}\n\n"),
+            Dialect::Responses => {
+                let detail = self.detail();
+                let event = serde_json::json!({
+                    "type": "error",
+                    "code": detail.code,
+                    "message": detail.message,
+                    "param": detail.param,
+                });
+                format!("event: error\ndata: {event}\n\n")
+            }
+        }
+    }
+
+    /// The failure as a dialect plugin receives it, to write in its own shape.
+    pub fn failure(&self) -> crate::plugins::Failure {
+        let detail = self.detail();
+        let kind = match self.status().as_u16() {
+            401 => ErrorKind::Authentication,
+            403 => ErrorKind::PermissionDenied,
+            404 => ErrorKind::NotFound,
+            429 => ErrorKind::RateLimited,
+            504 => ErrorKind::Timeout,
+            s if s >= 500 => ErrorKind::Upstream,
+            _ => ErrorKind::InvalidRequest,
+        };
+        crate::plugins::Failure {
+            kind,
+            message: detail.message,
+            openai_type: detail.kind.to_owned(),
+            code: detail.code.map(str::to_owned),
+            param: detail.param.map(Cow::into_owned),
+        }
     }
 }
 
@@ -414,6 +510,9 @@ impl ApiError {
             | Self::LedgerUnavailable(_)
             | Self::RequestNotFound(_)
             | Self::ResponseNotFound(_)
+            | Self::DialectRejected(_)
+            | Self::PreviousResponseNotFound(_)
+            | Self::ConversationTooLong(_)
             | Self::UnsafeUpstreamUrl { .. }
             | Self::MissingApiKey
             | Self::InvalidApiKey

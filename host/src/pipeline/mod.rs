@@ -15,6 +15,7 @@ pub mod attempt;
 pub mod auth;
 pub mod body;
 pub mod context;
+pub mod dialect;
 pub mod end_user;
 pub mod error;
 pub mod finish;
@@ -68,7 +69,7 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
     let answered = async {
         auth::auth(state, &mut cx, &incoming.headers).await?;
         // The body's share of the budget is kept while its parsed form is being answered.
-        let _body = parse::parse(state, &mut cx, incoming.body).await?;
+        let _body = parse::parse(state, &mut cx, &incoming.headers, incoming.body).await?;
         admit::admit(&mut cx).await?;
         route::route(state, &mut cx).await
     }
@@ -89,27 +90,79 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         }
     };
     let headers = answer_headers(&cx, &provider, &model, attempts);
-    let body = match sent {
-        Sent::Whole { body, usage } => {
+    Reply {
+        dialect,
+        result: answer(cx, sent).await.map(|body| Answer { headers, body }),
+    }
+}
+
+/// The answer's body in the client's dialect: encoded by the dialect plugin unless the target
+/// spoke it; a Responses answer kept before the client has it. Finishes `cx`, or hands it to
+/// the stream that will.
+async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
+    let failed = |cx: Context, error: ApiError| {
+        cx.finish(End::Failed(&error));
+        Err(error)
+    };
+    match sent {
+        Sent::Whole {
+            body,
+            usage,
+            native,
+        } => {
+            let body = match cx.translation.is_some() && !native {
+                true => match dialect::encode(&mut cx, &body, usage).await {
+                    Ok(body) => body,
+                    Err(error) => return failed(cx, error),
+                },
+                false => body,
+            };
+            if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
+                keeper.keep(&body).await;
+            }
             cx.finish(End::Answered(usage));
-            AnswerBody::Json(body)
+            Ok(AnswerBody::Json(body))
         }
-        Sent::Events { body, usage } => {
+        Sent::Events { events, usage } => {
+            let framing = match framing(&mut cx, false).await {
+                Ok(framing) => framing,
+                Err(error) => return failed(cx, error),
+            };
+            let body = relay::local(events, usage, framing).await;
             cx.first_output();
             cx.finish(End::Answered(usage));
-            AnswerBody::Events(Body::from(body))
+            Ok(AnswerBody::Events(Body::from(body)))
         }
         Sent::Stream(upstream) => {
+            let framing = match framing(&mut cx, upstream.native).await {
+                Ok(framing) => framing,
+                Err(error) => return failed(cx, error),
+            };
             // Counted now, for the record of a stream whose upstream reports no usage, so that
             // the body can go while the stream lasts.
             cx.prompt_tokens();
             cx.request.release_body();
-            AnswerBody::Events(relay::body(upstream, cx))
+            Ok(AnswerBody::Events(relay::body(upstream, cx, framing)))
         }
-    };
-    Reply {
-        dialect,
-        result: Ok(Answer { headers, body }),
+    }
+}
+
+/// How a stream is written for the client: as chat chunks, as the target's own events in the
+/// client's dialect, or re-encoded by the dialect plugin.
+async fn framing(cx: &mut Context, native: bool) -> Result<relay::Framing, ApiError> {
+    if cx.translation.is_none() {
+        return Ok(relay::Framing::Chat {
+            client_wants_usage: cx.request.client_wants_usage,
+        });
+    }
+    if native {
+        return Ok(relay::Framing::Native);
+    }
+    match dialect::encoder(cx).await? {
+        Some(encoder) => Ok(relay::Framing::Translated(Box::new(encoder))),
+        None => Ok(relay::Framing::Chat {
+            client_wants_usage: cx.request.client_wants_usage,
+        }),
     }
 }
 

@@ -1,11 +1,14 @@
 //! The parse stage: the body read whole (under the body budget) and checked into the
-//! canonical request the later stages work on. A dialect other than Chat Completions will be
-//! decoded into the canonical form here, so that no stage after this one asks which it was.
+//! canonical request the later stages work on. A dialect other than Chat Completions is decoded
+//! into the canonical form here (by its plugin, see `dialect.rs`), so that no stage between this
+//! one and the answer asks which it was.
 
 use axum::body::Body;
+use axum::http::HeaderMap;
 
 use super::body::{self, Reservation};
 use super::context::{Context, Dialect};
+use super::dialect;
 use super::error::ApiError;
 use super::request::ClientRequest;
 use crate::state::AppState;
@@ -15,11 +18,13 @@ use crate::state::AppState;
 pub async fn parse(
     state: &AppState,
     cx: &mut Context,
+    headers: &HeaderMap,
     body: Body,
 ) -> Result<Reservation, ApiError> {
     let (bytes, reservation) = body::read(state, body).await?;
     cx.request = match cx.dialect {
         Dialect::Chat => ClientRequest::parse(cx.operation, &bytes)?,
+        Dialect::Messages | Dialect::Responses => dialect::decode(cx, headers, &bytes).await?,
     };
     if let Some(telemetry) = &mut cx.telemetry {
         let (request, redactor) = (&cx.request, &cx.redactor);

@@ -1,5 +1,7 @@
-//! The stream relay: server-sent events (`data: {chunk}`, then `data: [DONE]`) decoded from the
-//! upstream by the provider plugin and passed on to the client.
+//! The stream relay: server-sent events decoded from the upstream by the provider plugin and
+//! passed on to the client in its dialect: `data: {chunk}` then `data: [DONE]` for Chat
+//! Completions; `event: {type}` and the data as the upstream sent it from a target that speaks
+//! the client's dialect; or canonical chunks re-encoded by the dialect plugin.
 //!
 //! The relay pulls upstream bytes only as fast as the client takes events, so when the client
 //! goes away the body (and with it the upstream response) is dropped: the upstream connection is
@@ -15,18 +17,44 @@ use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 
 use super::context::{Context, Dialect};
+use super::dialect::Keeper;
 use super::error::ApiError;
 use super::finish::End;
-use crate::plugins::{ProviderStream, StreamOutput, Usage};
+use crate::plugins::{DialectEvent, DialectStream, ProviderStream, Usage};
 use crate::redact::Redactor;
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
-/// The whole SSE body of events the plugin produced without any upstream.
-pub fn local(output: StreamOutput, client_wants_usage: bool) -> Vec<u8> {
+/// How the relay writes what the provider's decoder gives it.
+pub enum Framing {
+    /// Chat Completions: `data: {chunk}`, and `data: [DONE]` at the end.
+    Chat { client_wants_usage: bool },
+    /// The client's dialect from a target that speaks it: `event: {type}`, the data untouched.
+    Native,
+    /// Canonical chunks re-encoded in the client's dialect by its plugin.
+    Translated(Box<DialectStream>),
+}
+
+/// The whole SSE body of events a plugin produced without any upstream.
+pub async fn local(events: Vec<String>, usage: Option<Usage>, framing: Framing) -> Vec<u8> {
     let mut body = Vec::new();
-    write_events(&mut body, output.events, client_wants_usage);
-    body.extend_from_slice(DONE);
+    match framing {
+        Framing::Chat { client_wants_usage } => {
+            write_events(&mut body, events, client_wants_usage);
+            body.extend_from_slice(DONE);
+        }
+        Framing::Native => write_typed(&mut body, &events),
+        Framing::Translated(mut encoder) => {
+            for event in events {
+                if let Ok(Ok(encoded)) = encoder.push(&event).await {
+                    write_named(&mut body, &encoded);
+                }
+            }
+            if let Ok(Ok(encoded)) = encoder.finish(usage).await {
+                write_named(&mut body, &encoded);
+            }
+        }
+    }
     body
 }
 
@@ -37,13 +65,18 @@ pub struct Upstream {
     pub response: reqwest::Response,
     /// The longest wait for the next upstream bytes.
     pub idle_timeout: Duration,
+    /// The upstream speaks the client's dialect (its events pass through as they are).
+    pub native: bool,
 }
 
-/// The response body relaying `upstream` through its plugin's decoder; it finishes `cx`.
-pub fn body(upstream: Box<Upstream>, cx: Context) -> Body {
+/// The response body relaying `upstream` through its plugin's decoder, written as `framing`
+/// says; it keeps the final Responses object with `keeper`, and finishes `cx`.
+pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
     let upstream = *upstream;
+    let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
     let relay = Relay {
-        client_wants_usage: cx.request.client_wants_usage,
+        framing,
+        keeper,
         redactor: cx.redactor.clone(),
         dialect: cx.dialect,
         cx: Some(cx),
@@ -79,7 +112,9 @@ struct Relay {
     decoder: ProviderStream,
     upstream: BoxStream<'static, reqwest::Result<Bytes>>,
     idle_timeout: Duration,
-    client_wants_usage: bool,
+    framing: Framing,
+    /// Where the stream's final Responses object is kept, if anywhere.
+    keeper: Option<Keeper>,
     ready: VecDeque<Bytes>,
     ended: bool,
 }
@@ -106,12 +141,13 @@ impl Relay {
                     self.fail(&ApiError::UpstreamUnreachable {
                         provider,
                         detail: e.without_url().to_string(),
-                    });
+                    })
+                    .await;
                     continue;
                 }
                 Err(_) => {
                     let provider = self.provider.to_string();
-                    self.fail(&ApiError::UpstreamTimeout { provider });
+                    self.fail(&ApiError::UpstreamTimeout { provider }).await;
                     continue;
                 }
             };
@@ -126,11 +162,13 @@ impl Relay {
                             .iter()
                             .for_each(|e| delta_text(e, &mut self.text));
                     }
-                    let mut buf = Vec::new();
-                    write_events(&mut buf, output.events, self.client_wants_usage);
-                    if self.ended {
-                        buf.extend_from_slice(DONE);
-                    }
+                    let buf = match self.frame(output.events).await {
+                        Ok(buf) => buf,
+                        Err(error) => {
+                            self.fail(&error).await;
+                            continue;
+                        }
+                    };
                     if !buf.is_empty() {
                         if let Some(cx) = &mut self.cx {
                             cx.first_output();
@@ -140,20 +178,148 @@ impl Relay {
                 }
                 Ok(Err(error)) => {
                     let error = ApiError::provider(&self.provider, error, &self.redactor);
-                    self.fail(&error);
+                    self.fail(&error).await;
                 }
-                Err(failure) => self.fail(&ApiError::PluginFailed(failure)),
+                Err(failure) => self.fail(&ApiError::PluginFailed(failure)).await,
             }
         }
     }
 
-    /// Ends the stream with an error event, as OpenAI does mid-stream.
-    fn fail(&mut self, error: &ApiError) {
+    /// Writes decoded events as the client's dialect has them, closing the stream after the
+    /// last ones; a Responses object that is complete is kept before the client reads its end.
+    async fn frame(&mut self, events: Vec<String>) -> Result<Vec<u8>, ApiError> {
+        let mut buf = Vec::new();
+        match &mut self.framing {
+            Framing::Chat { client_wants_usage } => {
+                write_events(&mut buf, events, *client_wants_usage);
+                if self.ended {
+                    buf.extend_from_slice(DONE);
+                }
+            }
+            Framing::Native => {
+                if let Some(keeper) = &self.keeper {
+                    for event in &events {
+                        keep_final(keeper, event).await;
+                    }
+                }
+                write_typed(&mut buf, &events);
+            }
+            Framing::Translated(encoder) => {
+                let mut encoded = Vec::new();
+                for event in &events {
+                    encoded.extend(
+                        encoder
+                            .push(event)
+                            .await
+                            .map_err(ApiError::plugin)?
+                            .map_err(|f| {
+                                ApiError::DialectRejected(super::dialect::plugin_error(f))
+                            })?,
+                    );
+                }
+                if self.ended {
+                    encoded.extend(
+                        encoder
+                            .finish(self.usage)
+                            .await
+                            .map_err(ApiError::plugin)?
+                            .map_err(|f| {
+                                ApiError::DialectRejected(super::dialect::plugin_error(f))
+                            })?,
+                    );
+                }
+                if let Some(keeper) = &self.keeper {
+                    for event in &encoded {
+                        keep_final(keeper, &event.data).await;
+                    }
+                }
+                write_named(&mut buf, &encoded);
+            }
+        }
+        Ok(buf)
+    }
+
+    /// Ends the stream with an error event in the client's dialect, as the APIs do mid-stream.
+    async fn fail(&mut self, error: &ApiError) {
         tracing::warn!("stream ended early: {error}");
-        self.ready
-            .push_back(Bytes::from(error.stream_event(self.dialect)));
+        let mut buf = Vec::new();
+        match &mut self.framing {
+            Framing::Translated(encoder) => {
+                match encoder
+                    .fail(error.status().as_u16(), &error.failure())
+                    .await
+                {
+                    Ok(events) => write_named(&mut buf, &events),
+                    Err(_) => buf.extend_from_slice(error.stream_event(self.dialect).as_bytes()),
+                }
+            }
+            Framing::Chat { .. } | Framing::Native => {
+                buf.extend_from_slice(error.stream_event(self.dialect).as_bytes());
+            }
+        }
+        self.ready.push_back(Bytes::from(buf));
         self.ended = true;
         self.failed = true;
+    }
+}
+
+/// Keeps the Responses object a `response.completed` (or `.incomplete`) event carries.
+async fn keep_final(keeper: &Keeper, event: &str) {
+    #[derive(serde::Deserialize)]
+    struct Final<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+        #[serde(default, borrow)]
+        response: Option<&'a serde_json::value::RawValue>,
+    }
+    // Cheap pre-check: most events are deltas.
+    if !event.contains("response.completed") && !event.contains("response.incomplete") {
+        return;
+    }
+    if let Ok(Final {
+        kind,
+        response: Some(response),
+    }) = serde_json::from_str::<Final<'_>>(event)
+        && (kind == "response.completed" || kind == "response.incomplete")
+    {
+        keeper.keep(response.get()).await;
+    }
+}
+
+/// Frames a dialect's own events: `event:` is each event's `type`.
+fn write_typed(buf: &mut Vec<u8>, events: &[String]) {
+    #[derive(serde::Deserialize)]
+    struct Typed<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    for event in events {
+        if let Ok(Typed { kind }) = serde_json::from_str::<Typed<'_>>(event)
+            && !kind.is_empty()
+            && !kind.contains(['\r', '\n'])
+        {
+            buf.extend_from_slice(b"event: ");
+            buf.extend_from_slice(kind.as_bytes());
+            buf.push(b'\n');
+        }
+        buf.extend_from_slice(b"data: ");
+        buf.extend_from_slice(event.as_bytes());
+        buf.extend_from_slice(b"\n\n");
+    }
+}
+
+/// Frames events a dialect plugin named.
+fn write_named(buf: &mut Vec<u8>, events: &[DialectEvent]) {
+    for event in events {
+        if !event.name.is_empty() && !event.name.contains(['\r', '\n']) {
+            buf.extend_from_slice(b"event: ");
+            buf.extend_from_slice(event.name.as_bytes());
+            buf.push(b'\n');
+        }
+        buf.extend_from_slice(b"data: ");
+        // One `data:` line per line of data, as SSE requires.
+        buf.extend_from_slice(event.data.replace('\n', "\ndata: ").as_bytes());
+        buf.extend_from_slice(b"\n\n");
     }
 }
 

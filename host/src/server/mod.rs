@@ -39,6 +39,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(proxy::chat_completions))
         .route("/v1/embeddings", post(proxy::embeddings))
         .route("/v1/images/generations", post(proxy::image_generations))
+        .route("/v1/messages", post(proxy::messages))
+        .route("/v1/messages/count_tokens", post(proxy::count_tokens))
+        .route("/v1/responses", post(proxy::responses))
         .route(
             "/v1/responses/{id}",
             get(responses::retrieve).delete(responses::delete),

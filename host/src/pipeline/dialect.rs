@@ -1,0 +1,389 @@
+//! The client APIs besides Chat Completions (Anthropic's Messages, OpenAI's Responses): their
+//! bodies decoded into the canonical chat request by the dialect plugin (in `parse`), sent as
+//! the client wrote them to a target that speaks the dialect itself (in `attempt`), and answers
+//! encoded back by the plugin when the target did not (whole here, streamed in `relay`).
+//!
+//! Responses the client asks to keep (`store`, the default) are kept in the ledger's database,
+//! whichever upstream answered, and a `previous_response_id` is replayed from there, so that a
+//! conversation can move between providers and replicas.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::context::{Context, Dialect};
+use super::error::ApiError;
+use super::raw_json::{self, Fields, MAX_FIELDS, Unreadable};
+use super::request::ClientRequest;
+use crate::ledger::Store;
+use crate::ledger::responses::{self, HistoryError, StoredResponse};
+use crate::plugins::{
+    AnswerInfo, CanonicalRequest, DialectPlugin, DialectStream, Failure, Operation, PluginError,
+    SlotKind, Usage,
+};
+
+/// Client headers a native target may need (versions and beta flags), passed to its plugin.
+const FORWARDED: [&str; 3] = ["anthropic-version", "anthropic-beta", "openai-beta"];
+/// Bytes of a forwarded header value, at most.
+const FORWARDED_MAX: usize = 1024;
+
+/// What a dialect request carries beside its canonical form.
+pub struct Translation {
+    plugin: DialectPlugin,
+    /// The client's body (with `previous_response_id` replayed into `input`), for targets that
+    /// speak the dialect natively.
+    native: Fields,
+    headers: Vec<(String, String)>,
+    echo: String,
+    /// The id of a translated answer (`msg_…`, `resp_…`).
+    answer_id: String,
+    created: u64,
+    /// Where the answer is kept (Responses with `store`), if anywhere.
+    pub keeper: Option<Keeper>,
+}
+
+/// Keeps one Responses answer, so that `GET /v1/responses/{id}` and a later
+/// `previous_response_id` find it.
+#[derive(Clone)]
+pub struct Keeper {
+    store: Arc<dyn Store>,
+    project: String,
+    previous_id: Option<String>,
+    /// The request's own input items (not the replayed ones), with ids.
+    input_items: String,
+}
+
+/// Decodes a dialect body into the canonical request, and keeps what the later stages need in
+/// `cx.translation`.
+pub async fn decode(
+    cx: &mut Context,
+    headers: &http::HeaderMap,
+    bytes: &[u8],
+) -> Result<ClientRequest, ApiError> {
+    let plugin = match cx.dialect {
+        Dialect::Messages => cx.gateway.dialects.messages.clone(),
+        Dialect::Responses => cx.gateway.dialects.responses.clone(),
+        Dialect::Chat => return ClientRequest::parse(cx.operation, bytes),
+    };
+    let mut fields = raw_json::object(bytes, MAX_FIELDS).map_err(|e| match e {
+        Unreadable::Syntax(_)
+        | Unreadable::NotAnObject
+        | Unreadable::TooDeep
+        | Unreadable::TooManyFields => ApiError::InvalidJson(e.to_string()),
+    })?;
+    let keeper = match cx.dialect {
+        Dialect::Responses => replay(cx, &mut fields).await?,
+        Dialect::Messages | Dialect::Chat => None,
+    };
+    let body = serde_json::to_string(&fields).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let mut call = plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    let decoded = call
+        .decode(&body)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))?;
+    drop(call);
+    if !decoded.dropped.is_empty() {
+        tracing::debug!(
+            dialect = ?cx.dialect,
+            dropped = decoded.dropped.join(",").as_str(),
+            "fields the canonical form cannot carry were dropped"
+        );
+    }
+    let request = ClientRequest::parse(Operation::ChatCompletions, decoded.body.as_bytes())?;
+    let prefix = match cx.dialect {
+        Dialect::Messages => "msg_",
+        Dialect::Responses | Dialect::Chat => "resp_",
+    };
+    cx.translation = Some(Translation {
+        plugin,
+        native: fields,
+        headers: forwarded(headers),
+        echo: decoded.echo,
+        answer_id: format!("{prefix}{}", uuid::Uuid::new_v4().simple()),
+        created: u64::try_from(cx.arrived_us / 1_000_000).unwrap_or(0),
+        keeper,
+    });
+    Ok(request)
+}
+
+/// Responses: replays `previous_response_id`'s conversation into `input`, and says where the
+/// answer is to be kept (none with `store: false`).
+async fn replay(cx: &Context, fields: &mut Fields) -> Result<Option<Keeper>, ApiError> {
+    let store = cx.ledger.store();
+    let project = cx.caller.project.clone();
+    let keep = fields.get("store").is_none_or(|raw| raw.get() != "false");
+    let previous_id = fields
+        .shift_remove("previous_response_id")
+        .and_then(|raw| raw_json::string(&raw));
+    let mut input = input_items(fields.get("input"));
+    let mut kept = input.clone();
+    for item in &mut kept {
+        if let Value::Object(item) = item
+            && !item.contains_key("id")
+        {
+            let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+            item.insert("id".to_owned(), Value::String(id));
+        }
+    }
+    if let Some(previous) = &previous_id {
+        let history = {
+            let (store, project, previous) = (store.clone(), project.clone(), previous.clone());
+            tokio::task::spawn_blocking(move || {
+                responses::history(store.as_ref(), &project, &previous)
+            })
+            .await
+            .map_err(|e| ApiError::LedgerUnavailable(e.to_string()))?
+        };
+        let mut history = history.map_err(|e| match e {
+            HistoryError::NotFound => ApiError::PreviousResponseNotFound(previous.clone()),
+            HistoryError::TooLong => ApiError::ConversationTooLong(previous.clone()),
+            HistoryError::Corrupt(detail) | HistoryError::Store(detail) => {
+                ApiError::LedgerUnavailable(detail)
+            }
+        })?;
+        history.retain_mut(replayable);
+        history.append(&mut input);
+        input = history;
+    }
+    if previous_id.is_some() {
+        let raw = serde_json::value::to_raw_value(&input)
+            .map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+        fields.insert("input".to_owned(), raw);
+    }
+    Ok(keep.then(|| Keeper {
+        store,
+        project,
+        previous_id,
+        input_items: Value::Array(kept).to_string(),
+    }))
+}
+
+/// A request's `input` as items: a string is one user message.
+fn input_items(input: Option<&Box<RawValue>>) -> Vec<Value> {
+    let Some(raw) = input else {
+        return Vec::new();
+    };
+    match serde_json::from_str::<Value>(raw.get()) {
+        Ok(Value::String(text)) => vec![serde_json::json!({
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        })],
+        Ok(Value::Array(items)) => items,
+        // Not the API's shape: the dialect plugin names the fault.
+        Ok(_) | Err(_) => Vec::new(),
+    }
+}
+
+/// Whether a kept item can be sent again, made so: ids and statuses of kept items are the
+/// gateway's (or another upstream's), so they are left out; a reasoning item means something
+/// only with its encrypted content.
+fn replayable(item: &mut Value) -> bool {
+    let Value::Object(fields) = item else {
+        return false;
+    };
+    match fields.get("type").and_then(Value::as_str) {
+        Some("reasoning") => fields.contains_key("encrypted_content"),
+        Some("message" | "function_call" | "function_call_output") | None => {
+            fields.remove("id");
+            fields.remove("status");
+            true
+        }
+        Some(_) => true,
+    }
+}
+
+/// The allowlisted client headers, bounded and printable.
+fn forwarded(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    FORWARDED
+        .iter()
+        .filter_map(|name| {
+            let value = headers.get(*name)?.to_str().ok()?.trim();
+            (value.len() <= FORWARDED_MAX && !value.is_empty())
+                .then(|| ((*name).to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
+impl Translation {
+    /// The client's own body for a target that speaks the dialect, with `model` set to the
+    /// upstream's name for it.
+    pub fn native_request(
+        &self,
+        operation: Operation,
+        upstream_model: &str,
+        stream: bool,
+    ) -> CanonicalRequest {
+        let mut body = self.native.clone();
+        if let Ok(model) = serde_json::value::to_raw_value(upstream_model) {
+            body.insert("model".to_owned(), model);
+        }
+        CanonicalRequest {
+            operation,
+            model: upstream_model.to_owned(),
+            body: serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned()),
+            stream,
+            headers: self.headers.clone(),
+        }
+    }
+
+    fn info(&self, model: &str, estimated_input_tokens: u32) -> AnswerInfo {
+        AnswerInfo {
+            model: model.to_owned(),
+            id: self.answer_id.clone(),
+            created: self.created,
+            estimated_input_tokens,
+            echo: self.echo.clone(),
+        }
+    }
+}
+
+/// Encodes a whole canonical answer in the client's dialect.
+pub async fn encode(
+    cx: &mut Context,
+    completion: &str,
+    usage: Option<Usage>,
+) -> Result<String, ApiError> {
+    let tokens = cx.prompt_tokens();
+    let Some(translation) = &cx.translation else {
+        return Ok(completion.to_owned());
+    };
+    let info = translation.info(&cx.request.model, tokens);
+    let mut call = translation
+        .plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    call.encode(&info, completion, usage)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))
+}
+
+/// A stream encoder for the client's dialect; `None` for Chat Completions.
+pub async fn encoder(cx: &mut Context) -> Result<Option<DialectStream>, ApiError> {
+    let tokens = cx.prompt_tokens();
+    let Some(translation) = &cx.translation else {
+        return Ok(None);
+    };
+    let info = translation.info(&cx.request.model, tokens);
+    let call = translation
+        .plugin
+        .start(SlotKind::Stream)
+        .await
+        .map_err(ApiError::plugin)?;
+    call.open_stream(&info)
+        .await
+        .map(Some)
+        .map_err(ApiError::plugin)
+}
+
+/// The body of an error in the client's dialect, written by its plugin; the host's own
+/// rendering of the same shape when the plugin cannot.
+pub async fn error_body(
+    plugin: Option<DialectPlugin>,
+    dialect: Dialect,
+    error: &ApiError,
+) -> String {
+    let (status, fallback) = error.render(dialect);
+    let Some(plugin) = plugin else {
+        return fallback;
+    };
+    let written = match plugin.start(SlotKind::Call).await {
+        Ok(mut call) => call.encode_error(status.as_u16(), &error.failure()).await,
+        Err(failure) => Err(failure),
+    };
+    match written {
+        Ok(body) if serde_json::from_str::<serde::de::IgnoredAny>(&body).is_ok() => body,
+        Ok(_) => fallback,
+        Err(failure) => {
+            tracing::warn!("the dialect plugin could not write an error: {failure}");
+            fallback
+        }
+    }
+}
+
+impl Keeper {
+    /// Keeps `response` (the Responses object as the client receives it). A failure is logged:
+    /// the answer itself is not lost for it.
+    pub async fn keep(&self, response: &str) {
+        let id = serde_json::from_str::<IdOnly>(response).map(|r| r.id);
+        let Ok(id) = id else {
+            tracing::warn!("a Responses answer without an id cannot be kept");
+            return;
+        };
+        let stored = StoredResponse {
+            id,
+            project: self.project.clone(),
+            created_us: crate::ledger::time::now_us(),
+            previous_id: self.previous_id.clone(),
+            input_items: self.input_items.clone(),
+            response: response.to_owned(),
+        };
+        let store = Arc::clone(&self.store);
+        let kept = tokio::task::spawn_blocking(move || store.put_response(&stored)).await;
+        match kept {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("cannot keep a response: {e:#}"),
+            Err(e) => tracing::error!("cannot keep a response: {e}"),
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct IdOnly {
+    id: String,
+}
+
+/// A dialect plugin's failure as the host's typed plugin error.
+pub(super) fn plugin_error(failure: Failure) -> PluginError {
+    PluginError {
+        kind: failure.kind,
+        message: failure.message,
+        param: failure.param,
+        code: failure.code,
+        upstream_status: None,
+    }
+}
+
+/// `POST /v1/messages/count_tokens`: the prompt's tokens by the gateway's own tokenizer (the one
+/// limits and estimates use), without any upstream call and without a ledger record, since no
+/// model ran. Auth is that of `/v1/*`.
+pub async fn count_tokens(
+    state: &crate::state::AppState,
+    headers: &http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<u32, ApiError> {
+    let gateway = state.gateway.load_full();
+    super::auth::caller(state, headers, gateway.config.auth.required).await?;
+    let (bytes, _reservation) = super::body::read(state, body).await?;
+    // count_tokens takes a Messages body without `max_tokens`; the decoder wants one.
+    let mut fields =
+        raw_json::object(&bytes, MAX_FIELDS).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    if !fields.contains_key("max_tokens") {
+        fields.insert("max_tokens".to_owned(), raw_number(1));
+    }
+    let body = serde_json::to_string(&fields).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let mut call = gateway
+        .dialects
+        .messages
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    let decoded = call
+        .decode(&body)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))?;
+    let request = ClientRequest::parse(Operation::ChatCompletions, decoded.body.as_bytes())?;
+    Ok(request.estimate_input_tokens(crate::tokenizer::Tokenizer))
+}
+
+fn raw_number(n: u32) -> Box<RawValue> {
+    RawValue::from_string(n.to_string()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
