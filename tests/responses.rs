@@ -841,3 +841,37 @@ async fn a_stream_the_client_leaves_is_still_recorded_at_its_price() {
         + record.output_tokens as i64 * ENDLESS_OUTPUT_PRICE;
     assert_eq!(record.cost_micros, Some(expected), "{record:?}");
 }
+
+#[tokio::test]
+async fn a_chained_response_names_its_previous_response_natively_and_translated() {
+    let s = setup("").await;
+    for model in [format!("openai/{GPT}"), format!("anthropic/{CLAUDE}")] {
+        let first = create(
+            &s.gateway,
+            "link-1",
+            None,
+            &json!({"model": model, "input": "Hi."}),
+        )
+        .await;
+        assert_eq!(first.status, 200, "{model}: {}", first.text);
+        let first_id = first.json()["id"].clone();
+        let body = json!({"model": model, "input": "Again.", "previous_response_id": first_id});
+        let second = create(&s.gateway, "link-2", None, &body).await;
+        assert_eq!(second.status, 200, "{model}: {}", second.text);
+        // As OpenAI answers it (and its SDK's `response.previous_response_id` reads it).
+        assert_eq!(
+            second.json()["previous_response_id"],
+            first_id,
+            "{model}: {}",
+            second.text
+        );
+        let mut streamed = body.clone();
+        streamed["stream"] = json!(true);
+        let answer = create(&s.gateway, "link-3", None, &streamed).await;
+        let completed = assert_response_sequence(&answer.events());
+        assert_eq!(
+            completed["previous_response_id"], first_id,
+            "{model}: {completed}"
+        );
+    }
+}
