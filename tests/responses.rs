@@ -875,3 +875,29 @@ async fn a_chained_response_names_its_previous_response_natively_and_translated(
         );
     }
 }
+
+#[tokio::test]
+async fn input_items_are_listed_in_the_long_form_with_ids() {
+    let s = setup("").await;
+    let answer = create(
+        &s.gateway,
+        "items",
+        None,
+        &json!({"model": format!("anthropic/{CLAUDE}"),
+                "input": [{"role": "user", "content": "First question."}]}),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{}", answer.text);
+    let id = answer.json()["id"].as_str().unwrap().to_owned();
+    let items = get(&s.gateway, &format!("/v1/responses/{id}/input_items"), None).await;
+    assert_eq!(items.status, 200, "{}", items.text);
+    let item = &items.json()["data"][0];
+    // As OpenAI lists them (and its SDK reads `item.content[0].text`).
+    assert_eq!(item["type"], "message", "{item}");
+    assert!(item["id"].is_string(), "{item}");
+    assert_eq!(
+        item["content"],
+        json!([{"type": "input_text", "text": "First question."}]),
+        "{item}"
+    );
+}
