@@ -95,6 +95,7 @@ pub async fn decode(
         );
     }
     let request = ClientRequest::parse(Operation::ChatCompletions, decoded.body.as_bytes())?;
+    fields.shift_remove("previous_response_id");
     let prefix = match cx.dialect {
         Dialect::Messages => "msg_",
         Dialect::Responses | Dialect::Chat => "resp_",
@@ -117,9 +118,11 @@ async fn replay(cx: &Context, fields: &mut Fields) -> Result<Option<Keeper>, Api
     let store = cx.ledger.store();
     let project = cx.caller.project.clone();
     let keep = fields.get("store").is_none_or(|raw| raw.get() != "false");
+    // Left in the body for the plugin (the response object echoes it); out of what a native
+    // target gets (see `decode`), since the conversation is replayed into `input` here.
     let previous_id = fields
-        .shift_remove("previous_response_id")
-        .and_then(|raw| raw_json::string(&raw));
+        .get("previous_response_id")
+        .and_then(|raw| raw_json::string(raw));
     let mut input = input_items(fields.get("input"));
     let mut kept = input.clone();
     for item in &mut kept {
