@@ -590,3 +590,256 @@ async fn openai_mock_refuses_what_the_responses_api_refuses() {
         .unwrap();
     assert_eq!(response.status(), 404);
 }
+
+/// A gateway in front of the mocks: `anthropic` (Messages natively), `openai` (Responses
+/// natively, as api.openai.com would), `chat` (the same OpenAI mock through Chat Completions) and
+/// `gemini`, and a key of project `sdk`.
+struct Gateway {
+    anthropic: MockProvider,
+    openai: MockOpenAi,
+    gateway: common::TestGateway,
+    key: String,
+}
+
+async fn gateway() -> Gateway {
+    let anthropic = MockProvider::anthropic().await;
+    let openai = MockOpenAi::start().await;
+    let gemini = MockProvider::gemini().await;
+    // With auth required, as a team runs it (and so that a wrong key is refused).
+    let yaml = format!(
+        r#"
+auth: {{ required: true }}
+providers:
+  anthropic:
+    plugin: anthropic
+    base_url: {}
+    api_key: {KEY}
+    models: [{CLAUDE}]
+    timeout_ms: 10000
+  openai:
+    plugin: openai
+    base_url: {openai}
+    api_key: {API_KEY}
+    models: [{GPT}, {REASONING_GPT}]
+    timeout_ms: 10000
+    options: {{ responses: native }}
+  chat:
+    plugin: openai
+    base_url: {openai}
+    api_key: {API_KEY}
+    models: [gpt-4o-mini]
+    timeout_ms: 10000
+  gemini:
+    plugin: gemini
+    base_url: {}
+    api_key: {KEY}
+    models: [gemini-3.5-flash]
+    timeout_ms: 10000
+"#,
+        anthropic.base_url(),
+        gemini.base_url(),
+        openai = openai.base_url(),
+    );
+    let gateway = common::TestGateway::start(&yaml).await;
+    let key = gateway.api_key("sdk").await;
+    Gateway {
+        anthropic,
+        openai,
+        gateway,
+        key,
+    }
+}
+
+/// Asserts the ledger holds records of `dialect` for project `sdk`, each a success with a price
+/// (the SDK programs' refused requests are made with other keys, so they are not among them).
+async fn assert_ledger(g: &Gateway, dialect: &str) {
+    // The writer flushes every 200 ms: wait until the count stops growing.
+    let mut last = usize::MAX;
+    let mut records = Vec::new();
+    for _ in 0..50 {
+        let page: Value = http()
+            .post(g.gateway.url("/usage/requests"))
+            .bearer_auth(&g.key)
+            .json(&json!({"limit": 500}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        records = page["data"].as_array().cloned().unwrap_or_default();
+        if records.len() == last && last > 0 {
+            break;
+        }
+        last = records.len();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(!records.is_empty(), "no records");
+    for record in &records {
+        assert_eq!(record["dialect"], dialect, "{record}");
+        if record["status"] == 200 {
+            assert!(record["cost"].as_f64().is_some_and(|c| c > 0.0), "{record}");
+            assert!(
+                record["input_tokens"].as_u64().is_some_and(|t| t > 0),
+                "{record}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn anthropic_python_sdk_completes_every_scenario_through_the_gateway_natively() {
+    let g = gateway().await;
+    let output = run_client(
+        "anthropic_messages.py",
+        &g.gateway.url(""),
+        &g.key,
+        &["--model", &format!("anthropic/{CLAUDE}")],
+    )
+    .await;
+    assert_passed(
+        &output,
+        &[
+            "create",
+            "stream",
+            "tools",
+            "count_tokens",
+            "thinking",
+            "claude_code",
+            "x_api_key",
+        ],
+    );
+    // Claude Code's beta flags reached the upstream as sent, with the upstream's key.
+    let requests = g.anthropic.requests().await;
+    let beta = requests
+        .iter()
+        .find(|r| r.header("anthropic-beta").is_some())
+        .expect("a request with anthropic-beta");
+    assert_eq!(
+        beta.header("anthropic-beta"),
+        Some(
+            "claude-code-20250219,interleaved-thinking-2025-05-14,fine-grained-tool-streaming-2025-05-14"
+        )
+    );
+    assert!(requests.iter().all(|r| r.body["model"] == CLAUDE));
+    assert_ledger(&g, "anthropic.messages").await;
+}
+
+#[tokio::test]
+async fn anthropic_sdks_complete_their_turns_through_the_gateway_translated() {
+    let g = gateway().await;
+    let scenarios = ["create", "stream", "tools", "count_tokens", "x_api_key"];
+    for model in ["chat/gpt-4o-mini", "gemini/gemini-3.5-flash"] {
+        let output = run_client(
+            "anthropic_messages.py",
+            &g.gateway.url(""),
+            &g.key,
+            &["--model", model, "--only", &scenarios.join(",")],
+        )
+        .await;
+        assert_passed(&output, &scenarios);
+    }
+    let output = run_client(
+        "anthropic_messages.mjs",
+        &g.gateway.url(""),
+        &g.key,
+        &["--model", "chat/gpt-4o-mini"],
+    )
+    .await;
+    assert_passed(&output, &["create", "stream", "tools"]);
+    assert!(
+        g.anthropic.requests().await.is_empty(),
+        "nothing went to Anthropic"
+    );
+    assert_ledger(&g, "anthropic.messages").await;
+}
+
+#[tokio::test]
+async fn anthropic_node_sdk_completes_its_turns_through_the_gateway_natively() {
+    let g = gateway().await;
+    let output = run_client(
+        "anthropic_messages.mjs",
+        &g.gateway.url(""),
+        &g.key,
+        &["--model", &format!("anthropic/{CLAUDE}")],
+    )
+    .await;
+    assert_passed(&output, &["create", "stream", "tools"]);
+}
+
+#[tokio::test]
+async fn openai_python_sdk_completes_every_responses_scenario_through_the_gateway_natively() {
+    let g = gateway().await;
+    let scenarios = [
+        "create",
+        "stream",
+        "function_tools",
+        "chain",
+        "stateless_reasoning",
+        "stored",
+    ];
+    let output = run_client(
+        "openai_responses.py",
+        &g.gateway.url("/v1"),
+        &g.key,
+        &[
+            "--model",
+            &format!("openai/{GPT}"),
+            "--reasoning-model",
+            &format!("openai/{REASONING_GPT}"),
+            "--mock",
+            "--only",
+            &scenarios.join(","),
+        ],
+    )
+    .await;
+    assert_passed(&output, &scenarios);
+    assert!(
+        g.openai
+            .requests()
+            .await
+            .iter()
+            .any(|r| r.path == "/v1/responses"),
+        "the native endpoint was used"
+    );
+    assert_ledger(&g, "openai.responses").await;
+}
+
+#[tokio::test]
+async fn openai_python_sdk_completes_its_responses_turns_through_the_gateway_translated() {
+    let g = gateway().await;
+    // The gateway keeps the responses, so stored responses hold translated too. (`chain` checks
+    // that input usage grows turn by turn, and these mocks report a fixed usage; the translated
+    // chain is tests/responses.rs's.)
+    let scenarios = ["create", "stream", "function_tools", "stored"];
+    for model in [
+        format!("anthropic/{CLAUDE}"),
+        "chat/gpt-4o-mini".to_owned(),
+        "gemini/gemini-3.5-flash".to_owned(),
+    ] {
+        let output = run_client(
+            "openai_responses.py",
+            &g.gateway.url("/v1"),
+            &g.key,
+            &[
+                "--model",
+                &model,
+                "--reasoning-model",
+                &model,
+                "--only",
+                &scenarios.join(","),
+            ],
+        )
+        .await;
+        assert_passed(&output, &scenarios);
+    }
+    assert!(
+        g.openai
+            .requests()
+            .await
+            .iter()
+            .all(|r| r.path == "/v1/chat/completions"),
+        "the Responses endpoint was never used upstream"
+    );
+    assert_ledger(&g, "openai.responses").await;
+}

@@ -4,12 +4,14 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod binary;
+pub mod cost;
 pub mod mock_bedrock;
 pub mod mock_leaky;
 pub mod mock_openai;
 pub mod mock_providers;
 pub mod postgres;
 pub mod redis;
+pub mod sse;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -76,7 +76,10 @@ async function stream() {
 async function answerTools(first) {
   const uses = first.content.filter((b) => b.type === 'tool_use');
   check(first.stop_reason === 'tool_use' && uses.length > 0, 'a tool_use turn', first.content);
-  check(uses[0].name === 'get_weather' && typeof uses[0].input.location === 'string', 'the call and its input', uses[0]);
+  // The input as an object (the mock Anthropic API asks for a location; a translated target's mock may ask otherwise).
+  const input = uses[0].input;
+  check(uses[0].name === 'get_weather' && input && typeof input === 'object' && Object.keys(input).length > 0,
+    'the call and its input', uses[0]);
   const results = uses.map((u) => ({ type: 'tool_result', tool_use_id: u.id, content: '15 degrees, sunny' }));
   const next = await client.messages.create({
     model, max_tokens: 1024, tools: [weatherTool],
