@@ -214,6 +214,17 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
             return (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
         }
     }
+    if let Some(index) = orphan_tool_message(&request) {
+        // OpenAI's answer to a tool result that answers no call of the assistant turn before it.
+        let body = json!({"error": {
+            "message": "Invalid parameter: messages with role 'tool' must be a response to a \
+                        preceeding message with 'tool_calls'.",
+            "type": "invalid_request_error",
+            "param": format!("messages.[{index}].role"),
+            "code": null,
+        }});
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    }
     let stream = request["stream"].as_bool().unwrap_or(false);
     let include_usage = request["stream_options"]["include_usage"]
         .as_bool()
@@ -437,4 +448,29 @@ async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Respon
         {"id": "text-embedding-3-small", "object": "model", "created": 1_705_948_997, "owned_by": "system"}
     ]}))
     .into_response()
+}
+
+/// The index of a `tool` message whose `tool_call_id` no earlier assistant turn's `tool_calls`
+/// (since the last non-tool message) named, as OpenAI refuses it.
+fn orphan_tool_message(request: &Value) -> Option<usize> {
+    let messages = request["messages"].as_array()?;
+    let mut open: Vec<&str> = Vec::new();
+    for (i, message) in messages.iter().enumerate() {
+        match message["role"].as_str() {
+            Some("assistant") => {
+                open = message["tool_calls"]
+                    .as_array()
+                    .map(|calls| calls.iter().filter_map(|c| c["id"].as_str()).collect())
+                    .unwrap_or_default();
+            }
+            Some("tool") => {
+                let id = message["tool_call_id"].as_str().unwrap_or_default();
+                if !open.contains(&id) {
+                    return Some(i);
+                }
+            }
+            _ => open.clear(),
+        }
+    }
+    None
 }

@@ -41,6 +41,9 @@ pub struct Translation {
     created: u64,
     /// Where the answer is kept (Responses with `store`), if anywhere.
     pub keeper: Option<Keeper>,
+    /// The `previous_response_id` the request continued. A native target never sees it (the
+    /// conversation is replayed into `input`), so its answer is told.
+    pub previous_id: Option<String>,
 }
 
 /// Keeps one Responses answer, so that `GET /v1/responses/{id}` and a later
@@ -76,6 +79,9 @@ pub async fn decode(
         Dialect::Responses => replay(cx, &mut fields).await?,
         Dialect::Messages | Dialect::Chat => None,
     };
+    let previous_id = fields
+        .get("previous_response_id")
+        .and_then(|raw| raw_json::string(raw));
     let body = serde_json::to_string(&fields).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
     let mut call = plugin
         .start(SlotKind::Call)
@@ -108,6 +114,7 @@ pub async fn decode(
         answer_id: format!("{prefix}{}", uuid::Uuid::new_v4().simple()),
         created: u64::try_from(cx.arrived_us / 1_000_000).unwrap_or(0),
         keeper,
+        previous_id,
     });
     Ok(request)
 }
@@ -123,16 +130,9 @@ async fn replay(cx: &Context, fields: &mut Fields) -> Result<Option<Keeper>, Api
     let previous_id = fields
         .get("previous_response_id")
         .and_then(|raw| raw_json::string(raw));
-    let mut input = input_items(fields.get("input"));
+    let mut input = input_items(fields.get("input").map(|raw| &**raw));
     let mut kept = input.clone();
-    for item in &mut kept {
-        if let Value::Object(item) = item
-            && !item.contains_key("id")
-        {
-            let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
-            item.insert("id".to_owned(), Value::String(id));
-        }
-    }
+    kept.iter_mut().for_each(long_form);
     if let Some(previous) = &previous_id {
         let history = {
             let (store, project, previous) = (store.clone(), project.clone(), previous.clone());
@@ -167,7 +167,7 @@ async fn replay(cx: &Context, fields: &mut Fields) -> Result<Option<Keeper>, Api
 }
 
 /// A request's `input` as items: a string is one user message.
-fn input_items(input: Option<&Box<RawValue>>) -> Vec<Value> {
+fn input_items(input: Option<&RawValue>) -> Vec<Value> {
     let Some(raw) = input else {
         return Vec::new();
     };
@@ -180,6 +180,31 @@ fn input_items(input: Option<&Box<RawValue>>) -> Vec<Value> {
         Ok(Value::Array(items)) => items,
         // Not the API's shape: the dialect plugin names the fault.
         Ok(_) | Err(_) => Vec::new(),
+    }
+}
+
+/// An input item as `GET /v1/responses/{id}/input_items` lists it: typed, with an id, and a
+/// message's text as content parts (`input_text`, or `output_text` for the assistant's).
+fn long_form(item: &mut Value) {
+    let Value::Object(fields) = item else {
+        return;
+    };
+    if !fields.contains_key("type") && fields.contains_key("role") {
+        fields.insert("type".to_owned(), Value::from("message"));
+    }
+    if fields.get("type").and_then(Value::as_str) == Some("message")
+        && let Some(Value::String(text)) = fields.get("content")
+    {
+        let part = match fields.get("role").and_then(Value::as_str) {
+            Some("assistant") => "output_text",
+            _ => "input_text",
+        };
+        let content = serde_json::json!([{"type": part, "text": text}]);
+        fields.insert("content".to_owned(), content);
+    }
+    if !fields.contains_key("id") {
+        let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+        fields.insert("id".to_owned(), Value::String(id));
     }
 }
 
@@ -389,4 +414,34 @@ pub async fn count_tokens(
 
 fn raw_number(n: u32) -> Box<RawValue> {
     RawValue::from_string(n.to_string()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+}
+
+impl Translation {
+    /// A native Responses object (or an event carrying one) with the `previous_response_id` the
+    /// client sent, which the target was not given. Anything else is returned as it is.
+    pub fn with_previous_id(&self, json: String) -> String {
+        let Some(previous) = &self.previous_id else {
+            return json;
+        };
+        if !json.contains("\"previous_response_id\"") {
+            return json;
+        }
+        let Ok(mut value) = serde_json::from_str::<Value>(&json) else {
+            return json;
+        };
+        let target = match value.get("response") {
+            Some(Value::Object(_)) => value.get_mut("response"),
+            _ => Some(&mut value),
+        };
+        match target {
+            Some(Value::Object(object)) if object.contains_key("previous_response_id") => {
+                object.insert(
+                    "previous_response_id".to_owned(),
+                    Value::from(previous.as_str()),
+                );
+                value.to_string()
+            }
+            _ => json,
+        }
+    }
 }

@@ -110,12 +110,13 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             usage,
             native,
         } => {
-            let body = match cx.translation.is_some() && !native {
-                true => match dialect::encode(&mut cx, &body, usage).await {
+            let body = match &cx.translation {
+                Some(_) if !native => match dialect::encode(&mut cx, &body, usage).await {
                     Ok(body) => body,
                     Err(error) => return failed(cx, error),
                 },
-                false => body,
+                Some(translation) => translation.with_previous_id(body),
+                None => body,
             };
             if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
                 keeper.keep(&body).await;

@@ -197,6 +197,13 @@ impl Relay {
                 }
             }
             Framing::Native => {
+                let events = match self.cx.as_ref().and_then(|cx| cx.translation.as_ref()) {
+                    Some(translation) => events
+                        .into_iter()
+                        .map(|event| translation.with_previous_id(event))
+                        .collect(),
+                    None => events,
+                };
                 if let Some(keeper) = &self.keeper {
                     for event in &events {
                         keep_final(keeper, event).await;
