@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::ledger::{ApiKey, Store};
+use crate::ledger::{ApiKey, KeyLimits, Store};
 
 /// How long a lookup (found or not) is trusted before the database is asked again.
 pub const CACHE_TTL: Duration = Duration::from_secs(5);
@@ -71,6 +71,7 @@ pub fn generate(project: &str, name: Option<&str>, now_us: i64) -> (String, ApiK
         prefix: key.chars().take(SHOWN_CHARS).collect(),
         created_us: now_us,
         revoked_us: None,
+        limits: KeyLimits::default(),
     };
     (key, stored)
 }
