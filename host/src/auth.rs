@@ -31,6 +31,8 @@ pub struct Caller {
     pub project: String,
     /// The API key's id (never the key); `None` for an anonymous request to an open gateway.
     pub key_id: Option<String>,
+    /// What the key may do on its own (nothing of its own for an anonymous caller).
+    pub limits: KeyLimits,
 }
 
 /// Bytes of a project id, at most.
