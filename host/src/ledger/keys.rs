@@ -155,6 +155,32 @@ impl KeyLimits {
     }
 }
 
+/// What a key has spent so far: in its budget's window (today, this month, or in all), or in
+/// all for a key without a budget. From the ledger, so it lags the requests by a batch (well
+/// under a second) and counts every replica's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Spend {
+    pub micros: i64,
+    pub period: BudgetPeriod,
+}
+
+impl Spend {
+    pub fn of(store: &dyn super::Store, key: &super::ApiKey, now_us: i64) -> anyhow::Result<Self> {
+        let period = key.limits.budget.map_or(BudgetPeriod::Total, |b| b.period);
+        let micros = store.key_spend(&key.id, period.start_us(now_us))?;
+        Ok(Self { micros, period })
+    }
+}
+
+/// `micros` as dollars with cents, and further digits as needed: `5.00`, `0.000123`.
+pub fn format_usd(micros: i64) -> String {
+    let sign = if micros < 0 { "-" } else { "" };
+    let abs = micros.unsigned_abs();
+    let fraction = format!("{:06}", abs % 1_000_000);
+    let digits = fraction.trim_end_matches('0').len().max(2);
+    format!("{sign}{}.{}", abs / 1_000_000, &fraction[..digits])
+}
+
 /// Micro-USD from dollars as typed (`5`, `0.25`); `None` for a negative, non-finite or
 /// too-large amount.
 pub fn usd_to_micros(usd: f64) -> Option<i64> {
@@ -185,6 +211,100 @@ pub fn glob_match(pattern: &str, text: &str) -> bool {
         }
     }
     p[pi..].iter().all(|&b| b == b'*')
+}
+
+/// Changes to a key, as `keys create|update` and `/admin/keys` take them: each `Some` replaces
+/// the value (`Some(None)` clears it), each `None` keeps it.
+#[derive(Clone, Debug, Default)]
+pub struct KeyChanges {
+    pub name: Option<Option<String>>,
+    pub models: Option<Vec<String>>,
+    pub expires_us: Option<Option<i64>>,
+    pub requests_per_minute: Option<Option<i64>>,
+    pub tokens_per_minute: Option<Option<i64>>,
+    /// The budget in micro-USD and its period. A period without an amount changes the period of
+    /// the key's budget; an amount without a period keeps the key's period (`day` for a new one).
+    pub budget_micros: Option<Option<i64>>,
+    pub budget_period: Option<BudgetPeriod>,
+}
+
+impl KeyChanges {
+    /// `name` and `limits` with these changes, checked.
+    pub fn apply(
+        self,
+        name: Option<String>,
+        limits: &KeyLimits,
+    ) -> Result<(Option<String>, KeyLimits), String> {
+        let name = self.name.unwrap_or(name);
+        if let Some(name) = &name
+            && (name.len() > NAME_MAX || name.chars().any(char::is_control))
+        {
+            return Err(format!(
+                "name: at most {NAME_MAX} bytes without control characters"
+            ));
+        }
+        let budget = match (self.budget_micros, self.budget_period) {
+            (Some(None), _) => None,
+            (Some(Some(micros)), period) => Some(Budget {
+                micros,
+                period: period
+                    .or(limits.budget.map(|b| b.period))
+                    .unwrap_or(BudgetPeriod::Day),
+            }),
+            (None, Some(period)) => match limits.budget {
+                Some(budget) => Some(Budget { period, ..budget }),
+                None => return Err("budget-period: set a budget too (--budget)".to_owned()),
+            },
+            (None, None) => limits.budget,
+        };
+        let limits = KeyLimits {
+            models: self.models.unwrap_or_else(|| limits.models.clone()),
+            expires_us: self.expires_us.unwrap_or(limits.expires_us),
+            requests_per_minute: self
+                .requests_per_minute
+                .unwrap_or(limits.requests_per_minute),
+            tokens_per_minute: self.tokens_per_minute.unwrap_or(limits.tokens_per_minute),
+            budget,
+        };
+        limits.check()?;
+        Ok((name, limits))
+    }
+}
+
+/// Bytes of a key's name, at most.
+pub const NAME_MAX: usize = 200;
+
+/// An expiry as typed: `never`, a UTC time (`2026-12-31`, `2026-12-31 18:00`), or a time from
+/// now (`90m`, `24h`, `30d`). `Ok(None)` is `never`.
+pub fn parse_expiry(text: &str, now_us: i64) -> Result<Option<i64>, String> {
+    let text = text.trim();
+    if text == "never" {
+        return Ok(None);
+    }
+    let unit_us = |c: char| match c {
+        'm' => Some(super::time::MINUTE_US),
+        'h' => Some(super::time::HOUR_US),
+        'd' => Some(super::time::DAY_US),
+        _ => None,
+    };
+    if let Some(last) = text.chars().last()
+        && let Some(unit) = unit_us(last)
+        && let Ok(n) = text[..text.len() - 1].parse::<i64>()
+        && n > 0
+    {
+        return n
+            .checked_mul(unit)
+            .and_then(|d| now_us.checked_add(d))
+            .map(Some)
+            .ok_or_else(|| format!("expires: `{text}` is too far away"));
+    }
+    super::time::parse_utc(text).map(Some).ok_or_else(|| {
+        format!(
+            "expires: `{}` is not a time: write never, 2026-12-31, 2026-12-31 18:00 (UTC), or \
+             90m, 24h, 30d from now",
+            crate::clip::echo(text)
+        )
+    })
 }
 
 /// A credential for `/admin/*`, stored as the SHA-256 of the secret like a project key.
@@ -268,6 +388,56 @@ mod tests {
         assert_eq!(usd_to_micros(0.25), Some(250_000));
         assert_eq!(usd_to_micros(-1.0), None);
         assert_eq!(usd_to_micros(f64::NAN), None);
+    }
+
+    #[test]
+    fn changes_replace_clear_or_keep_each_value() {
+        let before = KeyLimits {
+            models: vec!["a".to_owned()],
+            requests_per_minute: Some(5),
+            budget: Some(Budget {
+                micros: 9,
+                period: BudgetPeriod::Month,
+            }),
+            ..KeyLimits::default()
+        };
+        let changes = KeyChanges {
+            requests_per_minute: Some(None),
+            tokens_per_minute: Some(Some(100)),
+            budget_micros: Some(Some(5_000_000)),
+            ..KeyChanges::default()
+        };
+        let (name, after) = changes.apply(Some("n".to_owned()), &before).unwrap();
+        assert_eq!(name.as_deref(), Some("n"));
+        assert_eq!(after.models, ["a"]);
+        assert_eq!(after.requests_per_minute, None);
+        assert_eq!(after.tokens_per_minute, Some(100));
+        assert_eq!(
+            after.budget,
+            Some(Budget {
+                micros: 5_000_000,
+                period: BudgetPeriod::Month
+            }),
+            "the period is kept"
+        );
+        let period_alone = KeyChanges {
+            budget_period: Some(BudgetPeriod::Day),
+            ..KeyChanges::default()
+        };
+        assert!(period_alone.apply(None, &KeyLimits::default()).is_err());
+    }
+
+    #[test]
+    fn expiries_are_read_as_times_or_from_now() {
+        let now = 1_000_000_000_000_000;
+        assert_eq!(parse_expiry("never", now), Ok(None));
+        assert_eq!(parse_expiry("2h", now), Ok(Some(now + 2 * 3_600_000_000)));
+        assert_eq!(
+            parse_expiry("2026-12-31", now),
+            Ok(super::super::time::parse_utc("2026-12-31"))
+        );
+        assert!(parse_expiry("soon", now).is_err());
+        assert!(parse_expiry("-2d", now).is_err());
     }
 
     #[test]

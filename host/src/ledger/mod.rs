@@ -36,7 +36,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use keys::{AdminKey, Budget, BudgetPeriod, KeyLimits};
+pub use keys::{AdminKey, Budget, BudgetPeriod, KeyChanges, KeyLimits};
 pub use store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
 /// Records written in one transaction at most.
