@@ -7,6 +7,8 @@
 use super::Unit;
 use super::time::bucket_start;
 
+/// Bytes of a key id, at most (ids are `key_` and 16 hex digits).
+pub const KEY_ID_MAX: usize = 64;
 /// Patterns a key's `models` list may hold, at most (a list is read on every request).
 pub const MODELS_MAX: usize = 64;
 /// Bytes of one model pattern, at most.

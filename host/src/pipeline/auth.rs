@@ -124,7 +124,7 @@ fn claimed_project(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     Ok(Some(project.to_owned()))
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, key) = value.split_once(' ')?;
     let key = key.trim();
