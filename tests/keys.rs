@@ -132,7 +132,8 @@ async fn spend_reaches(gateway: &Gateway, admin_key: &str, id: &str, usd: f64) -
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let path = format!("/admin/keys/{id}");
-        let (status, key) = admin(gateway, Some(admin_key), reqwest::Method::GET, &path, None).await;
+        let (status, key) =
+            admin(gateway, Some(admin_key), reqwest::Method::GET, &path, None).await;
         assert_eq!(status, 200, "{key}");
         if key["spend"]["usd"].as_f64() == Some(usd) || Instant::now() > deadline {
             return key;
@@ -177,7 +178,11 @@ async fn a_key_with_a_5_dollar_daily_budget_and_two_models_refuses_the_third_mod
     let (status, body) = chat(&gateway, &key, "openai/o1").await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(body["error"]["code"], "model_not_allowed");
-    assert_eq!(calls.load(Ordering::SeqCst), 0, "a refused model never reaches the upstream");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "a refused model never reaches the upstream"
+    );
 
     for i in 0..5 {
         let (status, body) = chat(&gateway, &key, "openai/gpt-4o").await;
@@ -193,7 +198,11 @@ async fn a_key_with_a_5_dollar_daily_budget_and_two_models_refuses_the_third_mod
     assert_eq!(calls.load(Ordering::SeqCst), 5);
 
     let shown = spend_reaches(&gateway, admin_key, &id, 5.0).await;
-    assert_eq!(shown["spend"], json!({"usd": 5.0, "period": "day"}), "{shown}");
+    assert_eq!(
+        shown["spend"],
+        json!({"usd": 5.0, "period": "day"}),
+        "{shown}"
+    );
     let listed = cli(&config, &["keys", "list", "--project", "team-a"]);
     assert!(listed.contains("5.00 today"), "{listed}");
     assert!(
@@ -209,13 +218,17 @@ async fn expired_keys_are_refused_and_a_keys_own_rpm_holds() {
     let dir = temp_dir("keys-expiry");
     let (upstream, _) = dollar_upstream().await;
     let config = write_config(&dir, &upstream, "memory");
-    let limited = cli(
-        &config,
-        &["keys", "create", "--project", "p", "--rpm", "2"],
-    );
+    let limited = cli(&config, &["keys", "create", "--project", "p", "--rpm", "2"]);
     let expired = cli(
         &config,
-        &["keys", "create", "--project", "p", "--expires", "2020-01-01"],
+        &[
+            "keys",
+            "create",
+            "--project",
+            "p",
+            "--expires",
+            "2020-01-01",
+        ],
     );
     let other = cli(&config, &["keys", "create", "--project", "p"]);
     let gateway = Gateway::serve(&dir, &config).await;
@@ -230,7 +243,10 @@ async fn expired_keys_are_refused_and_a_keys_own_rpm_holds() {
     }
     assert_eq!(statuses, [200, 200, 429]);
     let (status, body) = chat(&gateway, limited.trim(), "echo-1").await;
-    assert_eq!((status, &body["error"]["code"]), (429, &json!("rate_limit_exceeded")));
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (429, &json!("rate_limit_exceeded"))
+    );
     // The limit is the key's own: another key of the same project is not held back.
     assert_eq!(chat(&gateway, other.trim(), "echo-1").await.0, 200);
     drop(gateway);
@@ -244,7 +260,9 @@ async fn the_admin_api_takes_admin_keys_only_and_manages_keys() {
     let config = write_config(&dir, &upstream, "memory");
     let admin_key = cli(&config, &["admin-key", "create"]).trim().to_owned();
     let revoked_admin = cli(&config, &["admin-key", "create"]).trim().to_owned();
-    let project_key = cli(&config, &["keys", "create", "--project", "p"]).trim().to_owned();
+    let project_key = cli(&config, &["keys", "create", "--project", "p"])
+        .trim()
+        .to_owned();
     let listed = cli(&config, &["admin-key", "list"]);
     let revoked_id = listed
         .lines()
@@ -273,7 +291,11 @@ async fn the_admin_api_takes_admin_keys_only_and_manages_keys() {
             let body = (method == Method::POST || method == Method::PATCH)
                 .then(|| json!({"project": "p"}));
             let (got, answer) = admin(&gateway, auth, method.clone(), path, body).await;
-            assert_eq!((got, answer["error"]["code"].as_str()), (status, Some(code)), "{method} {path} with {auth:?}");
+            assert_eq!(
+                (got, answer["error"]["code"].as_str()),
+                (status, Some(code)),
+                "{method} {path} with {auth:?}"
+            );
         }
     }
 
@@ -294,8 +316,14 @@ async fn the_admin_api_takes_admin_keys_only_and_manages_keys() {
     let path = format!("/admin/keys/{id}");
     let (status, shown) = admin(&gateway, auth, Method::GET, &path, None).await;
     assert_eq!(status, 200);
-    assert!(shown.get("key").is_none(), "the secret is shown once: {shown}");
-    assert_eq!((shown["rpm"].clone(), shown["tpm"].clone()), (json!(10), json!(5000)));
+    assert!(
+        shown.get("key").is_none(),
+        "the secret is shown once: {shown}"
+    );
+    assert_eq!(
+        (shown["rpm"].clone(), shown["tpm"].clone()),
+        (json!(10), json!(5000))
+    );
     assert_eq!(shown["spend"], json!({"usd": 0.0, "period": "total"}));
 
     let (status, updated) = admin(
@@ -308,16 +336,40 @@ async fn the_admin_api_takes_admin_keys_only_and_manages_keys() {
     .await;
     assert_eq!(status, 200, "{updated}");
     assert_eq!(
-        (updated["rpm"].clone(), updated["tpm"].clone(), updated["name"].clone()),
+        (
+            updated["rpm"].clone(),
+            updated["tpm"].clone(),
+            updated["name"].clone()
+        ),
         (json!(20), Value::Null, json!("renamed"))
     );
-    assert_eq!(updated["models"], json!(["echo-*"]), "untouched fields are kept");
-    let (status, bad) = admin(&gateway, auth, Method::PATCH, &path, Some(json!({"rpm": 0}))).await;
-    assert_eq!((status, bad["error"]["param"].as_str()), (400, Some("rpm")), "{bad}");
+    assert_eq!(
+        updated["models"],
+        json!(["echo-*"]),
+        "untouched fields are kept"
+    );
+    let (status, bad) = admin(
+        &gateway,
+        auth,
+        Method::PATCH,
+        &path,
+        Some(json!({"rpm": 0})),
+    )
+    .await;
+    assert_eq!(
+        (status, bad["error"]["param"].as_str()),
+        (400, Some("rpm")),
+        "{bad}"
+    );
 
     let (status, list) = admin(&gateway, auth, Method::GET, "/admin/keys?project=p", None).await;
     assert_eq!(status, 200);
-    let ids: Vec<&str> = list["data"].as_array().unwrap().iter().map(|k| k["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids.len(), 2, "{list}");
     assert!(ids.contains(&id.as_str()));
 
@@ -325,7 +377,10 @@ async fn the_admin_api_takes_admin_keys_only_and_manages_keys() {
     let (status, _) = admin(&gateway, auth, Method::DELETE, &path, None).await;
     assert_eq!(status, 200);
     let (status, again) = admin(&gateway, auth, Method::DELETE, &path, None).await;
-    assert_eq!((status, again["error"]["code"].as_str()), (404, Some("key_not_found")));
+    assert_eq!(
+        (status, again["error"]["code"].as_str()),
+        (404, Some("key_not_found"))
+    );
     let (_, shown) = admin(&gateway, auth, Method::GET, &path, None).await;
     assert_eq!(shown["state"], "revoked");
     let (status, _) = admin(&gateway, auth, Method::GET, "/admin/keys/key_nope", None).await;
@@ -342,7 +397,16 @@ async fn a_keys_budget_holds_across_two_replicas_on_one_redis() {
     let config = write_config(&dir, &upstream, &redis.url());
     let key = cli(
         &config,
-        &["keys", "create", "--project", "p", "--budget", "3", "--budget-period", "total"],
+        &[
+            "keys",
+            "create",
+            "--project",
+            "p",
+            "--budget",
+            "3",
+            "--budget-period",
+            "total",
+        ],
     );
     let key = key.trim();
     let replicas = [

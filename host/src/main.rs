@@ -513,7 +513,9 @@ fn admin_key(command: AdminKeyCommand) -> anyhow::Result<()> {
             &mut out,
             &mut err,
         ),
-        AdminKeyCommand::List { ledger } => keys::list_admin(open_store(&ledger)?.as_ref(), &mut out),
+        AdminKeyCommand::List { ledger } => {
+            keys::list_admin(open_store(&ledger)?.as_ref(), &mut out)
+        }
         AdminKeyCommand::Revoke { id, ledger } => {
             keys::revoke_admin(open_store(&ledger)?.as_ref(), &id, &mut out)
         }

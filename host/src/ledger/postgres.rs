@@ -29,11 +29,11 @@ use postgres::{Client, NoTls, Row, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::UsageRecord;
+use super::keys::{AdminKey, KeyLimits};
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::stats::{self, Figures, GroupRow, Grouping, Metric, StatsQuery};
-use super::keys::{AdminKey, KeyLimits};
 use super::store::{
     ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
     limits_to_columns,

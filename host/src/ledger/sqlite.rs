@@ -15,11 +15,11 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 use super::UsageRecord;
+use super::keys::{AdminKey, KeyLimits};
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::stats::{self, Figures, GroupRow, Grouping, Metric, StatsQuery};
-use super::keys::{AdminKey, KeyLimits};
 use super::store::{
     ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
     limits_to_columns,
@@ -743,7 +743,9 @@ impl Store for SqliteStore {
     fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()> {
         let conn = self.conn()?;
         conn.execute(
-            &format!("INSERT INTO admin_keys ({ADMIN_KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"),
+            &format!(
+                "INSERT INTO admin_keys ({ADMIN_KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            ),
             params![
                 key.id,
                 key.name,

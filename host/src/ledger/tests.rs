@@ -180,10 +180,17 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
     };
     assert!(store.update_key("key_a", Some("renamed"), &limits).unwrap());
     let updated = store.key("key_a").unwrap().unwrap();
-    assert_eq!((updated.name.as_deref(), &updated.limits), (Some("renamed"), &limits));
+    assert_eq!(
+        (updated.name.as_deref(), &updated.limits),
+        (Some("renamed"), &limits)
+    );
     assert!(!store.update_key("key_zzz", None, &limits).unwrap());
     store.revoke_key("key_a", 5).unwrap();
-    assert!(!store.update_key("key_a", None, &KeyLimits::default()).unwrap());
+    assert!(
+        !store
+            .update_key("key_a", None, &KeyLimits::default())
+            .unwrap()
+    );
 
     let mut records = [
         record(H, "a", 1, 1, 100),
@@ -213,7 +220,10 @@ pub(super) fn check_admin_keys(store: &dyn Store) {
     store.insert_admin_key(&a).unwrap();
     store.insert_admin_key(&b).unwrap();
     assert!(store.insert_admin_key(&a).is_err(), "ids are unique");
-    assert_eq!(store.admin_key_by_hash("hash-of-adm_b").unwrap(), Some(b.clone()));
+    assert_eq!(
+        store.admin_key_by_hash("hash-of-adm_b").unwrap(),
+        Some(b.clone())
+    );
     assert_eq!(store.key_by_hash("hash-of-adm_b").unwrap(), None);
     assert_eq!(store.admin_keys().unwrap(), vec![a.clone(), b]);
     assert!(store.revoke_admin_key("adm_a", 9).unwrap());
@@ -1808,7 +1818,10 @@ fn an_older_postgres_database_gains_the_key_limit_columns() {
         .unwrap();
     drop(client);
     let store = postgres::PostgresStore::open(&url).unwrap();
-    assert_eq!(store.key("key_old").unwrap().unwrap().limits, KeyLimits::default());
+    assert_eq!(
+        store.key("key_old").unwrap().unwrap().limits,
+        KeyLimits::default()
+    );
     let mut new = key("key_new", "p", 2);
     new.limits.budget = Some(Budget {
         micros: 1,

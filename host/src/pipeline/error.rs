@@ -274,11 +274,9 @@ impl ApiError {
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
             Self::ExpiredApiKey => ("invalid_request_error", None, Some("expired_api_key")),
-            Self::ModelNotAllowed(_) => (
-                "permission_error",
-                Some("model"),
-                Some("model_not_allowed"),
-            ),
+            Self::ModelNotAllowed(_) => {
+                ("permission_error", Some("model"), Some("model_not_allowed"))
+            }
             Self::AdminKeyRequired => ("invalid_request_error", None, Some("admin_key_required")),
             Self::NotAnAdminKey => ("permission_error", None, Some("not_an_admin_key")),
             Self::KeyNotFound(_) => ("invalid_request_error", Some("id"), Some("key_not_found")),

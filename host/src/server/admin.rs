@@ -61,7 +61,9 @@ async fn admin(state: &AppState, headers: &HeaderMap) -> Result<AdminKey, ApiErr
 }
 
 /// A field of a PATCH body: absent (`None`), `null` (`Some(None)`) or a value.
-fn field<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+fn field<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
 }
 
@@ -255,7 +257,9 @@ async fn revoke(
     if !revoked {
         return Err(ApiError::KeyNotFound(id));
     }
-    Ok(Json(json!({"id": id, "object": "api_key", "revoked": true})))
+    Ok(Json(
+        json!({"id": id, "object": "api_key", "revoked": true}),
+    ))
 }
 
 /// An id as the path gives it, bounded (a 404 for one no key could have).
