@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use crate::ledger::{ApiKey, Store};
+use crate::ledger::{AdminKey, ApiKey, KeyLimits, Store};
 
 /// How long a lookup (found or not) is trusted before the database is asked again.
 pub const CACHE_TTL: Duration = Duration::from_secs(5);
@@ -31,6 +31,8 @@ pub struct Caller {
     pub project: String,
     /// The API key's id (never the key); `None` for an anonymous request to an open gateway.
     pub key_id: Option<String>,
+    /// What the key may do on its own (nothing of its own for an anonymous caller).
+    pub limits: KeyLimits,
 }
 
 /// Bytes of a project id, at most.
@@ -71,8 +73,28 @@ pub fn generate(project: &str, name: Option<&str>, now_us: i64) -> (String, ApiK
         prefix: key.chars().take(SHOWN_CHARS).collect(),
         created_us: now_us,
         revoked_us: None,
+        limits: KeyLimits::default(),
     };
     (key, stored)
+}
+
+/// Every admin key starts with this: unlike a project key's `wg-`, so neither passes for the
+/// other even before a lookup.
+pub const ADMIN_KEY_PREFIX: &str = "wgadm_";
+
+/// A new admin key: the secret itself (shown once) and what is stored of it.
+pub fn generate_admin(name: Option<&str>, now_us: i64) -> (String, AdminKey) {
+    let random = || uuid::Uuid::new_v4().simple().to_string();
+    let secret = format!("{ADMIN_KEY_PREFIX}{}{}", random(), random());
+    let stored = AdminKey {
+        id: format!("adm_{}", &random()[..16]),
+        name: name.map(str::to_owned),
+        hash: hash(&secret),
+        prefix: secret.chars().take(ADMIN_KEY_PREFIX.len() + 4).collect(),
+        created_us: now_us,
+        revoked_us: None,
+    };
+    (secret, stored)
 }
 
 /// The key lookups of a running gateway.

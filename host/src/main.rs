@@ -32,6 +32,9 @@ enum Command {
     /// Create, list and revoke the gateway's own API keys (kept hashed in the ledger database).
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Create, list and revoke admin keys, the credentials of the /admin/keys API.
+    #[command(subcommand)]
+    AdminKey(AdminKeyCommand),
     /// Usage and cost over a range, in total or per model, from the ledger or a gateway.
     Usage(UsageArgs),
     /// Start, build and test a router, limiter or provider plugin in Rust, Python or JavaScript.
@@ -127,13 +130,20 @@ enum KeysCommand {
     Create {
         #[arg(long)]
         project: String,
-        /// A note to tell keys apart in `keys list`.
-        #[arg(long)]
-        name: Option<String>,
+        #[command(flatten)]
+        limits: KeyLimitArgs,
         #[command(flatten)]
         ledger: LedgerArgs,
     },
-    /// List keys: id, project, name, first characters, state.
+    /// Change a key's name or limits (gateways apply them within seconds); `none` clears one.
+    Update {
+        id: String,
+        #[command(flatten)]
+        limits: KeyLimitArgs,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+    /// List keys: id, project, name, first characters, limits, spend so far, state.
     List {
         #[arg(long)]
         project: Option<String>,
@@ -141,6 +151,71 @@ enum KeysCommand {
         ledger: LedgerArgs,
     },
     /// Revoke a key by its id; gateways refuse it within seconds.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+}
+
+/// A key's own limits, for `keys create|update`.
+#[derive(Args)]
+struct KeyLimitArgs {
+    /// A note to tell keys apart in `keys list`.
+    #[arg(long)]
+    name: Option<String>,
+    /// The only models it may use, comma-separated ids or patterns: `openai/*,gpt-4o`.
+    /// Empty: every model.
+    #[arg(long)]
+    models: Option<String>,
+    /// When it stops working: 2026-12-31, "2026-12-31 18:00" (UTC), 90m, 24h, 30d from now,
+    /// or never.
+    #[arg(long)]
+    expires: Option<String>,
+    /// Its own requests per minute (or none).
+    #[arg(long)]
+    rpm: Option<String>,
+    /// Its own tokens per minute (or none).
+    #[arg(long)]
+    tpm: Option<String>,
+    /// Its budget in USD per --budget-period (or none).
+    #[arg(long, value_name = "USD")]
+    budget: Option<String>,
+    /// day (the default), month or total.
+    #[arg(long, value_name = "PERIOD")]
+    budget_period: Option<String>,
+}
+
+impl KeyLimitArgs {
+    fn into_args(self) -> wasmgate::cli::keys::LimitArgs {
+        wasmgate::cli::keys::LimitArgs {
+            name: self.name,
+            models: self.models,
+            expires: self.expires,
+            rpm: self.rpm,
+            tpm: self.tpm,
+            budget: self.budget,
+            budget_period: self.budget_period,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum AdminKeyCommand {
+    /// Make an admin key for /admin/keys; it is printed once, alone on standard output.
+    Create {
+        /// A note to tell admin keys apart.
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+    /// List admin keys: id, name, first characters, state.
+    List {
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+    /// Revoke an admin key by its id (at once).
     Revoke {
         id: String,
         #[command(flatten)]
@@ -236,6 +311,7 @@ fn main() -> ExitCode {
         Command::Models(args) => models(&args),
         Command::Login(args) => login(&args),
         Command::Keys(command) => keys(command),
+        Command::AdminKey(command) => admin_key(command),
         Command::Usage(args) => runtime.block_on(usage(args)),
         Command::Plugin(command) => plugin(command),
     };
@@ -403,20 +479,45 @@ fn keys(command: KeysCommand) -> anyhow::Result<()> {
     match command {
         KeysCommand::Create {
             project,
-            name,
+            limits,
             ledger,
         } => keys::create(
             open_store(&ledger)?.as_ref(),
             &project,
-            name.as_deref(),
+            &limits.into_args(),
             &mut out,
             &mut err,
+        ),
+        KeysCommand::Update { id, limits, ledger } => keys::update(
+            open_store(&ledger)?.as_ref(),
+            &id,
+            &limits.into_args(),
+            &mut out,
         ),
         KeysCommand::List { project, ledger } => {
             keys::list(open_store(&ledger)?.as_ref(), project.as_deref(), &mut out)
         }
         KeysCommand::Revoke { id, ledger } => {
             keys::revoke(open_store(&ledger)?.as_ref(), &id, &mut out)
+        }
+    }
+}
+
+fn admin_key(command: AdminKeyCommand) -> anyhow::Result<()> {
+    use wasmgate::cli::keys;
+    let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr());
+    match command {
+        AdminKeyCommand::Create { name, ledger } => keys::create_admin(
+            open_store(&ledger)?.as_ref(),
+            name.as_deref(),
+            &mut out,
+            &mut err,
+        ),
+        AdminKeyCommand::List { ledger } => {
+            keys::list_admin(open_store(&ledger)?.as_ref(), &mut out)
+        }
+        AdminKeyCommand::Revoke { id, ledger } => {
+            keys::revoke_admin(open_store(&ledger)?.as_ref(), &id, &mut out)
         }
     }
 }

@@ -12,12 +12,14 @@
 //! - [`store`]: the storage trait and what the analytics endpoints ask of it.
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
+//! - [`keys`]: what a project key may do on its own, and the admin keys.
 //! - [`requests`]: the request log's query, pages and filters, shared by both stores.
 //! - [`responses`]: responses kept for the Responses API's `store` and `previous_response_id`.
 //! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), both stores.
 //! - `rollup`: what both stores share about rollups and ranges.
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
+pub mod keys;
 pub mod postgres;
 pub mod requests;
 pub mod responses;
@@ -34,6 +36,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use keys::{AdminKey, Budget, BudgetPeriod, KeyChanges, KeyLimits};
 pub use store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
 
 /// Records written in one transaction at most.

@@ -29,11 +29,15 @@ use postgres::{Client, NoTls, Row, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::UsageRecord;
+use super::keys::{AdminKey, KeyLimits};
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::stats::{self, Figures, GroupRow, Grouping, Metric, StatsQuery};
-use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
+use super::store::{
+    ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
+    limits_to_columns,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS usage_records (
@@ -142,6 +146,24 @@ CREATE TABLE IF NOT EXISTS api_keys (
     created_us BIGINT NOT NULL,
     revoked_us BIGINT
 );
+-- Added after the first release: a key's own limits (older databases get them, empty), the
+-- index that sums a key's spend, and the credentials of /admin/*.
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS models TEXT NOT NULL DEFAULT '';
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS expires_us BIGINT;
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS rpm BIGINT;
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS tpm BIGINT;
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS budget_micros BIGINT;
+ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS budget_period TEXT;
+CREATE INDEX IF NOT EXISTS usage_records_by_key
+    ON usage_records (api_key_id, time_us) WHERE api_key_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS admin_keys (
+    id TEXT PRIMARY KEY,
+    name TEXT,
+    key_hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    created_us BIGINT NOT NULL,
+    revoked_us BIGINT
+);
 CREATE TABLE IF NOT EXISTS stored_responses (
     project TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -162,7 +184,10 @@ const MAX_READERS: usize = 4;
 /// How long a query waits for a connection before giving up.
 const READER_WAIT: Duration = Duration::from_secs(10);
 
-const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us";
+const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
+                           models, expires_us, rpm, tpm, budget_micros, budget_period";
+
+const ADMIN_KEY_COLUMNS: &str = "id, name, key_hash, prefix, created_us, revoked_us";
 
 pub struct PostgresStore {
     config: postgres::Config,
@@ -753,6 +778,8 @@ fn record_row(row: &Row) -> anyhow::Result<UsageRecord> {
 }
 
 fn key_row(row: &Row) -> ApiKey {
+    let models: String = row.get(7);
+    let period: Option<String> = row.get(12);
     ApiKey {
         id: row.get(0),
         project: row.get(1),
@@ -761,6 +788,25 @@ fn key_row(row: &Row) -> ApiKey {
         prefix: row.get(4),
         created_us: row.get(5),
         revoked_us: row.get(6),
+        limits: limits_from_columns(
+            &models,
+            row.get(8),
+            row.get(9),
+            row.get(10),
+            row.get(11),
+            period.as_deref(),
+        ),
+    }
+}
+
+fn admin_key_row(row: &Row) -> AdminKey {
+    AdminKey {
+        id: row.get(0),
+        name: row.get(1),
+        hash: row.get(2),
+        prefix: row.get(3),
+        created_us: row.get(4),
+        revoked_us: row.get(5),
     }
 }
 
@@ -959,10 +1005,13 @@ impl Store for PostgresStore {
     }
 
     fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
+        let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
+            limits_to_columns(&key.limits);
         self.read(|client| {
             client.execute(
                 &format!(
-                    "INSERT INTO api_keys ({KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                    "INSERT INTO api_keys ({KEY_COLUMNS})
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
                 ),
                 &[
                     &key.id,
@@ -972,9 +1021,108 @@ impl Store for PostgresStore {
                     &key.prefix,
                     &key.created_us,
                     &key.revoked_us,
+                    &models,
+                    &expires_us,
+                    &rpm,
+                    &tpm,
+                    &budget_micros,
+                    &budget_period,
                 ],
             )?;
             Ok(())
+        })
+    }
+
+    fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>> {
+        self.read(|client| {
+            let row = client.query_opt(
+                &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = $1"),
+                &[&id],
+            )?;
+            Ok(row.as_ref().map(key_row))
+        })
+    }
+
+    fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool> {
+        let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
+            limits_to_columns(limits);
+        self.read(|client| {
+            let changed = client.execute(
+                "UPDATE api_keys SET name = $2, models = $3, expires_us = $4, rpm = $5, tpm = $6,
+                     budget_micros = $7, budget_period = $8
+                 WHERE id = $1 AND revoked_us IS NULL",
+                &[
+                    &id,
+                    &name,
+                    &models,
+                    &expires_us,
+                    &rpm,
+                    &tpm,
+                    &budget_micros,
+                    &budget_period,
+                ],
+            )?;
+            Ok(changed > 0)
+        })
+    }
+
+    fn key_spend(&self, key_id: &str, since_us: i64) -> anyhow::Result<i64> {
+        self.read(|client| {
+            let row = client.query_one(
+                "SELECT COALESCE(SUM(cost_micros), 0)::BIGINT FROM usage_records
+                 WHERE api_key_id = $1 AND time_us >= $2",
+                &[&key_id, &since_us],
+            )?;
+            Ok(row.try_get(0)?)
+        })
+    }
+
+    fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()> {
+        self.read(|client| {
+            client.execute(
+                &format!(
+                    "INSERT INTO admin_keys ({ADMIN_KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"
+                ),
+                &[
+                    &key.id,
+                    &key.name,
+                    &key.hash,
+                    &key.prefix,
+                    &key.created_us,
+                    &key.revoked_us,
+                ],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn admin_key_by_hash(&self, hash: &str) -> anyhow::Result<Option<AdminKey>> {
+        self.read(|client| {
+            let row = client.query_opt(
+                &format!("SELECT {ADMIN_KEY_COLUMNS} FROM admin_keys WHERE key_hash = $1"),
+                &[&hash],
+            )?;
+            Ok(row.as_ref().map(admin_key_row))
+        })
+    }
+
+    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>> {
+        self.read(|client| {
+            let rows = client.query(
+                &format!("SELECT {ADMIN_KEY_COLUMNS} FROM admin_keys ORDER BY created_us, id"),
+                &[],
+            )?;
+            Ok(rows.iter().map(admin_key_row).collect())
+        })
+    }
+
+    fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
+        self.read(|client| {
+            let changed = client.execute(
+                "UPDATE admin_keys SET revoked_us = $2 WHERE id = $1 AND revoked_us IS NULL",
+                &[&id, &at_us],
+            )?;
+            Ok(changed > 0)
         })
     }
 

@@ -15,11 +15,15 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 use super::UsageRecord;
+use super::keys::{AdminKey, KeyLimits};
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::stats::{self, Figures, GroupRow, Grouping, Metric, StatsQuery};
-use super::store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
+use super::store::{
+    ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
+    limits_to_columns,
+};
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS usage_records (
@@ -123,6 +127,14 @@ CREATE TABLE IF NOT EXISTS api_keys (
     created_us INTEGER NOT NULL,
     revoked_us INTEGER
 );
+CREATE TABLE IF NOT EXISTS admin_keys (
+    id TEXT PRIMARY KEY,
+    name TEXT,
+    key_hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    revoked_us INTEGER
+);
 CREATE TABLE IF NOT EXISTS stored_responses (
     project TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -139,9 +151,23 @@ CREATE TABLE IF NOT EXISTS stored_responses (
 const KEYS_PER_QUERY: usize = 500;
 const TIMES_PER_QUERY: usize = 1_000;
 
-const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us";
+const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
+                           models, expires_us, rpm, tpm, budget_micros, budget_period";
+
+/// Added after the first release: a key's own limits (older files get them, empty), and the
+/// index that sums a key's spend.
+const KEY_LIMITS_SCHEMA: [(&str, &str); 6] = [
+    ("models", "TEXT NOT NULL DEFAULT ''"),
+    ("expires_us", "INTEGER"),
+    ("rpm", "INTEGER"),
+    ("tpm", "INTEGER"),
+    ("budget_micros", "INTEGER"),
+    ("budget_period", "TEXT"),
+];
 
 fn key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKey> {
+    let models: String = row.get(7)?;
+    let period: Option<String> = row.get(12)?;
     Ok(ApiKey {
         id: row.get(0)?,
         project: row.get(1)?,
@@ -150,6 +176,27 @@ fn key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKey> {
         prefix: row.get(4)?,
         created_us: row.get(5)?,
         revoked_us: row.get(6)?,
+        limits: limits_from_columns(
+            &models,
+            row.get(8)?,
+            row.get(9)?,
+            row.get(10)?,
+            row.get(11)?,
+            period.as_deref(),
+        ),
+    })
+}
+
+const ADMIN_KEY_COLUMNS: &str = "id, name, key_hash, prefix, created_us, revoked_us";
+
+fn admin_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AdminKey> {
+    Ok(AdminKey {
+        id: row.get(0)?,
+        name: row.get(1)?,
+        hash: row.get(2)?,
+        prefix: row.get(3)?,
+        created_us: row.get(4)?,
+        revoked_us: row.get(5)?,
     })
 }
 
@@ -227,6 +274,17 @@ impl SqliteStore {
             )
             .context("cannot add usage_records.cache_write_tokens")?;
         }
+        for (column, kind) in KEY_LIMITS_SCHEMA {
+            if !column_exists(&conn, "api_keys", column)? {
+                conn.execute_batch(&format!("ALTER TABLE api_keys ADD COLUMN {column} {kind}"))
+                    .with_context(|| format!("cannot add api_keys.{column}"))?;
+            }
+        }
+        conn.execute_batch(
+            "CREATE INDEX IF NOT EXISTS usage_records_by_key
+                 ON usage_records (api_key_id, time_us) WHERE api_key_id IS NOT NULL",
+        )
+        .context("cannot index usage_records by key")?;
         Ok(Self {
             conn: Mutex::new(conn),
             reader: None,
@@ -624,12 +682,80 @@ impl Store for SqliteStore {
     }
 
     fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
+        let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
+            limits_to_columns(&key.limits);
         let conn = self.conn()?;
         conn.execute(
-            &format!("INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+            &format!(
+                "INSERT INTO api_keys ({KEY_COLUMNS})
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+            ),
             params![
                 key.id,
                 key.project,
+                key.name,
+                key.hash,
+                key.prefix,
+                key.created_us,
+                key.revoked_us,
+                models,
+                expires_us,
+                rpm,
+                tpm,
+                budget_micros,
+                budget_period
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>> {
+        let conn = self.reader()?;
+        let mut stmt =
+            conn.prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"))?;
+        let mut rows = stmt.query_map(params![id], key_row)?;
+        Ok(rows.next().transpose()?)
+    }
+
+    fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool> {
+        let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
+            limits_to_columns(limits);
+        let conn = self.conn()?;
+        let changed = conn.execute(
+            "UPDATE api_keys SET name = ?2, models = ?3, expires_us = ?4, rpm = ?5, tpm = ?6,
+                 budget_micros = ?7, budget_period = ?8
+             WHERE id = ?1 AND revoked_us IS NULL",
+            params![
+                id,
+                name,
+                models,
+                expires_us,
+                rpm,
+                tpm,
+                budget_micros,
+                budget_period
+            ],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn key_spend(&self, key_id: &str, since_us: i64) -> anyhow::Result<i64> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(
+            "SELECT COALESCE(SUM(cost_micros), 0) FROM usage_records
+             WHERE api_key_id = ?1 AND time_us >= ?2",
+        )?;
+        Ok(stmt.query_row(params![key_id, since_us], |row| row.get(0))?)
+    }
+
+    fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()> {
+        let conn = self.conn()?;
+        conn.execute(
+            &format!(
+                "INSERT INTO admin_keys ({ADMIN_KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+            ),
+            params![
+                key.id,
                 key.name,
                 key.hash,
                 key.prefix,
@@ -638,6 +764,33 @@ impl Store for SqliteStore {
             ],
         )?;
         Ok(())
+    }
+
+    fn admin_key_by_hash(&self, hash: &str) -> anyhow::Result<Option<AdminKey>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {ADMIN_KEY_COLUMNS} FROM admin_keys WHERE key_hash = ?1"
+        ))?;
+        let mut rows = stmt.query_map(params![hash], admin_key_row)?;
+        Ok(rows.next().transpose()?)
+    }
+
+    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {ADMIN_KEY_COLUMNS} FROM admin_keys ORDER BY created_us, id"
+        ))?;
+        let keys = stmt.query_map([], admin_key_row)?;
+        Ok(keys.collect::<Result<_, _>>()?)
+    }
+
+    fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
+        let conn = self.conn()?;
+        let changed = conn.execute(
+            "UPDATE admin_keys SET revoked_us = ?2 WHERE id = ?1 AND revoked_us IS NULL",
+            params![id, at_us],
+        )?;
+        Ok(changed > 0)
     }
 
     fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {

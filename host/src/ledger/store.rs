@@ -18,13 +18,15 @@
 //! - `ledger_batches`: the id of every batch written in the last day, written in the batch's
 //!   transaction, so that a batch retried after its commit's acknowledgement was lost (the
 //!   connection broke at that moment) is recognised and not counted twice;
-//! - `api_keys`.
+//! - `api_keys`, with each key's own limits (see [`super::keys`]), and `admin_keys`, the
+//!   credentials of `/admin/*`.
 //!
 //! `usage_records` is indexed for the request log (see [`super::requests`]): by project and
 //! time (with the request id, the pages' keyset), by project and user, failed requests alone
 //! (a partial index), and by request id.
 
 use super::UsageRecord;
+use super::keys::{AdminKey, Budget, BudgetPeriod, KeyLimits};
 use super::requests::RequestQuery;
 use super::responses::StoredResponse;
 use super::stats::{GroupRow, Grouping, Metric, StatsQuery};
@@ -155,6 +157,60 @@ pub struct ApiKey {
     pub prefix: String,
     pub created_us: i64,
     pub revoked_us: Option<i64>,
+    /// What the key may do on its own.
+    pub limits: KeyLimits,
+}
+
+/// The `api_keys` columns of a key's limits as stored: (models, expires, rpm, tpm, budget
+/// micros, budget period). `models` is the patterns joined by newlines (a pattern holds no
+/// control character).
+pub type LimitColumns = (
+    String,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<&'static str>,
+);
+
+/// A key's limits as columns, in [`LIMIT_COLUMNS`]' order.
+pub fn limits_to_columns(limits: &KeyLimits) -> LimitColumns {
+    (
+        limits.models.join("\n"),
+        limits.expires_us,
+        limits.requests_per_minute,
+        limits.tokens_per_minute,
+        limits.budget.map(|b| b.micros),
+        limits.budget.map(|b| b.period.name()),
+    )
+}
+
+/// A key's limits from its columns. Only this code writes them; should a period ever be unknown
+/// the budget is taken as a total one, which never resets (the strictest reading).
+pub fn limits_from_columns(
+    models: &str,
+    expires_us: Option<i64>,
+    rpm: Option<i64>,
+    tpm: Option<i64>,
+    budget_micros: Option<i64>,
+    budget_period: Option<&str>,
+) -> KeyLimits {
+    KeyLimits {
+        models: models
+            .split('\n')
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        expires_us,
+        requests_per_minute: rpm,
+        tokens_per_minute: tpm,
+        budget: budget_micros.map(|micros| Budget {
+            micros,
+            period: budget_period
+                .and_then(BudgetPeriod::parse)
+                .unwrap_or(BudgetPeriod::Total),
+        }),
+    }
 }
 
 /// A ledger store. Calls block (they run on a blocking thread); ranges are `[start_us, end_us)`.
@@ -197,6 +253,27 @@ pub trait Store: Send + Sync + 'static {
 
     /// The key whose hash is `hash`, revoked or not.
     fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>>;
+
+    /// The key with this id, revoked or not.
+    fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>>;
+
+    /// Replaces the name and limits of the unrevoked key with this id; `false` when there is none.
+    fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool>;
+
+    /// What the key's requests since `since_us` cost, in micro-USD (records written so far).
+    fn key_spend(&self, key_id: &str, since_us: i64) -> anyhow::Result<i64>;
+
+    /// Stores a new admin key; its id and hash are unique.
+    fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()>;
+
+    /// The admin key whose hash is `hash`, revoked or not.
+    fn admin_key_by_hash(&self, hash: &str) -> anyhow::Result<Option<AdminKey>>;
+
+    /// Every admin key, revoked ones too, oldest first.
+    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>>;
+
+    /// Marks the admin key revoked at `at_us`; `false` when no unrevoked one has that id.
+    fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool>;
 
     /// The stored record of one request, by its request id, whatever its project (for tests
     /// and diagnostics). The last one if several share it.

@@ -38,6 +38,8 @@ on_every_store!(
     check_totals,
     check_model_buckets,
     check_keys,
+    check_key_limits_and_spend,
+    check_admin_keys,
     check_user_filter,
     check_many_users_one_bucket,
     check_rollups_agree_with_records,
@@ -124,6 +126,7 @@ fn key(id: &str, project: &str, created_us: i64) -> ApiKey {
         prefix: "wg-abc".to_owned(),
         created_us,
         revoked_us: None,
+        limits: crate::ledger::KeyLimits::default(),
     }
 }
 
@@ -147,6 +150,87 @@ pub(super) fn check_keys(store: &dyn Store) {
     assert!(!store.revoke_key("key_zzz", 43).unwrap());
     let revoked = store.key_by_hash("hash-of-key_a").unwrap().unwrap();
     assert_eq!(revoked.revoked_us, Some(42));
+}
+
+/// A key's limits read back as written, are replaced by an update (not of a revoked key), and
+/// its spend sums its own records from the given time on.
+pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
+    let mut a = key("key_a", "p", 1);
+    a.limits = KeyLimits {
+        models: vec!["openai/*".to_owned(), "gpt-4o".to_owned()],
+        expires_us: Some(H),
+        requests_per_minute: Some(3),
+        tokens_per_minute: None,
+        budget: Some(Budget {
+            micros: 5_000_000,
+            period: BudgetPeriod::Day,
+        }),
+    };
+    store.insert_key(&a).unwrap();
+    assert_eq!(store.key("key_a").unwrap(), Some(a.clone()));
+    assert_eq!(store.key_by_hash("hash-of-key_a").unwrap(), Some(a.clone()));
+    assert_eq!(store.key("key_zzz").unwrap(), None);
+
+    let limits = KeyLimits {
+        tokens_per_minute: Some(1000),
+        budget: Some(Budget {
+            micros: 7,
+            period: BudgetPeriod::Total,
+        }),
+        ..KeyLimits::default()
+    };
+    assert!(store.update_key("key_a", Some("renamed"), &limits).unwrap());
+    let updated = store.key("key_a").unwrap().unwrap();
+    assert_eq!(
+        (updated.name.as_deref(), &updated.limits),
+        (Some("renamed"), &limits)
+    );
+    assert!(!store.update_key("key_zzz", None, &limits).unwrap());
+    store.revoke_key("key_a", 5).unwrap();
+    assert!(
+        !store
+            .update_key("key_a", None, &KeyLimits::default())
+            .unwrap()
+    );
+
+    let mut records = [
+        record(H, "a", 1, 1, 100),
+        record(H + 10, "a", 1, 1, 20),
+        record(H + 20, "a", 1, 1, 3),
+    ];
+    records[0].api_key_id = Some("key_a".to_owned());
+    records[1].api_key_id = Some("key_a".to_owned());
+    records[2].api_key_id = Some("key_b".to_owned());
+    store.write(&records).unwrap();
+    assert_eq!(store.key_spend("key_a", 0).unwrap(), 120);
+    assert_eq!(store.key_spend("key_a", H + 1).unwrap(), 20);
+    assert_eq!(store.key_spend("key_c", 0).unwrap(), 0);
+}
+
+/// Admin keys: found by hash, listed, revoked once; apart from project keys.
+pub(super) fn check_admin_keys(store: &dyn Store) {
+    let admin = |id: &str, at: i64| AdminKey {
+        id: id.to_owned(),
+        name: Some("ops".to_owned()),
+        hash: format!("hash-of-{id}"),
+        prefix: "wgadm_ab".to_owned(),
+        created_us: at,
+        revoked_us: None,
+    };
+    let (a, b) = (admin("adm_a", 1), admin("adm_b", 2));
+    store.insert_admin_key(&a).unwrap();
+    store.insert_admin_key(&b).unwrap();
+    assert!(store.insert_admin_key(&a).is_err(), "ids are unique");
+    assert_eq!(
+        store.admin_key_by_hash("hash-of-adm_b").unwrap(),
+        Some(b.clone())
+    );
+    assert_eq!(store.key_by_hash("hash-of-adm_b").unwrap(), None);
+    assert_eq!(store.admin_keys().unwrap(), vec![a.clone(), b]);
+    assert!(store.revoke_admin_key("adm_a", 9).unwrap());
+    assert!(!store.revoke_admin_key("adm_a", 10).unwrap());
+    let revoked = store.admin_key_by_hash("hash-of-adm_a").unwrap().unwrap();
+    assert_eq!(revoked.revoked_us, Some(9));
 }
 
 /// Model buckets are the same from rollups and raw rows.
@@ -1050,6 +1134,27 @@ impl Store for Stuck {
     fn key_by_hash(&self, _: &str) -> anyhow::Result<Option<ApiKey>> {
         Ok(None)
     }
+    fn key(&self, _: &str) -> anyhow::Result<Option<ApiKey>> {
+        Ok(None)
+    }
+    fn update_key(&self, _: &str, _: Option<&str>, _: &KeyLimits) -> anyhow::Result<bool> {
+        Ok(false)
+    }
+    fn key_spend(&self, _: &str, _: i64) -> anyhow::Result<i64> {
+        Ok(0)
+    }
+    fn insert_admin_key(&self, _: &AdminKey) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn admin_key_by_hash(&self, _: &str) -> anyhow::Result<Option<AdminKey>> {
+        Ok(None)
+    }
+    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>> {
+        Ok(Vec::new())
+    }
+    fn revoke_admin_key(&self, _: &str, _: i64) -> anyhow::Result<bool> {
+        Ok(false)
+    }
     fn record(&self, _: &str) -> anyhow::Result<Option<UsageRecord>> {
         Ok(None)
     }
@@ -1521,6 +1626,27 @@ impl Store for LosesFirstAck {
     fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
         self.inner.key_by_hash(hash)
     }
+    fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>> {
+        self.inner.key(id)
+    }
+    fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool> {
+        self.inner.update_key(id, name, limits)
+    }
+    fn key_spend(&self, key_id: &str, since_us: i64) -> anyhow::Result<i64> {
+        self.inner.key_spend(key_id, since_us)
+    }
+    fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()> {
+        self.inner.insert_admin_key(key)
+    }
+    fn admin_key_by_hash(&self, hash: &str) -> anyhow::Result<Option<AdminKey>> {
+        self.inner.admin_key_by_hash(hash)
+    }
+    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>> {
+        self.inner.admin_keys()
+    }
+    fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
+        self.inner.revoke_admin_key(id, at_us)
+    }
     fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
         self.inner.record(request_id)
     }
@@ -1655,6 +1781,65 @@ fn an_older_postgres_database_gains_the_reasoning_tokens_column() {
     assert_eq!(store.record(&new.request_id).unwrap(), Some(new));
 }
 
+/// A database whose `api_keys` predates keys' own limits gets the columns when opened: its
+/// keys have no limits, and new keys keep theirs.
+#[test]
+fn an_older_sqlite_file_gains_the_key_limit_columns() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-keys-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.db");
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE api_keys (id TEXT PRIMARY KEY, project TEXT NOT NULL, name TEXT,
+                 key_hash TEXT NOT NULL UNIQUE, prefix TEXT NOT NULL,
+                 created_us INTEGER NOT NULL, revoked_us INTEGER);
+             INSERT INTO api_keys VALUES ('key_old', 'p', NULL, 'hash-old', 'wg-1', 1, NULL);",
+        )
+        .unwrap();
+    }
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    let old = store.key("key_old").unwrap().unwrap();
+    assert_eq!(old.limits, KeyLimits::default());
+    let mut new = key("key_new", "p", 2);
+    new.limits.requests_per_minute = Some(5);
+    store.insert_key(&new).unwrap();
+    assert_eq!(store.key("key_new").unwrap(), Some(new));
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The same on PostgreSQL.
+#[test]
+fn an_older_postgres_database_gains_the_key_limit_columns() {
+    let Some((url, _cluster)) = pg::database() else {
+        return;
+    };
+    let store = postgres::PostgresStore::open(&url).unwrap();
+    store.insert_key(&key("key_old", "p", 1)).unwrap();
+    drop(store);
+    let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "ALTER TABLE api_keys DROP COLUMN models, DROP COLUMN expires_us, DROP COLUMN rpm,
+                 DROP COLUMN tpm, DROP COLUMN budget_micros, DROP COLUMN budget_period",
+        )
+        .unwrap();
+    drop(client);
+    let store = postgres::PostgresStore::open(&url).unwrap();
+    assert_eq!(
+        store.key("key_old").unwrap().unwrap().limits,
+        KeyLimits::default()
+    );
+    let mut new = key("key_new", "p", 2);
+    new.limits.budget = Some(Budget {
+        micros: 1,
+        period: BudgetPeriod::Month,
+    });
+    store.insert_key(&new).unwrap();
+    assert_eq!(store.key("key_new").unwrap(), Some(new));
+}
+
 /// `sslmode=verify-full` with the CA in `sslrootcert`: every connection is TLS. Without the CA
 /// the server is refused (its certificate is always verified), and no error shows the password.
 #[test]
@@ -1778,6 +1963,7 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
         conn.execute_batch(
             "DROP INDEX usage_records_by_project_time_id; DROP INDEX usage_records_by_project_user;
              DROP INDEX usage_records_failed; DROP INDEX usage_records_by_request;
+             DROP INDEX usage_records_by_key;
              CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);",
         )
         .unwrap();
@@ -1798,6 +1984,7 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
     assert_eq!(
         indexes(&conn),
         [
+            "usage_records_by_key",
             "usage_records_by_project_time_id",
             "usage_records_by_project_user",
             "usage_records_by_request",

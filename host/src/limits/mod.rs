@@ -1,5 +1,10 @@
 //! Rate limits and budgets: limiter plugins check each request before it is forwarded and
 //! settle it with its real usage afterwards, using counters kept here (in memory) or in Redis.
+//!
+//! Besides the config's rules, a key with limits of its own (see [`crate::ledger::KeyLimits`])
+//! is checked by the same `rate-limit` and `budget` plugins, as rules `key-rate` and
+//! `key-budget` scoped by the key's id, after the config's rules and on the same counters store
+//! (so they hold across replicas on Redis).
 
 pub mod counters;
 pub mod window;
@@ -7,6 +12,7 @@ pub mod window;
 use std::sync::Arc;
 
 use crate::config::{LimitRule, LimitScope, LimitsConfig};
+use crate::ledger::KeyLimits;
 use crate::plugins::{
     CounterStore, Decision, Denial, LimitRequest, LimiterPlugin, PluginFailure, PluginHost,
     Settlement,
@@ -17,8 +23,15 @@ pub struct Limits {
     store: Arc<dyn CounterStore>,
     /// `limits.store` as configured, to tell whether a reload may keep `store`.
     store_url: String,
-    rules: Vec<Rule>,
+    rules: Vec<Arc<Rule>>,
+    /// The plugins that check a key's own rate and budget.
+    key_rate: LimiterPlugin,
+    key_budget: LimiterPlugin,
 }
+
+/// The counter prefixes of a key's own limits.
+const KEY_RATE_RULE: &str = "key-rate";
+const KEY_BUDGET_RULE: &str = "key-budget";
 
 struct Rule {
     /// Prefix of the rule's counter keys.
@@ -39,6 +52,8 @@ pub struct Facts<'a> {
     pub estimated_input_tokens: u32,
     pub max_output_tokens: Option<u32>,
     pub estimated_cost_micros: Option<i64>,
+    /// The key's own limits (empty for an anonymous caller).
+    pub key_limits: &'a KeyLimits,
 }
 
 /// Why a request cannot be admitted.
@@ -53,7 +68,7 @@ pub enum Refusal {
 /// An admitted request: the rules that allowed it, to settle when it is done.
 pub struct Admission {
     limits: Arc<Limits>,
-    checked: Vec<(usize, LimitRequest)>,
+    checked: Vec<(Arc<Rule>, LimitRequest)>,
     /// `x-ratelimit-*` headers for the response.
     pub headers: Vec<(String, String)>,
 }
@@ -82,17 +97,44 @@ impl Limits {
             };
         let mut rules = Vec::with_capacity(config.rules.len());
         for (i, rule) in config.rules.iter().enumerate() {
-            rules.push(load_rule(i, rule, host, plugins_dir).await?);
+            rules.push(Arc::new(load_rule(i, rule, host, plugins_dir).await?));
         }
+        let builtin = |name: &str| {
+            host.load_limiter(name, plugins_dir)
+                .map_err(|e| format!("the `{name}` limiter, for keys' own limits: {e}"))
+        };
         Ok(Self {
             store,
             store_url: config.store.clone(),
             rules,
+            key_rate: builtin("rate-limit")?,
+            key_budget: builtin("budget")?,
         })
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+    /// Whether there is nothing to check for a request whose key has `key_limits`.
+    pub fn is_empty_for(&self, key_limits: &KeyLimits) -> bool {
+        self.rules.is_empty() && !key_limits.has_counters()
+    }
+
+    /// The rules of the key's own limits that apply to every request it sends.
+    fn key_rules(&self, limits: &KeyLimits) -> Vec<Arc<Rule>> {
+        let rule = |id: &str, plugin: &LimiterPlugin, options: String| {
+            Arc::new(Rule {
+                id: id.into(),
+                plugin: plugin.clone(),
+                options,
+                scope: LimitScope::Key,
+                models: Vec::new(),
+            })
+        };
+        let rate = limits
+            .rate_options()
+            .map(|o| rule(KEY_RATE_RULE, &self.key_rate, o));
+        let budget = limits
+            .budget_options()
+            .map(|o| rule(KEY_BUDGET_RULE, &self.key_budget, o));
+        rate.into_iter().chain(budget).collect()
     }
 
     /// Checks every rule that applies. The first denial refuses the request; reservations the
@@ -103,7 +145,11 @@ impl Limits {
             checked: Vec::new(),
             headers: Vec::new(),
         };
-        for (i, rule) in self.rules.iter().enumerate() {
+        let key_rules = match facts.api_key_id {
+            Some(_) => self.key_rules(facts.key_limits),
+            None => Vec::new(),
+        };
+        for rule in self.rules.iter().chain(&key_rules) {
             if !rule.models.is_empty() && !rule.models.iter().any(|m| m == facts.model) {
                 continue;
             }
@@ -115,7 +161,7 @@ impl Limits {
             match decision {
                 Ok(Decision::Allow(headers)) => {
                     admission.headers.extend(headers);
-                    admission.checked.push((i, request));
+                    admission.checked.push((Arc::clone(rule), request));
                 }
                 Ok(Decision::Deny(denial)) => {
                     admission.release().await;
@@ -186,8 +232,7 @@ fn limit_request(scope: LimitScope, facts: &Facts<'_>) -> LimitRequest {
 impl Admission {
     /// Settles every rule that allowed the request with what it really used.
     pub async fn settle(self, usage: Settlement) {
-        for (i, request) in &self.checked {
-            let rule = &self.limits.rules[*i];
+        for (rule, request) in &self.checked {
             let settled = rule
                 .plugin
                 .settle(&self.limits.store, &rule.id, &rule.options, request, &usage)

@@ -1,5 +1,6 @@
-//! The admit stage: the limit rules check the request before anything is sent; an admitted
-//! request keeps its admission in the context, and `finish` settles it with the real usage.
+//! The admit stage: the key's own model list, then the limit rules (the config's and the key's)
+//! check the request before anything is sent; an admitted request keeps its admission in the
+//! context, and `finish` settles it with the real usage.
 
 use super::context::Context;
 use super::error::ApiError;
@@ -11,10 +12,15 @@ use crate::plugins::Usage;
 /// Output tokens assumed for a cost estimate when the client sets no `max_tokens`.
 const DEFAULT_OUTPUT_ESTIMATE: u32 = 1024;
 
-/// Checks the limits (nothing to do without limit rules).
+/// Checks the key's models and the limits (nothing more to do without limit rules).
 pub async fn admit(cx: &mut Context) -> Result<(), ApiError> {
+    // Before routing, so a refusal says nothing of whether the model exists.
+    if !cx.caller.limits.allows_model(&cx.request.model) {
+        cx.trace.denied("model_not_allowed");
+        return Err(ApiError::ModelNotAllowed(cx.request.model.clone()));
+    }
     let gateway = std::sync::Arc::clone(&cx.gateway);
-    if gateway.limits.is_empty() {
+    if gateway.limits.is_empty_for(&cx.caller.limits) {
         return Ok(());
     }
     let span = cx.trace.stage("limits");
@@ -34,6 +40,7 @@ pub async fn admit(cx: &mut Context) -> Result<(), ApiError> {
             estimated_input_tokens,
             max_output_tokens.unwrap_or(DEFAULT_OUTPUT_ESTIMATE),
         ),
+        key_limits: &cx.caller.limits,
     };
     let admitted = span.scope(gateway.limits.admit(&facts)).await;
     drop(span);

@@ -12,6 +12,9 @@
 //! Before any of that, the headers must be unambiguous: `Authorization`, `x-api-key` or
 //! `x-project-id` sent twice is a 400 (which copy counts would otherwise depend on the server),
 //! and an `x-project-id` outside [`crate::auth::check_project`]'s rule is a 400 naming it.
+//!
+//! An expired key is a 401 even on an open gateway: the key is ours and the client should learn
+//! it has run out, rather than be served anonymously past its end.
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
@@ -19,6 +22,8 @@ use axum::http::header::AUTHORIZATION;
 use super::context::Context;
 use super::error::ApiError;
 use crate::auth::Caller;
+use crate::ledger::KeyLimits;
+use crate::ledger::time::now_us;
 use crate::state::AppState;
 
 /// Where usage goes on an open gateway when the request names no project.
@@ -57,6 +62,7 @@ pub async fn caller(
             .clone()
             .unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
         key_id: None,
+        limits: KeyLimits::default(),
     };
     let Some(key) = presented_key(headers)? else {
         return if required {
@@ -74,11 +80,13 @@ pub async fn caller(
         }
     };
     match found {
+        Some(key) if key.limits.expired(now_us()) => Err(ApiError::ExpiredApiKey),
         Some(key) => match claimed {
             Some(project) if project != key.project => Err(ApiError::WrongProject(project)),
             _ => Ok(Caller {
                 project: key.project,
                 key_id: Some(key.id),
+                limits: key.limits,
             }),
         },
         None if required => Err(ApiError::InvalidApiKey),
@@ -97,6 +105,7 @@ pub fn anonymous(headers: &HeaderMap) -> Caller {
     Caller {
         project,
         key_id: None,
+        limits: KeyLimits::default(),
     }
 }
 
@@ -140,7 +149,7 @@ fn presented_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
 /// Anthropic's key header.
 const X_API_KEY: &str = "x-api-key";
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, key) = value.split_once(' ')?;
     let key = key.trim();

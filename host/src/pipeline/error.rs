@@ -112,6 +112,16 @@ pub enum ApiError {
     MissingApiKey,
     #[error("Incorrect or revoked API key provided.")]
     InvalidApiKey,
+    #[error("This API key has expired; ask the gateway's operator for a new one.")]
+    ExpiredApiKey,
+    #[error("This API key may not use the model `{}`.", echo(.0))]
+    ModelNotAllowed(String),
+    #[error("This endpoint needs an admin key (`wasmgate admin-key create` makes one).")]
+    AdminKeyRequired,
+    #[error("A project key cannot manage keys; send an admin key.")]
+    NotAnAdminKey,
+    #[error("No API key has the id `{}`.", echo(.0))]
+    KeyNotFound(String),
     #[error("This API key does not belong to the project `{}`.", echo(.0))]
     WrongProject(String),
     #[error(
@@ -217,8 +227,14 @@ impl ApiError {
             | Self::BadUpstreamRequest { .. } => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             Self::LedgerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Self::MissingApiKey | Self::InvalidApiKey => StatusCode::UNAUTHORIZED,
-            Self::WrongProject(_) => StatusCode::FORBIDDEN,
+            Self::MissingApiKey
+            | Self::InvalidApiKey
+            | Self::ExpiredApiKey
+            | Self::AdminKeyRequired => StatusCode::UNAUTHORIZED,
+            Self::WrongProject(_) | Self::ModelNotAllowed(_) | Self::NotAnAdminKey => {
+                StatusCode::FORBIDDEN
+            }
+            Self::KeyNotFound(_) => StatusCode::NOT_FOUND,
             Self::Saturated(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
         }
@@ -310,6 +326,13 @@ impl ApiError {
             Self::ResponseNotFound(_) => ("invalid_request_error", None, None),
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
+            Self::ExpiredApiKey => ("invalid_request_error", None, Some("expired_api_key")),
+            Self::ModelNotAllowed(_) => {
+                ("permission_error", Some("model"), Some("model_not_allowed"))
+            }
+            Self::AdminKeyRequired => ("invalid_request_error", None, Some("admin_key_required")),
+            Self::NotAnAdminKey => ("permission_error", None, Some("not_an_admin_key")),
+            Self::KeyNotFound(_) => ("invalid_request_error", Some("id"), Some("key_not_found")),
             Self::WrongProject(_) => ("permission_error", None, Some("project_mismatch")),
             Self::Saturated(_) => ("api_error", None, Some("gateway_saturated")),
             Self::BodyTimeout(_) => ("invalid_request_error", None, Some("request_timeout")),
@@ -516,6 +539,11 @@ impl ApiError {
             | Self::UnsafeUpstreamUrl { .. }
             | Self::MissingApiKey
             | Self::InvalidApiKey
+            | Self::ExpiredApiKey
+            | Self::ModelNotAllowed(_)
+            | Self::AdminKeyRequired
+            | Self::NotAnAdminKey
+            | Self::KeyNotFound(_)
             | Self::WrongProject(_)
             // Every target needs an instance from the same pool; and a busy gateway says nothing
             // about a target's health.

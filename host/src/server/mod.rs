@@ -1,5 +1,6 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
+mod admin;
 mod connections;
 mod console;
 mod health;
@@ -33,6 +34,7 @@ use crate::state::AppState;
 /// `/health`, `/metrics` (probes and scrapes, which say nothing of any project) and the console's
 /// static files under `/ui/` (the page asks `/usage/*` with its user's key) passes
 /// [`crate::pipeline::auth::caller`] before anything else; `tests/auth_matrix.rs` holds each route to it.
+/// `/admin/*` takes admin keys instead (see [`admin`]); `tests/keys.rs` holds it to them.
 pub fn app(state: Arc<AppState>) -> Router {
     let max_body = state.max_body_bytes;
     Router::new()
@@ -58,6 +60,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/requests/{*request_id}", get(usage_requests::one))
         .route("/usage/stats", post(usage_stats::stats))
         .merge(console::routes())
+        .merge(admin::routes())
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         // After the routes: it applies to those registered before it. axum adds `Allow`.

@@ -217,7 +217,7 @@ pub(super) async fn asked<T: serde::de::DeserializeOwned>(
     Ok((project, parse(&body)?))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(super) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     // An empty body asks for the defaults.
     let body = if body.iter().all(u8::is_ascii_whitespace) {
         b"{}".as_slice()
