@@ -19,8 +19,8 @@ use super::request::ClientRequest;
 use crate::ledger::Store;
 use crate::ledger::responses::{self, HistoryError, StoredResponse};
 use crate::plugins::{
-    AnswerInfo, CanonicalRequest, DialectPlugin, DialectStream, Failure, Operation, PluginError,
-    SlotKind, Usage,
+    AnswerInfo, CanonicalRequest, Decoded, DialectPlugin, DialectStream, Failure, Operation,
+    PluginError, SlotKind, Usage,
 };
 
 /// Client headers a native target may need (versions and beta flags), passed to its plugin.
@@ -82,17 +82,7 @@ pub async fn decode(
     let previous_id = fields
         .get("previous_response_id")
         .and_then(|raw| raw_json::string(raw));
-    let body = serde_json::to_string(&fields).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
-    let mut call = plugin
-        .start(SlotKind::Call)
-        .await
-        .map_err(ApiError::plugin)?;
-    let decoded = call
-        .decode(&body)
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))?;
-    drop(call);
+    let decoded = decode_fields(&plugin, &fields).await?;
     if !decoded.dropped.is_empty() {
         tracing::debug!(
             dialect = ?cx.dialect,
@@ -117,6 +107,19 @@ pub async fn decode(
         previous_id,
     });
     Ok(request)
+}
+
+/// The dialect plugin's decoding of a body, on an instance of its own.
+async fn decode_fields(plugin: &DialectPlugin, fields: &Fields) -> Result<Decoded, ApiError> {
+    let body = serde_json::to_string(fields).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let mut call = plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    call.decode(&body)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))
 }
 
 /// Responses: replays `previous_response_id`'s conversation into `input`, and says where the
@@ -396,18 +399,7 @@ pub async fn count_tokens(
     if !fields.contains_key("max_tokens") {
         fields.insert("max_tokens".to_owned(), raw_number(1));
     }
-    let body = serde_json::to_string(&fields).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
-    let mut call = gateway
-        .dialects
-        .messages
-        .start(SlotKind::Call)
-        .await
-        .map_err(ApiError::plugin)?;
-    let decoded = call
-        .decode(&body)
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))?;
+    let decoded = decode_fields(&gateway.dialects.messages, &fields).await?;
     let request = ClientRequest::parse(Operation::ChatCompletions, decoded.body.as_bytes())?;
     Ok(request.estimate_input_tokens(crate::tokenizer::Tokenizer))
 }
