@@ -424,3 +424,77 @@ async fn a_keys_budget_holds_across_two_replicas_on_one_redis() {
     drop(replicas);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `GET` on `path` with `key` as the bearer: the status and the body.
+async fn get(gateway: &Gateway, key: &str, path: &str) -> (u16, Value) {
+    let response = http()
+        .get(gateway.url(path))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_lists_only_what_a_key_may_call_and_hides_the_rest() {
+    let dir = temp_dir("keys-models");
+    let (upstream, _) = dollar_upstream().await;
+    let config = write_config(&dir, &upstream, "memory");
+    // An id and a pattern, as the request path matches them.
+    let limited = cli(
+        &config,
+        &[
+            "keys",
+            "create",
+            "--project",
+            "p",
+            "--models",
+            "openai/gpt-4o-*,echo/echo-1",
+        ],
+    );
+    let open = cli(&config, &["keys", "create", "--project", "p"]);
+    let gateway = Gateway::serve(&dir, &config).await;
+    let ids = |list: &Value| -> Vec<String> {
+        let mut ids: Vec<String> = list["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+
+    let (status, list) = get(&gateway, limited.trim(), "/v1/models").await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(ids(&list), ["echo/echo-1", "openai/gpt-4o-mini"], "{list}");
+    let (status, list) = get(&gateway, open.trim(), "/v1/models").await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(
+        ids(&list),
+        [
+            "echo/echo-1",
+            "openai/gpt-4o",
+            "openai/gpt-4o-mini",
+            "openai/o1"
+        ],
+        "{list}"
+    );
+
+    let (status, model) = get(&gateway, limited.trim(), "/v1/models/openai/gpt-4o-mini").await;
+    assert_eq!((status, &model["id"]), (200, &json!("openai/gpt-4o-mini")));
+    // Outside the key's list: exactly what an unknown model gets.
+    let (hidden_status, hidden) = get(&gateway, limited.trim(), "/v1/models/openai/o1").await;
+    let (unknown_status, unknown) =
+        get(&gateway, limited.trim(), "/v1/models/openai/gpt-4o-nope").await;
+    assert_eq!(hidden_status, 404, "{hidden}");
+    assert_eq!(unknown_status, 404, "{unknown}");
+    assert_eq!(hidden["error"]["code"], unknown["error"]["code"]);
+    assert_eq!(hidden["error"]["type"], unknown["error"]["type"]);
+    let (status, model) = get(&gateway, open.trim(), "/v1/models/openai/o1").await;
+    assert_eq!((status, &model["id"]), (200, &json!("openai/o1")));
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,6 +1,7 @@
 //! `GET /v1/models` and `GET /v1/models/{id}`: every model the config makes reachable, to
 //! callers the auth stage lets through (as for the rest of `/v1`: listing may ask upstreams,
-//! with the providers' keys).
+//! with the providers' keys). A key with its own model list sees only the models it may call,
+//! matched by the same rule the request path applies; any other id is unknown to it.
 
 use std::sync::Arc;
 
@@ -124,7 +125,7 @@ pub async fn list(
     headers: HeaderMap,
 ) -> Result<Json<ModelList>, ApiError> {
     let gateway = state.gateway.load_full();
-    auth::caller(&state, &headers, gateway.config.auth.required).await?;
+    let caller = auth::caller(&state, &headers, gateway.config.auth.required).await?;
     let mut data = Vec::new();
     for provider in &gateway.providers {
         let names = if provider.passthrough() {
@@ -147,6 +148,7 @@ pub async fn list(
         owned_by: VIRTUAL_OWNER.to_owned(),
         details: None,
     }));
+    data.retain(|model| caller.limits.allows_model(&model.id));
     Ok(Json(ModelList {
         object: "list",
         data,
@@ -162,7 +164,7 @@ pub async fn retrieve(
     id: Result<Path<String>, PathRejection>,
 ) -> Result<Json<Model>, ApiError> {
     let gateway: Arc<Gateway> = state.gateway.load_full();
-    auth::caller(&state, &headers, gateway.config.auth.required).await?;
+    let caller = auth::caller(&state, &headers, gateway.config.auth.required).await?;
     let Ok(Path(id)) = id else {
         return Err(ApiError::InvalidField {
             param: "model".to_owned(),
@@ -170,6 +172,10 @@ pub async fn retrieve(
         });
     };
     crate::pipeline::request::check_model(&id)?;
+    // The same 404 as an unknown model: a key learns nothing of models outside its list.
+    if !caller.limits.allows_model(&id) {
+        return Err(ApiError::ModelNotFound(id));
+    }
     if gateway.routes.contains_key(&id) {
         return Ok(Json(Model {
             object: "model",
