@@ -4,7 +4,9 @@
 //! Chromium with playwright-core (installed by `scripts/console-browser.sh`): sign-in, a wrong
 //! key refused, the page's figures equal to the usage API's, the log narrowed by filters, one
 //! request opened, charts drawn, a CSV export, no console error and no request to another
-//! origin. Screenshots land in `target/console-screenshots/`.
+//! origin. Screenshots land in `target/console-screenshots/`. With an admin key,
+//! `tests/console/keys.mjs` checks the Keys view against `GET /admin/keys` and creates, changes
+//! and revokes a key through it.
 //!
 //! Also here, without a browser: the console's files and their headers.
 
@@ -185,6 +187,90 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
         "the browser checks failed:\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains("console: all checks passed"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_shows_an_admin_every_projects_keys_and_manages_them() {
+    let browser_dir = repo().join("target/console-browser");
+    assert!(
+        browser_dir
+            .join("node_modules/playwright-core/package.json")
+            .exists(),
+        "playwright-core is missing: run scripts/console-browser.sh (scripts/test.sh does)"
+    );
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)"
+    );
+    let dir = temp_dir("console-keys");
+    let ledger = format!("sqlite://{}", dir.join("ledger.db").display());
+    let config = format!(
+        "server: {{ host: 127.0.0.1, port: 0 }}\n\
+         auth: {{ required: true }}\n\
+         plugins: {{ dir: {plugins}, cache_dir: {cache} }}\n\
+         ledger: {{ url: '{ledger}' }}\n\
+         providers:\n  echo:\n    plugin: echo\n    models: [echo-1]\n",
+        plugins = dir.join("plugins").display(),
+        cache = common::plugin_cache_dir().display(),
+    );
+    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    let key = wasmgate(
+        &dir,
+        &["keys", "create", "--project", "acme", "--ledger", &ledger],
+    );
+    // A hostile name, shown to the admin as text.
+    wasmgate(
+        &dir,
+        &[
+            "keys",
+            "create",
+            "--project",
+            "other",
+            "--name",
+            "<img src=x onerror=\"window.__pwned=1\">",
+            "--models",
+            "echo/*",
+            "--budget",
+            "3",
+            "--ledger",
+            &ledger,
+        ],
+    );
+    let admin_key = wasmgate(
+        &dir,
+        &["admin-key", "create", "--name", "ops", "--ledger", &ledger],
+    );
+    assert!(admin_key.starts_with("wgadm_"), "{admin_key}");
+    let gateway = Gateway::serve(&dir, &dir.join("config.yaml")).await;
+
+    let shots = repo().join("target/console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let out = tokio::task::spawn_blocking({
+        let url = gateway.url("");
+        move || {
+            Command::new("node")
+                .arg(repo().join("tests/console/keys.mjs"))
+                .env("CONSOLE_URL", url)
+                .env("CONSOLE_ADMIN_KEY", admin_key)
+                .env("CONSOLE_KEY", key)
+                .env("CONSOLE_SCREENSHOTS", shots)
+                .env("CONSOLE_CHROMIUM", CHROMIUM)
+                .env("CONSOLE_PLAYWRIGHT", browser_dir)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the browser checks failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("keys: all checks passed"), "{stdout}");
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The console's files: the right content types, a strict CSP, nosniff, an ETag that a

@@ -13,12 +13,28 @@ export function signOut() {
   sessionStorage.removeItem(KEY);
 }
 
-// Checks `candidate` against the gateway before keeping it; throws an Error whose message
-// says why it was refused.
+// An admin key (`wasmgate admin-key create`) manages keys; it is not a project's key, so the
+// usage APIs refuse it.
+export function isAdmin(candidate = key()) {
+  return typeof candidate === "string" && candidate.startsWith("wgadm_");
+}
+
+// Checks `candidate` against the gateway (the API its kind may call) before keeping it;
+// throws an Error whose message says why it was refused.
 export async function signIn(candidate) {
-  const answer = await call("POST", "/usage/total", {}, candidate);
+  const answer = isAdmin(candidate)
+    ? await call("GET", "/admin/keys", undefined, candidate)
+    : await call("POST", "/usage/total", {}, candidate);
   sessionStorage.setItem(KEY, candidate);
   return answer;
+}
+
+export function patch(path, body) {
+  return call("PATCH", path, body, key());
+}
+
+export function del(path) {
+  return call("DELETE", path, undefined, key());
 }
 
 export function post(path, body) {

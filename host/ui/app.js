@@ -1,10 +1,12 @@
 // The console: sign-in, the project's overview (totals against the previous range, charts,
 // breakdowns), the request log and one request. Every figure comes from the usage API, for the
-// range shown in `#overview`'s data-start and data-end.
+// range shown in `#overview`'s data-start and data-end. Signed in with an admin key, the page
+// shows the Keys view only: the usage APIs take a project's key.
 
-import { SignedOut, key, post, signIn, signOut } from "./api.js";
+import { SignedOut, isAdmin, key, post, signIn, signOut } from "./api.js";
 import { lines, resize, stacked } from "./charts.js";
 import { count, el, ms, percent, rangeOf, usd } from "./format.js";
+import * as keys from "./keys.js";
 import * as log from "./log.js";
 import { Breakdown } from "./tables.js";
 
@@ -37,10 +39,16 @@ const TILES = [
 ];
 
 function show(section) {
-  for (const id of ["sign-in", "overview", "requests", "request"]) $(id).hidden = id !== section;
+  for (const id of ["sign-in", "overview", "requests", "request", "keys"]) $(id).hidden = id !== section;
   const signedIn = section !== "sign-in";
+  const admin = signedIn && isAdmin();
   $("nav").hidden = !signedIn;
   $("sign-out").hidden = !signedIn;
+  $("nav-overview").hidden = admin;
+  $("nav-requests").hidden = admin;
+  $("nav-keys").hidden = !admin;
+  $("nav-keys").classList.toggle("active", section === "keys");
+  if (section !== "keys") keys.forget();
   $("nav-overview").classList.toggle("active", section === "overview");
   $("nav-requests").classList.toggle("active", section === "requests" || section === "request");
 }
@@ -134,6 +142,13 @@ function follow() {
 function route() {
   if (!key()) return showSignIn();
   const hash = location.hash;
+  // An admin key has no project: whatever the address, it sees the Keys view (which says why).
+  if (isAdmin()) {
+    stopFollowing();
+    $("project").textContent = "admin";
+    show("keys");
+    return keys.load(failed);
+  }
   if (hash.startsWith("#/request/")) {
     stopFollowing();
     show("request");
@@ -181,6 +196,14 @@ $("log-filters").addEventListener("submit", (event) => {
   event.preventDefault();
   log.load(true, failed);
 });
+$("keys-refresh").addEventListener("click", () => keys.load(failed));
+$("keys-project").addEventListener("change", () => keys.load(failed));
+$("key-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  keys.submit(failed);
+});
+$("key-cancel").addEventListener("click", keys.stopEditing);
+$("new-key-copy").addEventListener("click", keys.copy);
 $("more").addEventListener("click", () => log.load(false, failed));
 $("find").addEventListener("click", () => {
   const id = $("find-id").value.trim();

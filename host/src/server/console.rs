@@ -1,6 +1,7 @@
 //! The operator's console at `/ui/`: static files built into the binary (`host/ui/`), served
 //! with a strict Content-Security-Policy. The page holds no data of its own: it asks the
-//! `/usage/*` APIs with the key its user signs in with, so these routes need no key.
+//! `/usage/*` APIs (or, signed in with an admin key, `/admin/keys`) with the key its user signs
+//! in with, so these routes need no key.
 
 use std::sync::LazyLock;
 
@@ -35,6 +36,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("charts.js", JS, include_bytes!("../../ui/charts.js")),
     ("tables.js", JS, include_bytes!("../../ui/tables.js")),
     ("log.js", JS, include_bytes!("../../ui/log.js")),
+    ("keys.js", JS, include_bytes!("../../ui/keys.js")),
     ("icon.svg", SVG, include_bytes!("../../ui/icon.svg")),
     (
         "vendor/uPlot.iife.min.js",
