@@ -16,11 +16,12 @@ use super::context::{Context, Dialect};
 use super::error::ApiError;
 use super::raw_json::{self, Fields, MAX_FIELDS, Unreadable};
 use super::request::ClientRequest;
+use crate::gateway::Gateway;
 use crate::ledger::Store;
 use crate::ledger::responses::{self, HistoryError, StoredResponse};
 use crate::plugins::{
     AnswerInfo, CanonicalRequest, Decoded, DialectPlugin, DialectStream, Failure, Operation,
-    PluginError, SlotKind, Usage,
+    PluginError, PluginFailure, SlotKind, Usage,
 };
 
 /// Client headers a native target may need (versions and beta flags), passed to its plugin.
@@ -64,10 +65,8 @@ pub async fn decode(
     headers: &http::HeaderMap,
     bytes: &[u8],
 ) -> Result<ClientRequest, ApiError> {
-    let plugin = match cx.dialect {
-        Dialect::Messages => cx.gateway.dialects.messages.clone(),
-        Dialect::Responses => cx.gateway.dialects.responses.clone(),
-        Dialect::Chat => return ClientRequest::parse(cx.operation, bytes),
+    let Some(plugin) = plugin(&cx.gateway, cx.dialect) else {
+        return ClientRequest::parse(cx.operation, bytes);
     };
     let mut fields = raw_json::object(bytes, MAX_FIELDS).map_err(|e| match e {
         Unreadable::Syntax(_)
@@ -116,10 +115,16 @@ async fn decode_fields(plugin: &DialectPlugin, fields: &Fields) -> Result<Decode
         .start(SlotKind::Call)
         .await
         .map_err(ApiError::plugin)?;
-    call.decode(&body)
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))
+    answered(call.decode(&body).await)
+}
+
+/// The plugin that translates `dialect` in this config; none for Chat Completions.
+pub fn plugin(gateway: &Gateway, dialect: Dialect) -> Option<DialectPlugin> {
+    match dialect {
+        Dialect::Messages => Some(gateway.dialects.messages.clone()),
+        Dialect::Responses => Some(gateway.dialects.responses.clone()),
+        Dialect::Chat => None,
+    }
 }
 
 /// Responses: replays `previous_response_id`'s conversation into `input`, and says where the
@@ -290,10 +295,7 @@ pub async fn encode(
         .start(SlotKind::Call)
         .await
         .map_err(ApiError::plugin)?;
-    call.encode(&info, completion, usage)
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))
+    answered(call.encode(&info, completion, usage).await)
 }
 
 /// A stream encoder for the client's dialect; `None` for Chat Completions.
@@ -371,8 +373,18 @@ struct IdOnly {
     id: String,
 }
 
+/// A dialect plugin call's outcome: its value, or the error the client sees (the plugin
+/// failed, or it refused the request in its own terms).
+pub(super) fn answered<T>(
+    called: Result<Result<T, Failure>, PluginFailure>,
+) -> Result<T, ApiError> {
+    called
+        .map_err(ApiError::plugin)?
+        .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))
+}
+
 /// A dialect plugin's failure as the host's typed plugin error.
-pub(super) fn plugin_error(failure: Failure) -> PluginError {
+fn plugin_error(failure: Failure) -> PluginError {
     PluginError {
         kind: failure.kind,
         message: failure.message,

@@ -17,7 +17,7 @@ use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 
 use super::context::{Context, Dialect};
-use super::dialect::Keeper;
+use super::dialect::{Keeper, answered};
 use super::error::ApiError;
 use super::finish::End;
 use crate::plugins::{DialectEvent, DialectStream, ProviderStream, Usage};
@@ -214,26 +214,10 @@ impl Relay {
             Framing::Translated(encoder) => {
                 let mut encoded = Vec::new();
                 for event in &events {
-                    encoded.extend(
-                        encoder
-                            .push(event)
-                            .await
-                            .map_err(ApiError::plugin)?
-                            .map_err(|f| {
-                                ApiError::DialectRejected(super::dialect::plugin_error(f))
-                            })?,
-                    );
+                    encoded.extend(answered(encoder.push(event).await)?);
                 }
                 if self.ended {
-                    encoded.extend(
-                        encoder
-                            .finish(self.usage)
-                            .await
-                            .map_err(ApiError::plugin)?
-                            .map_err(|f| {
-                                ApiError::DialectRejected(super::dialect::plugin_error(f))
-                            })?,
-                    );
+                    encoded.extend(answered(encoder.finish(self.usage).await)?);
                 }
                 if let Some(keeper) = &self.keeper {
                     for event in &encoded {

@@ -106,14 +106,7 @@ async fn error_response(
     dialect: Dialect,
     error: &pipeline::ApiError,
 ) -> Response {
-    let plugin = {
-        let gateway = state.gateway.load();
-        match dialect {
-            Dialect::Messages => Some(gateway.dialects.messages.clone()),
-            Dialect::Responses => Some(gateway.dialects.responses.clone()),
-            Dialect::Chat => None,
-        }
-    };
+    let plugin = pipeline::dialect::plugin(&state.gateway.load(), dialect);
     let body = pipeline::dialect::error_body(plugin, dialect, error).await;
     let mut response = error.response(dialect);
     *response.body_mut() = Body::from(body);

@@ -41,9 +41,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let project = caller_project(&state, &headers).await?;
-    if id.is_empty() || id.len() > ID_MAX {
-        return Err(ApiError::ResponseNotFound(id));
-    }
+    let id = possible(id)?;
     let deleted = blocking(&state, {
         let id = id.clone();
         move |store| store.delete_response(&project, &id)
@@ -127,15 +125,21 @@ async fn find(
     project: String,
     id: String,
 ) -> Result<crate::ledger::responses::StoredResponse, ApiError> {
-    if id.is_empty() || id.len() > ID_MAX {
-        return Err(ApiError::ResponseNotFound(id));
-    }
+    let id = possible(id)?;
     let found = blocking(state, {
         let id = id.clone();
         move |store| store.response(&project, &id)
     })
     .await?;
     found.ok_or(ApiError::ResponseNotFound(id))
+}
+
+/// An id some response could have; any other is not found without asking the store.
+fn possible(id: String) -> Result<String, ApiError> {
+    if id.is_empty() || id.len() > ID_MAX {
+        return Err(ApiError::ResponseNotFound(id));
+    }
+    Ok(id)
 }
 
 fn invalid(param: &str, message: &str) -> ApiError {
