@@ -1,0 +1,163 @@
+//! `gatebench`: what the real `wasmgate` binary adds over calling an upstream directly, as a user
+//! would measure it.
+//!
+//! The gateway runs as a process pinned to CPU 0; the mock upstream (`mock-upstream`) and the
+//! load generator (oha) share CPU 1. For each row it prints the added p50 at concurrency 1,
+//! requests/s and streams/s (20 deltas and usage) at concurrency 64 as ratios to the direct call,
+//! the gateway's own CPU time per request (from `/proc`, steadier than rates on a busy machine),
+//! and the gateway's idle and peak RSS. Every row is checked first: one request must get a 200
+//! and, when streamed, end as its API says, and every load request must get a 200, so that a
+//! gateway answering errors fast cannot look fast.
+//!
+//! `gatebench --gateway PATH --mock PATH --oha PATH [--quick]`; `scripts/bench.sh` builds and
+//! runs it. Bounded: each load is a fixed count or a fixed duration; 127.0.0.1 only.
+
+#![allow(clippy::print_stdout)]
+
+mod load;
+mod process;
+mod scenario;
+
+use anyhow::Context as _;
+
+use load::{Load, Oha};
+use process::Gateway;
+use scenario::{Api, Row, Setup};
+
+struct Args {
+    gateway: String,
+    mock: String,
+    oha: String,
+    quick: bool,
+    only: Option<String>,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut gateway = None;
+    let mut mock = None;
+    let mut oha = None;
+    let mut quick = false;
+    let mut only = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--gateway" => gateway = it.next(),
+            "--mock" => mock = it.next(),
+            "--oha" => oha = it.next(),
+            "--quick" => quick = true,
+            "--only" => only = it.next(),
+            other => anyhow::bail!("unknown argument {other}"),
+        }
+    }
+    Ok(Args {
+        gateway: gateway.context("--gateway PATH")?,
+        mock: mock.context("--mock PATH")?,
+        oha: oha.context("--oha PATH")?,
+        quick,
+        only,
+    })
+}
+
+/// One measured row.
+struct Figures {
+    p50_us: f64,
+    rps: f64,
+    sps: f64,
+    cpu_us_per_request: Option<f64>,
+    cpu_us_per_stream: Option<f64>,
+}
+
+fn measure(oha: &Oha, row: &Row, addr: &str, gateway: Option<&Gateway>) -> anyhow::Result<Figures> {
+    row.check(addr)?;
+    let latency = oha.run(row, addr, false, Load::Sequential)?;
+    let cpu = || gateway.map(Gateway::cpu_us).transpose();
+    let before = cpu()?;
+    let whole = oha.run(row, addr, false, Load::Concurrent)?;
+    let middle = cpu()?;
+    let streams = oha.run(row, addr, true, Load::Concurrent)?;
+    let after = cpu()?;
+    let per = |a: Option<f64>, b: Option<f64>, n: u64| match (a, b) {
+        (Some(a), Some(b)) if n > 0 => Some((b - a) / n as f64),
+        _ => None,
+    };
+    Ok(Figures {
+        p50_us: latency.p50_us,
+        rps: whole.rps,
+        sps: streams.rps,
+        cpu_us_per_request: per(before, middle, whole.count),
+        cpu_us_per_stream: per(middle, after, streams.count),
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    let oha = Oha::new(&args.oha, args.quick);
+    let dir = std::env::temp_dir().join(format!("gatebench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let mock = process::Mock::start(&args.mock)?;
+    println!(
+        "mock upstream at {} (CPU 1, with oha); gateway on CPU 0\n",
+        mock.addr
+    );
+
+    let mut printed_header = false;
+    for api in Api::ALL {
+        let direct = Row::direct(api);
+        if args
+            .only
+            .as_deref()
+            .is_some_and(|o| !direct.name.contains(o) && o != api.name())
+        {
+            continue;
+        }
+        let base = measure(&oha, &direct, &mock.addr, None)?;
+        if !printed_header {
+            print_header();
+            printed_header = true;
+        }
+        print_row(&direct.name, &base, None, None);
+        for setup in Setup::for_api(api) {
+            let gateway = Gateway::start(&args.gateway, &dir, &setup.config(&mock.addr))?;
+            let idle = gateway.rss_kib()?;
+            for row in setup.rows(api) {
+                let figures = measure(&oha, &row, &gateway.addr, Some(&gateway))?;
+                print_row(
+                    &row.name,
+                    &figures,
+                    Some(&base),
+                    Some((idle, gateway.peak_kib()?)),
+                );
+            }
+        }
+        println!();
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(())
+}
+
+fn print_header() {
+    println!(
+        "| target | p50 c=1 | added p50 | requests/s c=64 | ratio | streams/s c=64 | ratio | gateway CPU/request | /stream | RSS idle | RSS peak |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+}
+
+fn print_row(name: &str, f: &Figures, base: Option<&Figures>, rss: Option<(u64, u64)>) {
+    let us = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.0} µs"));
+    let added = base.map(|b| f.p50_us - b.p50_us);
+    let ratio = |v: f64, b: Option<f64>| b.map_or("—".to_owned(), |b| format!("{:.2}", v / b));
+    let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
+    println!(
+        "| {name} | {:.0} µs | {} | {:.0} | {} | {:.0} | {} | {} | {} | {} | {} |",
+        f.p50_us,
+        us(added),
+        f.rps,
+        ratio(f.rps, base.map(|b| b.rps)),
+        f.sps,
+        ratio(f.sps, base.map(|b| b.sps)),
+        us(f.cpu_us_per_request),
+        us(f.cpu_us_per_stream),
+        rss.map_or("—".to_owned(), |r| mib(r.0)),
+        rss.map_or("—".to_owned(), |r| mib(r.1)),
+    );
+}

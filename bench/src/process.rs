@@ -1,0 +1,132 @@
+//! The processes under test: the mock upstream and the gateway, each pinned with `taskset`, and
+//! what `/proc` says about the gateway's CPU time and memory.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+
+use crate::scenario::get_status;
+
+/// Clock ticks per second of `/proc/<pid>/stat`'s times (`USER_HZ`, 100 on Linux).
+const TICKS_PER_SECOND: f64 = 100.0;
+const START_LIMIT: Duration = Duration::from_secs(120);
+
+/// The mock upstream on CPU 1.
+pub struct Mock {
+    child: Child,
+    pub addr: String,
+}
+
+impl Mock {
+    pub fn start(binary: &str) -> anyhow::Result<Self> {
+        let mut child = Command::new("taskset")
+            .args(["-c", "1", binary, "0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .context("starting the mock upstream (is taskset installed?)")?;
+        let stdout = child.stdout.take().context("mock stdout")?;
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line)?;
+        let addr = line
+            .strip_prefix("listening ")
+            .context("the mock did not say where it listens")?
+            .trim()
+            .to_owned();
+        Ok(Self { child, addr })
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `wasmgate serve` on CPU 0, with a config of its own and a SQLite ledger file.
+pub struct Gateway {
+    child: Child,
+    pub addr: String,
+}
+
+impl Gateway {
+    pub fn start(binary: &str, dir: &Path, config: &str) -> anyhow::Result<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let ledger = dir.join(format!("ledger-{port}.db"));
+        let config = format!(
+            "server: {{ host: 127.0.0.1, port: {port} }}\nledger: {{ url: 'sqlite://{}' }}\n{config}",
+            ledger.display()
+        );
+        let path = dir.join(format!("config-{port}.yaml"));
+        std::fs::write(&path, config)?;
+        let log = std::fs::File::create(dir.join(format!("gateway-{port}.log")))?;
+        let child = Command::new("taskset")
+            .args(["-c", "0", binary, "serve", "--config"])
+            .arg(&path)
+            .current_dir(dir)
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("starting the gateway")?;
+        let gateway = Self {
+            child,
+            addr: format!("127.0.0.1:{port}"),
+        };
+        let started = Instant::now();
+        while get_status(&gateway.addr, "/health") != Some(200) {
+            anyhow::ensure!(
+                started.elapsed() < START_LIMIT,
+                "the gateway did not start; see {}",
+                dir.display()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(gateway)
+    }
+
+    fn proc_file(&self, name: &str) -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(format!(
+            "/proc/{}/{name}",
+            self.child.id()
+        ))?)
+    }
+
+    /// User and system CPU time of all its threads so far.
+    pub fn cpu_us(&self) -> anyhow::Result<f64> {
+        let stat = self.proc_file("stat")?;
+        // Fields after the command name (which may hold spaces) start at `state`, field 3.
+        let rest = stat.rsplit_once(')').context("stat")?.1;
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
+        Ok(ticks / TICKS_PER_SECOND * 1e6)
+    }
+
+    fn status_kib(&self, key: &str) -> anyhow::Result<u64> {
+        let status = self.proc_file("status")?;
+        let line = status
+            .lines()
+            .find(|l| l.starts_with(key))
+            .with_context(|| format!("{key} in /proc/pid/status"))?;
+        Ok(line.split_whitespace().nth(1).context("value")?.parse()?)
+    }
+
+    pub fn rss_kib(&self) -> anyhow::Result<u64> {
+        self.status_kib("VmRSS:")
+    }
+
+    pub fn peak_kib(&self) -> anyhow::Result<u64> {
+        self.status_kib("VmHWM:")
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

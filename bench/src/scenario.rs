@@ -1,0 +1,260 @@
+//! What is measured: the APIs, the gateway's two configurations, and the rows of each.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde_json::{Value, json};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Chat,
+    Messages,
+    Responses,
+}
+
+impl Api {
+    pub const ALL: [Api; 3] = [Api::Chat, Api::Messages, Api::Responses];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Messages => "messages",
+            Api::Responses => "responses",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Messages => "/v1/messages",
+            Api::Responses => "/v1/responses",
+        }
+    }
+
+    /// What the last bytes of a complete stream of this API contain.
+    fn stream_end(self) -> &'static str {
+        match self {
+            Api::Chat => "data: [DONE]",
+            Api::Messages => "message_stop",
+            Api::Responses => "response.completed",
+        }
+    }
+}
+
+/// About 1 KiB of prompt, as the issue's figures were measured with.
+fn prompt() -> String {
+    "lorem ipsum dolor sit amet ".repeat(33)
+}
+
+/// One row: an API called at an address with a model.
+pub struct Row {
+    pub name: String,
+    pub api: Api,
+    pub model: &'static str,
+}
+
+impl Row {
+    pub fn direct(api: Api) -> Self {
+        let model = match api {
+            Api::Messages => "claude-sonnet-4-5",
+            Api::Chat | Api::Responses => "gpt-4o-mini",
+        };
+        Row {
+            name: format!("mock called directly ({})", api.path()),
+            api,
+            model,
+        }
+    }
+
+    pub fn path(&self) -> &'static str {
+        self.api.path()
+    }
+
+    /// The headers its API's clients send (the gateway needs no key: auth is off).
+    pub fn headers(&self) -> Vec<(&'static str, &'static str)> {
+        let mut headers = vec![("content-type", "application/json")];
+        match self.api {
+            Api::Chat | Api::Responses => headers.push(("authorization", "Bearer sk-bench")),
+            Api::Messages => {
+                headers.push(("x-api-key", "sk-ant-bench"));
+                headers.push(("anthropic-version", "2023-06-01"));
+            }
+        }
+        headers
+    }
+
+    pub fn body(&self, stream: bool) -> String {
+        let body: Value = match self.api {
+            Api::Chat => {
+                let mut body = json!({"model": self.model, "messages": [
+                    {"role": "system", "content": "You are a helpful assistant."},
+                    {"role": "user", "content": prompt()}]});
+                if stream {
+                    body["stream"] = json!(true);
+                    body["stream_options"] = json!({"include_usage": true});
+                }
+                body
+            }
+            Api::Messages => json!({"model": self.model, "max_tokens": 256, "stream": stream,
+                "system": "You are a helpful assistant.",
+                "messages": [{"role": "user", "content": prompt()}]}),
+            // `store: false`: a stored response costs a synchronous write (BENCHMARKS.md,
+            // "Dialects"); what is measured here is the path itself.
+            Api::Responses => json!({"model": self.model, "stream": stream, "store": false,
+                "instructions": "You are a helpful assistant.", "input": prompt()}),
+        };
+        body.to_string()
+    }
+
+    /// One request of each kind must be answered in full before the row is measured.
+    pub fn check(&self, addr: &str) -> anyhow::Result<()> {
+        for stream in [false, true] {
+            let (status, body) = post(addr, self.path(), &self.headers(), &self.body(stream))
+                .with_context(|| format!("{}: checking request", self.name))?;
+            anyhow::ensure!(
+                status == 200,
+                "{} (stream: {stream}) answered {status}: {}",
+                self.name,
+                body.chars().take(400).collect::<String>()
+            );
+            if stream {
+                anyhow::ensure!(
+                    body.contains(self.api.stream_end()),
+                    "{}: the stream did not end with {}",
+                    self.name,
+                    self.api.stream_end()
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A gateway configuration.
+#[derive(Clone, Copy)]
+pub enum Setup {
+    /// The provider plugin and the ledger (SQLite, a file).
+    Plain,
+    /// And a router (`cheapest`), a `rate-limit` per user and a `budget` per project.
+    Policies,
+}
+
+impl Setup {
+    pub fn for_api(_: Api) -> [Setup; 2] {
+        [Setup::Plain, Setup::Policies]
+    }
+
+    pub fn config(self, mock: &str) -> String {
+        let providers = format!(
+            "providers:
+  openai:
+    plugin: openai
+    base_url: http://{mock}/v1
+    api_key: sk-bench
+    models: [gpt-4o-mini]
+    options: {{ responses: native }}
+  chat:
+    plugin: openai
+    base_url: http://{mock}/v1
+    api_key: sk-bench
+    models: [gpt-4o-mini]
+    options: {{ responses: translate }}
+  anthropic:
+    plugin: anthropic
+    base_url: http://{mock}/v1
+    api_key: sk-ant-bench
+    models: [claude-sonnet-4-5]
+"
+        );
+        let policies = match self {
+            Setup::Plain => String::new(),
+            Setup::Policies => "routing:
+  v-openai: { policy: cheapest, targets: [openai/gpt-4o-mini] }
+  v-chat: { policy: cheapest, targets: [chat/gpt-4o-mini] }
+  v-anthropic: { policy: cheapest, targets: [anthropic/claude-sonnet-4-5] }
+limits:
+  store: memory
+  rules:
+    - { policy: rate-limit, scope: user, options: { requests_per_minute: 1000000000, tokens_per_minute: 1000000000000 } }
+    - { policy: budget, scope: project, options: { daily_usd: 1000000000 } }
+"
+            .to_owned(),
+        };
+        format!("observability: {{ log_level: warn }}\n{providers}{policies}")
+    }
+
+    /// The rows of `api` in this setup: the native target, then a translated one where the API
+    /// is not chat.
+    pub fn rows(self, api: Api) -> Vec<Row> {
+        let (label, virt) = match self {
+            Setup::Plain => ("provider + ledger", false),
+            Setup::Policies => ("+ router + rate-limit + budget", true),
+        };
+        let model = |direct: &'static str, routed: &'static str| if virt { routed } else { direct };
+        let row = |kind: &str, model: &'static str| Row {
+            name: format!("wasmgate {}{kind}, {label}", api.name()),
+            api,
+            model,
+        };
+        match api {
+            Api::Chat => vec![row("", model("openai/gpt-4o-mini", "v-openai"))],
+            Api::Messages => vec![
+                row(
+                    " native",
+                    model("anthropic/claude-sonnet-4-5", "v-anthropic"),
+                ),
+                row(" translated", model("chat/gpt-4o-mini", "v-chat")),
+            ],
+            Api::Responses => vec![
+                row(" native", model("openai/gpt-4o-mini", "v-openai")),
+                row(" translated", model("chat/gpt-4o-mini", "v-chat")),
+            ],
+        }
+    }
+}
+
+/// A plain HTTP/1.1 POST, the connection closed after it: enough to check one answer.
+fn post(
+    addr: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> anyhow::Result<(u16, String)> {
+    let mut socket = TcpStream::connect(addr)?;
+    socket.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    socket.write_all(head.as_bytes())?;
+    socket.write_all(body.as_bytes())?;
+    let mut answer = Vec::new();
+    socket.take(16 << 20).read_to_end(&mut answer)?;
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("no status line")?;
+    Ok((status, answer))
+}
+
+/// A plain HTTP/1.1 GET's status, or `None` if nothing answers yet.
+pub fn get_status(addr: &str, path: &str) -> Option<u16> {
+    let mut socket = TcpStream::connect(addr).ok()?;
+    socket.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let head = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    socket.write_all(head.as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    socket.take(1 << 16).read_to_end(&mut answer).ok()?;
+    String::from_utf8_lossy(&answer)
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The gateway benchmark (BENCHMARKS.md, "The gateway as users run it"): builds the release
+# binary, the mock upstream and the runner, installs the pinned load generator, and prints the
+# table. Arguments go to gatebench (`--quick`, `--only chat|messages|responses`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+OHA_VERSION=1.16.0
+
+command -v taskset >/dev/null || { sudo apt-get install -y util-linux 2>/dev/null || apt-get install -y util-linux; }
+oha="$root/target/tools/oha-$OHA_VERSION/bin/oha"
+if [ ! -x "$oha" ]; then
+  cargo install oha --version "$OHA_VERSION" --locked --root "$root/target/tools/oha-$OHA_VERSION"
+fi
+cargo build --release --bin wasmgate --bin gatebench --bin mock-upstream
+[ "$(nproc)" -ge 2 ] || echo "warning: one CPU; the gateway and the load share it" >&2
+echo "commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)'), $(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+exec target/release/gatebench --gateway target/release/wasmgate \
+  --mock target/release/mock-upstream --oha "$oha" "$@"
