@@ -10,6 +10,11 @@ use wasmgate::catalog::{Catalog, Kind, table};
 use wasmgate::config::{Config, ConfigSource, Overrides};
 use wasmgate::reload::{self, Reloader};
 
+// glibc's malloc was a tenth of the gateway's CPU under load (BENCHMARKS.md, "The gateway as
+// users run it"): many small, short-lived allocations per request across tokio's threads.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "wasmgate",

@@ -13,14 +13,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
+use futures_util::{FutureExt, StreamExt};
 
 use super::context::{Context, Dialect};
 use super::dialect::{Keeper, answered};
 use super::error::ApiError;
 use super::finish::End;
-use crate::plugins::{DialectEvent, DialectStream, ProviderStream, Usage};
+use crate::plugins::{
+    DialectEvent, DialectStream, PluginError, PluginFailure, ProviderStream, StreamOutput, Usage,
+};
 use crate::redact::Redactor;
 
 const DONE: &[u8] = b"data: [DONE]\n\n";
@@ -89,6 +91,7 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
         idle_timeout: upstream.idle_timeout,
         ready: VecDeque::new(),
         ended: false,
+        broken: None,
     };
     let events = stream::unfold(relay, |mut relay| async move {
         let next = relay.next().await?;
@@ -117,7 +120,30 @@ struct Relay {
     keeper: Option<Keeper>,
     ready: VecDeque<Bytes>,
     ended: bool,
+    /// A read error met behind gathered bytes, reported once their events are sent.
+    broken: Option<reqwest::Error>,
 }
+
+/// Upstream bytes taken at once, and what came after them.
+struct Gathered {
+    bytes: Bytes,
+    end: ReadEnd,
+}
+
+enum ReadEnd {
+    /// The stream goes on.
+    More,
+    /// The upstream finished the stream.
+    Finished,
+    /// Reading failed.
+    Failed(reqwest::Error),
+}
+
+/// Bytes gathered into one decoder call at most; past it, the rest waits for the next round.
+const GATHER_MAX: usize = 64 << 10;
+/// Yields without a new chunk before the gathered bytes go: the connection task takes one or
+/// two turns of the scheduler to hand over a chunk it already holds.
+const GATHER_YIELDS: u32 = 2;
 
 impl Relay {
     /// The next bytes to send to the client, or `None` at the end.
@@ -129,9 +155,21 @@ impl Relay {
             if self.ended {
                 return None;
             }
+            if let Some(e) = self.broken.take() {
+                let provider = self.provider.to_string();
+                self.fail(&ApiError::UpstreamUnreachable {
+                    provider,
+                    detail: e.without_url().to_string(),
+                })
+                .await;
+                continue;
+            }
             let chunk = tokio::time::timeout(self.idle_timeout, self.upstream.next()).await;
             let decoded = match chunk {
-                Ok(Some(Ok(bytes))) => self.decoder.push(&bytes).await,
+                Ok(Some(Ok(bytes))) => {
+                    let read = self.gather(bytes).await;
+                    self.decode(read).await
+                }
                 Ok(None) => {
                     self.ended = true;
                     self.decoder.finish().await
@@ -183,6 +221,81 @@ impl Relay {
                 Err(failure) => self.fail(&ApiError::PluginFailed(failure)).await,
             }
         }
+    }
+
+    /// `first` and the upstream bytes that are already there behind it. The HTTP client hands
+    /// a chunked body over one chunk at a time (its connection task decodes the next only
+    /// once this one is taken), so what arrived in one read comes as many chunks: taken one by
+    /// one, each would cost a plugin call and a write to the client of its own. One yield lets
+    /// the connection task hand over what it already holds; a chunk that is not there after it
+    /// is waited for in the next round, so nothing is held back.
+    async fn gather(&mut self, first: Bytes) -> Gathered {
+        let mut bytes = Vec::new();
+        let mut misses = 0;
+        let mut end = ReadEnd::More;
+        loop {
+            let next = match self.upstream.next().now_or_never() {
+                Some(next) => next,
+                None if misses == GATHER_YIELDS => break,
+                None => {
+                    misses += 1;
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+            };
+            match next {
+                Some(Ok(more)) => {
+                    if bytes.is_empty() {
+                        bytes.extend_from_slice(&first);
+                    }
+                    bytes.extend_from_slice(&more);
+                    misses = 0;
+                    if bytes.len() >= GATHER_MAX {
+                        break;
+                    }
+                }
+                Some(Err(e)) => {
+                    end = ReadEnd::Failed(e);
+                    break;
+                }
+                None => {
+                    end = ReadEnd::Finished;
+                    break;
+                }
+            }
+        }
+        let bytes = if bytes.is_empty() {
+            first
+        } else {
+            Bytes::from(bytes)
+        };
+        Gathered { bytes, end }
+    }
+
+    /// Pushes gathered bytes into the decoder, and finishes it if the upstream ended behind
+    /// them. A read error behind them is reported after their events.
+    async fn decode(
+        &mut self,
+        read: Gathered,
+    ) -> Result<Result<StreamOutput, PluginError>, PluginFailure> {
+        let mut output = self.decoder.push(&read.bytes).await;
+        match read.end {
+            ReadEnd::More => {}
+            ReadEnd::Finished => {
+                self.ended = true;
+                if let Ok(Ok(out)) = &mut output {
+                    match self.decoder.finish().await {
+                        Ok(Ok(last)) => {
+                            out.events.extend(last.events);
+                            out.usage = last.usage.or(out.usage);
+                        }
+                        other => return other,
+                    }
+                }
+            }
+            ReadEnd::Failed(e) => self.broken = Some(e),
+        }
+        output
     }
 
     /// Writes decoded events as the client's dialect has them, closing the stream after the

@@ -10,7 +10,7 @@ use axum::response::Response;
 use crate::clip::echo;
 use crate::pipeline::error::ErrorNote;
 
-/// Gives every request an id (the client's `x-request-id` if it sent a sane one), returns it in
+/// Gives every request an id (the client's `x-request-id` if it sent a sane one, else a UUIDv7), returns it in
 /// the response, and logs one line when the response headers are ready.
 pub async fn request_log(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -20,7 +20,10 @@ pub async fn request_log(mut request: Request, next: Next) -> Response {
         .filter(|v| v.len() <= 128 && v.to_str().is_ok_and(|s| !s.is_empty()))
         .cloned()
         .unwrap_or_else(|| {
-            HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+            // Time-ordered (v7): the ledger's index on request ids then grows at one end,
+            // where random ids dirtied a page of it per record (a tenth of the gateway's CPU
+            // went to writing those pages).
+            HeaderValue::from_str(&uuid::Uuid::now_v7().to_string())
                 .unwrap_or(HeaderValue::from_static("unknown"))
         });
     request
