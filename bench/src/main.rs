@@ -9,13 +9,15 @@
 //! and, when streamed, end as its API says, and every load request must get a 200, so that a
 //! gateway answering errors fast cannot look fast.
 //!
-//! `gatebench --gateway PATH --mock PATH --oha PATH [--quick]`; `scripts/bench.sh` builds and
-//! runs it. Bounded: each load is a fixed count or a fixed duration; 127.0.0.1 only.
+//! `gatebench --gateway PATH --mock PATH --oha PATH [--quick] [--only API]`; `--streams
+//! 1000,9000` instead measures RSS with that many streams open at once, `--soak 600` RSS over
+//! ten minutes at saturation. `scripts/bench.sh` builds and runs it. Bounded: each load is a fixed count or a fixed duration; 127.0.0.1 only.
 
 #![allow(clippy::print_stdout)]
 
 mod load;
 mod process;
+mod scale;
 mod scenario;
 
 use anyhow::Context as _;
@@ -30,6 +32,10 @@ struct Args {
     oha: String,
     quick: bool,
     only: Option<String>,
+    /// Open this many streams at once instead (memory at scale), for each number given.
+    streams: Vec<usize>,
+    /// Saturate for this many seconds instead, printing the RSS as it goes.
+    soak: Option<u64>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -38,6 +44,8 @@ fn args() -> anyhow::Result<Args> {
     let mut oha = None;
     let mut quick = false;
     let mut only = None;
+    let mut streams = Vec::new();
+    let mut soak = None;
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -46,6 +54,12 @@ fn args() -> anyhow::Result<Args> {
             "--oha" => oha = it.next(),
             "--quick" => quick = true,
             "--only" => only = it.next(),
+            "--streams" => {
+                for n in it.next().context("--streams N[,N...]")?.split(',') {
+                    streams.push(n.parse()?);
+                }
+            }
+            "--soak" => soak = Some(it.next().context("--soak SECONDS")?.parse()?),
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -55,6 +69,8 @@ fn args() -> anyhow::Result<Args> {
         oha: oha.context("--oha PATH")?,
         quick,
         only,
+        streams,
+        soak,
     })
 }
 
@@ -94,6 +110,19 @@ fn main() -> anyhow::Result<()> {
     let oha = Oha::new(&args.oha, args.quick);
     let dir = std::env::temp_dir().join(format!("gatebench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
+    if !args.streams.is_empty() {
+        println!(
+            "| streams asked | open at once | RSS idle | RSS with them open | peak RSS | per stream | statuses |"
+        );
+        println!("|---|---|---|---|---|---|---|");
+        for &n in &args.streams {
+            scale::streams(&args.gateway, &args.mock, &args.oha, &dir, n)?;
+        }
+        return Ok(());
+    }
+    if let Some(secs) = args.soak {
+        return scale::soak(&args.gateway, &args.mock, &args.oha, &dir, secs);
+    }
     let mock = process::Mock::start(&args.mock)?;
     println!(
         "mock upstream at {} (CPU 1, with oha); gateway on CPU 0\n",

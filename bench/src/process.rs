@@ -22,8 +22,13 @@ pub struct Mock {
 
 impl Mock {
     pub fn start(binary: &str) -> anyhow::Result<Self> {
+        Self::start_paced(binary, 0)
+    }
+
+    /// A mock that sends one streamed event every `pace_ms` (0: all at once).
+    pub fn start_paced(binary: &str, pace_ms: u64) -> anyhow::Result<Self> {
         let mut child = Command::new("taskset")
-            .args(["-c", "1", binary, "0"])
+            .args(["-c", "1", binary, "0", &pace_ms.to_string()])
             .stdout(Stdio::piped())
             .spawn()
             .context("starting the mock upstream (is taskset installed?)")?;
@@ -54,12 +59,22 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn start(binary: &str, dir: &Path, config: &str) -> anyhow::Result<Self> {
+        Self::start_with(binary, dir, "", config)
+    }
+
+    /// With more `server:` settings (`server` itself is written here: its port is chosen here).
+    pub fn start_with(
+        binary: &str,
+        dir: &Path,
+        server: &str,
+        config: &str,
+    ) -> anyhow::Result<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
         let ledger = dir.join(format!("ledger-{port}.db"));
         let config = format!(
-            "server: {{ host: 127.0.0.1, port: {port} }}\nledger: {{ url: 'sqlite://{}' }}\n{config}",
+            "server: {{ host: 127.0.0.1, port: {port}{server} }}\nledger: {{ url: 'sqlite://{}' }}\n{config}",
             ledger.display()
         );
         let path = dir.join(format!("config-{port}.yaml"));

@@ -110,7 +110,16 @@ impl Row {
 
     /// One request of each kind must be answered in full before the row is measured.
     pub fn check(&self, addr: &str) -> anyhow::Result<()> {
-        for stream in [false, true] {
+        self.check_streams(addr, &[false, true])
+    }
+
+    /// One whole answer must come back (a paced stream would take too long to check).
+    pub fn check_whole(&self, addr: &str) -> anyhow::Result<()> {
+        self.check_streams(addr, &[false])
+    }
+
+    fn check_streams(&self, addr: &str, kinds: &[bool]) -> anyhow::Result<()> {
+        for &stream in kinds {
             let (status, body) = post(addr, self.path(), &self.headers(), &self.body(stream))
                 .with_context(|| format!("{}: checking request", self.name))?;
             anyhow::ensure!(
@@ -247,14 +256,19 @@ fn post(
 
 /// A plain HTTP/1.1 GET's status, or `None` if nothing answers yet.
 pub fn get_status(addr: &str, path: &str) -> Option<u16> {
+    get_body(addr, path)?
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+}
+
+/// A plain HTTP/1.1 GET's whole answer, head and body.
+pub fn get_body(addr: &str, path: &str) -> Option<String> {
     let mut socket = TcpStream::connect(addr).ok()?;
     socket.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     let head = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
     socket.write_all(head.as_bytes()).ok()?;
     let mut answer = Vec::new();
     socket.take(1 << 16).read_to_end(&mut answer).ok()?;
-    String::from_utf8_lossy(&answer)
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
+    Some(String::from_utf8_lossy(&answer).into_owned())
 }

@@ -6,12 +6,17 @@
 //! being measured on it. The answers are prebuilt at start: the mock's own cost per request is a
 //! parse of the request and a write. It prints `listening <addr>` and serves until killed.
 //!
-//! `mock-upstream [port]` (0, the default, picks a free one); 127.0.0.1 only.
+//! `mock-upstream [port] [pace_ms]`: port 0 (the default) picks a free one; a pace sends one
+//! streamed event every `pace_ms` milliseconds. 127.0.0.1 only.
 
 #![allow(clippy::print_stdout)]
 
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -35,6 +40,8 @@ struct Answers {
     messages_stream: Vec<Bytes>,
     responses: Bytes,
     responses_stream: Vec<Bytes>,
+    /// The time between two streamed events (none: all at once).
+    pace: Option<Duration>,
 }
 
 fn words() -> Vec<String> {
@@ -208,8 +215,13 @@ fn error(status: StatusCode, message: &str) -> Response<Body> {
     full(status, "application/json", Bytes::from(body.to_string()))
 }
 
-fn events(chunks: Vec<Bytes>) -> Response<Body> {
-    let mut response = Response::new(Chunks(chunks.into_iter()).boxed());
+fn events(chunks: Vec<Bytes>, pace: Option<Duration>) -> Response<Body> {
+    let chunks = Chunks {
+        events: chunks.into_iter(),
+        pace,
+        sleep: None,
+    };
+    let mut response = Response::new(chunks.boxed());
     response.headers_mut().insert(
         "content-type",
         hyper::header::HeaderValue::from_static("text/event-stream"),
@@ -217,19 +229,33 @@ fn events(chunks: Vec<Bytes>) -> Response<Body> {
     response
 }
 
-/// Each event its own frame, all ready at once: the upstream "answers at once", and the
-/// gateway sees events as they come off the socket, several to a read or one.
-struct Chunks(std::vec::IntoIter<Bytes>);
+/// Each event its own frame. With no pace all are ready at once: the upstream "answers at
+/// once", and the gateway sees events as they come off the socket, several to a read or one.
+/// With a pace, one event per `pace`: streams that stay open, for the memory they hold.
+struct Chunks {
+    events: std::vec::IntoIter<Bytes>,
+    pace: Option<Duration>,
+    sleep: Option<Pin<Box<tokio::time::Sleep>>>,
+}
 
 impl hyper::body::Body for Chunks {
     type Data = Bytes;
     type Error = Infallible;
 
     fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        _: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        std::task::Poll::Ready(self.0.next().map(|b| Ok(Frame::data(b))))
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        if let Some(pace) = self.pace {
+            let sleep = self
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(pace)));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            self.sleep = None;
+        }
+        Poll::Ready(self.events.next().map(|b| Ok(Frame::data(b))))
     }
 }
 
@@ -287,7 +313,7 @@ async fn serve(answers: Arc<Answers>, request: Request<Incoming>) -> Response<Bo
                 chunks.push(answers.chat_stream_usage.clone());
             }
             chunks.push(Bytes::from_static(b"data: [DONE]\n\n"));
-            events(chunks)
+            events(chunks, answers.pace)
         }
         "/v1/messages" => {
             if headers.get("x-api-key").is_none() {
@@ -300,7 +326,7 @@ async fn serve(answers: Arc<Answers>, request: Request<Incoming>) -> Response<Bo
                 return error(StatusCode::BAD_REQUEST, "messages and max_tokens: required");
             }
             if req.stream {
-                events(answers.messages_stream.clone())
+                events(answers.messages_stream.clone(), answers.pace)
             } else {
                 full(StatusCode::OK, "application/json", answers.messages.clone())
             }
@@ -313,7 +339,7 @@ async fn serve(answers: Arc<Answers>, request: Request<Incoming>) -> Response<Bo
                 return error(StatusCode::BAD_REQUEST, "input: required");
             }
             if req.stream {
-                events(answers.responses_stream.clone())
+                events(answers.responses_stream.clone(), answers.pace)
             } else {
                 full(
                     StatusCode::OK,
@@ -328,6 +354,8 @@ async fn serve(answers: Arc<Answers>, request: Request<Incoming>) -> Response<Bo
 
 fn main() -> anyhow::Result<()> {
     let port: u16 = std::env::args().nth(1).map_or(Ok(0), |p| p.parse())?;
+    let pace_ms: u64 = std::env::args().nth(2).map_or(Ok(0), |p| p.parse())?;
+    let pace = (pace_ms > 0).then(|| Duration::from_millis(pace_ms));
     let (chat, chat_stream, chat_stream_usage) = chat_answers();
     let (messages, messages_stream) = messages_answers();
     let (responses, responses_stream) = responses_answers();
@@ -339,6 +367,7 @@ fn main() -> anyhow::Result<()> {
         messages_stream,
         responses,
         responses_stream,
+        pace,
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
