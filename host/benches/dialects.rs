@@ -837,13 +837,25 @@ async fn print_encoders(host: &PluginHost) {
         for stream_no in 0..ENCODER_STREAMS + 2 {
             let call = plugin.start(SlotKind::Stream).await.unwrap();
             let mut stream = call.open_stream(&info).await.unwrap();
-            stream.push(&opening).await.unwrap().unwrap();
+            stream
+                .push(std::slice::from_ref(&opening))
+                .await
+                .unwrap()
+                .unwrap();
             // The first text delta opens the content block (or output item): untimed.
-            let first = stream.push(&chunk).await.unwrap().unwrap();
+            let first = stream
+                .push(std::slice::from_ref(&chunk))
+                .await
+                .unwrap()
+                .unwrap();
             assert!(!first.is_empty(), "{name}: the first delta yields events");
             for _ in 0..ENCODER_CHUNKS {
                 let started = Instant::now();
-                let out = stream.push(&chunk).await.unwrap().unwrap();
+                let out = stream
+                    .push(std::slice::from_ref(&chunk))
+                    .await
+                    .unwrap()
+                    .unwrap();
                 let took = started.elapsed();
                 assert!(!out.is_empty(), "{name}: each delta yields an event");
                 if stream_no >= 2 {

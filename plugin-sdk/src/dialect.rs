@@ -165,8 +165,13 @@ impl<E: StreamEncoder> GuestStreamEncoder for EncoderResource<E> {
         EncoderResource(RefCell::new(E::new(info)))
     }
 
-    fn push(&self, chunk: String) -> Result<Vec<Event>, Failure> {
-        self.0.borrow_mut().push(&chunk)
+    fn push(&self, chunks: Vec<String>) -> Result<Vec<Event>, Failure> {
+        let mut encoder = self.0.borrow_mut();
+        let mut events = Vec::new();
+        for chunk in &chunks {
+            events.extend(encoder.push(chunk)?);
+        }
+        Ok(events)
     }
 
     fn finish(&self, usage: Option<Usage>) -> Result<Vec<Event>, Failure> {

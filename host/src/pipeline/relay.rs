@@ -47,10 +47,8 @@ pub async fn local(events: Vec<String>, usage: Option<Usage>, framing: Framing) 
         }
         Framing::Native => write_typed(&mut body, &events),
         Framing::Translated(mut encoder) => {
-            for event in events {
-                if let Ok(Ok(encoded)) = encoder.push(&event).await {
-                    write_named(&mut body, &encoded);
-                }
+            if let Ok(Ok(encoded)) = encoder.push(&events).await {
+                write_named(&mut body, &encoded);
             }
             if let Ok(Ok(encoded)) = encoder.finish(usage).await {
                 write_named(&mut body, &encoded);
@@ -125,18 +123,20 @@ struct Relay {
 }
 
 /// Upstream bytes taken at once, and what came after them.
-struct Gathered {
+#[derive(Debug)]
+struct Gathered<E> {
     bytes: Bytes,
-    end: ReadEnd,
+    end: ReadEnd<E>,
 }
 
-enum ReadEnd {
+#[derive(Debug, PartialEq)]
+enum ReadEnd<E> {
     /// The stream goes on.
     More,
     /// The upstream finished the stream.
     Finished,
     /// Reading failed.
-    Failed(reqwest::Error),
+    Failed(E),
 }
 
 /// Bytes gathered into one decoder call at most; past it, the rest waits for the next round.
@@ -167,7 +167,7 @@ impl Relay {
             let chunk = tokio::time::timeout(self.idle_timeout, self.upstream.next()).await;
             let decoded = match chunk {
                 Ok(Some(Ok(bytes))) => {
-                    let read = self.gather(bytes).await;
+                    let read = gather(&mut self.upstream, bytes).await;
                     self.decode(read).await
                 }
                 Ok(None) => {
@@ -223,60 +223,11 @@ impl Relay {
         }
     }
 
-    /// `first` and the upstream bytes that are already there behind it. The HTTP client hands
-    /// a chunked body over one chunk at a time (its connection task decodes the next only
-    /// once this one is taken), so what arrived in one read comes as many chunks: taken one by
-    /// one, each would cost a plugin call and a write to the client of its own. One yield lets
-    /// the connection task hand over what it already holds; a chunk that is not there after it
-    /// is waited for in the next round, so nothing is held back.
-    async fn gather(&mut self, first: Bytes) -> Gathered {
-        let mut bytes = Vec::new();
-        let mut misses = 0;
-        let mut end = ReadEnd::More;
-        loop {
-            let next = match self.upstream.next().now_or_never() {
-                Some(next) => next,
-                None if misses == GATHER_YIELDS => break,
-                None => {
-                    misses += 1;
-                    tokio::task::yield_now().await;
-                    continue;
-                }
-            };
-            match next {
-                Some(Ok(more)) => {
-                    if bytes.is_empty() {
-                        bytes.extend_from_slice(&first);
-                    }
-                    bytes.extend_from_slice(&more);
-                    misses = 0;
-                    if bytes.len() >= GATHER_MAX {
-                        break;
-                    }
-                }
-                Some(Err(e)) => {
-                    end = ReadEnd::Failed(e);
-                    break;
-                }
-                None => {
-                    end = ReadEnd::Finished;
-                    break;
-                }
-            }
-        }
-        let bytes = if bytes.is_empty() {
-            first
-        } else {
-            Bytes::from(bytes)
-        };
-        Gathered { bytes, end }
-    }
-
     /// Pushes gathered bytes into the decoder, and finishes it if the upstream ended behind
     /// them. A read error behind them is reported after their events.
     async fn decode(
         &mut self,
-        read: Gathered,
+        read: Gathered<reqwest::Error>,
     ) -> Result<Result<StreamOutput, PluginError>, PluginFailure> {
         let mut output = self.decoder.push(&read.bytes).await;
         match read.end {
@@ -325,10 +276,11 @@ impl Relay {
                 write_typed(&mut buf, &events);
             }
             Framing::Translated(encoder) => {
-                let mut encoded = Vec::new();
-                for event in &events {
-                    encoded.extend(answered(encoder.push(event).await)?);
-                }
+                let mut encoded = if events.is_empty() {
+                    Vec::new()
+                } else {
+                    answered(encoder.push(&events).await)?
+                };
                 if self.ended {
                     encoded.extend(answered(encoder.finish(self.usage).await)?);
                 }
@@ -365,6 +317,58 @@ impl Relay {
         self.ended = true;
         self.failed = true;
     }
+}
+
+/// `first` and the upstream bytes that are already there behind it. The HTTP client hands
+/// a chunked body over one chunk at a time (its connection task decodes the next only
+/// once this one is taken), so what arrived in one read comes as many chunks: taken one by
+/// one, each would cost a plugin call and a write to the client of its own. One yield lets
+/// the connection task hand over what it already holds; a chunk that is not there after it
+/// is waited for in the next round, so nothing is held back.
+async fn gather<E>(
+    upstream: &mut (impl futures_util::Stream<Item = Result<Bytes, E>> + Unpin),
+    first: Bytes,
+) -> Gathered<E> {
+    let mut bytes = Vec::new();
+    let mut misses = 0;
+    let mut end = ReadEnd::More;
+    loop {
+        let next = match upstream.next().now_or_never() {
+            Some(next) => next,
+            None if misses == GATHER_YIELDS => break,
+            None => {
+                misses += 1;
+                tokio::task::yield_now().await;
+                continue;
+            }
+        };
+        match next {
+            Some(Ok(more)) => {
+                if bytes.is_empty() {
+                    bytes.extend_from_slice(&first);
+                }
+                bytes.extend_from_slice(&more);
+                misses = 0;
+                if bytes.len() >= GATHER_MAX {
+                    break;
+                }
+            }
+            Some(Err(e)) => {
+                end = ReadEnd::Failed(e);
+                break;
+            }
+            None => {
+                end = ReadEnd::Finished;
+                break;
+            }
+        }
+    }
+    let bytes = if bytes.is_empty() {
+        first
+    } else {
+        Bytes::from(bytes)
+    };
+    Gathered { bytes, end }
 }
 
 /// Keeps the Responses object a `response.completed` (or `.incomplete`) event carries.
@@ -512,6 +516,39 @@ fn is_usage_only(event: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn what_one_read_delivered_is_gathered_into_one_push() {
+        let chunks: Vec<Result<Bytes, ()>> = (1..22)
+            .map(|i| Ok(Bytes::from(format!("data: {i}\n\n"))))
+            .collect();
+        let mut upstream = stream::iter(chunks);
+        let read = gather(&mut upstream, Bytes::from_static(b"data: 0\n\n")).await;
+        let expected: String = (0..22).map(|i| format!("data: {i}\n\n")).collect();
+        assert_eq!(read.bytes, expected.as_bytes());
+        assert_eq!(read.end, ReadEnd::Finished);
+    }
+
+    #[tokio::test]
+    async fn gathering_stops_at_what_has_not_arrived_and_keeps_an_error_for_after() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Result<Bytes, &str>>();
+        let mut rx = stream::poll_fn(move |cx| rx.poll_recv(cx));
+        tx.send(Ok(Bytes::from_static(b"b"))).unwrap();
+        // Nothing more has arrived: the first bytes go without waiting for more.
+        let read = gather(&mut rx, Bytes::from_static(b"a")).await;
+        assert_eq!((&read.bytes[..], read.end), (&b"ab"[..], ReadEnd::More));
+        let read = tokio::time::timeout(Duration::from_secs(1), gather(&mut rx, Bytes::new()))
+            .await
+            .expect("an empty channel does not hold gathering");
+        assert_eq!(read.end, ReadEnd::More);
+        tx.send(Ok(Bytes::from_static(b"d"))).unwrap();
+        tx.send(Err("reset")).unwrap();
+        let read = gather(&mut rx, Bytes::from_static(b"c")).await;
+        assert_eq!(
+            (&read.bytes[..], read.end),
+            (&b"cd"[..], ReadEnd::Failed("reset"))
+        );
+    }
 
     #[test]
     fn collects_the_text_of_deltas() {

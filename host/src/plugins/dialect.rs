@@ -128,13 +128,14 @@ impl DialectCall {
 }
 
 impl DialectStream {
-    pub async fn push(&mut self, chunk: &str) -> CallResult<Vec<Event>> {
+    /// Encodes `chunks` (what one upstream read delivered) in one call.
+    pub async fn push(&mut self, chunks: &[String]) -> CallResult<Vec<Event>> {
         let encoder = self.encoder;
         self.call
             .run("push", async |b, s| {
                 b.wasmgate_plugin_dialect()
                     .stream_encoder()
-                    .call_push(s, encoder, chunk)
+                    .call_push(s, encoder, chunks)
                     .await
             })
             .await

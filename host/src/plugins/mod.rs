@@ -505,7 +505,7 @@ mod tests {
         let chunk = r#"{"id":"c","object":"chat.completion.chunk","model":"up","choices":[{"index":0,
             "delta":{"role":"assistant","content":"he"},"finish_reason":null}]}"#;
         let mut names: Vec<String> = Vec::new();
-        for event in stream.push(chunk).await.unwrap().unwrap() {
+        for event in stream.push(&[chunk.to_owned()]).await.unwrap().unwrap() {
             names.push(event.name);
         }
         for event in stream.finish(None).await.unwrap().unwrap() {
