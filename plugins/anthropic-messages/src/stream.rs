@@ -38,6 +38,18 @@ pub struct Encoder {
     generated: String,
 }
 
+/// The `delta` of a `content_block_delta`, by block kind.
+#[derive(serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Delta<'a> {
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: &'a str },
+    #[serde(rename = "text_delta")]
+    Text { text: &'a str },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: &'a str },
+}
+
 fn event(data: Value) -> Event {
     let name = data["type"].as_str().unwrap_or_default().to_owned();
     Event {
@@ -94,10 +106,24 @@ impl Encoder {
         }
     }
 
-    fn delta(index: u32, delta: Value, out: &mut Vec<Event>) {
-        out.push(event(
-            json!({"type": "content_block_delta", "index": index, "delta": delta}),
-        ));
+    /// A `content_block_delta`, written from typed fields: one per upstream token, the
+    /// stream's most frequent event, so it skips building a `Value` tree.
+    fn delta(index: u32, delta: Delta<'_>, out: &mut Vec<Event>) {
+        #[derive(serde::Serialize)]
+        struct BlockDelta<'a> {
+            r#type: &'static str,
+            index: u32,
+            delta: Delta<'a>,
+        }
+        let data = BlockDelta {
+            r#type: "content_block_delta",
+            index,
+            delta,
+        };
+        out.push(Event {
+            name: "content_block_delta".to_owned(),
+            data: serde_json::to_string(&data).unwrap_or_default(),
+        });
     }
 
     fn tool_call(&mut self, call: ChunkToolCall, out: &mut Vec<Event>) {
@@ -121,7 +147,9 @@ impl Encoder {
             self.generated.push_str(&arguments);
             Self::delta(
                 index,
-                json!({"type": "input_json_delta", "partial_json": arguments}),
+                Delta::InputJson {
+                    partial_json: &arguments,
+                },
                 out,
             );
         }
@@ -165,7 +193,9 @@ impl StreamEncoder for Encoder {
             self.generated.push_str(&thinking);
             Self::delta(
                 index,
-                json!({"type": "thinking_delta", "thinking": thinking}),
+                Delta::Thinking {
+                    thinking: &thinking,
+                },
                 &mut out,
             );
         }
@@ -173,7 +203,7 @@ impl StreamEncoder for Encoder {
             if !text.is_empty() {
                 let index = self.open(Kind::Text, json!({"type": "text", "text": ""}), &mut out);
                 self.generated.push_str(&text);
-                Self::delta(index, json!({"type": "text_delta", "text": text}), &mut out);
+                Self::delta(index, Delta::Text { text: &text }, &mut out);
             }
         }
         for call in delta.tool_calls.unwrap_or_default() {

@@ -104,12 +104,32 @@ impl Encoder {
             return;
         };
         all.push_str(text);
-        let id = id.clone();
-        self.event(
-            json!({"type": "response.output_text.delta", "item_id": id, "output_index": index,
-            "content_index": 0, "delta": text, "logprobs": []}),
-            out,
-        );
+        // One per upstream token, the stream's most frequent event: written from typed fields
+        // rather than a `Value` tree.
+        #[derive(serde::Serialize)]
+        struct TextDelta<'a> {
+            r#type: &'static str,
+            item_id: &'a str,
+            output_index: usize,
+            content_index: u32,
+            delta: &'a str,
+            logprobs: [(); 0],
+            sequence_number: u64,
+        }
+        let data = TextDelta {
+            r#type: "response.output_text.delta",
+            item_id: id,
+            output_index: index,
+            content_index: 0,
+            delta: text,
+            logprobs: [],
+            sequence_number: self.sequence,
+        };
+        self.sequence += 1;
+        out.push(Event {
+            name: data.r#type.to_owned(),
+            data: serde_json::to_string(&data).unwrap_or_default(),
+        });
     }
 
     fn tool_call(&mut self, call: ChunkToolCall, out: &mut Vec<Event>) {
