@@ -863,7 +863,11 @@ async fn print_encoders(host: &PluginHost) {
                     events_out += out.len();
                 }
             }
-            stream.push(&closing).await.unwrap().unwrap();
+            stream
+                .push(std::slice::from_ref(&closing))
+                .await
+                .unwrap()
+                .unwrap();
             let end = stream.finish(Some(usage())).await.unwrap().unwrap();
             assert!(!end.is_empty(), "{name}: the stream closes with events");
         }
