@@ -1126,8 +1126,8 @@ fn stats_queries() -> Vec<(&'static str, stats::StatsQuery)> {
     };
     let d = H.div_euclid(DAY_US) * DAY_US;
     vec![
-        ("days", q("p", H - 25 * HOUR_US - 77, H + 40 * HOUR_US + 999, DAY_US)),
-        ("hours", q("p", H - 25 * HOUR_US - 77, H + 40 * HOUR_US + 999, HOUR_US)),
+        ("days", q("p", H - 25 * HOUR_US - 1_234_567_891, H + 40 * HOUR_US + 1_500_000_007, DAY_US)),
+        ("hours", q("p", H - 25 * HOUR_US - 1_234_567_891, H + 40 * HOUR_US + 1_500_000_007, HOUR_US)),
         ("minutes", q("p", H - 2 * HOUR_US - 5, H + 3 * HOUR_US / 2, MINUTE_US)),
         ("within an hour", q("p", H + 10, H + HOUR_US / 2, MINUTE_US)),
         ("whole days", q("q", d - DAY_US, d + DAY_US, DAY_US)),
@@ -1147,6 +1147,14 @@ fn check_stats_from_rollups_equal_the_records(store: &dyn Store) {
         assert_same_stats(&stats::stats(store, &q).unwrap(), &want, what);
     }
     let days = &stats_queries()[0].1;
+    let in_edge = |a: i64, b: i64| {
+        records
+            .iter()
+            .filter(|r| r.project == "p" && r.time_us >= a && r.time_us < b)
+            .count()
+    };
+    assert!(in_edge(days.start_us, H - 25 * HOUR_US) > 5);
+    assert!(in_edge(H + 40 * HOUR_US, days.end_us) > 5);
     let want = stats_of(&records, days);
     assert!(want.total.errors > 0 && want.total.ttft_count > 0);
     assert!(want.users.rows.iter().any(|(u, _)| u.is_none()));
@@ -1165,7 +1173,7 @@ fn stats_of_whole_hours_read_the_rollups() {
     store.write(&records).unwrap();
     let q = stats_queries()[0].1.clone();
     let before = stats::stats(&store, &q).unwrap();
-    let (whole_start, whole_end) = (H - 24 * HOUR_US, H + 40 * HOUR_US);
+    let (whole_start, whole_end) = (H - 25 * HOUR_US, H + 40 * HOUR_US);
     let conn = rusqlite::Connection::open(&path).unwrap();
     let deleted = conn
         .execute(
