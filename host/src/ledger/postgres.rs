@@ -29,11 +29,11 @@ use postgres::{Client, NoTls, Row, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::UsageRecord;
+use super::histogram::Durations;
 use super::keys::{AdminKey, KeyLimits};
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
-use super::histogram::Durations;
 use super::stats::{self, Figures, GroupRow, Grouping, Part};
 use super::store::{
     ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
@@ -568,7 +568,10 @@ impl PostgresStore {
             let models = keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>();
             let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
                 vec![&projects, &times, &providers, &models];
-            params.extend(sums.iter().map(|v| v as &(dyn postgres::types::ToSql + Sync)));
+            params.extend(
+                sums.iter()
+                    .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
+            );
             tx.execute(
                 &format!(
                     "INSERT INTO {table} AS h (project, {time}, provider, model, {columns})
@@ -595,7 +598,10 @@ impl PostgresStore {
             let models = keys.iter().map(|k| k.4.as_str()).collect::<Vec<_>>();
             let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
                 vec![&projects, &times, &users, &providers, &models];
-            params.extend(sums.iter().map(|v| v as &(dyn postgres::types::ToSql + Sync)));
+            params.extend(
+                sums.iter()
+                    .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
+            );
             tx.execute(
                 &format!(
                     "INSERT INTO {table} AS h (project, {time}, user_key, provider, model, {columns})
@@ -673,7 +679,12 @@ fn backfill(tx: &mut Transaction<'_>) -> anyhow::Result<()> {
         let rows = tx.query_portal(&portal, chunk)?;
         let mut counts = rollup::DurationCounts::default();
         for row in &rows {
-            counts.add(row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+            counts.add(
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                row.try_get(3)?,
+            );
         }
         write_durations(tx, &counts)?;
         if rows.len() < rollup::BACKFILL_CHUNK {
@@ -683,7 +694,10 @@ fn backfill(tx: &mut Transaction<'_>) -> anyhow::Result<()> {
 }
 
 /// Adds `counts` to the duration histograms, one UPSERT per table, rows in key order.
-fn write_durations(tx: &mut Transaction<'_>, counts: &rollup::DurationCounts) -> anyhow::Result<()> {
+fn write_durations(
+    tx: &mut Transaction<'_>,
+    counts: &rollup::DurationCounts,
+) -> anyhow::Result<()> {
     let [hourly, daily] = rollup::DURATION_TABLES;
     for (table, time, rows) in [
         (hourly, "hour_us", &counts.hours),

@@ -15,11 +15,11 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 use super::UsageRecord;
+use super::histogram::Durations;
 use super::keys::{AdminKey, KeyLimits};
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
-use super::histogram::Durations;
 use super::stats::{self, Figures, GroupRow, Grouping, Part};
 use super::store::{
     ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
@@ -297,11 +297,8 @@ impl SqliteStore {
         }
         if has_records && !has_daily_models {
             // Added after the first release: sum what the hourly rollup already holds.
-            conn.execute(
-                &rollup::days_from_hours(),
-                [],
-            )
-            .context("cannot fill usage_daily_models")?;
+            conn.execute(&rollup::days_from_hours(), [])
+                .context("cannot fill usage_daily_models")?;
         }
         if needs_backfill {
             backfill(&conn).context("cannot fill the rollups' new sums from the records")?;
@@ -364,7 +361,8 @@ fn backfill(conn: &Connection) -> anyhow::Result<()> {
         tx.execute(&rollup::backfill_sql(table, time, step, by_user), [])?;
     }
     {
-        let mut stmt = tx.prepare("SELECT project, time_us, latency_us, ttft_us FROM usage_records")?;
+        let mut stmt =
+            tx.prepare("SELECT project, time_us, latency_us, ttft_us FROM usage_records")?;
         let mut rows = stmt.query([])?;
         // Written every so many records (the histograms' UPSERTs add), so that memory holds
         // that many records' counts, not the whole history's.
@@ -1054,7 +1052,11 @@ impl Store for SqliteStore {
         let mut rows = stmt.query(params![project, part.start_us, part.end_us])?;
         let mut durations = Durations::default();
         while let Some(row) = rows.next()? {
-            let width = if shape == stats::DurationRows::Values { 2 } else { 3 };
+            let width = if shape == stats::DurationRows::Values {
+                2
+            } else {
+                3
+            };
             let mut values = [None; 3];
             for (i, v) in values.iter_mut().enumerate().take(width) {
                 *v = row.get(i)?;

@@ -76,7 +76,9 @@ impl Figures {
             errors: self.errors.saturating_sub(o.errors),
             input_tokens: self.input_tokens.saturating_sub(o.input_tokens),
             output_tokens: self.output_tokens.saturating_sub(o.output_tokens),
-            cached_input_tokens: self.cached_input_tokens.saturating_sub(o.cached_input_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_sub(o.cached_input_tokens),
             cost_micros: self.cost_micros - o.cost_micros,
             latency_us_sum: self.latency_us_sum - o.latency_us_sum,
             ttft_us_sum: self.ttft_us_sum - o.ttft_us_sum,
@@ -122,10 +124,12 @@ pub struct Part {
 
 /// The parts of a plan, in no particular order.
 fn parts(plan: &Plan) -> Vec<Part> {
-    let part = |source| move |&(start_us, end_us): &(i64, i64)| Part {
-        source,
-        start_us,
-        end_us,
+    let part = |source| {
+        move |&(start_us, end_us): &(i64, i64)| Part {
+            source,
+            start_us,
+            end_us,
+        }
     };
     plan.days
         .iter()

@@ -29,10 +29,10 @@
 //! (a partial index), and by request id.
 
 use super::UsageRecord;
+use super::histogram::Durations;
 use super::keys::{AdminKey, Budget, BudgetPeriod, KeyLimits};
 use super::requests::RequestQuery;
 use super::responses::StoredResponse;
-use super::histogram::Durations;
 use super::stats::{GroupRow, Grouping, Part};
 
 /// A calendar bucket of `/usage/models`, in UTC. Weeks start on Monday.

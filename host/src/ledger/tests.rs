@@ -1126,9 +1126,28 @@ fn stats_queries() -> Vec<(&'static str, stats::StatsQuery)> {
     };
     let d = H.div_euclid(DAY_US) * DAY_US;
     vec![
-        ("days", q("p", H - 25 * HOUR_US - 1_234_567_891, H + 40 * HOUR_US + 1_500_000_007, DAY_US)),
-        ("hours", q("p", H - 25 * HOUR_US - 1_234_567_891, H + 40 * HOUR_US + 1_500_000_007, HOUR_US)),
-        ("minutes", q("p", H - 2 * HOUR_US - 5, H + 3 * HOUR_US / 2, MINUTE_US)),
+        (
+            "days",
+            q(
+                "p",
+                H - 25 * HOUR_US - 1_234_567_891,
+                H + 40 * HOUR_US + 1_500_000_007,
+                DAY_US,
+            ),
+        ),
+        (
+            "hours",
+            q(
+                "p",
+                H - 25 * HOUR_US - 1_234_567_891,
+                H + 40 * HOUR_US + 1_500_000_007,
+                HOUR_US,
+            ),
+        ),
+        (
+            "minutes",
+            q("p", H - 2 * HOUR_US - 5, H + 3 * HOUR_US / 2, MINUTE_US),
+        ),
         ("within an hour", q("p", H + 10, H + HOUR_US / 2, MINUTE_US)),
         ("whole days", q("q", d - DAY_US, d + DAY_US, DAY_US)),
     ]
@@ -1213,8 +1232,7 @@ fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
 /// its figures equal those computed from the records.
 #[test]
 fn an_older_sqlite_file_is_backfilled_for_stats() {
-    let dir =
-        std::env::temp_dir().join(format!("wasmgate-ledger-backfill-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-backfill-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
     let records = stats_records();
@@ -1227,13 +1245,21 @@ fn an_older_sqlite_file_is_backfilled_for_stats() {
     }
     let store = sqlite::SqliteStore::open(&path).unwrap();
     for (what, q) in stats_queries() {
-        assert_same_stats(&stats::stats(&store, &q).unwrap(), &stats_of(&records, &q), what);
+        assert_same_stats(
+            &stats::stats(&store, &q).unwrap(),
+            &stats_of(&records, &q),
+            what,
+        );
     }
     // Opened again: nothing is added twice.
     drop(store);
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let q = &stats_queries()[0].1;
-    assert_same_stats(&stats::stats(&store, q).unwrap(), &stats_of(&records, q), "again");
+    assert_same_stats(
+        &stats::stats(&store, q).unwrap(),
+        &stats_of(&records, q),
+        "again",
+    );
     drop(store);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -1253,7 +1279,11 @@ fn an_older_postgres_database_is_backfilled_for_stats() {
     }
     let store = postgres::PostgresStore::open(&url).unwrap();
     for (what, q) in stats_queries() {
-        assert_same_stats(&stats::stats(&store, &q).unwrap(), &stats_of(&records, &q), what);
+        assert_same_stats(
+            &stats::stats(&store, &q).unwrap(),
+            &stats_of(&records, &q),
+            what,
+        );
     }
 }
 
@@ -1454,11 +1484,7 @@ impl Store for Stuck {
     ) -> anyhow::Result<Vec<stats::GroupRow>> {
         Ok(Vec::new())
     }
-    fn stats_durations(
-        &self,
-        _: &str,
-        _: stats::Part,
-    ) -> anyhow::Result<histogram::Durations> {
+    fn stats_durations(&self, _: &str, _: stats::Part) -> anyhow::Result<histogram::Durations> {
         Ok(histogram::Durations::default())
     }
 }
@@ -1702,6 +1728,70 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
     }
     measure_request_log(name, store.as_ref(), (start, end));
     measure_stats(name, store.as_ref(), end);
+}
+
+/// How long opening a database written before the rollups held the console's sums takes (it
+/// fills them from the records once):
+/// `cargo test --release -p wasmgate --lib ledger::tests::measure_backfill -- --ignored
+/// --nocapture`, `LEDGER_MEASURE_RECORDS` (default 1M) records over 30 days, on SQLite (a file)
+/// and PostgreSQL (a throwaway cluster); `LEDGER_MEASURE_STORE` as for `measure`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn measure_backfill() {
+    let n: u64 = std::env::var("LEDGER_MEASURE_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let which = std::env::var("LEDGER_MEASURE_STORE").unwrap_or_else(|_| "both".to_owned());
+    let span = 30 * 24 * HOUR_US;
+    let fill = |store: &dyn Store| {
+        let mut batch = Vec::with_capacity(1_000);
+        for i in 0..n {
+            let at = H + (i128::from(i) * i128::from(span) / i128::from(n)) as i64;
+            let mut r = log_record(i, at);
+            r.request_id = format!("r{i}");
+            r.latency_us = ((i * 7_919) % 100_000) as i64 * 97 + 17;
+            r.ttft_us = (i % 3 == 0).then_some(((i * 31) % 5_000) as i64 * 101);
+            batch.push(r);
+            if batch.len() == 1_000 {
+                store.write(&std::mem::take(&mut batch)).unwrap();
+            }
+        }
+        store.write(&batch).unwrap();
+    };
+    if which == "sqlite" || which == "both" {
+        let dir =
+            std::env::temp_dir().join(format!("wasmgate-ledger-backfill-m-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.db");
+        fill(&sqlite::SqliteStore::open(&path).unwrap());
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            strip_stats_sums(&mut |sql| conn.execute_batch(sql).unwrap());
+        }
+        let t = std::time::Instant::now();
+        drop(sqlite::SqliteStore::open(&path).unwrap());
+        eprintln!("sqlite: backfill of {n} records: {:.1?}", t.elapsed());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if which == "postgres" || which == "both" {
+        let Some(cluster) = pg::PgCluster::start(&[]) else {
+            return;
+        };
+        let url = cluster.database();
+        fill(&postgres::PostgresStore::open(&url).unwrap());
+        {
+            let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
+            strip_stats_sums(&mut |sql| client.batch_execute(sql).unwrap());
+        }
+        let t = std::time::Instant::now();
+        // Connecting creates what is missing and fills it.
+        postgres::PostgresStore::open(&url)
+            .unwrap()
+            .count()
+            .unwrap();
+        eprintln!("postgres: backfill of {n} records: {:.1?}", t.elapsed());
+    }
 }
 
 /// The console's figures (`/usage/stats`) of `p0` over the ranges the console offers, ending at
