@@ -1509,7 +1509,8 @@ async fn a_full_queue_drops_and_counts() {
 /// `cargo test --release -p wasmgate --lib ledger::tests::measure -- --ignored --nocapture`.
 /// `LEDGER_MEASURE_RECORDS` (default 1M; the figures in BENCHMARKS.md are for 10M) records over
 /// 30 days, 3 projects (70 % of the traffic in the first), 20 models of 3 providers and 1,000
-/// users, each with a name and one of 10 team tags. `LEDGER_MEASURE_STORE` picks `sqlite`,
+/// users, each with a name and one of 10 team tags, latencies of 0.2 to 20 s, a third of them
+/// streams with a time to first token. `LEDGER_MEASURE_STORE` picks `sqlite`,
 /// `postgres` or `both` (the default). SQLite is a file database; PostgreSQL a throwaway cluster
 /// with its default (durable) settings.
 #[test]
@@ -1625,6 +1626,12 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
             if m == 7 || m == 19 {
                 r.operation = "embeddings".to_owned();
             }
+            // Durations spread over two decades (0.2 to 20 s), as a gateway's are: each hour's
+            // histogram has a hundred buckets or so, which is what its writes cost.
+            r.latency_us = 200_000 + ((h >> 8) % 1_000) as i64 * ((h >> 18) % 20_000) as i64;
+            r.ttft_us = h
+                .is_multiple_of(3)
+                .then_some(50_000 + ((h >> 28) % 2_000_000) as i64);
             while ledger.queued() > 90_000 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
