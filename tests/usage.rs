@@ -1031,7 +1031,7 @@ fn nearest_rank(values: &[i64], p: u64) -> Value {
 }
 
 /// `POST /usage/stats` through the real gateway: its totals, per-bucket sums, breakdowns and
-/// latency percentiles equal what the request log holds for the same range, its cost and tokens
+/// latency percentiles (within the histograms' precision) equal what the request log holds for the same range, its cost and tokens
 /// equal `/usage/total`'s, and another project's requests are never in them.
 async fn stats_agree_with_the_request_log_and_the_totals(backend: Backend) {
     let mock = MockOpenAi::start().await;
@@ -1118,12 +1118,17 @@ async fn stats_agree_with_the_request_log_and_the_totals(backend: Backend) {
         .collect();
     let ttfts: Vec<i64> = log.iter().filter_map(|r| r["ttft_us"].as_i64()).collect();
     assert_eq!(ttfts.len(), 3, "the streams have a TTFT");
+    // From histograms: within 1/32 of the exact nearest rank (README, "The console's figures").
+    let close = |got: &Value, exact: Value| {
+        let (got, exact) = (got.as_i64().unwrap(), exact.as_i64().unwrap());
+        assert!((got - exact).abs() * 32 <= exact, "{got} for {exact}");
+    };
     for p in [50, 90, 99] {
-        assert_eq!(
-            t["latency_us"][format!("p{p}")],
-            nearest_rank(&latencies, p)
+        close(
+            &t["latency_us"][format!("p{p}")],
+            nearest_rank(&latencies, p),
         );
-        assert_eq!(t["ttft_us"][format!("p{p}")], nearest_rank(&ttfts, p));
+        close(&t["ttft_us"][format!("p{p}")], nearest_rank(&ttfts, p));
     }
     // Buckets and series add up to the totals.
     let add = |rows: &Value, field: &str| -> i64 {

@@ -15,10 +15,12 @@
 //! - [`keys`]: what a project key may do on its own, and the admin keys.
 //! - [`requests`]: the request log's query, pages and filters, shared by both stores.
 //! - [`responses`]: responses kept for the Responses API's `store` and `previous_response_id`.
+//! - [`histogram`]: durations counted in fixed buckets, for the console's percentiles.
 //! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), both stores.
 //! - `rollup`: what both stores share about rollups and ranges.
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
+pub mod histogram;
 pub mod keys;
 pub mod postgres;
 pub mod requests;

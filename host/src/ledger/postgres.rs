@@ -29,11 +29,12 @@ use postgres::{Client, NoTls, Row, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::UsageRecord;
+use super::histogram::Durations;
 use super::keys::{AdminKey, KeyLimits};
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
-use super::stats::{self, Figures, GroupRow, Grouping, Metric, StatsQuery};
+use super::stats::{self, Figures, GroupRow, Grouping, Part};
 use super::store::{
     ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
     limits_to_columns,
@@ -96,6 +97,11 @@ CREATE TABLE IF NOT EXISTS usage_hourly_models (
     output_tokens BIGINT NOT NULL,
     cost_micros BIGINT NOT NULL,
     requests BIGINT NOT NULL,
+    errors BIGINT NOT NULL DEFAULT 0,
+    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
+    latency_us BIGINT NOT NULL DEFAULT 0,
+    ttft_us BIGINT NOT NULL DEFAULT 0,
+    ttft_count BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (project, hour_us, provider, model)
 );
 CREATE TABLE IF NOT EXISTS usage_daily_models (
@@ -107,6 +113,11 @@ CREATE TABLE IF NOT EXISTS usage_daily_models (
     output_tokens BIGINT NOT NULL,
     cost_micros BIGINT NOT NULL,
     requests BIGINT NOT NULL,
+    errors BIGINT NOT NULL DEFAULT 0,
+    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
+    latency_us BIGINT NOT NULL DEFAULT 0,
+    ttft_us BIGINT NOT NULL DEFAULT 0,
+    ttft_count BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (project, day_us, provider, model)
 );
 CREATE TABLE IF NOT EXISTS usage_hourly_users (
@@ -119,6 +130,11 @@ CREATE TABLE IF NOT EXISTS usage_hourly_users (
     output_tokens BIGINT NOT NULL,
     cost_micros BIGINT NOT NULL,
     requests BIGINT NOT NULL,
+    errors BIGINT NOT NULL DEFAULT 0,
+    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
+    latency_us BIGINT NOT NULL DEFAULT 0,
+    ttft_us BIGINT NOT NULL DEFAULT 0,
+    ttft_count BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (project, hour_us, user_key, provider, model)
 );
 CREATE TABLE IF NOT EXISTS usage_daily_users (
@@ -131,7 +147,50 @@ CREATE TABLE IF NOT EXISTS usage_daily_users (
     output_tokens BIGINT NOT NULL,
     cost_micros BIGINT NOT NULL,
     requests BIGINT NOT NULL,
+    errors BIGINT NOT NULL DEFAULT 0,
+    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
+    latency_us BIGINT NOT NULL DEFAULT 0,
+    ttft_us BIGINT NOT NULL DEFAULT 0,
+    ttft_count BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (project, day_us, user_key, provider, model)
+);
+-- Added after the first release: the console's sums (older databases get them, filled from the
+-- records when first opened), and the duration histograms.
+ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS errors BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS cached_input_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS latency_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS ttft_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS ttft_count BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS errors BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS cached_input_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS latency_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS ttft_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS ttft_count BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS errors BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS cached_input_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS latency_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS ttft_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS ttft_count BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS errors BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS cached_input_tokens BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS latency_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS ttft_us BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS ttft_count BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS usage_hourly_latency (
+    project TEXT NOT NULL,
+    hour_us BIGINT NOT NULL,
+    metric INTEGER NOT NULL,
+    bucket INTEGER NOT NULL,
+    records BIGINT NOT NULL,
+    PRIMARY KEY (project, hour_us, metric, bucket)
+);
+CREATE TABLE IF NOT EXISTS usage_daily_latency (
+    project TEXT NOT NULL,
+    day_us BIGINT NOT NULL,
+    metric INTEGER NOT NULL,
+    bucket INTEGER NOT NULL,
+    records BIGINT NOT NULL,
+    PRIMARY KEY (project, day_us, metric, bucket)
 );
 CREATE TABLE IF NOT EXISTS ledger_batches (
     batch_id TEXT PRIMARY KEY,
@@ -295,25 +354,16 @@ impl PostgresStore {
             connected.map_err(|e| self.scrub(format_args!("cannot connect: {}", chain(&e))))?;
         if !self.schema_ready.load(Ordering::Acquire) {
             let mut tx = client.transaction().map_err(|e| self.scrub(chain(&e)))?;
-            tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
-                .and_then(|_| {
-                    tx.query_one(
-                        "SELECT to_regclass('usage_records') IS NOT NULL
-                            AND to_regclass('usage_daily_models') IS NULL",
-                        &[],
-                    )
-                })
-                .and_then(|older| {
-                    tx.batch_execute(SCHEMA)?;
-                    if older.get::<_, bool>(0) {
-                        // Added after the first release: sum what the hourly rollup holds.
-                        tx.batch_execute(&format!(
-                            "INSERT INTO usage_daily_models {}",
-                            rollup::days_from_hours()
-                        ))?;
-                    }
-                    tx.commit()
-                })
+            let needs_backfill = create_schema(&mut tx)
+                .map_err(|e| self.scrub(format_args!("cannot create the tables: {}", chain(&e))))?;
+            if needs_backfill {
+                backfill(&mut tx).map_err(|e| {
+                    self.scrub(format_args!(
+                        "cannot fill the rollups' new sums from the records: {e:#}"
+                    ))
+                })?;
+            }
+            tx.commit()
                 .map_err(|e| self.scrub(format_args!("cannot create the tables: {}", chain(&e))))?;
             self.schema_ready.store(true, Ordering::Release);
         }
@@ -494,39 +544,42 @@ impl PostgresStore {
         )?;
         let rollups = rollup::rollups(records, &user_keys)?;
         // Rows go in the arrays' order, which is the maps' key order: see `Rollups`.
-        let sums = |all: Vec<&rollup::Sums>| {
-            let pick = |f: fn(&rollup::Sums) -> i64| all.iter().map(|s| f(s)).collect::<Vec<_>>();
-            [
-                pick(|s| s.input_tokens),
-                pick(|s| s.output_tokens),
-                pick(|s| s.cost_micros),
-                pick(|s| s.requests),
-            ]
+        let sums = |all: Vec<&rollup::Sums>| -> Vec<Vec<i64>> {
+            (0..rollup::SUM_COLUMNS.len())
+                .map(|i| all.iter().map(|s| s.columns()[i]).collect())
+                .collect()
+        };
+        let columns = rollup::SUM_COLUMNS.join(", ");
+        let arrays = |first: usize| {
+            (first..first + rollup::SUM_COLUMNS.len())
+                .map(|i| format!("${i}::BIGINT[]"))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         for (table, time, rows) in [
             ("usage_hourly_models", "hour_us", &rollups.models),
             ("usage_daily_models", "day_us", &rollups.model_days),
         ] {
             let keys: Vec<_> = rows.keys().collect();
-            let [i, o, c, n] = sums(rows.values().collect());
+            let sums = sums(rows.values().collect());
+            let projects = keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>();
+            let times = keys.iter().map(|k| k.1).collect::<Vec<_>>();
+            let providers = keys.iter().map(|k| k.2.as_str()).collect::<Vec<_>>();
+            let models = keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>();
+            let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                vec![&projects, &times, &providers, &models];
+            params.extend(
+                sums.iter()
+                    .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
+            );
             tx.execute(
                 &format!(
-                    "INSERT INTO {table} AS h (project, {time}, provider, model,
-                        input_tokens, output_tokens, cost_micros, requests)
-                     SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[],
-                        $5::BIGINT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[])
-                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET {ADD_SUMS}"
+                    "INSERT INTO {table} AS h (project, {time}, provider, model, {columns})
+                     SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], {})
+                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET {ADD_SUMS}",
+                    arrays(5)
                 ),
-                &[
-                    &keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(),
-                    &keys.iter().map(|k| k.1).collect::<Vec<_>>(),
-                    &keys.iter().map(|k| k.2.as_str()).collect::<Vec<_>>(),
-                    &keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>(),
-                    &i,
-                    &o,
-                    &c,
-                    &n,
-                ],
+                &params,
             )?;
         }
         for (table, time, rows) in [
@@ -537,28 +590,30 @@ impl PostgresStore {
                 continue;
             }
             let keys: Vec<_> = rows.keys().collect();
-            let [i, o, c, n] = sums(rows.values().collect());
+            let sums = sums(rows.values().collect());
+            let projects = keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>();
+            let times = keys.iter().map(|k| k.1).collect::<Vec<_>>();
+            let users = keys.iter().map(|k| k.2).collect::<Vec<_>>();
+            let providers = keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>();
+            let models = keys.iter().map(|k| k.4.as_str()).collect::<Vec<_>>();
+            let mut params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+                vec![&projects, &times, &users, &providers, &models];
+            params.extend(
+                sums.iter()
+                    .map(|v| v as &(dyn postgres::types::ToSql + Sync)),
+            );
             tx.execute(
                 &format!(
-                    "INSERT INTO {table} AS h (project, {time}, user_key, provider, model,
-                        input_tokens, output_tokens, cost_micros, requests)
+                    "INSERT INTO {table} AS h (project, {time}, user_key, provider, model, {columns})
                      SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::BIGINT[], $4::TEXT[],
-                        $5::TEXT[], $6::BIGINT[], $7::BIGINT[], $8::BIGINT[], $9::BIGINT[])
-                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET {ADD_SUMS}"
+                        $5::TEXT[], {})
+                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET {ADD_SUMS}",
+                    arrays(6)
                 ),
-                &[
-                    &keys.iter().map(|k| k.0.as_str()).collect::<Vec<_>>(),
-                    &keys.iter().map(|k| k.1).collect::<Vec<_>>(),
-                    &keys.iter().map(|k| k.2).collect::<Vec<_>>(),
-                    &keys.iter().map(|k| k.3.as_str()).collect::<Vec<_>>(),
-                    &keys.iter().map(|k| k.4.as_str()).collect::<Vec<_>>(),
-                    &i,
-                    &o,
-                    &c,
-                    &n,
-                ],
+                &params,
             )?;
         }
+        write_durations(&mut tx, &rollups.durations)?;
         tx.commit()?;
         self.lock(&self.users)?.extend(fresh);
         Ok(true)
@@ -584,6 +639,90 @@ impl PostgresStore {
         }
         Ok(keys)
     }
+}
+
+/// Creates what is missing of the schema, under a lock that replicas starting together share;
+/// returns whether the rollups predate the console's sums (and must be filled from the records).
+fn create_schema(tx: &mut Transaction<'_>) -> Result<bool, postgres::Error> {
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+    let older = tx.query_one(
+        "SELECT to_regclass('usage_records') IS NOT NULL
+            AND to_regclass('usage_daily_models') IS NULL,
+            to_regclass('usage_records') IS NOT NULL AND NOT EXISTS (
+                SELECT 1 FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = 'usage_hourly_models'
+                    AND column_name = 'errors')",
+        &[],
+    )?;
+    tx.batch_execute(SCHEMA)?;
+    if older.get::<_, bool>(0) {
+        // Added after the first release: sum what the hourly rollup holds.
+        tx.batch_execute(&rollup::days_from_hours())?;
+    }
+    Ok(older.get(1))
+}
+
+/// Fills the rollups' [`rollup::STATS_COLUMNS`] and the duration histograms from the records,
+/// in the transaction that added them, for a database written before they existed.
+fn backfill(tx: &mut Transaction<'_>) -> anyhow::Result<()> {
+    for (table, time, step, by_user) in rollup::ROLLUP_TABLES {
+        tx.execute(&rollup::backfill_sql(table, time, step, by_user), &[])?;
+    }
+    // Read through a portal, a chunk at a time, so that memory holds one chunk's counts (the
+    // histograms' UPSERTs add), not the whole history's.
+    let portal = tx.bind(
+        "SELECT project, time_us, latency_us, ttft_us FROM usage_records",
+        &[],
+    )?;
+    let chunk = i32::try_from(rollup::BACKFILL_CHUNK)?;
+    loop {
+        let rows = tx.query_portal(&portal, chunk)?;
+        let mut counts = rollup::DurationCounts::default();
+        for row in &rows {
+            counts.add(
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                row.try_get(3)?,
+            );
+        }
+        write_durations(tx, &counts)?;
+        if rows.len() < rollup::BACKFILL_CHUNK {
+            return Ok(());
+        }
+    }
+}
+
+/// Adds `counts` to the duration histograms, one UPSERT per table, rows in key order.
+fn write_durations(
+    tx: &mut Transaction<'_>,
+    counts: &rollup::DurationCounts,
+) -> anyhow::Result<()> {
+    let [hourly, daily] = rollup::DURATION_TABLES;
+    for (table, time, rows) in [
+        (hourly, "hour_us", &counts.hours),
+        (daily, "day_us", &counts.days),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let projects: Vec<&str> = rows.keys().map(|k| k.0.as_str()).collect();
+        let times: Vec<i64> = rows.keys().map(|k| k.1).collect();
+        let metrics: Vec<i32> = rows.keys().map(|k| k.2).collect();
+        let buckets: Vec<i32> = rows.keys().map(|k| k.3).collect();
+        let counts: Vec<i64> = rows.values().copied().collect();
+        tx.execute(
+            &format!(
+                "INSERT INTO {table} AS h (project, {time}, metric, bucket, records)
+                 SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::INTEGER[], $4::INTEGER[],
+                    $5::BIGINT[])
+                 ON CONFLICT (project, {time}, metric, bucket)
+                 DO UPDATE SET records = h.records + excluded.records"
+            ),
+            &[&projects, &times, &metrics, &buckets, &counts],
+        )?;
+    }
+    Ok(())
 }
 
 impl Drop for PostgresStore {
@@ -1278,19 +1417,13 @@ impl Store for PostgresStore {
 
     fn stats_groups(
         &self,
-        query: &StatsQuery,
+        project: &str,
+        part: Part,
         grouping: Grouping,
     ) -> anyhow::Result<Vec<GroupRow>> {
         self.read(|client| {
-            let sql = stats::group_sql(grouping, Flavor::Postgres);
-            let (project, start, end, step) =
-                (&query.project, query.start_us, query.end_us, query.step_us);
-            let rows = match grouping {
-                Grouping::Series => client.query(&sql, &[project, &start, &end, &step])?,
-                Grouping::Users | Grouping::TagLists => {
-                    client.query(&sql, &[project, &start, &end])?
-                }
-            };
+            let sql = stats::group_sql(grouping, part.source, Flavor::Postgres);
+            let rows = client.query(&sql, &[&project, &part.start_us, &part.end_us])?;
             rows.iter()
                 .map(|row| {
                     let mut sums = [None; 9];
@@ -1308,19 +1441,23 @@ impl Store for PostgresStore {
         })
     }
 
-    fn stats_rank(
-        &self,
-        query: &StatsQuery,
-        metric: Metric,
-        offset: u64,
-    ) -> anyhow::Result<Option<i64>> {
+    fn stats_durations(&self, project: &str, part: Part) -> anyhow::Result<Durations> {
         self.read(|client| {
-            let offset = i64::try_from(offset)?;
-            let row = client.query_opt(
-                &stats::rank_sql(metric, Flavor::Postgres),
-                &[&query.project, &query.start_us, &query.end_us, &offset],
-            )?;
-            Ok(row.map(|row| row.try_get(0)).transpose()?)
+            let (sql, shape) = stats::durations_sql(part.source, Flavor::Postgres);
+            let rows = client.query(&sql, &[&project, &part.start_us, &part.end_us])?;
+            let mut durations = Durations::default();
+            for row in &rows {
+                let values = match shape {
+                    stats::DurationRows::Values => [row.try_get(0)?, row.try_get(1)?, None],
+                    stats::DurationRows::Buckets => [
+                        row.try_get::<_, Option<i32>>(0)?.map(i64::from),
+                        row.try_get::<_, Option<i32>>(1)?.map(i64::from),
+                        row.try_get(2)?,
+                    ],
+                };
+                stats::add_duration_row(&mut durations, shape, values);
+            }
+            Ok(durations)
         })
     }
 }

@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::UsageRecord;
+use super::histogram;
+use super::stats::Metric;
 use super::store::{ModelBucket, Totals, Unit};
 use super::time::{DAY_US, HOUR_US, MINUTE_US, bucket_start};
 
@@ -66,6 +68,12 @@ pub struct Sums {
     pub output_tokens: i64,
     pub cost_micros: i64,
     pub requests: i64,
+    /// Requests answered with anything but a 2xx (`requests::FAILED`).
+    pub errors: i64,
+    pub cached_input_tokens: i64,
+    pub latency_us: i64,
+    pub ttft_us: i64,
+    pub ttft_count: i64,
 }
 
 impl Sums {
@@ -74,9 +82,118 @@ impl Sums {
         self.output_tokens += i64::try_from(r.output_tokens)?;
         self.cost_micros += r.cost_micros.unwrap_or(0);
         self.requests += 1;
+        self.errors += i64::from(!(200..300).contains(&r.status));
+        self.cached_input_tokens += i64::try_from(r.cached_input_tokens)?;
+        self.latency_us += r.latency_us;
+        self.ttft_us += r.ttft_us.unwrap_or(0);
+        self.ttft_count += i64::from(r.ttft_us.is_some());
         Ok(())
     }
+
+    /// The sums in the order of [`SUM_COLUMNS`].
+    pub fn columns(&self) -> [i64; 9] {
+        [
+            self.input_tokens,
+            self.output_tokens,
+            self.cost_micros,
+            self.requests,
+            self.errors,
+            self.cached_input_tokens,
+            self.latency_us,
+            self.ttft_us,
+            self.ttft_count,
+        ]
+    }
 }
+
+/// The summed columns of every rollup table, in [`Sums::columns`]' order.
+pub const SUM_COLUMNS: [&str; 9] = [
+    "input_tokens",
+    "output_tokens",
+    "cost_micros",
+    "requests",
+    "errors",
+    "cached_input_tokens",
+    "latency_us",
+    "ttft_us",
+    "ttft_count",
+];
+
+/// The columns added to the four rollup tables after the first release (the console's
+/// figures), each `NOT NULL DEFAULT 0`: older databases get them and [`backfill_sql`] fills them.
+pub const STATS_COLUMNS: [&str; 5] = [
+    "errors",
+    "cached_input_tokens",
+    "latency_us",
+    "ttft_us",
+    "ttft_count",
+];
+
+/// The rollup tables: (name, time column, bucket length, keyed by user).
+pub const ROLLUP_TABLES: [(&str, &str, i64, bool); 4] = [
+    ("usage_hourly_models", "hour_us", HOUR_US, false),
+    ("usage_daily_models", "day_us", DAY_US, false),
+    ("usage_hourly_users", "hour_us", HOUR_US, true),
+    ("usage_daily_users", "day_us", DAY_US, true),
+];
+
+/// The `UPDATE` that sets [`STATS_COLUMNS`] of every row of one rollup table from the raw
+/// records (the same SQL in SQLite and PostgreSQL): one `GROUP BY` over the records, joined to
+/// the rows by their key.
+pub fn backfill_sql(table: &str, time: &str, step: i64, by_user: bool) -> String {
+    let (user_select, user_match) = if by_user {
+        ("user_key, ", " AND h.user_key = s.user_key")
+    } else {
+        ("", "")
+    };
+    let failed = super::requests::FAILED;
+    format!(
+        "UPDATE {table} AS h SET errors = s.errors, cached_input_tokens = s.cached,
+            latency_us = s.latency, ttft_us = s.ttft, ttft_count = s.ttft_count
+         FROM (SELECT project, (time_us / {step}) * {step} AS at, {user_select}
+                COALESCE(provider, '') AS provider, COALESCE(model, '') AS model,
+                SUM(CASE WHEN {failed} THEN 1 ELSE 0 END) AS errors,
+                SUM(cached_input_tokens) AS cached, SUM(latency_us) AS latency,
+                SUM(COALESCE(ttft_us, 0)) AS ttft, COUNT(ttft_us) AS ttft_count
+             FROM usage_records GROUP BY project, at, {user_select}provider, model) AS s
+         WHERE h.project = s.project AND h.{time} = s.at AND h.provider = s.provider
+            AND h.model = s.model{user_match}"
+    )
+}
+
+/// (project, hour or day, metric code, bucket) of `usage_hourly_latency` and
+/// `usage_daily_latency`.
+pub type DurationKey = (String, i64, i32, i32);
+
+/// Counts per duration bucket, by hour and by day: what a batch (or a backfill) adds.
+#[derive(Default)]
+pub struct DurationCounts {
+    pub hours: BTreeMap<DurationKey, i64>,
+    pub days: BTreeMap<DurationKey, i64>,
+}
+
+impl DurationCounts {
+    pub fn add(&mut self, project: &str, time_us: i64, latency_us: i64, ttft_us: Option<i64>) {
+        let hour = bucket_start(time_us, Unit::Hour);
+        let day = bucket_start(time_us, Unit::Day);
+        let values = std::iter::once((Metric::Latency, latency_us))
+            .chain(ttft_us.map(|t| (Metric::Ttft, t)));
+        for (metric, v) in values {
+            let b = histogram::bucket(v);
+            for (rows, at) in [(&mut self.hours, hour), (&mut self.days, day)] {
+                *rows
+                    .entry((project.to_owned(), at, metric.code(), b))
+                    .or_default() += 1;
+            }
+        }
+    }
+}
+
+/// Records whose duration counts a backfill holds in memory at most before writing them.
+pub const BACKFILL_CHUNK: usize = 100_000;
+
+/// The duration histograms' tables, hourly then daily.
+pub const DURATION_TABLES: [&str; 2] = ["usage_hourly_latency", "usage_daily_latency"];
 
 /// (project, hour or day, provider, model) of `usage_hourly_models` and `usage_daily_models`.
 pub type ModelKey = (String, i64, String, String);
@@ -94,6 +211,7 @@ pub struct Rollups {
     pub model_days: BTreeMap<ModelKey, Sums>,
     pub users: BTreeMap<UserKey, Sums>,
     pub user_days: BTreeMap<UserKey, Sums>,
+    pub durations: DurationCounts,
 }
 
 /// Sums `records` (whose user keys are `user_keys`, in the same order) into rollup rows.
@@ -102,7 +220,9 @@ pub fn rollups(records: &[UsageRecord], user_keys: &[i64]) -> anyhow::Result<Rol
     let mut model_days: BTreeMap<ModelKey, Sums> = BTreeMap::new();
     let mut users: BTreeMap<UserKey, Sums> = BTreeMap::new();
     let mut user_days: BTreeMap<UserKey, Sums> = BTreeMap::new();
+    let mut durations = DurationCounts::default();
     for (r, &user) in records.iter().zip(user_keys) {
+        durations.add(&r.project, r.time_us, r.latency_us, r.ttft_us);
         let hour = bucket_start(r.time_us, Unit::Hour);
         let provider = r.provider.clone().unwrap_or_default();
         let model = r.model.clone().unwrap_or_default();
@@ -128,6 +248,7 @@ pub fn rollups(records: &[UsageRecord], user_keys: &[i64]) -> anyhow::Result<Rol
         model_days,
         users,
         user_days,
+        durations,
     })
 }
 
@@ -140,12 +261,14 @@ pub fn steps(a: i64, b: i64, step: i64) -> Vec<i64> {
         .collect()
 }
 
-/// The `SELECT` that fills `usage_daily_models` from `usage_hourly_models`, for a database
+/// The statement that fills `usage_daily_models` from `usage_hourly_models`, for a database
 /// written before the daily rollup existed (the same SQL in SQLite and PostgreSQL).
 pub fn days_from_hours() -> String {
+    let columns = SUM_COLUMNS.join(", ");
+    let sums = SUM_COLUMNS.map(|c| format!("SUM({c})")).join(", ");
     format!(
-        "SELECT project, (hour_us / {DAY_US}) * {DAY_US}, provider, model, SUM(input_tokens),
-            SUM(output_tokens), SUM(cost_micros), SUM(requests)
+        "INSERT INTO usage_daily_models (project, day_us, provider, model, {columns})
+         SELECT project, (hour_us / {DAY_US}) * {DAY_US}, provider, model, {sums}
          FROM usage_hourly_models GROUP BY 1, 2, 3, 4"
     )
 }
@@ -210,7 +333,12 @@ impl Plan {
 pub const ADD_SUMS: &str = "input_tokens = h.input_tokens + excluded.input_tokens,
     output_tokens = h.output_tokens + excluded.output_tokens,
     cost_micros = h.cost_micros + excluded.cost_micros,
-    requests = h.requests + excluded.requests";
+    requests = h.requests + excluded.requests,
+    errors = h.errors + excluded.errors,
+    cached_input_tokens = h.cached_input_tokens + excluded.cached_input_tokens,
+    latency_us = h.latency_us + excluded.latency_us,
+    ttft_us = h.ttft_us + excluded.ttft_us,
+    ttft_count = h.ttft_count + excluded.ttft_count";
 
 /// Splits `[start, end)` for a question in `unit` buckets (`None` for a total). Minute buckets
 /// cannot come from a rollup: the whole range is then raw. For a total, or buckets of a day or

@@ -15,11 +15,12 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 use super::UsageRecord;
+use super::histogram::Durations;
 use super::keys::{AdminKey, KeyLimits};
 use super::requests::{self, Flavor, Param, RequestQuery};
 use super::responses::StoredResponse;
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
-use super::stats::{self, Figures, GroupRow, Grouping, Metric, StatsQuery};
+use super::stats::{self, Figures, GroupRow, Grouping, Part};
 use super::store::{
     ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
     limits_to_columns,
@@ -77,6 +78,11 @@ CREATE TABLE IF NOT EXISTS usage_hourly_models (
     output_tokens INTEGER NOT NULL,
     cost_micros INTEGER NOT NULL,
     requests INTEGER NOT NULL,
+    errors INTEGER NOT NULL DEFAULT 0,
+    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+    latency_us INTEGER NOT NULL DEFAULT 0,
+    ttft_us INTEGER NOT NULL DEFAULT 0,
+    ttft_count INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (project, hour_us, provider, model)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS usage_daily_models (
@@ -88,6 +94,11 @@ CREATE TABLE IF NOT EXISTS usage_daily_models (
     output_tokens INTEGER NOT NULL,
     cost_micros INTEGER NOT NULL,
     requests INTEGER NOT NULL,
+    errors INTEGER NOT NULL DEFAULT 0,
+    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+    latency_us INTEGER NOT NULL DEFAULT 0,
+    ttft_us INTEGER NOT NULL DEFAULT 0,
+    ttft_count INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (project, day_us, provider, model)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS usage_hourly_users (
@@ -100,6 +111,11 @@ CREATE TABLE IF NOT EXISTS usage_hourly_users (
     output_tokens INTEGER NOT NULL,
     cost_micros INTEGER NOT NULL,
     requests INTEGER NOT NULL,
+    errors INTEGER NOT NULL DEFAULT 0,
+    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+    latency_us INTEGER NOT NULL DEFAULT 0,
+    ttft_us INTEGER NOT NULL DEFAULT 0,
+    ttft_count INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (project, hour_us, user_key, provider, model)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS usage_daily_users (
@@ -112,7 +128,28 @@ CREATE TABLE IF NOT EXISTS usage_daily_users (
     output_tokens INTEGER NOT NULL,
     cost_micros INTEGER NOT NULL,
     requests INTEGER NOT NULL,
+    errors INTEGER NOT NULL DEFAULT 0,
+    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+    latency_us INTEGER NOT NULL DEFAULT 0,
+    ttft_us INTEGER NOT NULL DEFAULT 0,
+    ttft_count INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (project, day_us, user_key, provider, model)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage_hourly_latency (
+    project TEXT NOT NULL,
+    hour_us INTEGER NOT NULL,
+    metric INTEGER NOT NULL,
+    bucket INTEGER NOT NULL,
+    records INTEGER NOT NULL,
+    PRIMARY KEY (project, hour_us, metric, bucket)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS usage_daily_latency (
+    project TEXT NOT NULL,
+    day_us INTEGER NOT NULL,
+    metric INTEGER NOT NULL,
+    bucket INTEGER NOT NULL,
+    records INTEGER NOT NULL,
+    PRIMARY KEY (project, day_us, metric, bucket)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS ledger_batches (
     batch_id TEXT PRIMARY KEY,
@@ -246,18 +283,27 @@ impl SqliteStore {
              wasmgate (no usage_records.user_key): move it away to start a new one"
         );
         let has_daily_models = table_exists(&conn, "usage_daily_models")?;
+        // Rollups written before they held the console's sums: filled from the records below.
+        let needs_backfill = has_records && !column_exists(&conn, "usage_hourly_models", "errors")?;
         conn.execute_batch(SCHEMA)
             .context("cannot create the ledger tables")?;
+        for (table, ..) in rollup::ROLLUP_TABLES {
+            for column in rollup::STATS_COLUMNS {
+                if !column_exists(&conn, table, column)? {
+                    conn.execute_batch(&format!(
+                        "ALTER TABLE {table} ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0"
+                    ))
+                    .with_context(|| format!("cannot add {table}.{column}"))?;
+                }
+            }
+        }
         if has_records && !has_daily_models {
             // Added after the first release: sum what the hourly rollup already holds.
-            conn.execute(
-                &format!(
-                    "INSERT INTO usage_daily_models {}",
-                    rollup::days_from_hours()
-                ),
-                [],
-            )
-            .context("cannot fill usage_daily_models")?;
+            conn.execute(&rollup::days_from_hours(), [])
+                .context("cannot fill usage_daily_models")?;
+        }
+        if needs_backfill {
+            backfill(&conn).context("cannot fill the rollups' new sums from the records")?;
         }
         // Added after the first release: older files get the column, empty for their records.
         if !column_exists(&conn, "usage_records", "ttft_us")? {
@@ -307,6 +353,56 @@ impl SqliteStore {
             .lock()
             .map_err(|_| anyhow::anyhow!("the ledger connection is poisoned"))
     }
+}
+
+/// Fills the rollups' [`rollup::STATS_COLUMNS`] and the duration histograms from the records,
+/// in one transaction, for a database written before they existed.
+fn backfill(conn: &Connection) -> anyhow::Result<()> {
+    let tx = conn.unchecked_transaction()?;
+    for (table, time, step, by_user) in rollup::ROLLUP_TABLES {
+        tx.execute(&rollup::backfill_sql(table, time, step, by_user), [])?;
+    }
+    {
+        let mut stmt =
+            tx.prepare("SELECT project, time_us, latency_us, ttft_us FROM usage_records")?;
+        let mut rows = stmt.query([])?;
+        // Written every so many records (the histograms' UPSERTs add), so that memory holds
+        // that many records' counts, not the whole history's.
+        let mut counts = rollup::DurationCounts::default();
+        let mut held = 0;
+        while let Some(row) = rows.next()? {
+            let project: String = row.get(0)?;
+            counts.add(&project, row.get(1)?, row.get(2)?, row.get(3)?);
+            held += 1;
+            if held == rollup::BACKFILL_CHUNK {
+                write_durations(&tx, &std::mem::take(&mut counts))?;
+                held = 0;
+            }
+        }
+        write_durations(&tx, &counts)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Adds `counts` to the duration histograms.
+fn write_durations(conn: &Connection, counts: &rollup::DurationCounts) -> anyhow::Result<()> {
+    let [hourly, daily] = rollup::DURATION_TABLES;
+    for (table, time, rows) in [
+        (hourly, "hour_us", &counts.hours),
+        (daily, "day_us", &counts.days),
+    ] {
+        let mut stmt = conn.prepare_cached(&format!(
+            "INSERT INTO {table} AS h (project, {time}, metric, bucket, records)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (project, {time}, metric, bucket)
+             DO UPDATE SET records = h.records + excluded.records"
+        ))?;
+        for ((project, at, metric, bucket), n) in rows {
+            stmt.execute(params![project, at, metric, bucket, n])?;
+        }
+    }
+    Ok(())
 }
 
 fn table_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
@@ -464,27 +560,28 @@ impl Store for SqliteStore {
                 ])?;
             }
             let rollups = rollup::rollups(records, &user_keys)?;
+            let columns = rollup::SUM_COLUMNS.join(", ");
+            let values = |first: usize| {
+                (first..first + rollup::SUM_COLUMNS.len())
+                    .map(|i| format!("?{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
             for (table, time, rows) in [
                 ("usage_hourly_models", "hour_us", &rollups.models),
                 ("usage_daily_models", "day_us", &rollups.model_days),
             ] {
                 let mut models = tx.prepare_cached(&format!(
-                    "INSERT INTO {table} AS h (project, {time}, provider, model,
-                        input_tokens, output_tokens, cost_micros, requests)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET {ADD_SUMS}"
+                    "INSERT INTO {table} AS h (project, {time}, provider, model, {columns})
+                     VALUES (?1, ?2, ?3, ?4, {})
+                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET {ADD_SUMS}",
+                    values(5)
                 ))?;
                 for ((project, at, provider, model), s) in rows {
-                    models.execute(params![
-                        project,
-                        at,
-                        provider,
-                        model,
-                        s.input_tokens,
-                        s.output_tokens,
-                        s.cost_micros,
-                        s.requests
-                    ])?;
+                    let head: [&dyn rusqlite::ToSql; 4] = [project, at, provider, model];
+                    let sums = s.columns();
+                    let tail = sums.iter().map(|v| v as &dyn rusqlite::ToSql);
+                    models.execute(rusqlite::params_from_iter(head.into_iter().chain(tail)))?;
                 }
             }
             for (table, time, rows) in [
@@ -492,25 +589,19 @@ impl Store for SqliteStore {
                 ("usage_daily_users", "day_us", &rollups.user_days),
             ] {
                 let mut users = tx.prepare_cached(&format!(
-                    "INSERT INTO {table} AS h (project, {time}, user_key, provider, model,
-                        input_tokens, output_tokens, cost_micros, requests)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
-                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET {ADD_SUMS}"
+                    "INSERT INTO {table} AS h (project, {time}, user_key, provider, model, {columns})
+                     VALUES (?1, ?2, ?3, ?4, ?5, {})
+                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET {ADD_SUMS}",
+                    values(6)
                 ))?;
                 for ((project, at, user, provider, model), s) in rows {
-                    users.execute(params![
-                        project,
-                        at,
-                        user,
-                        provider,
-                        model,
-                        s.input_tokens,
-                        s.output_tokens,
-                        s.cost_micros,
-                        s.requests
-                    ])?;
+                    let head: [&dyn rusqlite::ToSql; 5] = [project, at, user, provider, model];
+                    let sums = s.columns();
+                    let tail = sums.iter().map(|v| v as &dyn rusqlite::ToSql);
+                    users.execute(rusqlite::params_from_iter(head.into_iter().chain(tail)))?;
                 }
             }
+            write_durations(&tx, &rollups.durations)?;
         }
         tx.commit()?;
         self.users
@@ -932,17 +1023,14 @@ impl Store for SqliteStore {
 
     fn stats_groups(
         &self,
-        query: &StatsQuery,
+        project: &str,
+        part: Part,
         grouping: Grouping,
     ) -> anyhow::Result<Vec<GroupRow>> {
         let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&stats::group_sql(grouping, Flavor::Sqlite))?;
-        let range = params![query.project, query.start_us, query.end_us];
-        let series = params![query.project, query.start_us, query.end_us, query.step_us];
-        let mut rows = match grouping {
-            Grouping::Series => stmt.query(series)?,
-            Grouping::Users | Grouping::TagLists => stmt.query(range)?,
-        };
+        let mut stmt =
+            conn.prepare_cached(&stats::group_sql(grouping, part.source, Flavor::Sqlite))?;
+        let mut rows = stmt.query(params![project, part.start_us, part.end_us])?;
         let mut groups = Vec::new();
         while let Some(row) = rows.next()? {
             let mut sums = [None; 9];
@@ -959,17 +1047,25 @@ impl Store for SqliteStore {
         Ok(groups)
     }
 
-    fn stats_rank(
-        &self,
-        query: &StatsQuery,
-        metric: Metric,
-        offset: u64,
-    ) -> anyhow::Result<Option<i64>> {
+    fn stats_durations(&self, project: &str, part: Part) -> anyhow::Result<Durations> {
         let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&stats::rank_sql(metric, Flavor::Sqlite))?;
-        let offset = i64::try_from(offset)?;
-        let mut rows = stmt.query(params![query.project, query.start_us, query.end_us, offset])?;
-        Ok(rows.next()?.map(|row| row.get(0)).transpose()?)
+        let (sql, shape) = stats::durations_sql(part.source, Flavor::Sqlite);
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(params![project, part.start_us, part.end_us])?;
+        let mut durations = Durations::default();
+        while let Some(row) = rows.next()? {
+            let width = if shape == stats::DurationRows::Values {
+                2
+            } else {
+                3
+            };
+            let mut values = [None; 3];
+            for (i, v) in values.iter_mut().enumerate().take(width) {
+                *v = row.get(i)?;
+            }
+            stats::add_duration_row(&mut durations, shape, values);
+        }
+        Ok(durations)
     }
 }
 

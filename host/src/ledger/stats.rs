@@ -1,18 +1,28 @@
 //! The console's figures over a range: totals with the error rate and latency percentiles, a
 //! series per time bucket and model, and breakdowns by provider, model, user and tag.
 //!
-//! They are read from the raw records (the rollups hold neither errors, cached tokens nor
-//! latencies), with the same SQL on both stores, one `GROUP BY` per shape: the series by
-//! (bucket, provider, model), from which the totals and the provider and model breakdowns are
-//! folded; the users by user id; the tags by the record's tag list, folded here so that a record
-//! counts once for each of its tags. Percentiles are exact (nearest rank): one ordered probe per
-//! percentile, `OFFSET` the rank. The cost grows with the records in the range; the request log's
-//! `(project, time_us, ...)` index bounds what is read to them.
+//! They are read like `/usage/total` and `/usage/models` (see [`super::rollup::plan`]): whole
+//! days from the daily rollups, whole hours from the hourly ones, and only the partial hours at
+//! the edges of the range from the raw records, so that the cost grows with the days and hours
+//! of the range, not with its requests. The series comes from the per-model rollups (a minute
+//! series, which no rollup holds, from the raw records of its range: at most a day and a half,
+//! see `server::usage_stats`), and the totals and the provider and model breakdowns are folded
+//! from it. The users and tags come from the per-user rollups joined with `usage_users` (a
+//! user's tags are those it was recorded with; a record counts once for each distinct tag of its
+//! list); records sent without any user fact are in no per-user rollup, so they are what the
+//! totals hold beyond the users' rows, and count under the "no user" row.
+//!
+//! Percentiles are nearest rank over a histogram of the durations, per hour and per day
+//! ([`super::histogram`]: fixed log-linear buckets, each reported as its midpoint), with the raw
+//! records at the edges counted into the same buckets: within 3.125 % of the exact value.
 
 use std::collections::BTreeMap;
 
+use super::histogram::Durations;
 use super::requests::{FAILED, Flavor};
-use super::store::Store;
+use super::rollup::{self, Plan};
+use super::store::{Store, Unit};
+use super::time::{DAY_US, HOUR_US};
 
 /// Rows of a breakdown at most (the users and tags spending the most, then the busiest).
 pub const BREAKDOWN_MAX: usize = 100;
@@ -58,6 +68,24 @@ impl Figures {
         self.ttft_count += o.ttft_count;
     }
 
+    /// What `self` holds beyond `o` (which it includes); 0 rather than below (a batch written
+    /// between two reads of the same range could make `o` the larger).
+    pub fn minus(&self, o: Figures) -> Self {
+        Self {
+            requests: self.requests.saturating_sub(o.requests),
+            errors: self.errors.saturating_sub(o.errors),
+            input_tokens: self.input_tokens.saturating_sub(o.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(o.output_tokens),
+            cached_input_tokens: self
+                .cached_input_tokens
+                .saturating_sub(o.cached_input_tokens),
+            cost_micros: self.cost_micros - o.cost_micros,
+            latency_us_sum: self.latency_us_sum - o.latency_us_sum,
+            ttft_us_sum: self.ttft_us_sum - o.ttft_us_sum,
+            ttft_count: self.ttft_count.saturating_sub(o.ttft_count),
+        }
+    }
+
     /// From the sums as SQL gives them (`NULL` where no record had a value).
     pub fn from_sql(v: [Option<i64>; 9]) -> Self {
         let count = |v: Option<i64>| u64::try_from(v.unwrap_or(0)).unwrap_or(0);
@@ -75,15 +103,51 @@ impl Figures {
     }
 }
 
-/// What the records are grouped by; each row is (bucket, first, second, figures).
+/// Where one part of a range is read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// `usage_records`.
+    Records,
+    /// The hourly rollups (`usage_hourly_*`).
+    Hours,
+    /// The daily rollups (`usage_daily_*`).
+    Days,
+}
+
+/// `[start_us, end_us)` of one source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub source: Source,
+    pub start_us: i64,
+    pub end_us: i64,
+}
+
+/// The parts of a plan, in no particular order.
+fn parts(plan: &Plan) -> Vec<Part> {
+    let part = |source| {
+        move |&(start_us, end_us): &(i64, i64)| Part {
+            source,
+            start_us,
+            end_us,
+        }
+    };
+    plan.days
+        .iter()
+        .map(part(Source::Days))
+        .chain(plan.hours.iter().map(part(Source::Hours)))
+        .chain(plan.raw.iter().map(part(Source::Records)))
+        .collect()
+}
+
+/// What the records are grouped by; each row is (time, first, second, figures).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Grouping {
-    /// (bucket start, provider, model).
-    Series,
-    /// (0, user id, -).
+    /// (time, provider, model): from the records, time is the start of the bucket of this
+    /// length in µs; from a rollup, the row's hour or day.
+    Series(i64),
+    /// (0, user id, the user's tag list as stored (a JSON array)). From the records, those
+    /// without a user are a row with no id and no tags; a rollup has none of them.
     Users,
-    /// (0, tag list as stored (a JSON array), -).
-    TagLists,
 }
 
 /// One group's figures.
@@ -103,27 +167,70 @@ pub enum Metric {
 }
 
 impl Metric {
-    fn column(self) -> &'static str {
+    /// Its number in the `metric` column of the duration histograms.
+    pub fn code(self) -> i32 {
         match self {
-            Self::Latency => "latency_us",
-            Self::Ttft => "ttft_us",
+            Self::Latency => 0,
+            Self::Ttft => 1,
+        }
+    }
+
+    pub fn of_code(code: i32) -> Option<Self> {
+        match code {
+            0 => Some(Self::Latency),
+            1 => Some(Self::Ttft),
+            _ => None,
         }
     }
 }
 
-/// The sums every grouping selects, in [`Figures::from_sql`]'s order, from the 4th column on.
-fn figures_sql(flavor: Flavor) -> String {
-    // PostgreSQL sums BIGINTs into NUMERIC; SQLite's are already integers.
-    let cast = match flavor {
+/// (table, time column) of `source` for rollups named `usage_{hourly,daily}_{kind}`; `None`
+/// for the raw records.
+fn rollup_table(source: Source, kind: &str) -> Option<(String, &'static str)> {
+    match source {
+        Source::Records => None,
+        Source::Hours => Some((format!("usage_hourly_{kind}"), "hour_us")),
+        Source::Days => Some((format!("usage_daily_{kind}"), "day_us")),
+    }
+}
+
+/// PostgreSQL sums BIGINTs into NUMERIC; SQLite's are already integers.
+fn cast(flavor: Flavor) -> &'static str {
+    match flavor {
         Flavor::Sqlite => "",
         Flavor::Postgres => "::BIGINT",
-    };
+    }
+}
+
+/// The sums every grouping of the raw records selects, in [`Figures::from_sql`]'s order.
+fn figures_sql(flavor: Flavor) -> String {
+    let cast = cast(flavor);
     format!(
         "COUNT(*), SUM(CASE WHEN {FAILED} THEN 1 ELSE 0 END){cast}, SUM(input_tokens){cast},
          SUM(output_tokens){cast}, SUM(cached_input_tokens){cast},
          SUM(COALESCE(cost_micros, 0)){cast}, SUM(latency_us){cast}, SUM(ttft_us){cast},
          COUNT(ttft_us)"
     )
+}
+
+/// The same sums over rollup rows, named `f0` to `f8`.
+fn rollup_figures_sql(flavor: Flavor) -> String {
+    [
+        "requests",
+        "errors",
+        "input_tokens",
+        "output_tokens",
+        "cached_input_tokens",
+        "cost_micros",
+        "latency_us",
+        "ttft_us",
+        "ttft_count",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, c)| format!("SUM({c}){} AS f{i}", cast(flavor)))
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 fn param(flavor: Flavor, n: usize) -> String {
@@ -133,42 +240,103 @@ fn param(flavor: Flavor, n: usize) -> String {
     }
 }
 
-/// The statement of one grouping. Parameters: project, start, end, and for the series the
-/// bucket's length.
-pub fn group_sql(grouping: Grouping, flavor: Flavor) -> String {
+/// The statement of one grouping of one source: rows of (time, first, second, the nine sums).
+/// Parameters: project, start, end.
+pub fn group_sql(grouping: Grouping, source: Source, flavor: Flavor) -> String {
     let p = |n| param(flavor, n);
-    let keys = match grouping {
-        Grouping::Series => format!(
-            "({t} / {s}) * {s}, provider, model",
-            t = "time_us",
-            s = p(4)
-        ),
-        Grouping::Users => "CAST(0 AS BIGINT), user_id, CAST(NULL AS TEXT)".to_owned(),
-        Grouping::TagLists => "CAST(0 AS BIGINT), user_tags, CAST(NULL AS TEXT)".to_owned(),
+    let (project, start, end) = (p(1), p(2), p(3));
+    let kind = match grouping {
+        Grouping::Series(_) => "models",
+        Grouping::Users => "users",
     };
-    format!(
-        "SELECT {keys}, {} FROM usage_records
-         WHERE project = {} AND time_us >= {} AND time_us < {} GROUP BY 1, 2, 3",
-        figures_sql(flavor),
-        p(1),
-        p(2),
-        p(3)
-    )
+    let Some((table, time)) = rollup_table(source, kind) else {
+        let keys = match grouping {
+            Grouping::Series(step) => format!("(time_us / {step}) * {step}, provider, model"),
+            Grouping::Users => "CAST(0 AS BIGINT), user_id, user_tags".to_owned(),
+        };
+        return format!(
+            "SELECT {keys}, {} FROM usage_records
+             WHERE project = {project} AND time_us >= {start} AND time_us < {end}
+             GROUP BY 1, 2, 3",
+            figures_sql(flavor)
+        );
+    };
+    let sums = rollup_figures_sql(flavor);
+    let within = format!("project = {project} AND {time} >= {start} AND {time} < {end}");
+    match grouping {
+        // One row per (hour or day, provider, model) already.
+        Grouping::Series(_) => format!(
+            "SELECT {time}, provider, model, {sums} FROM {table} WHERE {within}
+             GROUP BY {time}, provider, model"
+        ),
+        // Summed per user key first, so that each user is looked up once.
+        Grouping::Users => format!(
+            "SELECT CAST(0 AS BIGINT), u.user_id, u.user_tags,
+                s.f0, s.f1, s.f2, s.f3, s.f4, s.f5, s.f6, s.f7, s.f8
+             FROM (SELECT user_key, {sums} FROM {table} WHERE {within} GROUP BY user_key) AS s
+             JOIN usage_users AS u ON u.user_key = s.user_key"
+        ),
+    }
 }
 
-/// The statement of one percentile probe: the value at 0-based rank `$4` in ascending order.
-pub fn rank_sql(metric: Metric, flavor: Flavor) -> String {
+/// What [`durations_sql`] selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DurationRows {
+    /// (latency_us, ttft_us or NULL) per record.
+    Values,
+    /// (metric code, bucket, count) per bucket.
+    Buckets,
+}
+
+/// The statement reading the durations of one source. Parameters: project, start, end.
+pub fn durations_sql(source: Source, flavor: Flavor) -> (String, DurationRows) {
     let p = |n| param(flavor, n);
-    let column = metric.column();
-    format!(
-        "SELECT {column} FROM usage_records
-         WHERE project = {} AND time_us >= {} AND time_us < {} AND {column} IS NOT NULL
-         ORDER BY {column} LIMIT 1 OFFSET {}",
-        p(1),
-        p(2),
-        p(3),
-        p(4)
-    )
+    let (project, start, end) = (p(1), p(2), p(3));
+    match rollup_table(source, "latency") {
+        None => (
+            format!(
+                "SELECT latency_us, ttft_us FROM usage_records
+                 WHERE project = {project} AND time_us >= {start} AND time_us < {end}"
+            ),
+            DurationRows::Values,
+        ),
+        Some((table, time)) => (
+            format!(
+                "SELECT metric, bucket, SUM(records){} FROM {table}
+                 WHERE project = {project} AND {time} >= {start} AND {time} < {end}
+                 GROUP BY metric, bucket",
+                cast(flavor)
+            ),
+            DurationRows::Buckets,
+        ),
+    }
+}
+
+/// Adds one row of [`durations_sql`] to `into`.
+pub fn add_duration_row(into: &mut Durations, rows: DurationRows, row: [Option<i64>; 3]) {
+    match rows {
+        DurationRows::Values => {
+            if let Some(latency) = row[0] {
+                into.latency.record(latency);
+            }
+            if let Some(ttft) = row[1] {
+                into.ttft.record(ttft);
+            }
+        }
+        DurationRows::Buckets => {
+            let (Some(code), Some(bucket), Some(count)) = (row[0], row[1], row[2]) else {
+                return;
+            };
+            let histogram = match i32::try_from(code).ok().and_then(Metric::of_code) {
+                Some(Metric::Latency) => &mut into.latency,
+                Some(Metric::Ttft) => &mut into.ttft,
+                None => return,
+            };
+            if let (Ok(bucket), Ok(count)) = (i32::try_from(bucket), u64::try_from(count)) {
+                histogram.add(bucket, count);
+            }
+        }
+    }
 }
 
 /// Nearest-rank percentiles of one metric: `(percentile, value)`, `None` with no values.
@@ -183,7 +351,7 @@ pub struct Breakdown<K> {
 }
 
 impl<K: Ord> Breakdown<K> {
-    fn of(sums: BTreeMap<K, Figures>) -> Self {
+    pub(super) fn of(sums: BTreeMap<K, Figures>) -> Self {
         let count = sums.len();
         let mut rows: Vec<(K, Figures)> = sums.into_iter().collect();
         // Stable: keys equal in cost and requests stay in key order.
@@ -207,15 +375,49 @@ pub struct Stats {
     pub tags: Breakdown<String>,
 }
 
+/// The unit of the buckets a step is a whole number of: days and hours can be read from the
+/// rollups, anything finer only from the records.
+fn unit_of(step_us: i64) -> Unit {
+    if step_us % DAY_US == 0 {
+        Unit::Day
+    } else if step_us % HOUR_US == 0 {
+        Unit::Hour
+    } else {
+        Unit::Minute
+    }
+}
+
+/// `""` (how the rollups and `usage_users` keep an absent provider, model or user id) as absent.
+fn present(value: Option<String>) -> Option<String> {
+    value.filter(|v| !v.is_empty())
+}
+
 /// The figures of `q` from `store`.
 pub fn stats(store: &dyn Store, q: &StatsQuery) -> anyhow::Result<Stats> {
-    let mut series = store.stats_groups(q, Grouping::Series)?;
-    series.sort_by(|a, b| {
-        (a.bucket_us, &a.first, &a.second).cmp(&(b.bucket_us, &b.first, &b.second))
-    });
+    let step = q.step_us.max(1);
+    let mut by_bucket: BTreeMap<(i64, Option<String>, Option<String>), Figures> = BTreeMap::new();
+    for part in parts(&rollup::plan(q.start_us, q.end_us, Some(unit_of(step)))) {
+        for row in store.stats_groups(&q.project, part, Grouping::Series(step))? {
+            let key = (
+                row.bucket_us.div_euclid(step) * step,
+                present(row.first),
+                present(row.second),
+            );
+            by_bucket.entry(key).or_default().add(row.figures);
+        }
+    }
     let mut total = Figures::default();
     let mut providers: BTreeMap<String, Figures> = BTreeMap::new();
     let mut models: BTreeMap<(String, String), Figures> = BTreeMap::new();
+    let series: Vec<GroupRow> = by_bucket
+        .into_iter()
+        .map(|((bucket_us, first, second), figures)| GroupRow {
+            bucket_us,
+            first,
+            second,
+            figures,
+        })
+        .collect();
     for row in &series {
         total.add(row.figures);
         let provider = row.first.clone().unwrap_or_default();
@@ -228,28 +430,40 @@ pub fn stats(store: &dyn Store, q: &StatsQuery) -> anyhow::Result<Stats> {
             .or_default()
             .add(row.figures);
     }
-    let users: BTreeMap<Option<String>, Figures> = store
-        .stats_groups(q, Grouping::Users)?
-        .into_iter()
-        .fold(BTreeMap::new(), |mut users, row| {
-            users.entry(row.first).or_default().add(row.figures);
-            users
-        });
+
+    let whole = parts(&rollup::plan(q.start_us, q.end_us, None));
+    let mut users: BTreeMap<Option<String>, Figures> = BTreeMap::new();
     let mut tags: BTreeMap<String, Figures> = BTreeMap::new();
-    for row in store.stats_groups(q, Grouping::TagLists)? {
-        let list: Vec<String> = serde_json::from_str(row.first.as_deref().unwrap_or("[]"))?;
-        // A list naming a tag twice counts its records once for it.
-        let distinct: std::collections::BTreeSet<String> = list.into_iter().collect();
-        for tag in distinct {
-            tags.entry(tag).or_default().add(row.figures);
+    let mut with_rows = Figures::default();
+    let mut durations = Durations::default();
+    for &part in &whole {
+        for row in store.stats_groups(&q.project, part, Grouping::Users)? {
+            with_rows.add(row.figures);
+            users
+                .entry(present(row.first))
+                .or_default()
+                .add(row.figures);
+            let list: Vec<String> = serde_json::from_str(row.second.as_deref().unwrap_or("[]"))?;
+            // A list naming a tag twice counts its records once for it.
+            let distinct: std::collections::BTreeSet<String> = list.into_iter().collect();
+            for tag in distinct {
+                tags.entry(tag).or_default().add(row.figures);
+            }
         }
+        durations.merge(&store.stats_durations(&q.project, part)?);
     }
-    let latency = percentiles(store, q, Metric::Latency, total.requests)?;
-    let ttft = percentiles(store, q, Metric::Ttft, total.ttft_count)?;
+    // The records of the rollups' parts that named no user are in no per-user row.
+    let no_user = total.minus(with_rows);
+    if no_user.requests > 0 {
+        users.entry(None).or_default().add(no_user);
+    }
+    let percentiles = |h: &super::histogram::Histogram| -> Percentiles {
+        PERCENTILES.iter().map(|&p| (p, h.percentile(p))).collect()
+    };
     Ok(Stats {
         total,
-        latency,
-        ttft,
+        latency: percentiles(&durations.latency),
+        ttft: percentiles(&durations.ttft),
         series,
         providers: Breakdown::of(providers),
         models: Breakdown::of(models),
@@ -262,25 +476,6 @@ pub fn stats(store: &dyn Store, q: &StatsQuery) -> anyhow::Result<Stats> {
 /// with at least `p`% of the values at or below it.
 pub fn rank(p: u32, n: u64) -> u64 {
     (u64::from(p) * n).div_ceil(100).max(1) - 1
-}
-
-fn percentiles(
-    store: &dyn Store,
-    q: &StatsQuery,
-    metric: Metric,
-    n: u64,
-) -> anyhow::Result<Percentiles> {
-    PERCENTILES
-        .iter()
-        .map(|&p| {
-            let value = if n == 0 {
-                None
-            } else {
-                store.stats_rank(q, metric, rank(p, n))?
-            };
-            Ok((p, value))
-        })
-        .collect()
 }
 
 #[cfg(test)]

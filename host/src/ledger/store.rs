@@ -10,6 +10,9 @@
 //! - `usage_hourly_models` and `usage_daily_models`: sums per (project, hour or day, provider,
 //!   model), what unfiltered questions read (days for totals and day, week or month buckets):
 //!   their size does not grow with the number of users or requests;
+//! - every rollup also sums what the console shows (errors, cached input tokens, latency and
+//!   time to first token), and `usage_hourly_latency` and `usage_daily_latency` count the
+//!   durations of each (project, hour or day) in histogram buckets (see [`super::histogram`]);
 //! - `usage_hourly_users` and `usage_daily_users`: sums per (project, hour or day, user key,
 //!   provider, model), what questions about some users read, one primary-key lookup per bucket
 //!   and user. Time comes before the user in the key so that a batch, whose records are minutes
@@ -26,10 +29,11 @@
 //! (a partial index), and by request id.
 
 use super::UsageRecord;
+use super::histogram::Durations;
 use super::keys::{AdminKey, Budget, BudgetPeriod, KeyLimits};
 use super::requests::RequestQuery;
 use super::responses::StoredResponse;
-use super::stats::{GroupRow, Grouping, Metric, StatsQuery};
+use super::stats::{GroupRow, Grouping, Part};
 
 /// A calendar bucket of `/usage/models`, in UTC. Weeks start on Monday.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,17 +302,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// Forgets the project's stored response; `false` when it had none of that id.
     fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool>;
-    /// The records of `query`'s range grouped as `grouping` says, in no particular order (see
-    /// [`super::stats`]).
-    fn stats_groups(&self, query: &StatsQuery, grouping: Grouping)
-    -> anyhow::Result<Vec<GroupRow>>;
 
-    /// The value of `metric` at 0-based rank `offset` in ascending order among the records of
-    /// `query`'s range that have one.
-    fn stats_rank(
+    /// The rows of `part` of the project's range grouped as `grouping` says, in no particular
+    /// order (see [`super::stats`]).
+    fn stats_groups(
         &self,
-        query: &StatsQuery,
-        metric: Metric,
-        offset: u64,
-    ) -> anyhow::Result<Option<i64>>;
+        project: &str,
+        part: Part,
+        grouping: Grouping,
+    ) -> anyhow::Result<Vec<GroupRow>>;
+
+    /// The latency and time-to-first-token histograms of `part` of the project's range.
+    fn stats_durations(&self, project: &str, part: Part) -> anyhow::Result<Durations>;
 }

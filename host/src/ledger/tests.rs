@@ -48,6 +48,7 @@ on_every_store!(
     check_one_request_per_project,
     check_stored_responses,
     check_stats,
+    check_stats_from_rollups_equal_the_records,
 );
 
 // 2024-02-29 13:00:00 UTC.
@@ -886,8 +887,8 @@ fn check_stats(store: &dyn Store) {
     let latencies: Vec<i64> = inside.iter().map(|r| r.latency_us).collect();
     let ttfts: Vec<i64> = inside.iter().filter_map(|r| r.ttft_us).collect();
     for (i, p) in stats::PERCENTILES.into_iter().enumerate() {
-        assert_eq!(got.latency[i], (p, percentile(latencies.clone(), p)));
-        assert_eq!(got.ttft[i], (p, percentile(ttfts.clone(), p)));
+        assert_close(got.latency[i], (p, percentile(latencies.clone(), p)));
+        assert_close(got.ttft[i], (p, percentile(ttfts.clone(), p)));
     }
 
     // The series: one row per (hour, provider, model) present, in that order.
@@ -982,6 +983,308 @@ fn check_stats(store: &dyn Store) {
     assert_eq!(empty.total, Figures::default());
     assert!(empty.latency.iter().all(|(_, v)| v.is_none()));
     assert!(empty.series.is_empty() && empty.users.rows.is_empty());
+}
+
+/// A percentile within [`histogram::ERROR_BOUND`] of the exact one (both absent or both there).
+fn assert_close(got: (u32, Option<i64>), exact: (u32, Option<i64>)) {
+    assert_eq!(got.0, exact.0);
+    match (got.1, exact.1) {
+        (Some(g), Some(e)) => assert!(
+            (g - e).abs() as f64 <= e as f64 * histogram::ERROR_BOUND,
+            "p{}: {g} is not within the bound of {e}",
+            got.0
+        ),
+        (g, e) => assert_eq!(g, e, "p{}", got.0),
+    }
+}
+
+/// The console's figures of `q` computed here from `records` (exact percentiles).
+fn stats_of(records: &[UsageRecord], q: &stats::StatsQuery) -> stats::Stats {
+    use stats::{Breakdown, Figures, GroupRow};
+    use std::collections::{BTreeMap, BTreeSet};
+    let inside: Vec<&UsageRecord> = records
+        .iter()
+        .filter(|r| r.project == q.project && r.time_us >= q.start_us && r.time_us < q.end_us)
+        .collect();
+    let of = |r: &UsageRecord| Figures {
+        requests: 1,
+        errors: u64::from(!(200..300).contains(&r.status)),
+        input_tokens: r.input_tokens,
+        output_tokens: r.output_tokens,
+        cached_input_tokens: r.cached_input_tokens,
+        cost_micros: r.cost_micros.unwrap_or(0),
+        latency_us_sum: r.latency_us,
+        ttft_us_sum: r.ttft_us.unwrap_or(0),
+        ttft_count: u64::from(r.ttft_us.is_some()),
+    };
+    let mut total = Figures::default();
+    let mut series: BTreeMap<(i64, Option<String>, Option<String>), Figures> = BTreeMap::new();
+    let mut providers: BTreeMap<String, Figures> = BTreeMap::new();
+    let mut models: BTreeMap<(String, String), Figures> = BTreeMap::new();
+    let mut users: BTreeMap<Option<String>, Figures> = BTreeMap::new();
+    let mut tags: BTreeMap<String, Figures> = BTreeMap::new();
+    for r in &inside {
+        let f = of(r);
+        total.add(f);
+        let bucket = r.time_us.div_euclid(q.step_us) * q.step_us;
+        series
+            .entry((bucket, r.provider.clone(), r.model.clone()))
+            .or_default()
+            .add(f);
+        let provider = r.provider.clone().unwrap_or_default();
+        providers.entry(provider.clone()).or_default().add(f);
+        models
+            .entry((provider, r.model.clone().unwrap_or_default()))
+            .or_default()
+            .add(f);
+        users.entry(r.user_id.clone()).or_default().add(f);
+        for tag in r.user_tags.iter().collect::<BTreeSet<_>>() {
+            tags.entry(tag.clone()).or_default().add(f);
+        }
+    }
+    let exact = |mut values: Vec<i64>| -> stats::Percentiles {
+        values.sort();
+        stats::PERCENTILES
+            .iter()
+            .map(|&p| {
+                let at = stats::rank(p, values.len() as u64) as usize;
+                (p, values.get(at).copied())
+            })
+            .collect()
+    };
+    stats::Stats {
+        total,
+        latency: exact(inside.iter().map(|r| r.latency_us).collect()),
+        ttft: exact(inside.iter().filter_map(|r| r.ttft_us).collect()),
+        series: series
+            .into_iter()
+            .map(|((bucket_us, first, second), figures)| GroupRow {
+                bucket_us,
+                first,
+                second,
+                figures,
+            })
+            .collect(),
+        providers: Breakdown::of(providers),
+        models: Breakdown::of(models),
+        users: Breakdown::of(users),
+        tags: Breakdown::of(tags),
+    }
+}
+
+/// `got` equals `want` (computed from the records), percentiles within the histogram's bound.
+fn assert_same_stats(got: &stats::Stats, want: &stats::Stats, what: &str) {
+    assert_eq!(got.total, want.total, "{what}: total");
+    assert_eq!(got.series, want.series, "{what}: series");
+    assert_eq!(got.providers, want.providers, "{what}: providers");
+    assert_eq!(got.models, want.models, "{what}: models");
+    assert_eq!(got.users, want.users, "{what}: users");
+    assert_eq!(got.tags, want.tags, "{what}: tags");
+    for (g, w) in got.latency.iter().zip(&want.latency) {
+        assert_close(*g, *w);
+    }
+    for (g, w) in got.ttft.iter().zip(&want.ttft) {
+        assert_close(*g, *w);
+    }
+}
+
+/// Three days of records (users, users without an id, records without any user, tags listed
+/// twice, failures, streams and whole answers, a model-less failure), for the stats tests.
+fn stats_records() -> Vec<UsageRecord> {
+    (0..3_000u64)
+        .map(|i| {
+            let mut r = log_record(i, H - 30 * HOUR_US + (i as i64) * 86_000_000 + 12_345);
+            r.cached_input_tokens = i % 7;
+            r.input_tokens = 10 + i % 90;
+            r.latency_us = ((i * 7_919) % 5_000) as i64 * 997 + 17;
+            r.ttft_us = (i % 3 == 0).then_some(((i * 31) % 500) as i64 * 1_013 + 5);
+            if i % 11 == 0 {
+                r.cost_micros = None;
+            }
+            if i % 13 == 0 {
+                r.user_tags = vec!["dup".to_owned(), "dup".to_owned(), "x".to_owned()];
+                r.user_name = Some("tagged".to_owned());
+            }
+            if i % 17 == 0 {
+                r.user_id = None;
+                r.user_name = Some("nameless id".to_owned());
+            }
+            r
+        })
+        .collect()
+}
+
+/// Ranges of the stats tests: partial hours at both edges, whole days inside, by day, hour and
+/// minute; one within an hour; one aligned on days.
+fn stats_queries() -> Vec<(&'static str, stats::StatsQuery)> {
+    use super::time::{DAY_US, MINUTE_US};
+    let q = |project: &str, start_us, end_us, step_us| stats::StatsQuery {
+        project: project.to_owned(),
+        start_us,
+        end_us,
+        step_us,
+    };
+    let d = H.div_euclid(DAY_US) * DAY_US;
+    vec![
+        (
+            "days",
+            q(
+                "p",
+                H - 25 * HOUR_US - 1_234_567_891,
+                H + 40 * HOUR_US + 1_500_000_007,
+                DAY_US,
+            ),
+        ),
+        (
+            "hours",
+            q(
+                "p",
+                H - 25 * HOUR_US - 1_234_567_891,
+                H + 40 * HOUR_US + 1_500_000_007,
+                HOUR_US,
+            ),
+        ),
+        (
+            "minutes",
+            q("p", H - 2 * HOUR_US - 5, H + 3 * HOUR_US / 2, MINUTE_US),
+        ),
+        ("within an hour", q("p", H + 10, H + HOUR_US / 2, MINUTE_US)),
+        ("whole days", q("q", d - DAY_US, d + DAY_US, DAY_US)),
+    ]
+}
+
+/// The console's figures, read from the rollups and the raw edges, equal those computed from
+/// the raw records, over ranges with partial hours at their edges, whole hours and whole days.
+fn check_stats_from_rollups_equal_the_records(store: &dyn Store) {
+    let records = stats_records();
+    for batch in records.chunks(250) {
+        store.write(batch).unwrap();
+    }
+    for (what, q) in stats_queries() {
+        let want = stats_of(&records, &q);
+        assert!(want.total.requests > 0, "{what}");
+        assert_same_stats(&stats::stats(store, &q).unwrap(), &want, what);
+    }
+    let days = &stats_queries()[0].1;
+    let in_edge = |a: i64, b: i64| {
+        records
+            .iter()
+            .filter(|r| r.project == "p" && r.time_us >= a && r.time_us < b)
+            .count()
+    };
+    assert!(in_edge(days.start_us, H - 25 * HOUR_US) > 5);
+    assert!(in_edge(H + 40 * HOUR_US, days.end_us) > 5);
+    let want = stats_of(&records, days);
+    assert!(want.total.errors > 0 && want.total.ttft_count > 0);
+    assert!(want.users.rows.iter().any(|(u, _)| u.is_none()));
+    assert!(want.tags.rows.iter().any(|(t, _)| t == "dup"));
+}
+
+/// Stats of whole hours come from the rollups: deleting the raw records under them changes
+/// nothing, while the partial hours at the edges are read from the records.
+#[test]
+fn stats_of_whole_hours_read_the_rollups() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-flat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("flat.db");
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    let records = stats_records();
+    store.write(&records).unwrap();
+    let q = stats_queries()[0].1.clone();
+    let before = stats::stats(&store, &q).unwrap();
+    let (whole_start, whole_end) = (H - 25 * HOUR_US, H + 40 * HOUR_US);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let deleted = conn
+        .execute(
+            "DELETE FROM usage_records WHERE time_us >= ?1 AND time_us < ?2",
+            rusqlite::params![whole_start, whole_end],
+        )
+        .unwrap();
+    assert!(deleted > 1_000, "{deleted}");
+    assert_eq!(stats::stats(&store, &q).unwrap(), before);
+    // An edge's records are read raw: deleting them shows.
+    let edge = conn
+        .execute(
+            "DELETE FROM usage_records WHERE project = 'p' AND time_us >= ?1 AND time_us < ?2",
+            rusqlite::params![q.start_us, whole_start],
+        )
+        .unwrap();
+    assert!(edge > 10, "{edge}");
+    assert!(stats::stats(&store, &q).unwrap().total.requests < before.total.requests);
+    drop((conn, store));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Makes a database look like one written before the rollups held the console's sums: their
+/// columns and the duration histograms gone.
+fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
+    for (table, ..) in rollup::ROLLUP_TABLES {
+        for column in rollup::STATS_COLUMNS {
+            execute(&format!("ALTER TABLE {table} DROP COLUMN {column}"));
+        }
+    }
+    for table in rollup::DURATION_TABLES {
+        execute(&format!("DROP TABLE {table}"));
+    }
+}
+
+/// An older SQLite file gets the rollups' new sums and histograms, filled from its records:
+/// its figures equal those computed from the records.
+#[test]
+fn an_older_sqlite_file_is_backfilled_for_stats() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-backfill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.db");
+    let records = stats_records();
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    store.write(&records).unwrap();
+    drop(store);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        strip_stats_sums(&mut |sql| conn.execute_batch(sql).unwrap());
+    }
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    for (what, q) in stats_queries() {
+        assert_same_stats(
+            &stats::stats(&store, &q).unwrap(),
+            &stats_of(&records, &q),
+            what,
+        );
+    }
+    // Opened again: nothing is added twice.
+    drop(store);
+    let store = sqlite::SqliteStore::open(&path).unwrap();
+    let q = &stats_queries()[0].1;
+    assert_same_stats(
+        &stats::stats(&store, q).unwrap(),
+        &stats_of(&records, q),
+        "again",
+    );
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn an_older_postgres_database_is_backfilled_for_stats() {
+    let Some((url, _cluster)) = pg::database() else {
+        return;
+    };
+    let records = stats_records();
+    let store = postgres::PostgresStore::open(&url).unwrap();
+    store.write(&records).unwrap();
+    drop(store);
+    {
+        let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
+        strip_stats_sums(&mut |sql| client.batch_execute(sql).unwrap());
+    }
+    let store = postgres::PostgresStore::open(&url).unwrap();
+    for (what, q) in stats_queries() {
+        assert_same_stats(
+            &stats::stats(&store, &q).unwrap(),
+            &stats_of(&records, &q),
+            what,
+        );
+    }
 }
 
 /// `store.count()` off the async thread (the PostgreSQL client blocks on a runtime of its own).
@@ -1175,18 +1478,14 @@ impl Store for Stuck {
     }
     fn stats_groups(
         &self,
-        _: &stats::StatsQuery,
+        _: &str,
+        _: stats::Part,
         _: stats::Grouping,
     ) -> anyhow::Result<Vec<stats::GroupRow>> {
         Ok(Vec::new())
     }
-    fn stats_rank(
-        &self,
-        _: &stats::StatsQuery,
-        _: stats::Metric,
-        _: u64,
-    ) -> anyhow::Result<Option<i64>> {
-        Ok(None)
+    fn stats_durations(&self, _: &str, _: stats::Part) -> anyhow::Result<histogram::Durations> {
+        Ok(histogram::Durations::default())
     }
 }
 
@@ -1210,7 +1509,8 @@ async fn a_full_queue_drops_and_counts() {
 /// `cargo test --release -p wasmgate --lib ledger::tests::measure -- --ignored --nocapture`.
 /// `LEDGER_MEASURE_RECORDS` (default 1M; the figures in BENCHMARKS.md are for 10M) records over
 /// 30 days, 3 projects (70 % of the traffic in the first), 20 models of 3 providers and 1,000
-/// users, each with a name and one of 10 team tags. `LEDGER_MEASURE_STORE` picks `sqlite`,
+/// users, each with a name and one of 10 team tags, latencies of 0.2 to 20 s, a third of them
+/// streams with a time to first token. `LEDGER_MEASURE_STORE` picks `sqlite`,
 /// `postgres` or `both` (the default). SQLite is a file database; PostgreSQL a throwaway cluster
 /// with its default (durable) settings.
 #[test]
@@ -1326,6 +1626,12 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
             if m == 7 || m == 19 {
                 r.operation = "embeddings".to_owned();
             }
+            // Durations spread over two decades (0.2 to 20 s), as a gateway's are: each hour's
+            // histogram has a hundred buckets or so, which is what its writes cost.
+            r.latency_us = 200_000 + ((h >> 8) % 1_000) as i64 * ((h >> 18) % 20_000) as i64;
+            r.ttft_us = h
+                .is_multiple_of(3)
+                .then_some(50_000 + ((h >> 28) % 2_000_000) as i64);
             while ledger.queued() > 90_000 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
@@ -1429,6 +1735,70 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
     }
     measure_request_log(name, store.as_ref(), (start, end));
     measure_stats(name, store.as_ref(), end);
+}
+
+/// How long opening a database written before the rollups held the console's sums takes (it
+/// fills them from the records once):
+/// `cargo test --release -p wasmgate --lib ledger::tests::measure_backfill -- --ignored
+/// --nocapture`, `LEDGER_MEASURE_RECORDS` (default 1M) records over 30 days, on SQLite (a file)
+/// and PostgreSQL (a throwaway cluster); `LEDGER_MEASURE_STORE` as for `measure`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn measure_backfill() {
+    let n: u64 = std::env::var("LEDGER_MEASURE_RECORDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let which = std::env::var("LEDGER_MEASURE_STORE").unwrap_or_else(|_| "both".to_owned());
+    let span = 30 * 24 * HOUR_US;
+    let fill = |store: &dyn Store| {
+        let mut batch = Vec::with_capacity(1_000);
+        for i in 0..n {
+            let at = H + (i128::from(i) * i128::from(span) / i128::from(n)) as i64;
+            let mut r = log_record(i, at);
+            r.request_id = format!("r{i}");
+            r.latency_us = ((i * 7_919) % 100_000) as i64 * 97 + 17;
+            r.ttft_us = (i % 3 == 0).then_some(((i * 31) % 5_000) as i64 * 101);
+            batch.push(r);
+            if batch.len() == 1_000 {
+                store.write(&std::mem::take(&mut batch)).unwrap();
+            }
+        }
+        store.write(&batch).unwrap();
+    };
+    if which == "sqlite" || which == "both" {
+        let dir =
+            std::env::temp_dir().join(format!("wasmgate-ledger-backfill-m-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.db");
+        fill(&sqlite::SqliteStore::open(&path).unwrap());
+        {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            strip_stats_sums(&mut |sql| conn.execute_batch(sql).unwrap());
+        }
+        let t = std::time::Instant::now();
+        drop(sqlite::SqliteStore::open(&path).unwrap());
+        eprintln!("sqlite: backfill of {n} records: {:.1?}", t.elapsed());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    if which == "postgres" || which == "both" {
+        let Some(cluster) = pg::PgCluster::start(&[]) else {
+            return;
+        };
+        let url = cluster.database();
+        fill(&postgres::PostgresStore::open(&url).unwrap());
+        {
+            let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
+            strip_stats_sums(&mut |sql| client.batch_execute(sql).unwrap());
+        }
+        let t = std::time::Instant::now();
+        // Connecting creates what is missing and fills it.
+        postgres::PostgresStore::open(&url)
+            .unwrap()
+            .count()
+            .unwrap();
+        eprintln!("postgres: backfill of {n} records: {:.1?}", t.elapsed());
+    }
 }
 
 /// The console's figures (`/usage/stats`) of `p0` over the ranges the console offers, ending at
@@ -1667,18 +2037,18 @@ impl Store for LosesFirstAck {
     }
     fn stats_groups(
         &self,
-        q: &stats::StatsQuery,
+        project: &str,
+        part: stats::Part,
         g: stats::Grouping,
     ) -> anyhow::Result<Vec<stats::GroupRow>> {
-        self.inner.stats_groups(q, g)
+        self.inner.stats_groups(project, part, g)
     }
-    fn stats_rank(
+    fn stats_durations(
         &self,
-        q: &stats::StatsQuery,
-        m: stats::Metric,
-        offset: u64,
-    ) -> anyhow::Result<Option<i64>> {
-        self.inner.stats_rank(q, m, offset)
+        project: &str,
+        part: stats::Part,
+    ) -> anyhow::Result<histogram::Durations> {
+        self.inner.stats_durations(project, part)
     }
 }
 
