@@ -67,6 +67,13 @@ fn counts_like_tiktoken_on_a_varied_corpus() {
         "    ",
         "\n",
         "x \u{a0}\u{3000} y\u{2028}z",
+        // Words that are not tokens themselves, so that they merge.
+        "McDonald Supercalifragilisticexpialidocious Donaudampfschifffahrtsgesellschaftskapitän \
+         antidisestablishmentarianism pneumonoultramicroscopic Llanfairpwllgwyngyll",
+        "camelCaseIdentifier snake_case_name SCREAMING_CASE kebab-case-name __dunder__",
+        "https://example.com/a/b?c=d&e=f#g sk-proj-AbC123xYz dGhpcyBpcyBiYXNlNjQ= \
+         3f786850e387550fdab836ed7e6dc881de23001b",
+        "teh qiuck borwn fxo jmups oevr teh lzay dgo",
         // Numbers: one to three digits a piece.
         "1 12 123 1234 12345 123456 1234567",
         "3.14159265358979 -42 +7e10 0x1F 1,000,000",
@@ -98,6 +105,9 @@ fn counts_like_tiktoken_on_a_varied_corpus() {
 fn random_char(rng: &mut fastrand::Rng) -> char {
     const PICKS: &[&str] = &[
         " ",
+        "abcdefghijklmnopqrstuvwxyz",
+        "abcdefghijklmnopqrstuvwxyz",
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
         "  \t\n\r",
         "'",
         "sStTdmlLvVrReE",
@@ -149,4 +159,87 @@ fn the_index_holds_every_ordinary_token() {
     assert_eq!(ENCODING.vocabulary.rank(b"<|endoftext|>"), None);
     assert_eq!(Tokenizer.count("hello"), 1);
     assert_eq!(Tokenizer.count(""), 0);
+}
+
+/// RssAnon of this process, in KiB.
+fn rss_anon_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("RssAnon:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// `text` repeated up to 1 KiB, cut at a character boundary.
+fn one_kib(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars().cycle() {
+        if out.len() + c.len_utf8() > 1024 {
+            return out;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The figures in BENCHMARKS.md ("The tokenizer"), ours against tiktoken-rs in one process:
+/// `cargo test --release -p wasmgate --lib tokenizer::tests::figures -- --ignored --nocapture`
+#[test]
+#[ignore = "a measurement; run with --release"]
+fn figures() {
+    use std::hint::black_box;
+    use std::time::Instant;
+
+    let texts = [
+        ("English", one_kib(PROSE)),
+        ("code", one_kib(&format!("{RUST}{PYTHON}{JSON}"))),
+        (
+            "CJK",
+            one_kib("日本語のテキストと漢字、そして中文文本。한국어 문장도 있습니다. "),
+        ),
+    ];
+    let time_counts = |count: &dyn Fn(&str) -> usize| -> Vec<(usize, f64)> {
+        texts
+            .iter()
+            .map(|(_, text)| {
+                let tokens = count(text);
+                let rounds = 3000;
+                let start = Instant::now();
+                for _ in 0..rounds {
+                    black_box(count(black_box(text)));
+                }
+                (
+                    tokens,
+                    start.elapsed().as_nanos() as f64 / f64::from(rounds),
+                )
+            })
+            .collect()
+    };
+    let before = rss_anon_kib();
+    let start = Instant::now();
+    let ours = Encoding::load().unwrap();
+    let ours_load = start.elapsed();
+    let ours_loaded = rss_anon_kib();
+    let ours_times = time_counts(&|t| ours.count(t));
+    let ours_used = rss_anon_kib();
+
+    let start = Instant::now();
+    let theirs = tiktoken_rs::o200k_base().unwrap();
+    let theirs_load = start.elapsed();
+    let theirs_loaded = rss_anon_kib();
+    let theirs_times = time_counts(&|t| theirs.encode_ordinary(t).len());
+    let theirs_used = rss_anon_kib();
+
+    eprintln!(
+        "ours:     load {ours_load:?}, RssAnon +{} KiB loaded, +{} KiB after counting",
+        ours_loaded - before,
+        ours_used - before
+    );
+    eprintln!(
+        "tiktoken: load {theirs_load:?}, RssAnon +{} KiB loaded, +{} KiB after counting",
+        theirs_loaded - ours_used,
+        theirs_used - ours_used
+    );
+    for (((name, _), (n, ours)), (m, theirs)) in texts.iter().zip(ours_times).zip(theirs_times) {
+        assert_eq!(n, m);
+        eprintln!("1 KiB {name}: {n} tokens, ours {ours:.0} ns, tiktoken {theirs:.0} ns");
+    }
 }
