@@ -1,5 +1,6 @@
 //! Builds the plugin components (guest crates for `wasm32-wasip2`) so that the `wasmgate` binary
-//! can embed the built-in ones and tests can load the test-only ones.
+//! can embed the built-in ones and tests can load the test-only ones, and writes the tokenizer's
+//! vocabulary (`build/vocabulary.rs`).
 //!
 //! The guests live in workspaces of their own (`plugins/`, `tests/plugins/`): built natively as
 //! members of the host's workspace they would fail to link. They get their own target directory
@@ -7,6 +8,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "build/vocabulary.rs"]
+mod vocabulary;
 
 const TARGET: &str = "wasm32-wasip2";
 
@@ -51,6 +55,7 @@ fn run() -> Result<(), String> {
         .ok_or("host/ has no parent directory")?
         .to_path_buf();
     let out_dir = PathBuf::from(env("OUT_DIR")?);
+    vocabulary::write(&out_dir)?;
     for dir in [
         "plugins",
         "policies",
