@@ -278,10 +278,13 @@ mod tests {
     #[test]
     fn encoder_resource_keeps_state_between_calls() {
         let encoder = EncoderResource::<Count>::new(AnswerInfo::new("m", "id1"));
-        assert_eq!(encoder.push("a".into()).unwrap()[0].data, "A");
-        encoder.push("b".into()).unwrap();
+        assert_eq!(encoder.push(vec!["a".into()]).unwrap()[0].data, "A");
+        // A read's chunks in one call: each encoded in order.
+        let both = encoder.push(vec!["b".into(), "c".into()]).unwrap();
+        let data: Vec<&str> = both.iter().map(|e| e.data.as_str()).collect();
+        assert_eq!(data, ["B", "C"]);
         let end = encoder.finish(None).unwrap();
-        assert_eq!((end[0].name.as_str(), end[0].data.as_str()), ("done", "2"));
+        assert_eq!((end[0].name.as_str(), end[0].data.as_str()), ("done", "3"));
         let failed = encoder.fail(502, Failure::upstream("gone"));
         assert_eq!(failed[0].data, r#"[502,"gone"]"#);
     }
