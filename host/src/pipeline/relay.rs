@@ -89,7 +89,7 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
         idle_timeout: upstream.idle_timeout,
         ready: VecDeque::new(),
         ended: false,
-        broken: None,
+        pending: None,
     };
     let events = stream::unfold(relay, |mut relay| async move {
         let next = relay.next().await?;
@@ -118,14 +118,14 @@ struct Relay {
     keeper: Option<Keeper>,
     ready: VecDeque<Bytes>,
     ended: bool,
-    /// A read error met behind gathered bytes, reported once their events are sent.
-    broken: Option<reqwest::Error>,
+    /// An error met behind gathered chunks, reported once their events are sent.
+    pending: Option<ApiError>,
 }
 
 /// Upstream bytes taken at once, and what came after them.
 #[derive(Debug)]
 struct Gathered<E> {
-    bytes: Bytes,
+    chunks: Vec<Bytes>,
     end: ReadEnd<E>,
 }
 
@@ -139,7 +139,7 @@ enum ReadEnd<E> {
     Failed(E),
 }
 
-/// Bytes gathered into one decoder call at most; past it, the rest waits for the next round.
+/// Bytes gathered into one write at most; past it, the rest waits for the next round.
 const GATHER_MAX: usize = 64 << 10;
 /// Yields without a new chunk before the gathered bytes go: the connection task takes one or
 /// two turns of the scheduler to hand over a chunk it already holds.
@@ -152,17 +152,12 @@ impl Relay {
             if let Some(bytes) = self.ready.pop_front() {
                 return Some(bytes);
             }
+            if let Some(error) = self.pending.take() {
+                self.fail(&error).await;
+                continue;
+            }
             if self.ended {
                 return None;
-            }
-            if let Some(e) = self.broken.take() {
-                let provider = self.provider.to_string();
-                self.fail(&ApiError::UpstreamUnreachable {
-                    provider,
-                    detail: e.without_url().to_string(),
-                })
-                .await;
-                continue;
             }
             let chunk = tokio::time::timeout(self.idle_timeout, self.upstream.next()).await;
             let decoded = match chunk {
@@ -223,30 +218,69 @@ impl Relay {
         }
     }
 
-    /// Pushes gathered bytes into the decoder, and finishes it if the upstream ended behind
-    /// them. A read error behind them is reported after their events.
+    /// Pushes gathered chunks into the decoder one by one (so that an upstream error event
+    /// leaves the events before it intact), and finishes it if the upstream ended behind them;
+    /// their events go to the client as one write. An error behind them is reported after.
     async fn decode(
         &mut self,
         read: Gathered<reqwest::Error>,
     ) -> Result<Result<StreamOutput, PluginError>, PluginFailure> {
-        let mut output = self.decoder.push(&read.bytes).await;
+        let mut out = StreamOutput {
+            events: Vec::new(),
+            usage: None,
+        };
+        for chunk in &read.chunks {
+            let decoded = self.decoder.push(chunk).await;
+            if let Some(failed) = self.merge(&mut out, decoded) {
+                return failed;
+            }
+            if self.pending.is_some() {
+                return Ok(Ok(out));
+            }
+        }
         match read.end {
             ReadEnd::More => {}
             ReadEnd::Finished => {
-                self.ended = true;
-                if let Ok(Ok(out)) = &mut output {
-                    match self.decoder.finish().await {
-                        Ok(Ok(last)) => {
-                            out.events.extend(last.events);
-                            out.usage = last.usage.or(out.usage);
-                        }
-                        other => return other,
-                    }
+                let decoded = self.decoder.finish().await;
+                if let Some(failed) = self.merge(&mut out, decoded) {
+                    return failed;
                 }
+                // Ended only once the last events are out: a kept failure is reported first.
+                self.ended = self.pending.is_none();
             }
-            ReadEnd::Failed(e) => self.broken = Some(e),
+            ReadEnd::Failed(e) => {
+                let provider = self.provider.to_string();
+                self.pending = Some(ApiError::UpstreamUnreachable {
+                    provider,
+                    detail: e.without_url().to_string(),
+                });
+            }
         }
-        output
+        Ok(Ok(out))
+    }
+
+    /// Adds one decoder call's output to `out`. A failure after events is kept for after them
+    /// (the client gets the text before the error, as when each chunk was sent alone); a
+    /// failure before any is handed back to be reported now.
+    fn merge(
+        &mut self,
+        out: &mut StreamOutput,
+        decoded: Result<Result<StreamOutput, PluginError>, PluginFailure>,
+    ) -> Option<Result<Result<StreamOutput, PluginError>, PluginFailure>> {
+        let error = match decoded {
+            Ok(Ok(more)) => {
+                out.events.extend(more.events);
+                out.usage = more.usage.or(out.usage);
+                return None;
+            }
+            Ok(Err(error)) if !out.events.is_empty() => {
+                ApiError::provider(&self.provider, error, &self.redactor)
+            }
+            Err(failure) if !out.events.is_empty() => ApiError::PluginFailed(failure),
+            failed => return Some(failed),
+        };
+        self.pending = Some(error);
+        None
     }
 
     /// Writes decoded events as the client's dialect has them, closing the stream after the
@@ -322,14 +356,15 @@ impl Relay {
 /// `first` and the upstream bytes that are already there behind it. The HTTP client hands
 /// a chunked body over one chunk at a time (its connection task decodes the next only
 /// once this one is taken), so what arrived in one read comes as many chunks: taken one by
-/// one, each would cost a plugin call and a write to the client of its own. One yield lets
+/// one, each would cost a write to the client of its own. One yield lets
 /// the connection task hand over what it already holds; a chunk that is not there after it
 /// is waited for in the next round, so nothing is held back.
 async fn gather<E>(
     upstream: &mut (impl futures_util::Stream<Item = Result<Bytes, E>> + Unpin),
     first: Bytes,
 ) -> Gathered<E> {
-    let mut bytes = Vec::new();
+    let mut size = first.len();
+    let mut chunks = vec![first];
     let mut misses = 0;
     let mut end = ReadEnd::More;
     loop {
@@ -344,12 +379,10 @@ async fn gather<E>(
         };
         match next {
             Some(Ok(more)) => {
-                if bytes.is_empty() {
-                    bytes.extend_from_slice(&first);
-                }
-                bytes.extend_from_slice(&more);
+                size += more.len();
+                chunks.push(more);
                 misses = 0;
-                if bytes.len() >= GATHER_MAX {
+                if size >= GATHER_MAX {
                     break;
                 }
             }
@@ -363,12 +396,7 @@ async fn gather<E>(
             }
         }
     }
-    let bytes = if bytes.is_empty() {
-        first
-    } else {
-        Bytes::from(bytes)
-    };
-    Gathered { bytes, end }
+    Gathered { chunks, end }
 }
 
 /// Keeps the Responses object a `response.completed` (or `.incomplete`) event carries.
@@ -518,14 +546,14 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn what_one_read_delivered_is_gathered_into_one_push() {
+    async fn what_one_read_delivered_is_gathered_into_one_write() {
         let chunks: Vec<Result<Bytes, ()>> = (1..22)
             .map(|i| Ok(Bytes::from(format!("data: {i}\n\n"))))
             .collect();
         let mut upstream = stream::iter(chunks);
         let read = gather(&mut upstream, Bytes::from_static(b"data: 0\n\n")).await;
         let expected: String = (0..22).map(|i| format!("data: {i}\n\n")).collect();
-        assert_eq!(read.bytes, expected.as_bytes());
+        assert_eq!(read.chunks.concat(), expected.as_bytes());
         assert_eq!(read.end, ReadEnd::Finished);
     }
 
@@ -536,7 +564,10 @@ mod tests {
         tx.send(Ok(Bytes::from_static(b"b"))).unwrap();
         // Nothing more has arrived: the first bytes go without waiting for more.
         let read = gather(&mut rx, Bytes::from_static(b"a")).await;
-        assert_eq!((&read.bytes[..], read.end), (&b"ab"[..], ReadEnd::More));
+        assert_eq!(
+            (read.chunks.concat(), read.end),
+            (b"ab".to_vec(), ReadEnd::More)
+        );
         let read = tokio::time::timeout(Duration::from_secs(1), gather(&mut rx, Bytes::new()))
             .await
             .expect("an empty channel does not hold gathering");
@@ -545,8 +576,8 @@ mod tests {
         tx.send(Err("reset")).unwrap();
         let read = gather(&mut rx, Bytes::from_static(b"c")).await;
         assert_eq!(
-            (&read.bytes[..], read.end),
-            (&b"cd"[..], ReadEnd::Failed("reset"))
+            (read.chunks.concat(), read.end),
+            (b"cd".to_vec(), ReadEnd::Failed("reset"))
         );
     }
 
