@@ -314,6 +314,47 @@ routing:
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `wasmgate plugin new --lang rust` writes, for each kind, a project that `plugin build` turns
+/// into a component against the current contract (the provider template once stopped compiling
+/// when the contract's operations grew, and nothing built it).
+#[test]
+fn new_rust_projects_build_into_components() {
+    let dir = common::binary::temp_dir("rust-new");
+    let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
+    for kind in ["router", "limiter", "provider"] {
+        let name = format!("my-rust-{kind}");
+        let created = std::process::Command::new(wasmgate)
+            .args(["plugin", "new", kind, &name, "--lang", "rust", "--dir"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            created.status.success(),
+            "{}",
+            String::from_utf8_lossy(&created.stderr)
+        );
+        let built = std::process::Command::new(wasmgate)
+            .args(["plugin", "build"])
+            .arg(dir.join(&name))
+            .arg("--out")
+            .arg(dir.join("out"))
+            // One build of the SDK for the three projects.
+            .env("CARGO_TARGET_DIR", dir.join("target"))
+            .output()
+            .unwrap();
+        assert!(
+            built.status.success(),
+            "{kind}: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let wasm = dir.join("out").join(format!("{name}.wasm"));
+        let bytes = std::fs::read(&wasm).unwrap();
+        // A component, not a core module: the layer field of the preamble is 1.
+        assert_eq!(&bytes[..4], b"\0asm", "{}", wasm.display());
+        assert_eq!(bytes[6..8], [1, 0], "{} is not a component", wasm.display());
+    }
+}
+
 /// `wasmgate plugin new` writes, for each kind in Python and JavaScript, a project whose own unit
 /// test passes under `wasmgate plugin test` (with the toolchains `scripts/polyglot.sh` installed).
 #[test]

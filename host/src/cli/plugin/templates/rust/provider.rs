@@ -31,6 +31,11 @@ impl Provider for Plugin {
             Operation::Embeddings => "embeddings",
             Operation::ImageGenerations => "images/generations",
             Operation::ListModels => "models",
+            // Served natively only by plugins that say so (`native_operations`); this one
+            // gets them translated into chat completions.
+            Operation::Messages | Operation::Responses => {
+                return Err(PluginError::invalid_request("this provider takes chat completions"));
+            }
         };
         let url = join_url(base_url(config), path);
         let mut http = match request.operation {
