@@ -35,7 +35,9 @@ impl Oha {
         }
     }
 
-    fn command(&self, row: &Row, addr: &str, stream: bool) -> Command {
+    /// oha on CPU 1, posting `row`'s body to the gateway at `addr`; the load's shape is added
+    /// by the caller.
+    pub fn command(&self, row: &Row, addr: &str, stream: bool) -> Command {
         let mut command = Command::new("taskset");
         command.args([
             "-c",

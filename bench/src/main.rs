@@ -116,12 +116,12 @@ fn main() -> anyhow::Result<()> {
         );
         println!("|---|---|---|---|---|---|---|");
         for &n in &args.streams {
-            scale::streams(&args.gateway, &args.mock, &args.oha, &dir, n)?;
+            scale::streams(&args.gateway, &args.mock, &oha, &dir, n)?;
         }
         return Ok(());
     }
     if let Some(secs) = args.soak {
-        return scale::soak(&args.gateway, &args.mock, &args.oha, &dir, secs);
+        return scale::soak(&args.gateway, &args.mock, &oha, &dir, secs);
     }
     let mock = process::Mock::start(&args.mock)?;
     println!(

@@ -2,11 +2,11 @@
 //! events so that they stay open), and over a soak at saturation.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
+use crate::load::Oha;
 use crate::process::{Gateway, Mock};
 use crate::scenario::{Api, Row, get_status};
 
@@ -36,7 +36,7 @@ fn mib(kib: u64) -> f64 {
 pub fn streams(
     gateway_bin: &str,
     mock_bin: &str,
-    oha: &str,
+    oha: &Oha,
     dir: &Path,
     n: usize,
 ) -> anyhow::Result<()> {
@@ -50,20 +50,9 @@ pub fn streams(
     };
     row.check_whole(&gateway.addr)?;
     let idle = gateway.rss_kib()?;
-    let mut load = Command::new("taskset");
-    load.args(["-c", "1", oha, "--no-tui", "--output-format", "json"])
-        .args([
-            "-c",
-            &n.to_string(),
-            "-n",
-            &n.to_string(),
-            "-m",
-            "POST",
-            "-d",
-            &row.body(true),
-        ])
-        .args(["-H", "content-type: application/json", "-t", "120s"])
-        .arg(format!("http://{}{}", gateway.addr, row.path()))
+    let mut load = oha.command(&row, &gateway.addr, true);
+    let n_text = n.to_string();
+    load.args(["-c", &n_text, "-n", &n_text, "-t", "120s"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = load.spawn().context("oha")?;
@@ -112,7 +101,7 @@ fn open_streams(addr: &str) -> Option<usize> {
 pub fn soak(
     gateway_bin: &str,
     mock_bin: &str,
-    oha: &str,
+    oha: &Oha,
     dir: &Path,
     secs: u64,
 ) -> anyhow::Result<()> {
@@ -130,28 +119,9 @@ pub fn soak(
     let mut requests = 0u64;
     let mut stream = false;
     while started.elapsed() < Duration::from_secs(secs) {
-        let output = Command::new("taskset")
-            .args([
-                "-c",
-                "1",
-                oha,
-                "--no-tui",
-                "--output-format",
-                "json",
-                "-c",
-                "64",
-            ])
-            .args([
-                "-z",
-                &format!("{step}s"),
-                "-w",
-                "-m",
-                "POST",
-                "-d",
-                &row.body(stream),
-            ])
-            .args(["-H", "content-type: application/json"])
-            .arg(format!("http://{}{}", gateway.addr, row.path()))
+        let output = oha
+            .command(&row, &gateway.addr, stream)
+            .args(["-c", "64", "-z", &format!("{step}s"), "-w"])
             .output()?;
         let report: serde_json::Value = serde_json::from_slice(&output.stdout)?;
         requests += report["statusCodeDistribution"]["200"]

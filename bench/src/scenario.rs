@@ -224,6 +224,22 @@ limits:
     }
 }
 
+/// One HTTP/1.1 exchange on a connection closed after it: the answer, head and body, read for
+/// at most `timeout` and `limit` bytes.
+fn exchange(addr: &str, request: &[u8], timeout: Duration, limit: u64) -> std::io::Result<String> {
+    let mut socket = TcpStream::connect(addr)?;
+    socket.set_read_timeout(Some(timeout))?;
+    socket.write_all(request)?;
+    let mut answer = Vec::new();
+    socket.take(limit).read_to_end(&mut answer)?;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// The status code of an answer's status line.
+fn status(answer: &str) -> Option<u16> {
+    answer.split(' ').nth(1).and_then(|s| s.parse().ok())
+}
+
 /// A plain HTTP/1.1 POST, the connection closed after it: enough to check one answer.
 fn post(
     addr: &str,
@@ -231,44 +247,27 @@ fn post(
     headers: &[(&str, &str)],
     body: &str,
 ) -> anyhow::Result<(u16, String)> {
-    let mut socket = TcpStream::connect(addr)?;
-    socket.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut head = format!(
+    let mut request = format!(
         "POST {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
         body.len()
     );
     for (name, value) in headers {
-        head.push_str(&format!("{name}: {value}\r\n"));
+        request.push_str(&format!("{name}: {value}\r\n"));
     }
-    head.push_str("\r\n");
-    socket.write_all(head.as_bytes())?;
-    socket.write_all(body.as_bytes())?;
-    let mut answer = Vec::new();
-    socket.take(16 << 20).read_to_end(&mut answer)?;
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("no status line")?;
+    request.push_str("\r\n");
+    request.push_str(body);
+    let answer = exchange(addr, request.as_bytes(), Duration::from_secs(10), 16 << 20)?;
+    let status = status(&answer).context("no status line")?;
     Ok((status, answer))
 }
 
 /// A plain HTTP/1.1 GET's status, or `None` if nothing answers yet.
 pub fn get_status(addr: &str, path: &str) -> Option<u16> {
-    get_body(addr, path)?
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
+    status(&get_body(addr, path)?)
 }
 
 /// A plain HTTP/1.1 GET's whole answer, head and body.
 pub fn get_body(addr: &str, path: &str) -> Option<String> {
-    let mut socket = TcpStream::connect(addr).ok()?;
-    socket.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    let head = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
-    socket.write_all(head.as_bytes()).ok()?;
-    let mut answer = Vec::new();
-    socket.take(1 << 16).read_to_end(&mut answer).ok()?;
-    Some(String::from_utf8_lossy(&answer).into_owned())
+    let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
+    exchange(addr, request.as_bytes(), Duration::from_secs(2), 1 << 16).ok()
 }
