@@ -170,12 +170,7 @@ impl Relay {
                     self.decoder.finish().await
                 }
                 Ok(Some(Err(e))) => {
-                    let provider = self.provider.to_string();
-                    self.fail(&ApiError::UpstreamUnreachable {
-                        provider,
-                        detail: e.without_url().to_string(),
-                    })
-                    .await;
+                    self.fail(&unreachable(&self.provider, e)).await;
                     continue;
                 }
                 Err(_) => {
@@ -248,13 +243,7 @@ impl Relay {
                 // Ended only once the last events are out: a kept failure is reported first.
                 self.ended = self.pending.is_none();
             }
-            ReadEnd::Failed(e) => {
-                let provider = self.provider.to_string();
-                self.pending = Some(ApiError::UpstreamUnreachable {
-                    provider,
-                    detail: e.without_url().to_string(),
-                });
-            }
+            ReadEnd::Failed(e) => self.pending = Some(unreachable(&self.provider, e)),
         }
         Ok(Ok(out))
     }
@@ -397,6 +386,14 @@ async fn gather<E>(
         }
     }
     Gathered { chunks, end }
+}
+
+/// A read of the upstream stream failed (the URL left out: it may carry a key).
+fn unreachable(provider: &str, e: reqwest::Error) -> ApiError {
+    ApiError::UpstreamUnreachable {
+        provider: provider.to_owned(),
+        detail: e.without_url().to_string(),
+    }
 }
 
 /// Keeps the Responses object a `response.completed` (or `.incomplete`) event carries.
