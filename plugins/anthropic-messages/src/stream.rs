@@ -40,7 +40,7 @@ pub struct Encoder {
 
 /// The `delta` of a `content_block_delta`, by block kind.
 #[derive(serde::Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type")]
 enum Delta<'a> {
     #[serde(rename = "thinking_delta")]
     Thinking { thinking: &'a str },
