@@ -12,8 +12,9 @@ oha="$root/target/tools/oha-$OHA_VERSION/bin/oha"
 if [ ! -x "$oha" ]; then
   cargo install oha --version "$OHA_VERSION" --locked --root "$root/target/tools/oha-$OHA_VERSION"
 fi
-cargo build --release --bin wasmgate --bin gatebench --bin mock-upstream
+cargo build --release --workspace --bin wasmgate --bin gatebench --bin mock-upstream
 [ "$(nproc)" -ge 2 ] || echo "warning: one CPU; the gateway and the load share it" >&2
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)'), $(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-exec target/release/gatebench --gateway target/release/wasmgate \
-  --mock target/release/mock-upstream --oha "$oha" "$@"
+# Absolute paths: the runner starts the gateway from a directory of its own.
+exec "$root/target/release/gatebench" --gateway "$root/target/release/wasmgate" \
+  --mock "$root/target/release/mock-upstream" --oha "$oha" "$@"

@@ -3,8 +3,8 @@
 //! Debian's `postgresql` package (`.ci/run` installs it) puts `initdb` and `pg_ctl` under
 //! `/usr/lib/postgresql/<version>/bin`. The cluster lives in a temp dir (its socket too), trusts
 //! local connections and never touches the system's cluster. PostgreSQL refuses to run as root:
-//! as root, the server runs as the `postgres` user. Without the binaries the tests fail, unless
-//! `WASMGATE_SKIP_POSTGRES=1` says to skip them.
+//! as root, the server runs as the `postgres` user. Without the binaries the tests fail: a test
+//! that cannot run must not show as passed (`scripts/test.sh` installs them).
 //!
 //! Shared by the ledger's unit tests (through `#[path]`) and the end-to-end tests.
 
@@ -26,23 +26,22 @@ pub struct PgCluster {
 static CLUSTERS: AtomicU32 = AtomicU32::new(0);
 static SHARED: Mutex<Weak<PgCluster>> = Mutex::new(Weak::new());
 
-/// The cluster that the tests running now share (started by the first, stopped after the last);
-/// `None` when PostgreSQL is absent and `WASMGATE_SKIP_POSTGRES=1`.
-pub fn shared() -> Option<Arc<PgCluster>> {
+/// The cluster that the tests running now share (started by the first, stopped after the last).
+pub fn shared() -> Arc<PgCluster> {
     let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(cluster) = shared.upgrade() {
-        return Some(cluster);
+        return cluster;
     }
     // Test data need not survive a crash of the machine.
-    let cluster = Arc::new(PgCluster::start(&["fsync=off"])?);
+    let cluster = Arc::new(PgCluster::start(&["fsync=off"]));
     *shared = Arc::downgrade(&cluster);
-    Some(cluster)
+    cluster
 }
 
 /// A database of its own on the shared cluster: its URL, and the cluster to keep alive.
-pub fn database() -> Option<(String, Arc<PgCluster>)> {
-    let cluster = shared()?;
-    Some((cluster.database(), cluster))
+pub fn database() -> (String, Arc<PgCluster>) {
+    let cluster = shared();
+    (cluster.database(), cluster)
 }
 
 fn bin_dir() -> Option<PathBuf> {
@@ -61,16 +60,11 @@ fn bin_dir() -> Option<PathBuf> {
 
 impl PgCluster {
     /// Starts a new cluster of its own, with extra server settings (`-c name=value`).
-    pub fn start(settings: &[&str]) -> Option<Self> {
+    pub fn start(settings: &[&str]) -> Self {
         let Some(bin) = bin_dir() else {
-            if std::env::var("WASMGATE_SKIP_POSTGRES").as_deref() == Ok("1") {
-                eprintln!("PostgreSQL tests skipped (WASMGATE_SKIP_POSTGRES=1)");
-                return None;
-            }
             panic!(
                 "PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/initdb): \
-                 apt-get install -y postgresql, or set WASMGATE_SKIP_POSTGRES=1 to skip \
-                 the PostgreSQL tests"
+                 apt-get install -y postgresql (scripts/test.sh does, as root)"
             );
         };
         let as_postgres = running_as_root();
@@ -116,20 +110,16 @@ impl PgCluster {
         }
         std::fs::write(data.join("wasmgate-test-options"), &options).unwrap();
         cluster.ctl_start();
-        Some(cluster)
+        cluster
     }
 
     /// Starts a cluster that also takes TLS connections, with a server certificate for
     /// `127.0.0.1` and `localhost` signed by a throwaway CA; returns the CA's PEM file too.
-    /// `None` where `start` gives none.
-    pub fn start_tls() -> Option<(Self, PathBuf)> {
+    pub fn start_tls() -> (Self, PathBuf) {
         if Command::new("openssl").arg("version").output().is_err() {
-            if std::env::var("WASMGATE_SKIP_POSTGRES").as_deref() == Ok("1") {
-                return None;
-            }
             panic!(
                 "the openssl command is missing (it makes the test's CA): apt-get install -y \
-                 openssl, or set WASMGATE_SKIP_POSTGRES=1 to skip the PostgreSQL tests"
+                 openssl (scripts/test.sh does, as root)"
             );
         }
         let n = CLUSTERS.fetch_add(1, Ordering::SeqCst);
@@ -208,8 +198,8 @@ impl PgCluster {
         }
         let cert_file = format!("ssl_cert_file={}", certs.join("server.pem").display());
         let key_file = format!("ssl_key_file={}", key.display());
-        let cluster = Self::start(&["ssl=on", &cert_file, &key_file])?;
-        Some((cluster, certs.join("ca.pem")))
+        let cluster = Self::start(&["ssl=on", &cert_file, &key_file]);
+        (cluster, certs.join("ca.pem"))
     }
 
     /// The server's log so far.

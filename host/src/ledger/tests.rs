@@ -23,9 +23,7 @@ macro_rules! on_every_store {
 
             #[test]
             fn postgres() {
-                let Some((url, _cluster)) = super::pg::database() else {
-                    return;
-                };
+                let (url, _cluster) = super::pg::database();
                 let store = crate::ledger::postgres::PostgresStore::open(&url).unwrap();
                 super::$check(&store);
             }
@@ -1266,9 +1264,7 @@ fn an_older_sqlite_file_is_backfilled_for_stats() {
 
 #[test]
 fn an_older_postgres_database_is_backfilled_for_stats() {
-    let Some((url, _cluster)) = pg::database() else {
-        return;
-    };
+    let (url, _cluster) = pg::database();
     let records = stats_records();
     let store = postgres::PostgresStore::open(&url).unwrap();
     store.write(&records).unwrap();
@@ -1316,9 +1312,7 @@ async fn shutdown_writes_every_queued_record_sqlite() {
 
 #[tokio::test]
 async fn shutdown_writes_every_queued_record_postgres() {
-    let Some((url, _cluster)) = pg::database() else {
-        return;
-    };
+    let (url, _cluster) = pg::database();
     shutdown_writes_every_queued_record(Arc::new(postgres::PostgresStore::open(&url).unwrap()))
         .await;
 }
@@ -1328,10 +1322,7 @@ async fn shutdown_writes_every_queued_record_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_records_wait_while_the_server_is_down() {
     let started = tokio::task::spawn_blocking(|| pg::PgCluster::start(&["fsync=off"]));
-    let Some(cluster) = started.await.unwrap() else {
-        return;
-    };
-    let cluster = Arc::new(cluster);
+    let cluster = Arc::new(started.await.unwrap());
     let url = cluster.database();
     assert!(url.contains("pg-test-secret"));
     let store: Arc<dyn Store> = Arc::new(postgres::PostgresStore::open(&url).unwrap());
@@ -1547,9 +1538,7 @@ fn measure() {
         } else {
             &[]
         };
-        let Some(cluster) = pg::PgCluster::start(settings) else {
-            return;
-        };
+        let cluster = pg::PgCluster::start(settings);
         let url = cluster.database();
         measure_store(
             "postgres",
@@ -1782,9 +1771,7 @@ fn measure_backfill() {
         let _ = std::fs::remove_dir_all(&dir);
     }
     if which == "postgres" || which == "both" {
-        let Some(cluster) = pg::PgCluster::start(&[]) else {
-            return;
-        };
+        let cluster = pg::PgCluster::start(&[]);
         let url = cluster.database();
         fill(&postgres::PostgresStore::open(&url).unwrap());
         {
@@ -2127,9 +2114,7 @@ fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
 /// The same on PostgreSQL: the schema's `ADD COLUMN IF NOT EXISTS` brings an older database up.
 #[test]
 fn an_older_postgres_database_gains_the_reasoning_tokens_column() {
-    let Some((url, _cluster)) = pg::database() else {
-        return;
-    };
+    let (url, _cluster) = pg::database();
     let old = record(H, "a", 1, 2, 3);
     let store = postgres::PostgresStore::open(&url).unwrap();
     store.write(std::slice::from_ref(&old)).unwrap();
@@ -2182,9 +2167,7 @@ fn an_older_sqlite_file_gains_the_key_limit_columns() {
 /// The same on PostgreSQL.
 #[test]
 fn an_older_postgres_database_gains_the_key_limit_columns() {
-    let Some((url, _cluster)) = pg::database() else {
-        return;
-    };
+    let (url, _cluster) = pg::database();
     let store = postgres::PostgresStore::open(&url).unwrap();
     store.insert_key(&key("key_old", "p", 1)).unwrap();
     drop(store);
@@ -2214,9 +2197,7 @@ fn an_older_postgres_database_gains_the_key_limit_columns() {
 /// the server is refused (its certificate is always verified), and no error shows the password.
 #[test]
 fn postgres_over_tls_verifies_the_server() {
-    let Some((cluster, ca)) = pg::PgCluster::start_tls() else {
-        return;
-    };
+    let (cluster, ca) = pg::PgCluster::start_tls();
     let url = cluster.database();
     let tls_url = format!("{url}?sslmode=verify-full&sslrootcert={}", ca.display());
     let store = postgres::PostgresStore::open(&tls_url).unwrap();
