@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::mock_bedrock;
 use common::mock_openai::{self, MockOpenAi};

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use async_openai::types::embeddings::CreateEmbeddingRequestArgs;
 use async_openai::types::images::{CreateImageRequestArgs, ImageModel};

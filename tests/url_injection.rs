@@ -11,7 +11,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::mock_bedrock::{ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY};
 use common::mock_openai::MockOpenAi;

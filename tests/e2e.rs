@@ -1,0 +1,38 @@
+//! The end-to-end tests: the real server and binary driven by real clients, one module a file,
+//! sharing their setup through `common/`. One test binary rather than one a file, so that
+//! wasmtime is linked once; `cargo test --test e2e chat::` runs one file's tests.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod accounting;
+mod auth;
+mod auth_matrix;
+mod bedrock;
+mod chat;
+mod cli;
+mod commands;
+mod console;
+mod endpoints;
+mod errors;
+mod fault_isolation;
+mod fuzz;
+mod hostile_input;
+mod key_echo;
+mod keys;
+mod limits;
+mod messages;
+mod module_graph;
+mod observability;
+mod polyglot;
+mod providers;
+mod reload;
+mod resources;
+mod responses;
+mod routing;
+mod sdk_clients;
+mod shutdown;
+mod streaming;
+mod url_injection;
+mod usage;
