@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The manual (docs/, an mdBook): installs the pinned mdbook once (cached in target/tools, as
+# scripts/bench.sh does with oha), builds the book into target/book, and fails on a broken
+# link or anchor (scripts/check-links.py reads the built HTML, so anchors are the ids mdbook
+# actually wrote). The configuration reference in it is checked by tests/config_cli.rs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+MDBOOK_VERSION=0.5.4
+
+mdbook="$root/target/tools/mdbook-$MDBOOK_VERSION/bin/mdbook"
+if [ ! -x "$mdbook" ]; then
+  # No `serve` or `watch`: CI only builds; search stays, the manual's readers want it.
+  cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
+    --features search --root "$root/target/tools/mdbook-$MDBOOK_VERSION"
+fi
+"$mdbook" build docs
+python3 scripts/check-links.py "$root/target/book" README.md SECURITY.md BENCHMARKS.md
