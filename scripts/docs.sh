@@ -15,4 +15,8 @@ if [ ! -x "$mdbook" ]; then
     --features search --root "$root/target/tools/mdbook-$MDBOOK_VERSION"
 fi
 "$mdbook" build docs
+# mdbook renders only the pages SUMMARY.md names: a page left out of it would vanish silently.
+orphans=$(cd docs/src && find . -name '*.md' ! -name SUMMARY.md | sed 's|^\./||' |
+  while read -r page; do [ -f "$root/target/book/${page%.md}.html" ] || echo "$page"; done)
+[ -z "$orphans" ] || { echo "docs: pages not in docs/src/SUMMARY.md:" $orphans >&2; exit 1; }
 python3 scripts/check-links.py "$root/target/book" README.md SECURITY.md BENCHMARKS.md
