@@ -340,7 +340,7 @@ fn type_name(schema: &Map<String, Value>) -> String {
             .iter()
             .map(|v| type_name(v.as_object().unwrap_or(&Map::new())))
             .collect();
-        return names.join(", or ");
+        return names.join(" or ");
     }
     let kind = schema.get("type").and_then(Value::as_str).unwrap_or("");
     match kind {
@@ -368,8 +368,21 @@ fn type_name(schema: &Map<String, Value>) -> String {
                 .unwrap_or_default();
             if items.contains_key("properties") || items.contains_key("$ref") {
                 "list of objects (keys below)".to_owned()
-            } else if items.contains_key("anyOf") {
-                format!("list; each {}", type_name(&items))
+            } else if let Some(Value::Array(variants)) = items.get("anyOf") {
+                let each: Vec<String> = variants
+                    .iter()
+                    .filter_map(Value::as_object)
+                    .map(|v| {
+                        let name = type_name(v);
+                        let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                            "an"
+                        } else {
+                            "a"
+                        };
+                        format!("{article} {name}")
+                    })
+                    .collect();
+                format!("list, each {}", each.join(" or "))
             } else {
                 format!("list of {}s", type_name(&items))
             }
