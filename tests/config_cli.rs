@@ -1,6 +1,7 @@
 //! `wasmgate config`: the JSON Schema agrees with the loader (it accepts the shipped configs and
 //! refuses what `serve` refuses), `config check` reads a file as `serve` does and names the key
-//! at fault, and the generated pages in `docs/` match the config types.
+//! at fault, the generated pages in `docs/` match the config types, and the manual's YAML
+//! examples follow the schema.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -240,4 +241,52 @@ fn the_generated_reference_and_schema_in_docs_are_current() {
         &wasmgate::cli::config::schema(),
         "config schema",
     );
+}
+
+/// The ```yaml blocks of the manual's pages (not the reference's: its snippets show one key
+/// alone, without the keys its object requires).
+fn manual_yaml_blocks() -> Vec<(String, String)> {
+    let mut blocks = Vec::new();
+    let mut pending = vec![repo().join("docs/src")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "md") || path.ends_with("reference/config.md") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (i, block) in text.split("```yaml\n").skip(1).enumerate() {
+                let block = block.split("```").next().unwrap();
+                let name = format!("{} block {}", path.display(), i + 1);
+                blocks.push((name, block.to_owned()));
+            }
+        }
+    }
+    blocks
+}
+
+#[test]
+fn the_manuals_yaml_examples_follow_the_schema() {
+    let validator = validator();
+    let blocks = manual_yaml_blocks();
+    assert!(blocks.len() > 15, "{}", blocks.len());
+    let mut failures = Vec::new();
+    for (name, block) in &blocks {
+        let value = yaml(block);
+        if value.is_null() {
+            continue; // a comment alone (the editor's modeline)
+        }
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("  {}: {e}", e.instance_path()))
+            .collect();
+        if !errors.is_empty() {
+            failures.push(format!("{name}:\n{}", errors.join("\n")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
