@@ -143,8 +143,8 @@ for a name you choose (a provider's, a virtual model's), `[]` for each element o
   `${VAR}` with `VAR` unset counts as absent, so `api_key: ${OPENAI_API_KEY}` falls back to the
   key's other sources.
 - A key the gateway does not know is an error, not ignored, and so is a value of the wrong
-  type: the error names the key's path (`config key `providers.openai.base_url`: must start with
-  http:// or https://`).
+  type: the error names the key's path
+  (``config key `providers.openai.base_url`: must start with http:// or https://``).
 - `wasmgate config check [FILE]` checks a file as `serve` would read it, without starting;
   `wasmgate config schema` prints the JSON Schema these pages come from, for editors (see
   [Configuration files](../configuration.md)).
