@@ -14,7 +14,14 @@ if [ ! -x "$mdbook" ]; then
   cargo install mdbook --version "$MDBOOK_VERSION" --locked --no-default-features \
     --features search --root "$root/target/tools/mdbook-$MDBOOK_VERSION"
 fi
-"$mdbook" build docs
+# mdbook logs a broken {{#include}} as an ERROR and still exits 0: its log decides.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+"$mdbook" build docs 2>&1 | tee "$log"
+if grep -Eq '^ *ERROR' "$log"; then
+  echo "docs: mdbook reported errors (above)" >&2
+  exit 1
+fi
 # mdbook renders only the pages SUMMARY.md names: a page left out of it would vanish silently.
 orphans=$(cd docs/src && find . -name '*.md' ! -name SUMMARY.md | sed 's|^\./||' |
   while read -r page; do [ -f "$root/target/book/${page%.md}.html" ] || echo "$page"; done)
