@@ -1116,7 +1116,7 @@ async fn stats_agree_with_the_request_log_and_the_totals(backend: Backend) {
         .collect();
     let ttfts: Vec<i64> = log.iter().filter_map(|r| r["ttft_us"].as_i64()).collect();
     assert_eq!(ttfts.len(), 3, "the streams have a TTFT");
-    // From histograms: within 1/32 of the exact nearest rank (README, "The console's figures").
+    // From histograms: within 1/32 of the exact nearest rank (docs/src/apis/usage.md).
     let close = |got: &Value, exact: Value| {
         let (got, exact) = (got.as_i64().unwrap(), exact.as_i64().unwrap());
         assert!((got - exact).abs() * 32 <= exact, "{got} for {exact}");

@@ -39,7 +39,7 @@ pub mod tokenizer;
 pub mod upstream;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 
@@ -51,13 +51,7 @@ use crate::state::AppState;
 /// Builds the shared state for `config`: the plugin host, every provider's plugin (validated),
 /// and the upstream client.
 pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
-    let limits = PluginLimits {
-        call_timeout: Duration::from_millis(config.plugins.call_timeout_ms),
-        memory_bytes: usize::try_from(config.plugins.memory_limit_mib << 20)?,
-        max_instances: config.plugins.max_instances,
-        max_stream_instances: config.plugins.max_stream_instances(),
-        instance_wait: config.plugins.instance_wait(),
-    };
+    let limits = PluginLimits::from_config(&config.plugins)?;
     let cache_dir = config
         .plugins
         .cache_dir

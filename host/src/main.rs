@@ -45,6 +45,25 @@ enum Command {
     /// Start, build and test a router, limiter or provider plugin in Rust, Python or JavaScript.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// Check a config file without serving; print the config's JSON Schema or reference.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Read a config file as `serve` would (keys, values, plugins and their options) without
+    /// serving; print `ok` or the error naming the key, and exit 1 on an error.
+    Check {
+        /// Config file. Default: $WASMGATE_CONFIG, else ./config.yaml if it exists, else the
+        /// embedded default config.
+        #[arg(env = "WASMGATE_CONFIG")]
+        file: Option<PathBuf>,
+    },
+    /// Print the JSON Schema of config.yaml, for editors that validate and complete YAML.
+    Schema,
+    /// Print the configuration reference (Markdown), as docs/src/reference/config.md holds it.
+    Reference,
 }
 
 #[derive(Subcommand)]
@@ -319,6 +338,7 @@ fn main() -> ExitCode {
         Command::AdminKey(command) => admin_key(command),
         Command::Usage(args) => runtime.block_on(usage(args)),
         Command::Plugin(command) => plugin(command),
+        Command::Config(command) => runtime.block_on(config(command)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -405,8 +425,34 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn models(args: &ModelsArgs) -> anyhow::Result<()> {
+async fn config(command: ConfigCommand) -> anyhow::Result<()> {
+    use wasmgate::cli::config;
+    let text = match command {
+        ConfigCommand::Check { file } => {
+            let source = ConfigSource::discover(file.as_deref());
+            // `serve`'s own preparation: the same provider keys (no overrides are given).
+            let prepare = |config: &mut Config| {
+                fill_provider_keys(config);
+            };
+            let checked = config::check(&source, &prepare).await?;
+            format!("ok: {source}: {checked}\n")
+        }
+        ConfigCommand::Schema => config::schema(),
+        ConfigCommand::Reference => config::reference(),
+    };
+    write_stdout(&text)
+}
+
+/// Writes `text` to standard output; a reader that went away (`| head`) is no error.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn models(args: &ModelsArgs) -> anyhow::Result<()> {
     // The catalog the gateway would use: the built-in one with the config's overrides.
     let config = ConfigSource::discover(args.config.as_deref()).load()?;
     let catalog: &Catalog = &config.models;
@@ -420,13 +466,7 @@ fn models(args: &ModelsArgs) -> anyhow::Result<()> {
         provider: args.provider.as_deref(),
         kind: args.kind,
     };
-    match std::io::stdout()
-        .lock()
-        .write_all(table::render(catalog, &filter).as_bytes())
-    {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(()),
-    }
+    write_stdout(&table::render(catalog, &filter))
 }
 
 /// Gives provider entries without `api_key` theirs from `<NAME>_API_KEY`, else from the

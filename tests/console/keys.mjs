@@ -165,7 +165,7 @@ try {
   assert.equal(await page.textContent(`${row} td[data-field=state]`), "revoked");
   assert.equal(await page.$$eval(`${row} button`, (b) => b.length), 0);
   sameAsApi(await table(page), await keys());
-  // Gateways cache keys for up to 5 s (README, "API keys and projects").
+  // Gateways cache keys for up to 5 s (the manual: docs/src/limits-and-keys.md, "API keys and projects").
   let status = 0;
   for (let i = 0; i < 40 && status !== 401; i++) {
     if (i > 0) await new Promise((done) => setTimeout(done, 250));

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::{Capabilities, Catalog, CatalogError, Kind, ModelInfo, Prices, ProviderModels};
 
 /// A whole catalog file: provider blocks, each with its models.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CatalogFile {
     #[serde(default)]
@@ -15,54 +15,70 @@ pub struct CatalogFile {
 }
 
 /// One provider's models and where their prices were read.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderBlock {
     /// The provider's name, as `provider/model` ids use it (`openai`, `bedrock`, ...).
+    #[schemars(extend("examples" = ["azure-openai"]))]
     pub provider: String,
     /// Where the prices come from and when they were read; required in the built-in catalog.
     #[serde(default)]
+    #[schemars(extend("examples" = ["our negotiated rate, 2026-11"]))]
     pub source: Option<String>,
+    /// The provider's models: each replaces the catalog's model of that name, or is added.
     #[serde(default)]
     pub models: Vec<ModelEntry>,
 }
 
 /// One model, prices in USD as providers publish them.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelEntry {
     /// The name the provider's API takes.
+    #[schemars(extend("examples" = ["gpt-4o-mini"]))]
     pub model: String,
+    /// What the model is for: `chat`, `embeddings` or `images`.
     pub kind: Kind,
+    /// Tokens of prompt and answer together, at most.
     #[serde(default)]
+    #[schemars(extend("examples" = [128000]))]
     pub context_window: Option<u64>,
+    /// What the model can do, as `/v1/models` reports it.
     #[serde(default)]
     pub capabilities: CapabilitiesEntry,
     /// USD per million prompt tokens not served from a cache.
     #[serde(default)]
+    #[schemars(extend("examples" = [0.15]))]
     pub input_per_mtok: Option<f64>,
     /// USD per million completion tokens.
     #[serde(default)]
+    #[schemars(extend("examples" = [0.6]))]
     pub output_per_mtok: Option<f64>,
     /// USD per million prompt tokens served from the prompt cache.
     #[serde(default)]
+    #[schemars(extend("examples" = [0.075]))]
     pub cached_input_per_mtok: Option<f64>,
     /// USD per million prompt tokens written to the prompt cache.
     #[serde(default)]
+    #[schemars(extend("examples" = [3.75]))]
     pub cache_write_per_mtok: Option<f64>,
     /// USD per generated image.
     #[serde(default)]
+    #[schemars(extend("examples" = [0.04]))]
     pub per_image: Option<f64>,
 }
 
 /// Capabilities; any left out is false.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapabilitiesEntry {
+    /// It takes tools (function calling).
     #[serde(default)]
     pub tools: bool,
+    /// It takes images in the prompt.
     #[serde(default)]
     pub vision: bool,
+    /// It can be held to answering JSON (`response_format`).
     #[serde(default)]
     pub json_mode: bool,
 }

@@ -57,7 +57,7 @@ impl CatalogError {
 }
 
 /// What a model is for, which decides the endpoint that serves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     Chat,

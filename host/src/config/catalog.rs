@@ -19,16 +19,18 @@ use crate::catalog::{Catalog, CatalogError, CatalogFile, ProviderBlock};
 ///       models:
 ///         - {model: gpt-4o-mini, kind: chat, input_per_mtok: 0.12, output_per_mtok: 0.5}
 /// ```
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CatalogConfig {
     /// A catalog file, read when the config loads (a relative path is taken from the working
     /// directory, as `plugins.dir` is).
     #[serde(default)]
+    #[schemars(extend("examples" = ["./models.local.yaml"]))]
     pub file: Option<PathBuf>,
     /// Provider blocks, each with its models: a model replaces the catalog's model of the same
     /// provider and name whole, or is added.
     #[serde(default)]
+    #[schemars(extend("examples" = [[{"provider": "openai", "models": [{"model": "gpt-4o-mini", "kind": "chat", "input_per_mtok": 0.15, "output_per_mtok": 0.6}]}]]))]
     pub providers: Vec<ProviderBlock>,
 }
 

@@ -3,7 +3,9 @@
 mod catalog;
 mod interpolate;
 pub mod presets;
+pub mod reference;
 mod resources;
+pub mod schema;
 mod source;
 
 use std::net::IpAddr;
@@ -12,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indexmap::IndexMap;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use crate::secret::Secret;
 
@@ -48,21 +51,27 @@ impl ConfigError {
 }
 
 /// The whole `config.yaml`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The HTTP listener: address, body sizes, timeouts, connections.
     #[serde(default)]
     pub server: ServerConfig,
+    /// Where plugins are found, and the budget each plugin call gets.
     #[serde(default)]
     pub plugins: PluginsConfig,
+    /// The upstream providers, by name: clients ask for `<name>/<model>`.
     #[serde(default)]
+    #[schemars(transform = schema::named_map("openai"))]
     pub providers: IndexMap<String, ProviderEntry>,
     /// Rate limits and budgets: limiter plugins, and where their counters live.
     #[serde(default)]
     pub limits: LimitsConfig,
     /// Virtual models: a policy (router plugin) spreading requests over targets.
     #[serde(default)]
+    #[schemars(transform = schema::named_map("smart"))]
     pub routing: IndexMap<String, RouteEntry>,
+    /// Logs and OpenTelemetry traces.
     #[serde(default)]
     pub observability: ObservabilityConfig,
     /// Where usage records are kept.
@@ -85,7 +94,7 @@ pub struct Config {
 /// `dialects:`: which dialect plugin translates each client API the gateway serves besides Chat
 /// Completions, for targets that do not speak it natively. A `<plugins.dir>/<plugin>.wasm` file
 /// takes precedence over the built-in plugin of that name, as for providers.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DialectsConfig {
     /// Anthropic's Messages API, `POST /v1/messages`.
@@ -96,10 +105,12 @@ pub struct DialectsConfig {
     pub responses: DialectEntry,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// One entry of `dialects:`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DialectEntry {
-    /// The dialect plugin's name.
+    /// The dialect plugin's name: a built-in one, or `<plugins.dir>/<plugin>.wasm`.
+    #[schemars(extend("examples" = ["anthropic-messages"]))]
     pub plugin: String,
 }
 
@@ -124,7 +135,8 @@ fn default_responses_dialect() -> DialectEntry {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `auth:`: whether `/v1/*` needs one of the gateway's own API keys.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
     /// Refuse `/v1/*` requests without a valid key (401) or with another project's (403).
@@ -133,13 +145,17 @@ pub struct AuthConfig {
     pub required: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// `limits:`: where the counters live, and the rules that use them.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
     /// `memory` (this process only) or `redis://host:port` (shared by every replica).
     #[serde(default = "default_limits_store")]
+    #[schemars(extend("examples" = ["redis://127.0.0.1:6379"]))]
     pub store: String,
+    /// The limits, each checked before a request is routed and settled when it ends.
     #[serde(default)]
+    #[schemars(extend("examples" = [[{"policy": "rate-limit", "scope": "key", "options": {"requests_per_minute": 60}}]]))]
     pub rules: Vec<LimitRule>,
 }
 
@@ -157,28 +173,34 @@ fn default_limits_store() -> String {
 }
 
 /// One limit: a limiter plugin applied per scope.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitRule {
     /// The limiter plugin: `rate-limit`, `budget`, or one of the operator's own.
+    #[schemars(extend("examples" = ["budget"]))]
     pub policy: String,
     /// What one counter covers: every request (`global`), or each API key, project, user or
     /// model separately.
     #[serde(default)]
     pub scope: LimitScope,
-    /// Passed to the plugin, which validates it.
+    /// Passed to the plugin, which validates it: `requests_per_minute`, `tokens_per_minute`
+    /// for `rate-limit`; `daily_usd`, `monthly_usd` for `budget`.
     #[serde(default)]
+    #[schemars(extend("examples" = [{"daily_usd": 5.0}]))]
     pub options: serde_json::Map<String, serde_json::Value>,
     /// Names the rule's counters; keep it when editing a rule to keep its counts. Defaults to
     /// the policy, scope and position.
     #[serde(default)]
+    #[schemars(extend("examples" = ["team-budget"]))]
     pub id: Option<String>,
     /// Only requests for these models (as clients name them); all when empty.
     #[serde(default)]
+    #[schemars(extend("examples" = [["openai/gpt-4o"]]))]
     pub models: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+/// What one counter of a limit covers.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum LimitScope {
     #[default]
@@ -202,41 +224,54 @@ impl LimitScope {
 }
 
 /// One virtual model of `routing:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteEntry {
     /// The router plugin (`fallback`, `weighted`, `fastest`, `cheapest`, `conditional`, or one
     /// of the operator's own in `plugins.dir`).
+    #[schemars(extend("examples" = ["fallback"]))]
     pub policy: String,
+    /// The models it routes to, each `provider/model` (a provider of `providers:`).
+    #[schemars(extend("examples" = [["openai/gpt-4o-mini", "groq/llama-3.1-8b-instant"]]))]
     pub targets: Vec<TargetEntry>,
     /// Passed to the router plugin, which validates it.
     #[serde(default)]
+    #[schemars(extend("examples" = [{"rules": [{"when": {"user_tags_any": ["premium"]}, "targets": ["openai/gpt-4o"]}], "default": ["openai/gpt-4o-mini"]}]))]
     pub options: serde_json::Map<String, serde_json::Value>,
+    /// How a failed attempt moves on to the next target.
     #[serde(default)]
     pub retry: RetryConfig,
+    /// When a failing target is skipped for a while.
     #[serde(default)]
     pub circuit_breaker: BreakerConfig,
 }
 
 /// A target: `provider/model`, or that with a weight and prices.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum TargetEntry {
     Id(String),
     Detailed(TargetDetail),
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// A target with its weight or prices.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetDetail {
+    /// `provider/model`.
+    #[schemars(extend("examples" = ["openai/gpt-4o-mini"]))]
     pub id: String,
+    /// Its share of requests under the `weighted` policy (1 when left out).
     #[serde(default)]
+    #[schemars(extend("examples" = [3]))]
     pub weight: Option<u32>,
     /// USD per million input tokens (until the price catalog knows the model).
     #[serde(default)]
+    #[schemars(extend("examples" = [0.15]))]
     pub input_price: Option<f64>,
     /// USD per million output tokens.
     #[serde(default)]
+    #[schemars(extend("examples" = [0.6]))]
     pub output_price: Option<f64>,
 }
 
@@ -255,15 +290,18 @@ impl TargetEntry {
 }
 
 /// How a failed attempt moves on to the next target.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryConfig {
     /// Attempts in all, across targets; by default one per target.
     #[serde(default)]
+    #[schemars(extend("examples" = [3]))]
+    #[schemars(range(min = 1))]
     pub max_attempts: Option<u32>,
     /// Backoff before the second attempt; doubled for each further one, with full jitter.
     #[serde(default = "default_backoff_ms")]
     pub backoff_ms: u64,
+    /// The longest backoff between two attempts.
     #[serde(default = "default_max_backoff_ms")]
     pub max_backoff_ms: u64,
 }
@@ -286,11 +324,12 @@ fn default_max_backoff_ms() -> u64 {
 }
 
 /// When a target's circuit opens, and for how long.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerConfig {
     /// Consecutive failed attempts that open the circuit.
     #[serde(default = "default_breaker_failures")]
+    #[schemars(range(min = 1))]
     pub failures: u32,
     /// How long an open circuit stays open before one trial request is let through.
     #[serde(default = "default_breaker_cooldown_ms")]
@@ -313,15 +352,19 @@ fn default_breaker_cooldown_ms() -> u64 {
     30_000
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// `server:`: the HTTP listener.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
+    /// The address to listen on (`--host` overrides it); `127.0.0.1` for this machine only.
     #[serde(default = "default_host")]
     pub host: IpAddr,
+    /// The port to listen on (`--port` overrides it).
     #[serde(default = "default_port")]
     pub port: u16,
     /// Largest request body accepted, in bytes; larger ones get 413.
     #[serde(default = "default_max_body_bytes")]
+    #[schemars(range(min = 1))]
     pub max_body_bytes: usize,
     /// Request bodies held at once by all requests together, in bytes: a request whose body
     /// does not fit waits (briefly) for room, then gets 503.
@@ -334,15 +377,19 @@ pub struct ServerConfig {
     /// A request head must arrive within this, from the connection's opening or (HTTP/1) from
     /// the first byte after the previous response; else the connection is closed.
     #[serde(default = "resources::default_header_read_timeout_ms")]
+    #[schemars(range(min = 1, max = resources::MAX_TIMEOUT_MS))]
     pub header_read_timeout_ms: u64,
     /// A connection with no request in flight is closed after this (HTTP/1 and HTTP/2).
     #[serde(default = "resources::default_idle_timeout_ms")]
+    #[schemars(range(min = 1, max = resources::MAX_TIMEOUT_MS))]
     pub idle_timeout_ms: u64,
     /// A request body must arrive within this of its head; else 408.
     #[serde(default = "resources::default_body_read_timeout_ms")]
+    #[schemars(range(min = 1, max = resources::MAX_TIMEOUT_MS))]
     pub body_read_timeout_ms: u64,
     /// Connections open at once; past this, new ones wait in the listen backlog.
     #[serde(default = "resources::default_max_connections")]
+    #[schemars(range(min = 1, max = resources::MAX_CONNECTIONS))]
     pub max_connections: u32,
 }
 
@@ -388,7 +435,8 @@ fn default_max_body_bytes_in_flight() -> usize {
     256 * 1024 * 1024
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// `plugins:`: where plugins are found, and what each call may use.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PluginsConfig {
     /// Where `<plugin>.wasm` components are looked up before the built-in ones.
@@ -396,22 +444,28 @@ pub struct PluginsConfig {
     pub dir: PathBuf,
     /// Where compiled components are cached; defaults to the user's cache directory.
     #[serde(default)]
+    #[schemars(extend("examples" = ["/var/cache/wasmgate"]))]
     pub cache_dir: Option<PathBuf>,
     /// Wall-clock budget of one plugin call, in milliseconds.
     #[serde(default = "default_call_timeout_ms")]
+    #[schemars(range(min = 1))]
     pub call_timeout_ms: u64,
     /// Linear-memory cap of one plugin instance, in MiB.
     #[serde(default = "default_memory_limit_mib")]
+    #[schemars(range(min = 1, max = 4096))]
     pub memory_limit_mib: u64,
     /// Plugin instances alive at once (each request or open stream holds one); more wait.
     #[serde(default = "default_max_instances")]
+    #[schemars(range(min = 1))]
     pub max_instances: u32,
     /// How long a request waits for a free instance before it fails with 503.
     #[serde(default = "resources::default_instance_wait_ms")]
+    #[schemars(range(min = 1, max = resources::MAX_INSTANCE_WAIT_MS))]
     pub instance_wait_ms: u64,
     /// The share of `max_instances`, in percent, that open streams may hold, so that other
     /// requests, routers and limiters always find an instance.
     #[serde(default = "resources::default_stream_share_percent")]
+    #[schemars(range(min = 1, max = 100))]
     pub stream_share_percent: u8,
 }
 
@@ -444,31 +498,44 @@ fn default_max_instances() -> u32 {
 }
 
 /// One entry of `providers:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = schema::provider_entry)]
 pub struct ProviderEntry {
-    /// The built-in preset (`presets.yaml`) this entry started from; already applied: it filled
-    /// in every key the entry left out.
+    /// A built-in preset for an OpenAI-compatible host (`presets.yaml`): it fills in every key
+    /// the entry leaves out (`options` key by key), so `plugin` may be left out too.
     #[serde(default)]
     pub preset: Option<String>,
-    /// The plugin that speaks this provider's wire format (`<plugins.dir>/<plugin>.wasm`).
+    /// The plugin that speaks this provider's wire format: a built-in one, or
+    /// `<plugins.dir>/<plugin>.wasm`. Required unless `preset` gives it.
+    #[schemars(extend("examples" = ["openai"]))]
     pub plugin: String,
+    /// The upstream's API root; each plugin has its own default (`https://api.openai.com/v1`
+    /// for `openai`). Its requests may go nowhere else.
     #[serde(default)]
+    #[schemars(extend("examples" = ["https://api.openai.com/v1"]))]
     pub base_url: Option<String>,
+    /// The upstream's API key. Unset: `$<NAME>_API_KEY`, else the key `wasmgate login <name>`
+    /// stored. Never logged.
     #[serde(default)]
+    #[schemars(extend("examples" = ["${OPENAI_API_KEY}"]))]
     pub api_key: Option<Secret>,
     /// Models served; empty means any model name is passed through.
     #[serde(default)]
+    #[schemars(extend("examples" = [["gpt-4o-mini", "gpt-4o"]]))]
     pub models: Vec<String>,
-    /// Passed to the plugin, which validates it.
+    /// Passed to the plugin, which validates it (each provider's page lists its options).
     #[serde(default)]
+    #[schemars(extend("examples" = [{"organization": "org-123"}]))]
     pub options: serde_json::Map<String, serde_json::Value>,
     /// How long to wait for the upstream's response headers, and between two streamed chunks.
     #[serde(default = "default_upstream_timeout_ms")]
+    #[schemars(range(min = 1))]
     pub timeout_ms: u64,
     /// The catalog provider whose prices apply (`wasmgate models` lists them). Defaults to the
     /// entry's name when the catalog knows it, else the plugin's name.
     #[serde(default)]
+    #[schemars(extend("examples" = ["openai"]))]
     pub catalog: Option<String>,
 }
 
@@ -483,11 +550,16 @@ fn default_upstream_timeout_ms() -> u64 {
     600_000
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+/// `observability:`: logs and traces.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservabilityConfig {
+    /// The log filter, e.g. `info` or `wasmgate=debug,info` (`--log-level` overrides it);
+    /// `RUST_LOG` when unset, else `info`.
     #[serde(default)]
+    #[schemars(extend("examples" = ["wasmgate=debug,info"]))]
     pub log_level: Option<String>,
+    /// `text` for people, `json` (one object a line) for log collectors.
     #[serde(default)]
     pub log_format: LogFormat,
     /// Puts each request's prompt on its log line. Off by default: prompts are user data.
@@ -495,27 +567,32 @@ pub struct ObservabilityConfig {
     pub log_prompts: bool,
     /// OpenTelemetry traces over OTLP/HTTP; none are recorded without this.
     #[serde(default)]
+    #[schemars(extend("examples" = [{"otlp_endpoint": "http://127.0.0.1:4318"}]))]
     pub traces: Option<TracesConfig>,
 }
 
 /// Where spans are exported (`observability.traces`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TracesConfig {
     /// The collector's OTLP/HTTP endpoint, e.g. `http://127.0.0.1:4318` (`/v1/traces` is
     /// appended unless the URL ends with it).
+    #[schemars(extend("examples" = ["http://127.0.0.1:4318"]))]
     pub otlp_endpoint: String,
     /// The `service.name` resource attribute.
     #[serde(default = "default_service_name")]
     pub service_name: String,
     /// How long finished spans wait to be sent together, in milliseconds.
     #[serde(default = "default_export_interval_ms")]
+    #[schemars(range(min = 1))]
     pub export_interval_ms: u64,
     /// Spans waiting to be sent at most; past that, new spans are dropped and counted.
     #[serde(default = "default_span_queue")]
+    #[schemars(range(min = 1))]
     pub queue_capacity: usize,
     /// Headers sent to the collector (e.g. its API key).
     #[serde(default)]
+    #[schemars(extend("examples" = [{"x-api-key": "${COLLECTOR_KEY}"}]))]
     pub headers: IndexMap<String, Secret>,
 }
 
@@ -529,7 +606,8 @@ fn default_span_queue() -> usize {
     65_536
 }
 
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     #[default]

@@ -7,11 +7,11 @@ use std::time::Duration;
 use super::{Config, ConfigError, PluginsConfig, ServerConfig};
 
 /// The longest connection deadline accepted: an hour.
-const MAX_TIMEOUT_MS: u64 = 3_600_000;
+pub(super) const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// The longest wait for a plugin instance accepted: ten minutes.
-const MAX_INSTANCE_WAIT_MS: u64 = 600_000;
+pub(super) const MAX_INSTANCE_WAIT_MS: u64 = 600_000;
 /// The most connections accepted as a cap: a million file descriptors.
-const MAX_CONNECTIONS: u32 = 1_000_000;
+pub(super) const MAX_CONNECTIONS: u32 = 1_000_000;
 
 pub(super) fn default_header_read_timeout_ms() -> u64 {
     // A client sends its request head in one or two packets; ten seconds is generous even on a

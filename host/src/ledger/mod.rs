@@ -87,15 +87,18 @@ pub struct UsageRecord {
 }
 
 /// Where the ledger keeps its records (`ledger:` in the config).
-#[derive(Clone, serde::Deserialize)]
+#[derive(Clone, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LedgerConfig {
     /// `sqlite://path/to/file.db`, `sqlite::memory:` (lost on exit; for tests), or
-    /// `postgres://user:password@host:port/db`.
+    /// `postgres://user:password@host:port/db` (add `?sslmode=verify-full&sslrootcert=ca.pem`
+    /// for TLS) for replicas sharing one ledger.
     #[serde(default = "default_url")]
+    #[schemars(extend("examples" = ["postgres://wasmgate:${DB_PASSWORD}@db.internal:5432/wasmgate"]))]
     pub url: String,
     /// Records waiting to be written at most; past that, new records are dropped and counted.
     #[serde(default = "default_queue_capacity")]
+    #[schemars(range(min = 1))]
     pub queue_capacity: usize,
 }
 

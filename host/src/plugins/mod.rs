@@ -107,6 +107,19 @@ pub struct PluginLimits {
     pub instance_wait: Duration,
 }
 
+impl PluginLimits {
+    /// The limits `plugins:` sets.
+    pub fn from_config(config: &crate::config::PluginsConfig) -> anyhow::Result<Self> {
+        Ok(Self {
+            call_timeout: Duration::from_millis(config.call_timeout_ms),
+            memory_bytes: usize::try_from(config.memory_limit_mib << 20)?,
+            max_instances: config.max_instances,
+            max_stream_instances: config.max_stream_instances(),
+            instance_wait: config.instance_wait(),
+        })
+    }
+}
+
 /// Why a plugin call failed without the plugin reporting an error of its own.
 #[derive(Debug, thiserror::Error)]
 pub enum PluginFailure {

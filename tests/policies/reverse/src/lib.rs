@@ -1,5 +1,5 @@
 //! A router that tries the targets in reverse config order: the host's tests load it as an
-//! operator's own router, and it is the README's example of one.
+//! operator's own router, and it is the manual's example of one (docs/src/plugins/rust.md).
 
 use wasmgate_plugin_sdk::routing::config_order;
 use wasmgate_plugin_sdk::{NoOptions, RouteRequest, Router, Target};
