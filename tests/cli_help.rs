@@ -88,6 +88,6 @@ fn the_manuals_help_page_is_the_binarys_help() {
     assert!(
         committed == generated,
         "{PAGE} is stale (a command or option changed); write it again with\n  \
-         WASMGATE_WRITE_DOCS=1 cargo test -p wasmgate --test cli_help"
+         WASMGATE_WRITE_DOCS=1 cargo test -p wasmgate --test e2e cli_help::"
     );
 }
