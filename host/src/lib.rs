@@ -39,7 +39,7 @@ pub mod tokenizer;
 pub mod upstream;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use arc_swap::ArcSwap;
 
@@ -52,7 +52,8 @@ use crate::state::AppState;
 /// and the upstream client.
 pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     let limits = PluginLimits {
-        call_timeout: Duration::from_millis(config.plugins.call_timeout_ms),
+        cpu_budget: config.plugins.call_cpu_budget(),
+        wall_backstop: config.plugins.call_wall_backstop(),
         memory_bytes: usize::try_from(config.plugins.memory_limit_mib << 20)?,
         max_instances: config.plugins.max_instances,
         max_stream_instances: config.plugins.max_stream_instances(),
