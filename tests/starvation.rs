@@ -36,10 +36,20 @@ fn write_config(dir: &Path, cpu_ms: u64, wall_ms: u64) -> PathBuf {
     path
 }
 
-/// The CPU the gateway and the hogs share: the last one, so the test's own threads mostly run
-/// on the others.
+/// The CPU the gateway and the hogs share: the last one this test may run on, so that its own
+/// threads mostly run on the others.
 fn shared_cpu() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()) - 1
+    // SAFETY: a zeroed cpu_set_t is an empty set, which sched_getaffinity fills in.
+    #[allow(unsafe_code)]
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let done = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
+        assert_eq!(done, 0, "sched_getaffinity");
+        (0..libc::CPU_SETSIZE as usize)
+            .rev()
+            .find(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .expect("this thread may run on some CPU")
+    }
 }
 
 /// Pins thread `tid` (0: the calling thread) to `cpu`.
