@@ -7,12 +7,15 @@ cd "$(dirname "$0")/.."
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 # Servers the tests start themselves, each on a free port of 127.0.0.1: redis-server (two
 # gateway replicas sharing one limit), a throwaway PostgreSQL cluster (the ledger's second store),
-# promtool (checks the /metrics text) and openssl (a throwaway CA for PostgreSQL over TLS).
+# promtool (checks the /metrics text), openssl (a throwaway CA for PostgreSQL over TLS) and strace
+# (tests/counts.rs).
 need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || need+=(postgresql)
 command -v promtool >/dev/null || need+=(prometheus)
 command -v openssl >/dev/null || need+=(openssl)
+# tests/counts.rs counts the gateway's socket reads and writes with strace.
+command -v strace >/dev/null || need+=(strace)
 # tests/console.rs: the console in Debian's headless Chromium (driven by playwright-core, which
 # scripts/console-browser.sh installs into target/).
 [ -x /usr/bin/chromium ] || need+=(chromium)

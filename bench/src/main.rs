@@ -4,8 +4,9 @@
 //! The gateway runs as a process pinned to CPU 0; the mock upstream (`mock-upstream`) and the
 //! load generator (oha) share CPU 1. For each row it prints the added p50 at concurrency 1,
 //! requests/s and streams/s (20 deltas and usage) at concurrency 64 as ratios to the direct call,
-//! the gateway's own CPU time per request (from `/proc`, steadier than rates on a busy machine),
-//! and the gateway's idle and peak RSS. Every row is checked first: one request must get a 200
+//! the gateway's own CPU time per request and per stream, user and kernel apart (from `/proc`,
+//! steadier than rates on a busy machine), the plugin instantiations and calls each took (from
+//! `/metrics`: counts, which do not move with the machine), and the gateway's idle and peak RSS. Every row is checked first: one request must get a 200
 //! and, when streamed, end as its API says, and every load request must get a 200, so that a
 //! gateway answering errors fast cannot look fast.
 //!
@@ -23,7 +24,7 @@ mod scenario;
 use anyhow::Context as _;
 
 use load::{Load, Oha};
-use process::Gateway;
+use process::{Gateway, Sample};
 use scenario::{Api, Row, Setup};
 
 struct Args {
@@ -79,29 +80,26 @@ struct Figures {
     p50_us: f64,
     rps: f64,
     sps: f64,
-    cpu_us_per_request: Option<f64>,
-    cpu_us_per_stream: Option<f64>,
+    per_request: Option<Sample>,
+    per_stream: Option<Sample>,
 }
 
 fn measure(oha: &Oha, row: &Row, addr: &str, gateway: Option<&Gateway>) -> anyhow::Result<Figures> {
     row.check(addr)?;
     let latency = oha.run(row, addr, false, Load::Sequential)?;
-    let cpu = || gateway.map(Gateway::cpu_us).transpose();
-    let before = cpu()?;
+    let sample = || gateway.map(Gateway::sample).transpose();
+    let before = sample()?;
     let whole = oha.run(row, addr, false, Load::Concurrent)?;
-    let middle = cpu()?;
+    let middle = sample()?;
     let streams = oha.run(row, addr, true, Load::Concurrent)?;
-    let after = cpu()?;
-    let per = |a: Option<f64>, b: Option<f64>, n: u64| match (a, b) {
-        (Some(a), Some(b)) if n > 0 => Some((b - a) / n as f64),
-        _ => None,
-    };
+    let after = sample()?;
+    let per = |a: Option<Sample>, b: Option<Sample>, n: u64| b?.per(&a?, n);
     Ok(Figures {
         p50_us: latency.p50_us,
         rps: whole.rps,
         sps: streams.rps,
-        cpu_us_per_request: per(before, middle, whole.count),
-        cpu_us_per_stream: per(middle, after, streams.count),
+        per_request: per(before, middle, whole.count),
+        per_stream: per(middle, after, streams.count),
     })
 }
 
@@ -166,26 +164,38 @@ fn main() -> anyhow::Result<()> {
 
 fn print_header() {
     println!(
-        "| target | p50 c=1 | added p50 | requests/s c=64 | ratio | streams/s c=64 | ratio | gateway CPU/request | /stream | RSS idle | RSS peak |"
+        "| target | p50 c=1 | added p50 | requests/s c=64 | ratio | streams/s c=64 | ratio | gateway CPU/request (user + kernel) | /stream | plugin instances + calls /request | /stream | RSS idle | RSS peak |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
 
 fn print_row(name: &str, f: &Figures, base: Option<&Figures>, rss: Option<(u64, u64)>) {
     let us = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.0} µs"));
+    let cpu = |s: Option<Sample>| {
+        s.map_or("—".to_owned(), |s| {
+            format!("{:.0} + {:.0} µs", s.user_us, s.system_us)
+        })
+    };
+    let work = |s: Option<Sample>| {
+        s.map_or("—".to_owned(), |s| {
+            format!("{:.2} + {:.2}", s.instantiations, s.plugin_calls)
+        })
+    };
     let added = base.map(|b| f.p50_us - b.p50_us);
     let ratio = |v: f64, b: Option<f64>| b.map_or("—".to_owned(), |b| format!("{:.2}", v / b));
     let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
     println!(
-        "| {name} | {:.0} µs | {} | {:.0} | {} | {:.0} | {} | {} | {} | {} | {} |",
+        "| {name} | {:.0} µs | {} | {:.0} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
         f.p50_us,
         us(added),
         f.rps,
         ratio(f.rps, base.map(|b| b.rps)),
         f.sps,
         ratio(f.sps, base.map(|b| b.sps)),
-        us(f.cpu_us_per_request),
-        us(f.cpu_us_per_stream),
+        cpu(f.per_request),
+        cpu(f.per_stream),
+        work(f.per_request),
+        work(f.per_stream),
         rss.map_or("—".to_owned(), |r| mib(r.0)),
         rss.map_or("—".to_owned(), |r| mib(r.1)),
     );

@@ -1,5 +1,6 @@
 //! The processes under test: the mock upstream and the gateway, each pinned with `taskset`, and
-//! what `/proc` says about the gateway's CPU time and memory.
+//! what `/proc` says about the gateway's CPU time (user and kernel apart) and memory, and its
+//! `/metrics` about the plugin work it did.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -8,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::scenario::get_status;
+use crate::scenario::{get_body, get_status};
 
 /// Clock ticks per second of `/proc/<pid>/stat`'s times (`USER_HZ`, 100 on Linux).
 const TICKS_PER_SECOND: f64 = 100.0;
@@ -111,14 +112,32 @@ impl Gateway {
         ))?)
     }
 
-    /// User and system CPU time of all its threads so far.
-    pub fn cpu_us(&self) -> anyhow::Result<f64> {
+    /// What the gateway has done so far: user and kernel CPU time of all its threads, and the
+    /// plugin instantiations and calls its `/metrics` counts.
+    pub fn sample(&self) -> anyhow::Result<Sample> {
         let stat = self.proc_file("stat")?;
-        // Fields after the command name (which may hold spaces) start at `state`, field 3.
+        // Fields after the command name (which may hold spaces) start at `state`, field 3;
+        // utime and stime are fields 14 and 15.
         let rest = stat.rsplit_once(')').context("stat")?.1;
         let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
-        Ok(ticks / TICKS_PER_SECOND * 1e6)
+        let us = |i: usize| -> anyhow::Result<f64> {
+            let ticks: f64 = fields.get(i).context("stat field")?.parse()?;
+            Ok(ticks / TICKS_PER_SECOND * 1e6)
+        };
+        let metrics = get_body(&self.addr, "/metrics").context("GET /metrics")?;
+        let counter = |name: &str| -> anyhow::Result<f64> {
+            let line = metrics
+                .lines()
+                .find(|l| l.strip_prefix(name).is_some_and(|r| r.starts_with(' ')))
+                .with_context(|| format!("{name} in /metrics"))?;
+            Ok(line.rsplit(' ').next().context("value")?.parse()?)
+        };
+        Ok(Sample {
+            user_us: us(11)?,
+            system_us: us(12)?,
+            instantiations: counter("wasmgate_plugin_instantiations_total")?,
+            plugin_calls: counter("wasmgate_plugin_calls_total")?,
+        })
     }
 
     fn status_kib(&self, key: &str) -> anyhow::Result<u64> {
@@ -136,6 +155,30 @@ impl Gateway {
 
     pub fn peak_kib(&self) -> anyhow::Result<u64> {
         self.status_kib("VmHWM:")
+    }
+}
+
+/// The gateway's CPU time and plugin work, so far or per request.
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// CPU time in user mode: the gateway's own code, plugins included.
+    pub user_us: f64,
+    /// CPU time in the kernel on its behalf: socket reads and writes, page faults, scheduling.
+    pub system_us: f64,
+    pub instantiations: f64,
+    pub plugin_calls: f64,
+}
+
+impl Sample {
+    /// What happened between `earlier` and this sample, per each of `n` requests.
+    pub fn per(&self, earlier: &Sample, n: u64) -> Option<Sample> {
+        let n = (n > 0).then_some(n as f64)?;
+        Some(Sample {
+            user_us: (self.user_us - earlier.user_us) / n,
+            system_us: (self.system_us - earlier.system_us) / n,
+            instantiations: (self.instantiations - earlier.instantiations) / n,
+            plugin_calls: (self.plugin_calls - earlier.plugin_calls) / n,
+        })
     }
 }
 

@@ -269,5 +269,6 @@ pub fn get_status(addr: &str, path: &str) -> Option<u16> {
 /// A plain HTTP/1.1 GET's whole answer, head and body.
 pub fn get_body(addr: &str, path: &str) -> Option<String> {
     let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
-    exchange(addr, request.as_bytes(), Duration::from_secs(2), 1 << 16).ok()
+    // `/metrics` runs past 64 KiB with a histogram per plugin call.
+    exchange(addr, request.as_bytes(), Duration::from_secs(2), 4 << 20).ok()
 }

@@ -670,7 +670,8 @@ fn end_to_end() {
 
 fn plugin_host() -> PluginHost {
     let limits = PluginLimits {
-        call_timeout: Duration::from_millis(500),
+        cpu_budget: Duration::from_millis(500),
+        wall_backstop: Duration::from_secs(5),
         memory_bytes: 64 << 20,
         max_instances: 64,
         max_stream_instances: 48,

@@ -208,7 +208,8 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
     let rt = runtime("plugin-call");
     rt.block_on(async {
         let limits = PluginLimits {
-            call_timeout: Duration::from_millis(200),
+            cpu_budget: Duration::from_millis(200),
+            wall_backstop: Duration::from_secs(2),
             memory_bytes: 64 << 20,
             max_instances: 64,
             max_stream_instances: 48,
@@ -315,7 +316,8 @@ fn policy_calls() -> [(String, Duration, Duration); 2] {
     let rt = runtime("policy-call");
     rt.block_on(async {
         let limits = PluginLimits {
-            call_timeout: Duration::from_millis(200),
+            cpu_budget: Duration::from_millis(200),
+            wall_backstop: Duration::from_secs(2),
             memory_bytes: 64 << 20,
             max_instances: 64,
             max_stream_instances: 48,
@@ -958,7 +960,8 @@ fn print_decoders() {
     println!("|---|---|---|---|");
     runtime("decoder").block_on(async {
         let limits = PluginLimits {
-            call_timeout: Duration::from_millis(200),
+            cpu_budget: Duration::from_millis(200),
+            wall_backstop: Duration::from_secs(2),
             memory_bytes: 64 << 20,
             max_instances: 64,
             max_stream_instances: 48,

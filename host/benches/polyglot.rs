@@ -26,7 +26,8 @@ const LANGS: [&str; 3] = ["rust", "python", "js"];
 
 fn host(cache: Option<PathBuf>) -> PluginHost {
     let limits = PluginLimits {
-        call_timeout: Duration::from_millis(1000),
+        cpu_budget: Duration::from_millis(1000),
+        wall_backstop: Duration::from_secs(10),
         memory_bytes: 64 << 20,
         max_instances: 64,
         max_stream_instances: 48,

@@ -237,6 +237,12 @@ fn keep_restart_only(running: &Config, new: &mut Config) -> Vec<&'static str> {
     );
     keep(
         k,
+        "plugins.call_wall_timeout_ms",
+        &old.call_wall_timeout_ms,
+        &mut plugins.call_wall_timeout_ms,
+    );
+    keep(
+        k,
         "plugins.memory_limit_mib",
         &old.memory_limit_mib,
         &mut plugins.memory_limit_mib,

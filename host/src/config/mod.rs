@@ -446,10 +446,16 @@ pub struct PluginsConfig {
     #[serde(default)]
     #[schemars(extend("examples" = ["/var/cache/wasmgate"]))]
     pub cache_dir: Option<PathBuf>,
-    /// Wall-clock budget of one plugin call, in milliseconds.
+    /// CPU time one plugin call may use, in milliseconds: the plugin's own work, which a host
+    /// starved of CPU does not stretch.
     #[serde(default = "default_call_timeout_ms")]
     #[schemars(range(min = 1))]
     pub call_timeout_ms: u64,
+    /// Wall-clock time after which a plugin call is stopped whatever CPU time it used, in
+    /// milliseconds; a backstop, 10 times `call_timeout_ms` unless given.
+    #[serde(default)]
+    #[schemars(range(min = 1), extend("examples" = [2000]))]
+    pub call_wall_timeout_ms: Option<u64>,
     /// Linear-memory cap of one plugin instance, in MiB.
     #[serde(default = "default_memory_limit_mib")]
     #[schemars(range(min = 1, max = 4096))]
@@ -475,6 +481,7 @@ impl Default for PluginsConfig {
             dir: default_plugins_dir(),
             cache_dir: None,
             call_timeout_ms: default_call_timeout_ms(),
+            call_wall_timeout_ms: None,
             memory_limit_mib: default_memory_limit_mib(),
             max_instances: default_max_instances(),
             instance_wait_ms: resources::default_instance_wait_ms(),
@@ -711,6 +718,14 @@ impl Config {
             return Err(ConfigError::key(
                 "plugins.call_timeout_ms",
                 "must be at least 1",
+            ));
+        }
+        if let Some(wall) = self.plugins.call_wall_timeout_ms
+            && wall < self.plugins.call_timeout_ms
+        {
+            return Err(ConfigError::key(
+                "plugins.call_wall_timeout_ms",
+                "must be at least plugins.call_timeout_ms (a call's CPU time cannot exceed its wall-clock time)",
             ));
         }
         if !(1..=4096).contains(&self.plugins.memory_limit_mib) {

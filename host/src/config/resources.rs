@@ -60,6 +60,21 @@ impl ServerConfig {
 }
 
 impl PluginsConfig {
+    /// The CPU time one plugin call may use.
+    pub fn call_cpu_budget(&self) -> Duration {
+        Duration::from_millis(self.call_timeout_ms)
+    }
+
+    /// The wall-clock backstop of one plugin call: as configured, else 10 times its CPU budget
+    /// (long enough that only a call stuck without using CPU, or a host starved tenfold, meets
+    /// it).
+    pub fn call_wall_backstop(&self) -> Duration {
+        let ms = self
+            .call_wall_timeout_ms
+            .unwrap_or_else(|| self.call_timeout_ms.saturating_mul(10));
+        Duration::from_millis(ms)
+    }
+
     /// How long a call waits for a free plugin instance before its request fails.
     pub fn instance_wait(&self) -> Duration {
         Duration::from_millis(self.instance_wait_ms)
@@ -133,6 +148,29 @@ mod tests {
         assert_eq!(config.server.max_connections, 4_096);
         assert_eq!(config.plugins.instance_wait(), Duration::from_secs(2));
         assert_eq!(config.plugins.max_stream_instances(), 384);
+        assert_eq!(config.plugins.call_cpu_budget(), Duration::from_millis(200));
+        assert_eq!(config.plugins.call_wall_backstop(), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn a_plugin_call_has_a_cpu_budget_and_a_longer_wall_clock_backstop() {
+        let config = Config::from_yaml("plugins: { call_timeout_ms: 30 }").unwrap();
+        assert_eq!(
+            config.plugins.call_wall_backstop(),
+            Duration::from_millis(300)
+        );
+        let config =
+            Config::from_yaml("plugins: { call_timeout_ms: 30, call_wall_timeout_ms: 45 }")
+                .unwrap();
+        assert_eq!(
+            config.plugins.call_wall_backstop(),
+            Duration::from_millis(45)
+        );
+        let shorter = error("plugins: { call_timeout_ms: 30, call_wall_timeout_ms: 29 }");
+        assert!(
+            shorter.contains("plugins.call_wall_timeout_ms"),
+            "{shorter}"
+        );
     }
 
     #[test]

@@ -59,10 +59,9 @@ impl DialectPlugin {
     /// as the stream).
     pub async fn start(&self, kind: SlotKind) -> Result<DialectCall, PluginFailure> {
         let mut sandbox = self.host.sandbox(&self.name, kind).await?;
-        let bindings = match self.pre.instantiate_async(&mut sandbox.store).await {
-            Ok(bindings) => bindings,
-            Err(e) => return Err(sandbox.classify(e)),
-        };
+        let bindings = sandbox
+            .instantiate(async |s| self.pre.instantiate_async(s).await)
+            .await?;
         Ok(DialectCall { sandbox, bindings })
     }
 }

@@ -3,11 +3,13 @@
 //! One `Engine` (epoch interruption, pooling allocator) serves every plugin. Each component is
 //! compiled once (cached precompiled on disk, and kept in memory by name while its file stays the
 //! same, so a reload does not load it again), turned into an `InstancePre`, and every call
-//! gets a fresh `Store` with a wall-clock deadline and a memory cap, so a plugin that traps, loops
-//! or eats memory fails only the request it was serving.
+//! gets a fresh `Store` with a CPU-time budget (and a much longer wall-clock backstop) and a
+//! memory cap, so a plugin that traps, loops or eats memory fails only the request it was serving,
+//! while a host starved of CPU (a container at its quota) fails none.
 
 mod bindings;
 mod cache;
+mod cpu;
 mod dialect;
 mod limiter;
 mod provider;
@@ -95,8 +97,11 @@ const BUILT_IN: &[(&str, &[u8])] = &[
 /// Limits applied to every plugin call.
 #[derive(Debug, Clone, Copy)]
 pub struct PluginLimits {
-    /// Wall-clock budget of one call.
-    pub call_timeout: Duration,
+    /// CPU time one call may use: its own work, on whichever threads ran it.
+    pub cpu_budget: Duration,
+    /// Wall-clock time after which a call is stopped whatever CPU time it used (a backstop for
+    /// a call whose CPU time is not what grows, and for a host that cannot measure it).
+    pub wall_backstop: Duration,
     /// Linear-memory cap of one instance.
     pub memory_bytes: usize,
     /// Instances alive at once; callers wait for a free one.
@@ -111,7 +116,8 @@ impl PluginLimits {
     /// The limits `plugins:` sets.
     pub fn from_config(config: &crate::config::PluginsConfig) -> anyhow::Result<Self> {
         Ok(Self {
-            call_timeout: Duration::from_millis(config.call_timeout_ms),
+            cpu_budget: config.call_cpu_budget(),
+            wall_backstop: config.call_wall_backstop(),
             memory_bytes: usize::try_from(config.memory_limit_mib << 20)?,
             max_instances: config.max_instances,
             max_stream_instances: config.max_stream_instances(),
@@ -125,8 +131,12 @@ impl PluginLimits {
 pub enum PluginFailure {
     #[error("plugin `{plugin}` trapped: {detail}")]
     Trapped { plugin: Arc<str>, detail: String },
-    #[error("plugin `{plugin}` ran past its {ms} ms deadline")]
-    TimedOut { plugin: Arc<str>, ms: u64 },
+    #[error("plugin `{plugin}` ran past its {ms} ms {bound}")]
+    TimedOut {
+        plugin: Arc<str>,
+        ms: u64,
+        bound: TimeBound,
+    },
     #[error("plugin `{plugin}` exceeded its {mib} MiB memory limit")]
     OutOfMemory { plugin: Arc<str>, mib: u64 },
     #[error("no instance of plugin `{plugin}` came free within {waited_ms} ms")]
@@ -151,6 +161,24 @@ impl PluginFailure {
             | Self::OutOfMemory { plugin, .. }
             | Self::Saturated { plugin, .. } => plugin,
         }
+    }
+}
+
+/// Which of a call's time bounds it ran past.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeBound {
+    /// Its own CPU time (`plugins.call_timeout_ms`).
+    Cpu,
+    /// The wall-clock backstop (`plugins.call_wall_timeout_ms`).
+    WallClock,
+}
+
+impl std::fmt::Display for TimeBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Cpu => "CPU-time budget",
+            Self::WallClock => "wall-clock deadline",
+        })
     }
 }
 
@@ -217,6 +245,19 @@ struct HostInner {
     loaded: std::sync::Mutex<std::collections::HashMap<String, Loaded>>,
     /// Components compiled or read from the disk cache (not from `loaded`), for tests.
     compiled: std::sync::atomic::AtomicU64,
+    /// Instances created, and export calls made, since start (see [`PluginWork`]).
+    instantiations: std::sync::atomic::AtomicU64,
+    calls: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// What the host has done since it started, as counts: what the counting tests and the
+/// benchmark divide by the requests served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PluginWork {
+    /// Plugin instances created (a request's provider instance, a policy plugin's warm one).
+    pub instantiations: u64,
+    /// Calls into a plugin's exports (`prepare`, `push`, `route`, ...).
+    pub calls: u64,
 }
 
 /// Where a loaded component came from: `None` for a built-in one, else the file's path, length
@@ -283,6 +324,8 @@ impl PluginHost {
                 observer,
                 loaded: std::sync::Mutex::default(),
                 compiled: std::sync::atomic::AtomicU64::new(0),
+                instantiations: std::sync::atomic::AtomicU64::new(0),
+                calls: Arc::default(),
             }),
         })
     }
@@ -294,6 +337,15 @@ impl PluginHost {
     /// The instance slots in use now, and the waits that timed out.
     pub fn usage(&self) -> InstanceUsage {
         self.inner.slots.usage()
+    }
+
+    /// The instances created and calls made since start.
+    pub fn work(&self) -> PluginWork {
+        use std::sync::atomic::Ordering::Relaxed;
+        PluginWork {
+            instantiations: self.inner.instantiations.load(Relaxed),
+            calls: self.inner.calls.load(Relaxed),
+        }
     }
 
     /// Loads the provider plugin `name`: `<dir>/<name>.wasm` if it exists, else the built-in one.
@@ -424,9 +476,10 @@ mod tests {
         host_with_deadline(Duration::from_millis(200))
     }
 
-    fn host_with_deadline(call_timeout: Duration) -> PluginHost {
+    fn host_with_deadline(cpu_budget: Duration) -> PluginHost {
         let limits = PluginLimits {
-            call_timeout,
+            cpu_budget,
+            wall_backstop: cpu_budget * 10,
             memory_bytes: 64 << 20,
             max_instances: 4,
             max_stream_instances: 3,

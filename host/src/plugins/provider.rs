@@ -64,10 +64,9 @@ impl ProviderPlugin {
     /// slot, since its instance then lives as long as the stream.
     pub async fn start(&self, kind: SlotKind) -> Result<PluginCall, PluginFailure> {
         let mut sandbox = self.host.sandbox(&self.name, kind).await?;
-        let bindings = match self.pre.instantiate_async(&mut sandbox.store).await {
-            Ok(bindings) => bindings,
-            Err(e) => return Err(sandbox.classify(e)),
-        };
+        let bindings = sandbox
+            .instantiate(async |s| self.pre.instantiate_async(s).await)
+            .await?;
         Ok(PluginCall { sandbox, bindings })
     }
 }

@@ -1,18 +1,27 @@
-//! One plugin call's sandbox: a fresh `Store` with a memory cap, a wall-clock deadline checked at
-//! every epoch tick, and a slot of the instance pool held until it is dropped.
+//! One plugin call's sandbox: a fresh `Store` with a memory cap, time bounds checked at every
+//! epoch tick (the call's own CPU time against its budget, and wall-clock time against a much
+//! longer backstop), and a slot of the instance pool held until it is dropped.
+//!
+//! The budget is CPU time rather than wall-clock time because a host starved of CPU (a
+//! container at its quota, or cores shared with other work) stretches every call's wall-clock
+//! time: measured that way, valid requests failed with `plugin_timeout` under load.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime::{Store, StoreContextMut, Trap, UpdateDeadline};
 
+use super::cpu::metered;
 use super::slots::{Slot, SlotKind, WarmTicket};
 use super::state::{CounterAccess, DeadlineExceeded, PluginState};
-use super::{CallObserver, PluginFailure, PluginHost};
+use super::{CallObserver, PluginFailure, PluginHost, TICK, TimeBound};
 
 pub(super) struct Sandbox {
     pub(super) store: Store<PluginState>,
     plugin: Arc<str>,
+    /// The host's count of export calls.
+    calls: Arc<std::sync::atomic::AtomicU64>,
     observer: Arc<dyn CallObserver>,
     _slot: Slot,
 }
@@ -37,16 +46,12 @@ impl PluginHost {
         let state = PluginState::new(Arc::clone(plugin), inner.tokenizer, inner.limits);
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.memory);
-        store.epoch_deadline_callback(|ctx| {
-            if Instant::now() >= ctx.data().deadline {
-                return Err(DeadlineExceeded.into());
-            }
-            // Yielding every tick lets a long call share its worker thread with other requests.
-            Ok(UpdateDeadline::Yield(1))
-        });
+        store.epoch_deadline_callback(on_tick);
+        inner.instantiations.fetch_add(1, Ordering::Relaxed);
         let mut sandbox = Sandbox {
             store,
             plugin: Arc::clone(plugin),
+            calls: Arc::clone(&inner.calls),
             observer: Arc::clone(&inner.observer),
             _slot: slot,
         };
@@ -55,11 +60,41 @@ impl PluginHost {
     }
 }
 
+/// The epoch callback: stops a call past its CPU budget or its wall-clock backstop, else lets
+/// it run one more tick.
+fn on_tick(ctx: StoreContextMut<'_, PluginState>) -> wasmtime::Result<UpdateDeadline> {
+    let state = ctx.data();
+    let elapsed = state.started.elapsed();
+    if elapsed >= state.limits.wall_backstop {
+        return Err(DeadlineExceeded(TimeBound::WallClock).into());
+    }
+    // The first tick comes about one tick of wall-clock time after the call started, so the
+    // call used at most that much CPU time before it was metered.
+    if state.cpu.used(elapsed.min(TICK)) >= state.limits.cpu_budget {
+        return Err(DeadlineExceeded(TimeBound::Cpu).into());
+    }
+    // Yielding every tick lets a long call share its worker thread with other requests.
+    Ok(UpdateDeadline::Yield(1))
+}
+
 impl Sandbox {
-    /// Gives the next call the whole deadline.
+    /// Instantiates with the CPU time of the component's start functions metered.
+    pub(super) async fn instantiate<B>(
+        &mut self,
+        f: impl AsyncFnOnce(&mut Store<PluginState>) -> wasmtime::Result<B>,
+    ) -> Result<B, PluginFailure> {
+        let meter = Arc::clone(&self.store.data().cpu);
+        match metered(&meter, f(&mut self.store)).await {
+            Ok(bindings) => Ok(bindings),
+            Err(e) => Err(self.classify(e)),
+        }
+    }
+
+    /// Gives the next call its whole budget and backstop.
     pub(super) fn arm(&mut self) {
-        let timeout = self.store.data().limits.call_timeout;
-        self.store.data_mut().deadline = Instant::now() + timeout;
+        let state = self.store.data_mut();
+        state.started = Instant::now();
+        state.cpu.reset();
         self.store.set_epoch_deadline(1);
     }
 
@@ -67,11 +102,22 @@ impl Sandbox {
     pub(super) fn classify(&self, error: wasmtime::Error) -> PluginFailure {
         let plugin = Arc::clone(&self.plugin);
         let state = self.store.data();
-        if error.downcast_ref::<DeadlineExceeded>().is_some()
-            || matches!(error.downcast_ref::<Trap>(), Some(Trap::Interrupt))
-        {
-            let ms = u64::try_from(state.limits.call_timeout.as_millis()).unwrap_or(u64::MAX);
-            return PluginFailure::TimedOut { plugin, ms };
+        let bound = match (
+            error.downcast_ref::<DeadlineExceeded>(),
+            error.downcast_ref::<Trap>(),
+        ) {
+            (Some(DeadlineExceeded(bound)), _) => Some(*bound),
+            // An epoch deadline reached with no callback to extend it: only the backstop does.
+            (None, Some(Trap::Interrupt)) => Some(TimeBound::WallClock),
+            _ => None,
+        };
+        if let Some(bound) = bound {
+            let limit = match bound {
+                TimeBound::Cpu => state.limits.cpu_budget,
+                TimeBound::WallClock => state.limits.wall_backstop,
+            };
+            let ms = u64::try_from(limit.as_millis()).unwrap_or(u64::MAX);
+            return PluginFailure::TimedOut { plugin, ms, bound };
         }
         if state.memory.exceeded {
             let mib = (state.limits.memory_bytes >> 20) as u64;
@@ -93,8 +139,10 @@ impl Sandbox {
         f: impl AsyncFnOnce(&B, &mut Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
         self.arm();
+        self.calls.fetch_add(1, Ordering::Relaxed);
         let observed = self.observer.start(&self.plugin, call);
-        let result = match f(bindings, &mut self.store).await {
+        let meter = Arc::clone(&self.store.data().cpu);
+        let result = match metered(&meter, f(bindings, &mut self.store)).await {
             Ok(value) => Ok(value),
             Err(e) => Err(self.classify(e)),
         };
@@ -150,10 +198,8 @@ impl<B> WarmPool<B> {
             Some((sandbox, bindings, _ticket)) => (sandbox, bindings),
             None => {
                 let mut sandbox = host.sandbox(plugin, SlotKind::Call).await?;
-                match instantiate(&mut sandbox.store).await {
-                    Ok(bindings) => (sandbox, bindings),
-                    Err(e) => return Err(sandbox.classify(e)),
-                }
+                let bindings = sandbox.instantiate(instantiate).await?;
+                (sandbox, bindings)
             }
         };
         sandbox.store.data_mut().counters = counters;

@@ -168,7 +168,8 @@ mod tests {
 
     fn slots(max: u32, streams: u32, wait_ms: u64) -> Arc<Slots> {
         Slots::new(&PluginLimits {
-            call_timeout: Duration::from_millis(10),
+            cpu_budget: Duration::from_millis(10),
+            wall_backstop: Duration::from_millis(100),
             memory_bytes: 1 << 20,
             max_instances: max,
             max_stream_instances: streams,

@@ -1,4 +1,5 @@
-//! What one plugin `Store` holds: an empty WASI context, the memory cap and the deadline budget.
+//! What one plugin `Store` holds: an empty WASI context, the memory cap and the call's time
+//! bounds (its CPU budget and wall-clock backstop).
 
 use std::sync::Arc;
 
@@ -14,8 +15,10 @@ pub(crate) struct PluginState {
     wasi: WasiCtx,
     table: ResourceTable,
     pub(super) memory: MemoryCap,
-    /// When the current call must have returned.
-    pub(super) deadline: std::time::Instant,
+    /// When the current call started (for the wall-clock backstop).
+    pub(super) started: std::time::Instant,
+    /// The current call's own CPU time.
+    pub(super) cpu: Arc<super::cpu::CpuMeter>,
     pub(super) limits: PluginLimits,
     /// The counters a limiter call may use; `None` for every other plugin.
     pub(super) counters: Option<CounterAccess>,
@@ -56,7 +59,8 @@ impl PluginState {
                 limit: limits.memory_bytes,
                 exceeded: false,
             },
-            deadline: std::time::Instant::now(),
+            started: std::time::Instant::now(),
+            cpu: Arc::default(),
             limits,
             counters: None,
         }
@@ -102,13 +106,13 @@ impl wasmtime::ResourceLimiter for MemoryCap {
     }
 }
 
-/// The error an epoch callback returns when a call has used up its deadline.
-#[derive(Debug)]
-pub(super) struct DeadlineExceeded;
+/// The error an epoch callback returns when a call has used up one of its time bounds.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DeadlineExceeded(pub(super) super::TimeBound);
 
 impl std::fmt::Display for DeadlineExceeded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("plugin call deadline exceeded")
+        write!(f, "plugin call exceeded its {}", self.0)
     }
 }
 

@@ -88,6 +88,21 @@ pub fn render(sources: &Sources<'_>) -> String {
             (vec![("use", "stream")], instances.timed_out_streams as f64),
         ],
     );
+    let work = plugins.work();
+    write_gauge(
+        &mut out,
+        "wasmgate_plugin_instantiations_total",
+        "Plugin instances created (one per provider request or stream; policy plugins reuse warm ones).",
+        "counter",
+        [(Vec::new(), work.instantiations as f64)],
+    );
+    write_gauge(
+        &mut out,
+        "wasmgate_plugin_calls_total",
+        "Calls into plugin exports (prepare, parse_response, push, route, check, ...).",
+        "counter",
+        [(Vec::new(), work.calls as f64)],
+    );
     write_gauge(
         &mut out,
         "wasmgate_ledger_queue_depth",

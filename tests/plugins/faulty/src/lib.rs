@@ -7,6 +7,7 @@
 //! | `loop` | spins forever |
 //! | `hog` | allocates and touches memory without end, past 1 GiB |
 //! | `slow-ok` | spins for about 20 ms of CPU, then answers |
+//! | `work` | does a fixed amount of work (about 3 ms of CPU here), then answers |
 //! | `trap-stream`, streamed | goes upstream to `{base_url}/chat/completions`; the decoder panics |
 //! | `snoop` | tries the environment, the filesystem and a socket, and answers with what it got |
 //! | anything else | answers "ok" locally; with the option `join_model: true`, goes upstream to `{base_url}/models/{model}` |
@@ -46,6 +47,10 @@ impl Provider for Faulty {
             "trap" => panic!("faulty plugin: trap requested"),
             "loop" => spin_forever(),
             "hog" => hog_memory(),
+            "work" => {
+                fixed_work();
+                Ok(ok_answer(&request))
+            }
             "slow-ok" => {
                 spin_for(Duration::from_millis(20));
                 Ok(ok_answer(&request))
@@ -169,6 +174,19 @@ fn spin_for(duration: Duration) {
         }
     }
 }
+
+/// A fixed amount of work, however long the host takes to give it the CPU: a valid call whose
+/// CPU time is known while its wall-clock time depends on the host's load.
+fn fixed_work() {
+    let mut x = 0u64;
+    for _ in 0..WORK_ROUNDS {
+        x = black_box(x.wrapping_mul(31).wrapping_add(7));
+    }
+    black_box(x);
+}
+
+/// Rounds of `fixed_work`: about 3 ms of CPU on our 2-core machines.
+const WORK_ROUNDS: u64 = 3_000_000;
 
 /// A well-formed answer with the content "ok", whole or streamed as the request asked.
 fn ok_answer(request: &CanonicalRequest) -> Prepared {
