@@ -18,6 +18,7 @@
 //! - [`histogram`]: durations counted in fixed buckets, for the console's percentiles.
 //! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), both stores.
 //! - `rollup`: what both stores share about rollups and ranges.
+//! - [`schema`]: the versioned migrations both stores run when they open a database.
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
 pub mod histogram;
@@ -26,6 +27,7 @@ pub mod postgres;
 pub mod requests;
 pub mod responses;
 mod rollup;
+pub mod schema;
 pub mod sqlite;
 pub mod stats;
 pub mod store;

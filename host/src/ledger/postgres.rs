@@ -28,6 +28,8 @@ use std::time::Duration;
 use postgres::{Client, NoTls, Row, Transaction};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+mod schema;
+
 use super::UsageRecord;
 use super::histogram::Durations;
 use super::keys::{AdminKey, KeyLimits};
@@ -39,204 +41,6 @@ use super::store::{
     ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
     limits_to_columns,
 };
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS usage_records (
-    request_id TEXT NOT NULL,
-    time_us BIGINT NOT NULL,
-    project TEXT NOT NULL,
-    api_key_id TEXT,
-    user_key BIGINT NOT NULL,
-    user_id TEXT,
-    user_name TEXT,
-    user_tags TEXT NOT NULL,
-    provider TEXT,
-    model TEXT,
-    operation TEXT NOT NULL,
-    input_tokens BIGINT NOT NULL,
-    output_tokens BIGINT NOT NULL,
-    cached_input_tokens BIGINT NOT NULL,
-    cost_micros BIGINT,
-    latency_us BIGINT NOT NULL,
-    status INTEGER NOT NULL,
-    error_type TEXT,
-    estimated BOOLEAN NOT NULL,
-    ttft_us BIGINT,
-    reasoning_tokens BIGINT NOT NULL DEFAULT 0,
-    cache_write_tokens BIGINT NOT NULL DEFAULT 0
-);
--- Added after the first release: older databases get the columns, empty (or 0) for their
--- records.
-ALTER TABLE usage_records ADD COLUMN IF NOT EXISTS ttft_us BIGINT;
-ALTER TABLE usage_records ADD COLUMN IF NOT EXISTS reasoning_tokens BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_records ADD COLUMN IF NOT EXISTS cache_write_tokens BIGINT NOT NULL DEFAULT 0;
--- The request log's indexes (see ledger::requests). The first replaces the earlier
--- (project, time_us), of which it is an extension: a page's keyset is (time_us, request_id).
-CREATE INDEX IF NOT EXISTS usage_records_by_project_time_id
-    ON usage_records (project, time_us, request_id);
-DROP INDEX IF EXISTS usage_records_by_project_time;
-CREATE INDEX IF NOT EXISTS usage_records_by_project_user
-    ON usage_records (project, user_key, time_us, request_id);
-CREATE INDEX IF NOT EXISTS usage_records_failed
-    ON usage_records (project, time_us, request_id) WHERE (status < 200 OR status >= 300);
-CREATE INDEX IF NOT EXISTS usage_records_by_request ON usage_records (request_id);
-CREATE TABLE IF NOT EXISTS usage_users (
-    user_key BIGSERIAL PRIMARY KEY,
-    project TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    user_name TEXT NOT NULL,
-    user_tags TEXT NOT NULL,
-    UNIQUE (project, user_id, user_name, user_tags)
-);
-CREATE TABLE IF NOT EXISTS usage_hourly_models (
-    project TEXT NOT NULL,
-    hour_us BIGINT NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens BIGINT NOT NULL,
-    output_tokens BIGINT NOT NULL,
-    cost_micros BIGINT NOT NULL,
-    requests BIGINT NOT NULL,
-    errors BIGINT NOT NULL DEFAULT 0,
-    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
-    latency_us BIGINT NOT NULL DEFAULT 0,
-    ttft_us BIGINT NOT NULL DEFAULT 0,
-    ttft_count BIGINT NOT NULL DEFAULT 0,
-    PRIMARY KEY (project, hour_us, provider, model)
-);
-CREATE TABLE IF NOT EXISTS usage_daily_models (
-    project TEXT NOT NULL,
-    day_us BIGINT NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens BIGINT NOT NULL,
-    output_tokens BIGINT NOT NULL,
-    cost_micros BIGINT NOT NULL,
-    requests BIGINT NOT NULL,
-    errors BIGINT NOT NULL DEFAULT 0,
-    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
-    latency_us BIGINT NOT NULL DEFAULT 0,
-    ttft_us BIGINT NOT NULL DEFAULT 0,
-    ttft_count BIGINT NOT NULL DEFAULT 0,
-    PRIMARY KEY (project, day_us, provider, model)
-);
-CREATE TABLE IF NOT EXISTS usage_hourly_users (
-    project TEXT NOT NULL,
-    user_key BIGINT NOT NULL,
-    hour_us BIGINT NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens BIGINT NOT NULL,
-    output_tokens BIGINT NOT NULL,
-    cost_micros BIGINT NOT NULL,
-    requests BIGINT NOT NULL,
-    errors BIGINT NOT NULL DEFAULT 0,
-    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
-    latency_us BIGINT NOT NULL DEFAULT 0,
-    ttft_us BIGINT NOT NULL DEFAULT 0,
-    ttft_count BIGINT NOT NULL DEFAULT 0,
-    PRIMARY KEY (project, hour_us, user_key, provider, model)
-);
-CREATE TABLE IF NOT EXISTS usage_daily_users (
-    project TEXT NOT NULL,
-    user_key BIGINT NOT NULL,
-    day_us BIGINT NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens BIGINT NOT NULL,
-    output_tokens BIGINT NOT NULL,
-    cost_micros BIGINT NOT NULL,
-    requests BIGINT NOT NULL,
-    errors BIGINT NOT NULL DEFAULT 0,
-    cached_input_tokens BIGINT NOT NULL DEFAULT 0,
-    latency_us BIGINT NOT NULL DEFAULT 0,
-    ttft_us BIGINT NOT NULL DEFAULT 0,
-    ttft_count BIGINT NOT NULL DEFAULT 0,
-    PRIMARY KEY (project, day_us, user_key, provider, model)
-);
--- Added after the first release: the console's sums (older databases get them, filled from the
--- records when first opened), and the duration histograms.
-ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS errors BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS cached_input_tokens BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS latency_us BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS ttft_us BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_models ADD COLUMN IF NOT EXISTS ttft_count BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS errors BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS cached_input_tokens BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS latency_us BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS ttft_us BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_models ADD COLUMN IF NOT EXISTS ttft_count BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS errors BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS cached_input_tokens BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS latency_us BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS ttft_us BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_hourly_users ADD COLUMN IF NOT EXISTS ttft_count BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS errors BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS cached_input_tokens BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS latency_us BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS ttft_us BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE usage_daily_users ADD COLUMN IF NOT EXISTS ttft_count BIGINT NOT NULL DEFAULT 0;
-CREATE TABLE IF NOT EXISTS usage_hourly_latency (
-    project TEXT NOT NULL,
-    hour_us BIGINT NOT NULL,
-    metric INTEGER NOT NULL,
-    bucket INTEGER NOT NULL,
-    records BIGINT NOT NULL,
-    PRIMARY KEY (project, hour_us, metric, bucket)
-);
-CREATE TABLE IF NOT EXISTS usage_daily_latency (
-    project TEXT NOT NULL,
-    day_us BIGINT NOT NULL,
-    metric INTEGER NOT NULL,
-    bucket INTEGER NOT NULL,
-    records BIGINT NOT NULL,
-    PRIMARY KEY (project, day_us, metric, bucket)
-);
-CREATE TABLE IF NOT EXISTS ledger_batches (
-    batch_id TEXT PRIMARY KEY,
-    records INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS api_keys (
-    id TEXT PRIMARY KEY,
-    project TEXT NOT NULL,
-    name TEXT,
-    key_hash TEXT NOT NULL UNIQUE,
-    prefix TEXT NOT NULL,
-    created_us BIGINT NOT NULL,
-    revoked_us BIGINT
-);
--- Added after the first release: a key's own limits (older databases get them, empty), the
--- index that sums a key's spend, and the credentials of /admin/*.
-ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS models TEXT NOT NULL DEFAULT '';
-ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS expires_us BIGINT;
-ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS rpm BIGINT;
-ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS tpm BIGINT;
-ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS budget_micros BIGINT;
-ALTER TABLE api_keys ADD COLUMN IF NOT EXISTS budget_period TEXT;
-CREATE INDEX IF NOT EXISTS usage_records_by_key
-    ON usage_records (api_key_id, time_us) WHERE api_key_id IS NOT NULL;
-CREATE TABLE IF NOT EXISTS admin_keys (
-    id TEXT PRIMARY KEY,
-    name TEXT,
-    key_hash TEXT NOT NULL UNIQUE,
-    prefix TEXT NOT NULL,
-    created_us BIGINT NOT NULL,
-    revoked_us BIGINT
-);
-CREATE TABLE IF NOT EXISTS stored_responses (
-    project TEXT NOT NULL,
-    id TEXT NOT NULL,
-    created_us BIGINT NOT NULL,
-    previous_id TEXT,
-    input_items TEXT NOT NULL,
-    response TEXT NOT NULL,
-    PRIMARY KEY (project, id)
-);
-";
-
-/// Serialises `CREATE TABLE IF NOT EXISTS` across replicas starting together (concurrent ones
-/// can fail on the catalog's unique index). Any constant will do; this one reads "wasmgate".
-const SCHEMA_LOCK: i64 = 0x7761_736d_6761_7465;
 
 /// Query connections open at most; a query past that waits for one to come back.
 const MAX_READERS: usize = 4;
@@ -353,18 +157,7 @@ impl PostgresStore {
         let mut client =
             connected.map_err(|e| self.scrub(format_args!("cannot connect: {}", chain(&e))))?;
         if !self.schema_ready.load(Ordering::Acquire) {
-            let mut tx = client.transaction().map_err(|e| self.scrub(chain(&e)))?;
-            let needs_backfill = create_schema(&mut tx)
-                .map_err(|e| self.scrub(format_args!("cannot create the tables: {}", chain(&e))))?;
-            if needs_backfill {
-                backfill(&mut tx).map_err(|e| {
-                    self.scrub(format_args!(
-                        "cannot fill the rollups' new sums from the records: {e:#}"
-                    ))
-                })?;
-            }
-            tx.commit()
-                .map_err(|e| self.scrub(format_args!("cannot create the tables: {}", chain(&e))))?;
+            schema::migrate(&mut client).map_err(|e| self.scrub(format_args!("{e:#}")))?;
             self.schema_ready.store(true, Ordering::Release);
         }
         Ok(client)
@@ -643,56 +436,6 @@ impl PostgresStore {
 
 /// Creates what is missing of the schema, under a lock that replicas starting together share;
 /// returns whether the rollups predate the console's sums (and must be filled from the records).
-fn create_schema(tx: &mut Transaction<'_>) -> Result<bool, postgres::Error> {
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
-    let older = tx.query_one(
-        "SELECT to_regclass('usage_records') IS NOT NULL
-            AND to_regclass('usage_daily_models') IS NULL,
-            to_regclass('usage_records') IS NOT NULL AND NOT EXISTS (
-                SELECT 1 FROM information_schema.columns
-                WHERE table_schema = current_schema() AND table_name = 'usage_hourly_models'
-                    AND column_name = 'errors')",
-        &[],
-    )?;
-    tx.batch_execute(SCHEMA)?;
-    if older.get::<_, bool>(0) {
-        // Added after the first release: sum what the hourly rollup holds.
-        tx.batch_execute(&rollup::days_from_hours())?;
-    }
-    Ok(older.get(1))
-}
-
-/// Fills the rollups' [`rollup::STATS_COLUMNS`] and the duration histograms from the records,
-/// in the transaction that added them, for a database written before they existed.
-fn backfill(tx: &mut Transaction<'_>) -> anyhow::Result<()> {
-    for (table, time, step, by_user) in rollup::ROLLUP_TABLES {
-        tx.execute(&rollup::backfill_sql(table, time, step, by_user), &[])?;
-    }
-    // Read through a portal, a chunk at a time, so that memory holds one chunk's counts (the
-    // histograms' UPSERTs add), not the whole history's.
-    let portal = tx.bind(
-        "SELECT project, time_us, latency_us, ttft_us FROM usage_records",
-        &[],
-    )?;
-    let chunk = i32::try_from(rollup::BACKFILL_CHUNK)?;
-    loop {
-        let rows = tx.query_portal(&portal, chunk)?;
-        let mut counts = rollup::DurationCounts::default();
-        for row in &rows {
-            counts.add(
-                row.try_get(0)?,
-                row.try_get(1)?,
-                row.try_get(2)?,
-                row.try_get(3)?,
-            );
-        }
-        write_durations(tx, &counts)?;
-        if rows.len() < rollup::BACKFILL_CHUNK {
-            return Ok(());
-        }
-    }
-}
-
 /// Adds `counts` to the duration histograms, one UPSERT per table, rows in key order.
 fn write_durations(
     tx: &mut Transaction<'_>,

@@ -14,6 +14,8 @@ use std::sync::Mutex;
 use anyhow::Context;
 use rusqlite::{Connection, params};
 
+mod schema;
+
 use super::UsageRecord;
 use super::histogram::Durations;
 use super::keys::{AdminKey, KeyLimits};
@@ -26,163 +28,6 @@ use super::store::{
     limits_to_columns,
 };
 
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS usage_records (
-    request_id TEXT NOT NULL,
-    time_us INTEGER NOT NULL,
-    project TEXT NOT NULL,
-    api_key_id TEXT,
-    user_key INTEGER NOT NULL,
-    user_id TEXT,
-    user_name TEXT,
-    user_tags TEXT NOT NULL,
-    provider TEXT,
-    model TEXT,
-    operation TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    cached_input_tokens INTEGER NOT NULL,
-    cost_micros INTEGER,
-    latency_us INTEGER NOT NULL,
-    status INTEGER NOT NULL,
-    error_type TEXT,
-    estimated INTEGER NOT NULL,
-    ttft_us INTEGER,
-    reasoning_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_write_tokens INTEGER NOT NULL DEFAULT 0
-);
--- The request log's indexes (see ledger::requests). The first replaces the earlier
--- (project, time_us), of which it is an extension: a page's keyset is (time_us, request_id).
-CREATE INDEX IF NOT EXISTS usage_records_by_project_time_id
-    ON usage_records (project, time_us, request_id);
-DROP INDEX IF EXISTS usage_records_by_project_time;
-CREATE INDEX IF NOT EXISTS usage_records_by_project_user
-    ON usage_records (project, user_key, time_us, request_id);
-CREATE INDEX IF NOT EXISTS usage_records_failed
-    ON usage_records (project, time_us, request_id) WHERE (status < 200 OR status >= 300);
-CREATE INDEX IF NOT EXISTS usage_records_by_request ON usage_records (request_id);
-CREATE TABLE IF NOT EXISTS usage_users (
-    user_key INTEGER PRIMARY KEY,
-    project TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    user_name TEXT NOT NULL,
-    user_tags TEXT NOT NULL,
-    UNIQUE (project, user_id, user_name, user_tags)
-);
-CREATE TABLE IF NOT EXISTS usage_hourly_models (
-    project TEXT NOT NULL,
-    hour_us INTEGER NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    cost_micros INTEGER NOT NULL,
-    requests INTEGER NOT NULL,
-    errors INTEGER NOT NULL DEFAULT 0,
-    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
-    latency_us INTEGER NOT NULL DEFAULT 0,
-    ttft_us INTEGER NOT NULL DEFAULT 0,
-    ttft_count INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (project, hour_us, provider, model)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS usage_daily_models (
-    project TEXT NOT NULL,
-    day_us INTEGER NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    cost_micros INTEGER NOT NULL,
-    requests INTEGER NOT NULL,
-    errors INTEGER NOT NULL DEFAULT 0,
-    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
-    latency_us INTEGER NOT NULL DEFAULT 0,
-    ttft_us INTEGER NOT NULL DEFAULT 0,
-    ttft_count INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (project, day_us, provider, model)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS usage_hourly_users (
-    project TEXT NOT NULL,
-    user_key INTEGER NOT NULL,
-    hour_us INTEGER NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    cost_micros INTEGER NOT NULL,
-    requests INTEGER NOT NULL,
-    errors INTEGER NOT NULL DEFAULT 0,
-    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
-    latency_us INTEGER NOT NULL DEFAULT 0,
-    ttft_us INTEGER NOT NULL DEFAULT 0,
-    ttft_count INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (project, hour_us, user_key, provider, model)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS usage_daily_users (
-    project TEXT NOT NULL,
-    user_key INTEGER NOT NULL,
-    day_us INTEGER NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    cost_micros INTEGER NOT NULL,
-    requests INTEGER NOT NULL,
-    errors INTEGER NOT NULL DEFAULT 0,
-    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
-    latency_us INTEGER NOT NULL DEFAULT 0,
-    ttft_us INTEGER NOT NULL DEFAULT 0,
-    ttft_count INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (project, day_us, user_key, provider, model)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS usage_hourly_latency (
-    project TEXT NOT NULL,
-    hour_us INTEGER NOT NULL,
-    metric INTEGER NOT NULL,
-    bucket INTEGER NOT NULL,
-    records INTEGER NOT NULL,
-    PRIMARY KEY (project, hour_us, metric, bucket)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS usage_daily_latency (
-    project TEXT NOT NULL,
-    day_us INTEGER NOT NULL,
-    metric INTEGER NOT NULL,
-    bucket INTEGER NOT NULL,
-    records INTEGER NOT NULL,
-    PRIMARY KEY (project, day_us, metric, bucket)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS ledger_batches (
-    batch_id TEXT PRIMARY KEY,
-    records INTEGER NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS api_keys (
-    id TEXT PRIMARY KEY,
-    project TEXT NOT NULL,
-    name TEXT,
-    key_hash TEXT NOT NULL UNIQUE,
-    prefix TEXT NOT NULL,
-    created_us INTEGER NOT NULL,
-    revoked_us INTEGER
-);
-CREATE TABLE IF NOT EXISTS admin_keys (
-    id TEXT PRIMARY KEY,
-    name TEXT,
-    key_hash TEXT NOT NULL UNIQUE,
-    prefix TEXT NOT NULL,
-    created_us INTEGER NOT NULL,
-    revoked_us INTEGER
-);
-CREATE TABLE IF NOT EXISTS stored_responses (
-    project TEXT NOT NULL,
-    id TEXT NOT NULL,
-    created_us INTEGER NOT NULL,
-    previous_id TEXT,
-    input_items TEXT NOT NULL,
-    response TEXT NOT NULL,
-    PRIMARY KEY (project, id)
-);
-";
-
 /// User keys and bucket starts past these are queried in chunks (SQLite caps the parameters of
 /// a statement at 32,766).
 const KEYS_PER_QUERY: usize = 500;
@@ -190,17 +35,6 @@ const TIMES_PER_QUERY: usize = 1_000;
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
                            models, expires_us, rpm, tpm, budget_micros, budget_period";
-
-/// Added after the first release: a key's own limits (older files get them, empty), and the
-/// index that sums a key's spend.
-const KEY_LIMITS_SCHEMA: [(&str, &str); 6] = [
-    ("models", "TEXT NOT NULL DEFAULT ''"),
-    ("expires_us", "INTEGER"),
-    ("rpm", "INTEGER"),
-    ("tpm", "INTEGER"),
-    ("budget_micros", "INTEGER"),
-    ("budget_period", "TEXT"),
-];
 
 fn key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKey> {
     let models: String = row.get(7)?;
@@ -274,65 +108,7 @@ impl SqliteStore {
 
     fn init(conn: Connection) -> anyhow::Result<Self> {
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
-        // The first development schema had no `user_key`: its records cannot be filtered by
-        // user, nor its rollups read by the queries below. Say so rather than fail on a column.
-        let has_records = table_exists(&conn, "usage_records")?;
-        anyhow::ensure!(
-            !has_records || column_exists(&conn, "usage_records", "user_key")?,
-            "this ledger database was written by an earlier development version of \
-             wasmgate (no usage_records.user_key): move it away to start a new one"
-        );
-        let has_daily_models = table_exists(&conn, "usage_daily_models")?;
-        // Rollups written before they held the console's sums: filled from the records below.
-        let needs_backfill = has_records && !column_exists(&conn, "usage_hourly_models", "errors")?;
-        conn.execute_batch(SCHEMA)
-            .context("cannot create the ledger tables")?;
-        for (table, ..) in rollup::ROLLUP_TABLES {
-            for column in rollup::STATS_COLUMNS {
-                if !column_exists(&conn, table, column)? {
-                    conn.execute_batch(&format!(
-                        "ALTER TABLE {table} ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0"
-                    ))
-                    .with_context(|| format!("cannot add {table}.{column}"))?;
-                }
-            }
-        }
-        if has_records && !has_daily_models {
-            // Added after the first release: sum what the hourly rollup already holds.
-            conn.execute(&rollup::days_from_hours(), [])
-                .context("cannot fill usage_daily_models")?;
-        }
-        if needs_backfill {
-            backfill(&conn).context("cannot fill the rollups' new sums from the records")?;
-        }
-        // Added after the first release: older files get the column, empty for their records.
-        if !column_exists(&conn, "usage_records", "ttft_us")? {
-            conn.execute_batch("ALTER TABLE usage_records ADD COLUMN ttft_us INTEGER")
-                .context("cannot add usage_records.ttft_us")?;
-        }
-        if !column_exists(&conn, "usage_records", "reasoning_tokens")? {
-            conn.execute_batch(
-                "ALTER TABLE usage_records ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0",
-            )
-            .context("cannot add usage_records.reasoning_tokens")?;
-        }
-        if !column_exists(&conn, "usage_records", "cache_write_tokens")? {
-            conn.execute_batch(
-                "ALTER TABLE usage_records ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0",
-            )
-            .context("cannot add usage_records.cache_write_tokens")?;
-        }
-        for (column, kind) in KEY_LIMITS_SCHEMA {
-            if !column_exists(&conn, "api_keys", column)? {
-                conn.execute_batch(&format!("ALTER TABLE api_keys ADD COLUMN {column} {kind}"))
-                    .with_context(|| format!("cannot add api_keys.{column}"))?;
-            }
-        }
-        conn.execute_batch(
-            "CREATE INDEX IF NOT EXISTS usage_records_by_key
-                 ON usage_records (api_key_id, time_us) WHERE api_key_id IS NOT NULL",
-        )
-        .context("cannot index usage_records by key")?;
+        schema::migrate(&conn)?;
         Ok(Self {
             conn: Mutex::new(conn),
             reader: None,
@@ -355,36 +131,6 @@ impl SqliteStore {
     }
 }
 
-/// Fills the rollups' [`rollup::STATS_COLUMNS`] and the duration histograms from the records,
-/// in one transaction, for a database written before they existed.
-fn backfill(conn: &Connection) -> anyhow::Result<()> {
-    let tx = conn.unchecked_transaction()?;
-    for (table, time, step, by_user) in rollup::ROLLUP_TABLES {
-        tx.execute(&rollup::backfill_sql(table, time, step, by_user), [])?;
-    }
-    {
-        let mut stmt =
-            tx.prepare("SELECT project, time_us, latency_us, ttft_us FROM usage_records")?;
-        let mut rows = stmt.query([])?;
-        // Written every so many records (the histograms' UPSERTs add), so that memory holds
-        // that many records' counts, not the whole history's.
-        let mut counts = rollup::DurationCounts::default();
-        let mut held = 0;
-        while let Some(row) = rows.next()? {
-            let project: String = row.get(0)?;
-            counts.add(&project, row.get(1)?, row.get(2)?, row.get(3)?);
-            held += 1;
-            if held == rollup::BACKFILL_CHUNK {
-                write_durations(&tx, &std::mem::take(&mut counts))?;
-                held = 0;
-            }
-        }
-        write_durations(&tx, &counts)?;
-    }
-    tx.commit()?;
-    Ok(())
-}
-
 /// Adds `counts` to the duration histograms.
 fn write_durations(conn: &Connection, counts: &rollup::DurationCounts) -> anyhow::Result<()> {
     let [hourly, daily] = rollup::DURATION_TABLES;
@@ -403,22 +149,6 @@ fn write_durations(conn: &Connection, counts: &rollup::DurationCounts) -> anyhow
         }
     }
     Ok(())
-}
-
-fn table_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)",
-        params![table],
-        |row| row.get(0),
-    )
-}
-
-fn column_exists(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
-    conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
-        params![table, column],
-        |row| row.get(0),
-    )
 }
 
 fn sums(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Totals> {

@@ -9,7 +9,7 @@ use super::*;
 
 #[path = "../../../tests/common/postgres.rs"]
 #[allow(dead_code)]
-mod pg;
+pub(super) mod pg;
 
 /// A `#[test]` per store for a check taking `&dyn Store` (on an empty store).
 macro_rules! on_every_store {
@@ -1213,6 +1213,10 @@ fn stats_of_whole_hours_read_the_rollups() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Makes a database look like one made before versioned migrations (with the statements before
+/// it, like one made before some column): an older wasmgate kept no history.
+const BEFORE_HISTORY: &str = "DROP TABLE ledger_schema_history;";
+
 /// Makes a database look like one written before the rollups held the console's sums: their
 /// columns and the duration histograms gone.
 fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
@@ -1224,6 +1228,7 @@ fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
     for table in rollup::DURATION_TABLES {
         execute(&format!("DROP TABLE {table}"));
     }
+    execute(&format!("DROP TABLE {}", schema::HISTORY));
 }
 
 /// An older SQLite file gets the rollups' new sums and histograms, filled from its records:
@@ -2067,8 +2072,10 @@ fn an_older_sqlite_file_gains_the_ttft_column() {
     drop(sqlite::SqliteStore::open(&path).unwrap());
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("ALTER TABLE usage_records DROP COLUMN ttft_us")
-            .unwrap();
+        conn.execute_batch(&format!(
+            "ALTER TABLE usage_records DROP COLUMN ttft_us; {BEFORE_HISTORY}"
+        ))
+        .unwrap();
     }
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let mut new = record(H + 1, "a", 1, 2, 3);
@@ -2094,10 +2101,10 @@ fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
     drop(store);
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
+        conn.execute_batch(&format!(
             "ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
-             ALTER TABLE usage_records DROP COLUMN cache_write_tokens;",
-        )
+             ALTER TABLE usage_records DROP COLUMN cache_write_tokens; {BEFORE_HISTORY}"
+        ))
         .unwrap();
     }
     let store = sqlite::SqliteStore::open(&path).unwrap();
@@ -2121,10 +2128,10 @@ fn an_older_postgres_database_gains_the_reasoning_tokens_column() {
     drop(store);
     let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
     client
-        .batch_execute(
+        .batch_execute(&format!(
             "ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
-             ALTER TABLE usage_records DROP COLUMN cache_write_tokens;",
-        )
+             ALTER TABLE usage_records DROP COLUMN cache_write_tokens; {BEFORE_HISTORY}"
+        ))
         .unwrap();
     drop(client);
     let store = postgres::PostgresStore::open(&url).unwrap();
@@ -2173,10 +2180,11 @@ fn an_older_postgres_database_gains_the_key_limit_columns() {
     drop(store);
     let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
     client
-        .batch_execute(
+        .batch_execute(&format!(
             "ALTER TABLE api_keys DROP COLUMN models, DROP COLUMN expires_us, DROP COLUMN rpm,
-                 DROP COLUMN tpm, DROP COLUMN budget_micros, DROP COLUMN budget_period",
-        )
+                 DROP COLUMN tpm, DROP COLUMN budget_micros, DROP COLUMN budget_period;
+             {BEFORE_HISTORY}"
+        ))
         .unwrap();
     drop(client);
     let store = postgres::PostgresStore::open(&url).unwrap();
@@ -2261,7 +2269,7 @@ fn an_older_sqlite_file_gains_the_daily_model_rollup() {
     drop(store);
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch("DROP TABLE usage_daily_models")
+        .execute_batch(&format!("DROP TABLE usage_daily_models; {BEFORE_HISTORY}"))
         .unwrap();
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let after = store
@@ -2314,7 +2322,7 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
         conn.execute_batch(
             "DROP INDEX usage_records_by_project_time_id; DROP INDEX usage_records_by_project_user;
              DROP INDEX usage_records_failed; DROP INDEX usage_records_by_request;
-             DROP INDEX usage_records_by_key;
+             DROP INDEX usage_records_by_key; DROP TABLE ledger_schema_history;
              CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);",
         )
         .unwrap();
