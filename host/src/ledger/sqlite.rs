@@ -16,17 +16,16 @@ use rusqlite::{Connection, params};
 
 mod schema;
 
-use super::UsageRecord;
 use super::histogram::Durations;
-use super::keys::{AdminKey, KeyLimits};
-use super::requests::{self, Flavor, Param, RequestQuery};
-use super::responses::StoredResponse;
+use super::keys::{AdminKey, ApiKey, KeyLimits, KeyStore, limits_from_columns, limits_to_columns};
+use super::record::{UsageRecord, UserFilter};
+use super::requests::{self, Flavor, Param, RequestLog, RequestQuery};
+use super::responses::{ResponseStore, StoredResponse};
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
-use super::stats::{self, Figures, GroupRow, Grouping, Part};
-use super::store::{
-    ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter, limits_from_columns,
-    limits_to_columns,
-};
+use super::stats::{self, Figures, GroupRow, Grouping, Part, StatsSource};
+use super::store::{BatchId, UsageStore};
+use super::time::Unit;
+use super::totals::{ModelBucket, Totals};
 
 /// User keys and bucket starts past these are queried in chunks (SQLite caps the parameters of
 /// a statement at 32,766).
@@ -237,7 +236,7 @@ impl SqliteStore {
     }
 }
 
-impl Store for SqliteStore {
+impl UsageStore for SqliteStore {
     fn write_once(&self, batch: &BatchId, records: &[UsageRecord]) -> anyhow::Result<bool> {
         let mut conn = self.conn()?;
         let tx = conn.transaction()?;
@@ -503,7 +502,121 @@ impl Store for SqliteStore {
         let n: i64 = conn.query_row("SELECT COUNT(*) FROM usage_records", [], |row| row.get(0))?;
         Ok(n.max(0) as u64)
     }
+}
 
+impl RequestLog for SqliteStore {
+    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {} FROM usage_records WHERE request_id = ?1
+             ORDER BY time_us DESC, rowid DESC LIMIT 1",
+            requests::COLUMNS
+        ))?;
+        let mut rows = stmt.query(params![request_id])?;
+        rows.next()?.map(record_row).transpose()
+    }
+
+    fn requests(&self, query: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        let conn = self.reader()?;
+        let user_keys = if query.users.is_empty() {
+            None
+        } else {
+            let keys = Self::matching_users(&conn, &query.project, &query.users)?;
+            if keys.is_empty() {
+                return Ok(Vec::new());
+            }
+            Some(keys)
+        };
+        let (sql, bound) = requests::select(query, user_keys, Flavor::Sqlite);
+        let values = bound
+            .into_iter()
+            .map(|p| {
+                Ok(match p {
+                    Param::Text(t) => rusqlite::types::Value::Text(t),
+                    Param::Int(i) => rusqlite::types::Value::Integer(i),
+                    Param::Keys(keys) => {
+                        rusqlite::types::Value::Text(serde_json::to_string(&keys)?)
+                    }
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
+        let mut page = Vec::new();
+        while let Some(row) = rows.next()? {
+            page.push(record_row(row)?);
+        }
+        Ok(page)
+    }
+
+    fn project_record(
+        &self,
+        project: &str,
+        request_id: &str,
+    ) -> anyhow::Result<Option<UsageRecord>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            // `+project`: the index on the id, not the project's (which SQLite, without
+            // statistics, prefers, and which reads every record of the project).
+            "SELECT {} FROM usage_records WHERE request_id = ?1 AND +project = ?2
+             ORDER BY time_us DESC, rowid DESC LIMIT 1",
+            requests::COLUMNS
+        ))?;
+        let mut rows = stmt.query(params![request_id, project])?;
+        rows.next()?.map(record_row).transpose()
+    }
+}
+
+impl StatsSource for SqliteStore {
+    fn stats_groups(
+        &self,
+        project: &str,
+        part: Part,
+        grouping: Grouping,
+    ) -> anyhow::Result<Vec<GroupRow>> {
+        let conn = self.reader()?;
+        let mut stmt =
+            conn.prepare_cached(&stats::group_sql(grouping, part.source, Flavor::Sqlite))?;
+        let mut rows = stmt.query(params![project, part.start_us, part.end_us])?;
+        let mut groups = Vec::new();
+        while let Some(row) = rows.next()? {
+            let mut sums = [None; 9];
+            for (i, sum) in sums.iter_mut().enumerate() {
+                *sum = row.get(3 + i)?;
+            }
+            groups.push(GroupRow {
+                bucket_us: row.get(0)?,
+                first: row.get(1)?,
+                second: row.get(2)?,
+                figures: Figures::from_sql(sums),
+            });
+        }
+        Ok(groups)
+    }
+
+    fn stats_durations(&self, project: &str, part: Part) -> anyhow::Result<Durations> {
+        let conn = self.reader()?;
+        let (sql, shape) = stats::durations_sql(part.source, Flavor::Sqlite);
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query(params![project, part.start_us, part.end_us])?;
+        let mut durations = Durations::default();
+        while let Some(row) = rows.next()? {
+            let width = if shape == stats::DurationRows::Values {
+                2
+            } else {
+                3
+            };
+            let mut values = [None; 3];
+            for (i, v) in values.iter_mut().enumerate().take(width) {
+                *v = row.get(i)?;
+            }
+            stats::add_duration_row(&mut durations, shape, values);
+        }
+        Ok(durations)
+    }
+}
+
+impl KeyStore for SqliteStore {
     fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
         let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
             limits_to_columns(&key.limits);
@@ -530,6 +643,34 @@ impl Store for SqliteStore {
             ],
         )?;
         Ok(())
+    }
+
+    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {KEY_COLUMNS} FROM api_keys WHERE ?1 IS NULL OR project = ?1
+             ORDER BY created_us, id"
+        ))?;
+        let keys = stmt.query_map(params![project], key_row)?;
+        Ok(keys.collect::<Result<_, _>>()?)
+    }
+
+    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
+        let conn = self.conn()?;
+        let changed = conn.execute(
+            "UPDATE api_keys SET revoked_us = ?2 WHERE id = ?1 AND revoked_us IS NULL",
+            params![id, at_us],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
+        let conn = self.reader()?;
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1"
+        ))?;
+        let mut rows = stmt.query_map(params![hash], key_row)?;
+        Ok(rows.next().transpose()?)
     }
 
     fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>> {
@@ -615,26 +756,9 @@ impl Store for SqliteStore {
         )?;
         Ok(changed > 0)
     }
+}
 
-    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {KEY_COLUMNS} FROM api_keys WHERE ?1 IS NULL OR project = ?1
-             ORDER BY created_us, id"
-        ))?;
-        let keys = stmt.query_map(params![project], key_row)?;
-        Ok(keys.collect::<Result<_, _>>()?)
-    }
-
-    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
-        let conn = self.conn()?;
-        let changed = conn.execute(
-            "UPDATE api_keys SET revoked_us = ?2 WHERE id = ?1 AND revoked_us IS NULL",
-            params![id, at_us],
-        )?;
-        Ok(changed > 0)
-    }
-
+impl ResponseStore for SqliteStore {
     fn put_response(&self, r: &StoredResponse) -> anyhow::Result<()> {
         let conn = self.conn()?;
         conn.execute(
@@ -679,123 +803,6 @@ impl Store for SqliteStore {
             params![project, id],
         )?;
         Ok(deleted > 0)
-    }
-
-    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1"
-        ))?;
-        let mut rows = stmt.query_map(params![hash], key_row)?;
-        Ok(rows.next().transpose()?)
-    }
-
-    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {} FROM usage_records WHERE request_id = ?1
-             ORDER BY time_us DESC, rowid DESC LIMIT 1",
-            requests::COLUMNS
-        ))?;
-        let mut rows = stmt.query(params![request_id])?;
-        rows.next()?.map(record_row).transpose()
-    }
-
-    fn project_record(
-        &self,
-        project: &str,
-        request_id: &str,
-    ) -> anyhow::Result<Option<UsageRecord>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            // `+project`: the index on the id, not the project's (which SQLite, without
-            // statistics, prefers, and which reads every record of the project).
-            "SELECT {} FROM usage_records WHERE request_id = ?1 AND +project = ?2
-             ORDER BY time_us DESC, rowid DESC LIMIT 1",
-            requests::COLUMNS
-        ))?;
-        let mut rows = stmt.query(params![request_id, project])?;
-        rows.next()?.map(record_row).transpose()
-    }
-
-    fn requests(&self, query: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
-        let conn = self.reader()?;
-        let user_keys = if query.users.is_empty() {
-            None
-        } else {
-            let keys = Self::matching_users(&conn, &query.project, &query.users)?;
-            if keys.is_empty() {
-                return Ok(Vec::new());
-            }
-            Some(keys)
-        };
-        let (sql, bound) = requests::select(query, user_keys, Flavor::Sqlite);
-        let values = bound
-            .into_iter()
-            .map(|p| {
-                Ok(match p {
-                    Param::Text(t) => rusqlite::types::Value::Text(t),
-                    Param::Int(i) => rusqlite::types::Value::Integer(i),
-                    Param::Keys(keys) => {
-                        rusqlite::types::Value::Text(serde_json::to_string(&keys)?)
-                    }
-                })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let mut rows = stmt.query(rusqlite::params_from_iter(values))?;
-        let mut page = Vec::new();
-        while let Some(row) = rows.next()? {
-            page.push(record_row(row)?);
-        }
-        Ok(page)
-    }
-
-    fn stats_groups(
-        &self,
-        project: &str,
-        part: Part,
-        grouping: Grouping,
-    ) -> anyhow::Result<Vec<GroupRow>> {
-        let conn = self.reader()?;
-        let mut stmt =
-            conn.prepare_cached(&stats::group_sql(grouping, part.source, Flavor::Sqlite))?;
-        let mut rows = stmt.query(params![project, part.start_us, part.end_us])?;
-        let mut groups = Vec::new();
-        while let Some(row) = rows.next()? {
-            let mut sums = [None; 9];
-            for (i, sum) in sums.iter_mut().enumerate() {
-                *sum = row.get(3 + i)?;
-            }
-            groups.push(GroupRow {
-                bucket_us: row.get(0)?,
-                first: row.get(1)?,
-                second: row.get(2)?,
-                figures: Figures::from_sql(sums),
-            });
-        }
-        Ok(groups)
-    }
-
-    fn stats_durations(&self, project: &str, part: Part) -> anyhow::Result<Durations> {
-        let conn = self.reader()?;
-        let (sql, shape) = stats::durations_sql(part.source, Flavor::Sqlite);
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let mut rows = stmt.query(params![project, part.start_us, part.end_us])?;
-        let mut durations = Durations::default();
-        while let Some(row) = rows.next()? {
-            let width = if shape == stats::DurationRows::Values {
-                2
-            } else {
-                3
-            };
-            let mut values = [None; 3];
-            for (i, v) in values.iter_mut().enumerate().take(width) {
-                *v = row.get(i)?;
-            }
-            stats::add_duration_row(&mut durations, shape, values);
-        }
-        Ok(durations)
     }
 }
 

@@ -879,7 +879,7 @@ fn check_stats(store: &dyn Store) {
     let percentile = |mut values: Vec<i64>, p: u32| {
         values.sort();
         values
-            .get(stats::rank(p, values.len() as u64) as usize)
+            .get(histogram::rank(p, values.len() as u64) as usize)
             .copied()
     };
     let latencies: Vec<i64> = inside.iter().map(|r| r.latency_us).collect();
@@ -1045,7 +1045,7 @@ fn stats_of(records: &[UsageRecord], q: &stats::StatsQuery) -> stats::Stats {
         stats::PERCENTILES
             .iter()
             .map(|&p| {
-                let at = stats::rank(p, values.len() as u64) as usize;
+                let at = histogram::rank(p, values.len() as u64) as usize;
                 (p, values.get(at).copied())
             })
             .collect()
@@ -1400,7 +1400,7 @@ fn the_database_password_never_shows() {
 /// A store that blocks writes until told, to fill the queue.
 struct Stuck(std::sync::Mutex<()>);
 
-impl Store for Stuck {
+impl UsageStore for Stuck {
     fn write_once(&self, _: &BatchId, _: &[UsageRecord]) -> anyhow::Result<bool> {
         drop(self.0.lock());
         Ok(true)
@@ -1421,6 +1421,35 @@ impl Store for Stuck {
     fn count(&self) -> anyhow::Result<u64> {
         Ok(0)
     }
+}
+
+impl RequestLog for Stuck {
+    fn record(&self, _: &str) -> anyhow::Result<Option<UsageRecord>> {
+        Ok(None)
+    }
+    fn requests(&self, _: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        Ok(Vec::new())
+    }
+    fn project_record(&self, _: &str, _: &str) -> anyhow::Result<Option<UsageRecord>> {
+        Ok(None)
+    }
+}
+
+impl StatsSource for Stuck {
+    fn stats_groups(
+        &self,
+        _: &str,
+        _: stats::Part,
+        _: stats::Grouping,
+    ) -> anyhow::Result<Vec<stats::GroupRow>> {
+        Ok(Vec::new())
+    }
+    fn stats_durations(&self, _: &str, _: stats::Part) -> anyhow::Result<histogram::Durations> {
+        Ok(histogram::Durations::default())
+    }
+}
+
+impl KeyStore for Stuck {
     fn insert_key(&self, _: &ApiKey) -> anyhow::Result<()> {
         Ok(())
     }
@@ -1454,15 +1483,9 @@ impl Store for Stuck {
     fn revoke_admin_key(&self, _: &str, _: i64) -> anyhow::Result<bool> {
         Ok(false)
     }
-    fn record(&self, _: &str) -> anyhow::Result<Option<UsageRecord>> {
-        Ok(None)
-    }
-    fn requests(&self, _: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
-        Ok(Vec::new())
-    }
-    fn project_record(&self, _: &str, _: &str) -> anyhow::Result<Option<UsageRecord>> {
-        Ok(None)
-    }
+}
+
+impl ResponseStore for Stuck {
     fn put_response(&self, _: &StoredResponse) -> anyhow::Result<()> {
         Ok(())
     }
@@ -1471,17 +1494,6 @@ impl Store for Stuck {
     }
     fn delete_response(&self, _: &str, _: &str) -> anyhow::Result<bool> {
         Ok(false)
-    }
-    fn stats_groups(
-        &self,
-        _: &str,
-        _: stats::Part,
-        _: stats::Grouping,
-    ) -> anyhow::Result<Vec<stats::GroupRow>> {
-        Ok(Vec::new())
-    }
-    fn stats_durations(&self, _: &str, _: stats::Part) -> anyhow::Result<histogram::Durations> {
-        Ok(histogram::Durations::default())
     }
 }
 
@@ -1952,7 +1964,7 @@ struct LosesFirstAck {
     lost: std::sync::atomic::AtomicBool,
 }
 
-impl Store for LosesFirstAck {
+impl UsageStore for LosesFirstAck {
     fn write_once(&self, batch: &BatchId, records: &[UsageRecord]) -> anyhow::Result<bool> {
         let written = self.inner.write_once(batch, records)?;
         if !self.lost.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -1976,6 +1988,39 @@ impl Store for LosesFirstAck {
     fn count(&self) -> anyhow::Result<u64> {
         self.inner.count()
     }
+}
+
+impl RequestLog for LosesFirstAck {
+    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        self.inner.record(request_id)
+    }
+    fn requests(&self, query: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        self.inner.requests(query)
+    }
+    fn project_record(&self, project: &str, id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        self.inner.project_record(project, id)
+    }
+}
+
+impl StatsSource for LosesFirstAck {
+    fn stats_groups(
+        &self,
+        project: &str,
+        part: stats::Part,
+        g: stats::Grouping,
+    ) -> anyhow::Result<Vec<stats::GroupRow>> {
+        self.inner.stats_groups(project, part, g)
+    }
+    fn stats_durations(
+        &self,
+        project: &str,
+        part: stats::Part,
+    ) -> anyhow::Result<histogram::Durations> {
+        self.inner.stats_durations(project, part)
+    }
+}
+
+impl KeyStore for LosesFirstAck {
     fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
         self.inner.insert_key(key)
     }
@@ -2009,15 +2054,9 @@ impl Store for LosesFirstAck {
     fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
         self.inner.revoke_admin_key(id, at_us)
     }
-    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
-        self.inner.record(request_id)
-    }
-    fn requests(&self, query: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
-        self.inner.requests(query)
-    }
-    fn project_record(&self, project: &str, id: &str) -> anyhow::Result<Option<UsageRecord>> {
-        self.inner.project_record(project, id)
-    }
+}
+
+impl ResponseStore for LosesFirstAck {
     fn put_response(&self, response: &StoredResponse) -> anyhow::Result<()> {
         self.inner.put_response(response)
     }
@@ -2026,21 +2065,6 @@ impl Store for LosesFirstAck {
     }
     fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool> {
         self.inner.delete_response(project, id)
-    }
-    fn stats_groups(
-        &self,
-        project: &str,
-        part: stats::Part,
-        g: stats::Grouping,
-    ) -> anyhow::Result<Vec<stats::GroupRow>> {
-        self.inner.stats_groups(project, part, g)
-    }
-    fn stats_durations(
-        &self,
-        project: &str,
-        part: stats::Part,
-    ) -> anyhow::Result<histogram::Durations> {
-        self.inner.stats_durations(project, part)
     }
 }
 

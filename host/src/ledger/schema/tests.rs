@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::ledger::UsageStore;
 use crate::ledger::keys::{AdminKey, Budget, BudgetPeriod, KeyLimits};
 use crate::ledger::postgres::PostgresStore;
 use crate::ledger::sqlite::SqliteStore;
