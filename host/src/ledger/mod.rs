@@ -21,6 +21,8 @@
 //! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), and
 //!   [`StatsSource`].
 //! - [`store`]: [`UsageStore`] (batches and sums), and [`Store`], every part in one database.
+//! - [`sql`]: the statements both stores run as they are (keys, admin keys, stored responses,
+//!   a record's row), and the small traits through which they run them.
 //! - [`schema`]: the versioned migrations both stores run when they open a database.
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
@@ -33,6 +35,7 @@ pub mod requests;
 pub mod responses;
 mod rollup;
 pub mod schema;
+pub mod sql;
 pub mod sqlite;
 pub mod stats;
 pub mod store;

@@ -28,20 +28,14 @@ use connect::Connections;
 pub use connect::redact_url;
 
 use super::histogram::Durations;
-use super::keys::{AdminKey, ApiKey, KeyLimits, KeyStore, limits_from_columns, limits_to_columns};
 use super::record::{UsageRecord, UserFilter};
 use super::requests::{self, Flavor, Param, RequestLog, RequestQuery};
-use super::responses::{ResponseStore, StoredResponse};
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
+use super::sql::{self, Sql, SqlStore, Value, record_row};
 use super::stats::{self, Figures, GroupRow, Grouping, Part, StatsSource};
 use super::store::{BatchId, UsageStore};
 use super::time::Unit;
 use super::totals::{ModelBucket, Totals};
-
-const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
-                           models, expires_us, rpm, tpm, budget_micros, budget_period";
-
-const ADMIN_KEY_COLUMNS: &str = "id, name, key_hash, prefix, created_us, revoked_us";
 
 pub struct PostgresStore {
     conn: Connections,
@@ -318,69 +312,6 @@ fn sums(row: &Row, first: usize) -> Totals {
     )
 }
 
-/// A record from a row of [`requests::COLUMNS`].
-fn record_row(row: &Row) -> anyhow::Result<UsageRecord> {
-    let count = |i: usize| u64::try_from(row.get::<_, i64>(i));
-    let tags: String = row.get(6);
-    let status: i32 = row.get(15);
-    Ok(UsageRecord {
-        request_id: row.get(0),
-        time_us: row.get(1),
-        project: row.get(2),
-        api_key_id: row.get(3),
-        user_id: row.get(4),
-        user_name: row.get(5),
-        user_tags: serde_json::from_str(&tags)?,
-        provider: row.get(7),
-        model: row.get(8),
-        operation: row.get(9),
-        input_tokens: count(10)?,
-        output_tokens: count(11)?,
-        cached_input_tokens: count(12)?,
-        cost_micros: row.get(13),
-        latency_us: row.get(14),
-        status: u16::try_from(status)?,
-        error_type: row.get(16),
-        estimated: row.get(17),
-        ttft_us: row.get(18),
-        reasoning_tokens: count(19)?,
-        cache_write_tokens: count(20)?,
-    })
-}
-
-fn key_row(row: &Row) -> ApiKey {
-    let models: String = row.get(7);
-    let period: Option<String> = row.get(12);
-    ApiKey {
-        id: row.get(0),
-        project: row.get(1),
-        name: row.get(2),
-        hash: row.get(3),
-        prefix: row.get(4),
-        created_us: row.get(5),
-        revoked_us: row.get(6),
-        limits: limits_from_columns(
-            &models,
-            row.get(8),
-            row.get(9),
-            row.get(10),
-            row.get(11),
-            period.as_deref(),
-        ),
-    }
-}
-
-fn admin_key_row(row: &Row) -> AdminKey {
-    AdminKey {
-        id: row.get(0),
-        name: row.get(1),
-        hash: row.get(2),
-        prefix: row.get(3),
-        created_us: row.get(4),
-        revoked_us: row.get(5),
-    }
-}
-
 impl UsageStore for PostgresStore {
     fn write_once(&self, batch: &BatchId, records: &[UsageRecord]) -> anyhow::Result<bool> {
         if records.is_empty() {
@@ -556,12 +487,7 @@ impl UsageStore for PostgresStore {
     }
 
     fn count(&self) -> anyhow::Result<u64> {
-        self.conn.read(|client| {
-            let n: i64 = client
-                .query_one("SELECT COUNT(*) FROM usage_records", &[])?
-                .get(0);
-            Ok(u64::try_from(n).unwrap_or(0))
-        })
+        self.read_sql(sql::count)
     }
 }
 
@@ -576,7 +502,7 @@ impl RequestLog for PostgresStore {
                 ),
                 &[&request_id],
             )?;
-            row.as_ref().map(record_row).transpose()
+            row.as_ref().map(|row| record_row(row)).transpose()
         })
     }
 
@@ -605,7 +531,7 @@ impl RequestLog for PostgresStore {
             let refs: Vec<&(dyn postgres::types::ToSql + Sync)> =
                 values.iter().map(|v| &**v).collect();
             let rows = client.query(&sql, &refs)?;
-            rows.iter().map(record_row).collect()
+            rows.iter().map(|row| record_row(row)).collect()
         })
     }
 
@@ -629,7 +555,7 @@ impl RequestLog for PostgresStore {
                 ),
                 &[&request_id, &project],
             )?;
-            row.as_ref().map(record_row).transpose()
+            row.as_ref().map(|row| record_row(row)).transpose()
         })
     }
 }
@@ -682,211 +608,80 @@ impl StatsSource for PostgresStore {
     }
 }
 
-impl KeyStore for PostgresStore {
-    fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
-        let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
-            limits_to_columns(&key.limits);
-        self.conn.read(|client| {
-            client.execute(
-                &format!(
-                    "INSERT INTO api_keys ({KEY_COLUMNS})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
-                ),
-                &[
-                    &key.id,
-                    &key.project,
-                    &key.name,
-                    &key.hash,
-                    &key.prefix,
-                    &key.created_us,
-                    &key.revoked_us,
-                    &models,
-                    &expires_us,
-                    &rpm,
-                    &tpm,
-                    &budget_micros,
-                    &budget_period,
-                ],
-            )?;
-            Ok(())
-        })
+impl SqlStore for PostgresStore {
+    fn write_sql<T>(&self, f: impl FnOnce(&mut dyn Sql) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        // Keys and responses are written on the pool: a batch's connection is the writer's.
+        self.read_sql(f)
     }
 
-    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
-        self.conn.read(|client| {
-            let rows = client.query(
-                &format!(
-                    "SELECT {KEY_COLUMNS} FROM api_keys WHERE $1::TEXT IS NULL OR project = $1
-                     ORDER BY created_us, id"
-                ),
-                &[&project],
-            )?;
-            Ok(rows.iter().map(key_row).collect())
-        })
+    fn read_sql<T>(&self, f: impl FnOnce(&mut dyn Sql) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        self.conn.read(|client| f(&mut Pg(client)))
+    }
+}
+
+/// A client running [`sql`]'s statements.
+struct Pg<'a>(&'a mut Client);
+
+impl Sql for Pg<'_> {
+    fn execute(&mut self, sql: &str, params: &[Value<'_>]) -> anyhow::Result<u64> {
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as _).collect();
+        Ok(self.0.execute(sql, &params)?)
     }
 
-    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
-        self.conn.read(|client| {
-            let changed = client.execute(
-                "UPDATE api_keys SET revoked_us = $2 WHERE id = $1 AND revoked_us IS NULL",
-                &[&id, &at_us],
-            )?;
-            Ok(changed > 0)
-        })
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value<'_>],
+        each: &mut dyn FnMut(&dyn sql::Row) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            params.iter().map(|p| p as _).collect();
+        for row in self.0.query(sql, &params)? {
+            each(&row)?;
+        }
+        Ok(())
+    }
+}
+
+impl sql::Row for Row {
+    fn text(&self, i: usize) -> anyhow::Result<Option<String>> {
+        Ok(self.try_get(i)?)
     }
 
-    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
-        self.conn.read(|client| {
-            let row = client.query_opt(
-                &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = $1"),
-                &[&hash],
-            )?;
-            Ok(row.as_ref().map(key_row))
-        })
-    }
-
-    fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>> {
-        self.conn.read(|client| {
-            let row = client.query_opt(
-                &format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = $1"),
-                &[&id],
-            )?;
-            Ok(row.as_ref().map(key_row))
-        })
-    }
-
-    fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool> {
-        let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
-            limits_to_columns(limits);
-        self.conn.read(|client| {
-            let changed = client.execute(
-                "UPDATE api_keys SET name = $2, models = $3, expires_us = $4, rpm = $5, tpm = $6,
-                     budget_micros = $7, budget_period = $8
-                 WHERE id = $1 AND revoked_us IS NULL",
-                &[
-                    &id,
-                    &name,
-                    &models,
-                    &expires_us,
-                    &rpm,
-                    &tpm,
-                    &budget_micros,
-                    &budget_period,
-                ],
-            )?;
-            Ok(changed > 0)
-        })
-    }
-
-    fn key_spend(&self, key_id: &str, since_us: i64) -> anyhow::Result<i64> {
-        self.conn.read(|client| {
-            let row = client.query_one(
-                "SELECT COALESCE(SUM(cost_micros), 0)::BIGINT FROM usage_records
-                 WHERE api_key_id = $1 AND time_us >= $2",
-                &[&key_id, &since_us],
-            )?;
-            Ok(row.try_get(0)?)
-        })
-    }
-
-    fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()> {
-        self.conn.read(|client| {
-            client.execute(
-                &format!(
-                    "INSERT INTO admin_keys ({ADMIN_KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"
-                ),
-                &[
-                    &key.id,
-                    &key.name,
-                    &key.hash,
-                    &key.prefix,
-                    &key.created_us,
-                    &key.revoked_us,
-                ],
-            )?;
-            Ok(())
-        })
-    }
-
-    fn admin_key_by_hash(&self, hash: &str) -> anyhow::Result<Option<AdminKey>> {
-        self.conn.read(|client| {
-            let row = client.query_opt(
-                &format!("SELECT {ADMIN_KEY_COLUMNS} FROM admin_keys WHERE key_hash = $1"),
-                &[&hash],
-            )?;
-            Ok(row.as_ref().map(admin_key_row))
-        })
-    }
-
-    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>> {
-        self.conn.read(|client| {
-            let rows = client.query(
-                &format!("SELECT {ADMIN_KEY_COLUMNS} FROM admin_keys ORDER BY created_us, id"),
-                &[],
-            )?;
-            Ok(rows.iter().map(admin_key_row).collect())
-        })
-    }
-
-    fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
-        self.conn.read(|client| {
-            let changed = client.execute(
-                "UPDATE admin_keys SET revoked_us = $2 WHERE id = $1 AND revoked_us IS NULL",
-                &[&id, &at_us],
-            )?;
-            Ok(changed > 0)
+    fn int(&self, i: usize) -> anyhow::Result<Option<i64>> {
+        use postgres::types::Type;
+        let kind = self.columns().get(i).map(|c| c.type_().clone());
+        Ok(match kind {
+            Some(Type::INT4) => self.try_get::<_, Option<i32>>(i)?.map(i64::from),
+            Some(Type::INT2) => self.try_get::<_, Option<i16>>(i)?.map(i64::from),
+            Some(Type::BOOL) => self.try_get::<_, Option<bool>>(i)?.map(i64::from),
+            _ => self.try_get(i)?,
         })
     }
 }
 
-impl ResponseStore for PostgresStore {
-    fn put_response(&self, r: &StoredResponse) -> anyhow::Result<()> {
-        self.conn.read(|client| {
-            client.execute(
-                "INSERT INTO stored_responses
-                 (project, id, created_us, previous_id, input_items, response)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (project, id) DO UPDATE SET created_us = EXCLUDED.created_us,
-                   previous_id = EXCLUDED.previous_id, input_items = EXCLUDED.input_items,
-                   response = EXCLUDED.response",
-                &[
-                    &r.project,
-                    &r.id,
-                    &r.created_us,
-                    &r.previous_id,
-                    &r.input_items,
-                    &r.response,
-                ],
-            )?;
-            Ok(())
-        })
+impl postgres::types::ToSql for Value<'_> {
+    fn to_sql(
+        &self,
+        ty: &postgres::types::Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            Value::Text(text) => text.to_sql(ty, out),
+            // The ledger's integer columns are BIGINT, but for a status or a count of records.
+            Value::Int(n) if *ty == postgres::types::Type::INT4 => {
+                n.map(i32::try_from).transpose()?.to_sql(ty, out)
+            }
+            Value::Int(n) => n.to_sql(ty, out),
+        }
     }
 
-    fn response(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredResponse>> {
-        self.conn.read(|client| {
-            let row = client.query_opt(
-                "SELECT created_us, previous_id, input_items, response FROM stored_responses
-                 WHERE project = $1 AND id = $2",
-                &[&project, &id],
-            )?;
-            Ok(row.map(|row| StoredResponse {
-                id: id.to_owned(),
-                project: project.to_owned(),
-                created_us: row.get(0),
-                previous_id: row.get(1),
-                input_items: row.get(2),
-                response: row.get(3),
-            }))
-        })
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        <&str as postgres::types::ToSql>::accepts(ty)
+            || <i64 as postgres::types::ToSql>::accepts(ty)
+            || <i32 as postgres::types::ToSql>::accepts(ty)
     }
 
-    fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool> {
-        self.conn.read(|client| {
-            let deleted = client.execute(
-                "DELETE FROM stored_responses WHERE project = $1 AND id = $2",
-                &[&project, &id],
-            )?;
-            Ok(deleted > 0)
-        })
-    }
+    postgres::types::to_sql_checked!();
 }

@@ -17,11 +17,10 @@ use rusqlite::{Connection, params};
 mod schema;
 
 use super::histogram::Durations;
-use super::keys::{AdminKey, ApiKey, KeyLimits, KeyStore, limits_from_columns, limits_to_columns};
 use super::record::{UsageRecord, UserFilter};
 use super::requests::{self, Flavor, Param, RequestLog, RequestQuery};
-use super::responses::{ResponseStore, StoredResponse};
 use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
+use super::sql::{self, Sql, SqlStore, Value, record_row};
 use super::stats::{self, Figures, GroupRow, Grouping, Part, StatsSource};
 use super::store::{BatchId, UsageStore};
 use super::time::Unit;
@@ -31,44 +30,6 @@ use super::totals::{ModelBucket, Totals};
 /// a statement at 32,766).
 const KEYS_PER_QUERY: usize = 500;
 const TIMES_PER_QUERY: usize = 1_000;
-
-const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
-                           models, expires_us, rpm, tpm, budget_micros, budget_period";
-
-fn key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ApiKey> {
-    let models: String = row.get(7)?;
-    let period: Option<String> = row.get(12)?;
-    Ok(ApiKey {
-        id: row.get(0)?,
-        project: row.get(1)?,
-        name: row.get(2)?,
-        hash: row.get(3)?,
-        prefix: row.get(4)?,
-        created_us: row.get(5)?,
-        revoked_us: row.get(6)?,
-        limits: limits_from_columns(
-            &models,
-            row.get(8)?,
-            row.get(9)?,
-            row.get(10)?,
-            row.get(11)?,
-            period.as_deref(),
-        ),
-    })
-}
-
-const ADMIN_KEY_COLUMNS: &str = "id, name, key_hash, prefix, created_us, revoked_us";
-
-fn admin_key_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<AdminKey> {
-    Ok(AdminKey {
-        id: row.get(0)?,
-        name: row.get(1)?,
-        hash: row.get(2)?,
-        prefix: row.get(3)?,
-        created_us: row.get(4)?,
-        revoked_us: row.get(5)?,
-    })
-}
 
 pub struct SqliteStore {
     /// Writes batches and keys.
@@ -498,9 +459,7 @@ impl UsageStore for SqliteStore {
     }
 
     fn count(&self) -> anyhow::Result<u64> {
-        let conn = self.reader()?;
-        let n: i64 = conn.query_row("SELECT COUNT(*) FROM usage_records", [], |row| row.get(0))?;
-        Ok(n.max(0) as u64)
+        self.read_sql(sql::count)
     }
 }
 
@@ -513,7 +472,7 @@ impl RequestLog for SqliteStore {
             requests::COLUMNS
         ))?;
         let mut rows = stmt.query(params![request_id])?;
-        rows.next()?.map(record_row).transpose()
+        rows.next()?.map(|row| record_row(row)).transpose()
     }
 
     fn requests(&self, query: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
@@ -563,7 +522,7 @@ impl RequestLog for SqliteStore {
             requests::COLUMNS
         ))?;
         let mut rows = stmt.query(params![request_id, project])?;
-        rows.next()?.map(record_row).transpose()
+        rows.next()?.map(|row| record_row(row)).transpose()
     }
 }
 
@@ -616,221 +575,60 @@ impl StatsSource for SqliteStore {
     }
 }
 
-impl KeyStore for SqliteStore {
-    fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
-        let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
-            limits_to_columns(&key.limits);
-        let conn = self.conn()?;
-        conn.execute(
-            &format!(
-                "INSERT INTO api_keys ({KEY_COLUMNS})
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
-            ),
-            params![
-                key.id,
-                key.project,
-                key.name,
-                key.hash,
-                key.prefix,
-                key.created_us,
-                key.revoked_us,
-                models,
-                expires_us,
-                rpm,
-                tpm,
-                budget_micros,
-                budget_period
-            ],
-        )?;
-        Ok(())
+impl SqlStore for SqliteStore {
+    fn write_sql<T>(&self, f: impl FnOnce(&mut dyn Sql) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        f(&mut Lite(&*self.conn()?))
     }
 
-    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {KEY_COLUMNS} FROM api_keys WHERE ?1 IS NULL OR project = ?1
-             ORDER BY created_us, id"
-        ))?;
-        let keys = stmt.query_map(params![project], key_row)?;
-        Ok(keys.collect::<Result<_, _>>()?)
-    }
-
-    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
-        let conn = self.conn()?;
-        let changed = conn.execute(
-            "UPDATE api_keys SET revoked_us = ?2 WHERE id = ?1 AND revoked_us IS NULL",
-            params![id, at_us],
-        )?;
-        Ok(changed > 0)
-    }
-
-    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1"
-        ))?;
-        let mut rows = stmt.query_map(params![hash], key_row)?;
-        Ok(rows.next().transpose()?)
-    }
-
-    fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>> {
-        let conn = self.reader()?;
-        let mut stmt =
-            conn.prepare_cached(&format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE id = ?1"))?;
-        let mut rows = stmt.query_map(params![id], key_row)?;
-        Ok(rows.next().transpose()?)
-    }
-
-    fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool> {
-        let (models, expires_us, rpm, tpm, budget_micros, budget_period) =
-            limits_to_columns(limits);
-        let conn = self.conn()?;
-        let changed = conn.execute(
-            "UPDATE api_keys SET name = ?2, models = ?3, expires_us = ?4, rpm = ?5, tpm = ?6,
-                 budget_micros = ?7, budget_period = ?8
-             WHERE id = ?1 AND revoked_us IS NULL",
-            params![
-                id,
-                name,
-                models,
-                expires_us,
-                rpm,
-                tpm,
-                budget_micros,
-                budget_period
-            ],
-        )?;
-        Ok(changed > 0)
-    }
-
-    fn key_spend(&self, key_id: &str, since_us: i64) -> anyhow::Result<i64> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT COALESCE(SUM(cost_micros), 0) FROM usage_records
-             WHERE api_key_id = ?1 AND time_us >= ?2",
-        )?;
-        Ok(stmt.query_row(params![key_id, since_us], |row| row.get(0))?)
-    }
-
-    fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()> {
-        let conn = self.conn()?;
-        conn.execute(
-            &format!(
-                "INSERT INTO admin_keys ({ADMIN_KEY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-            ),
-            params![
-                key.id,
-                key.name,
-                key.hash,
-                key.prefix,
-                key.created_us,
-                key.revoked_us
-            ],
-        )?;
-        Ok(())
-    }
-
-    fn admin_key_by_hash(&self, hash: &str) -> anyhow::Result<Option<AdminKey>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {ADMIN_KEY_COLUMNS} FROM admin_keys WHERE key_hash = ?1"
-        ))?;
-        let mut rows = stmt.query_map(params![hash], admin_key_row)?;
-        Ok(rows.next().transpose()?)
-    }
-
-    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(&format!(
-            "SELECT {ADMIN_KEY_COLUMNS} FROM admin_keys ORDER BY created_us, id"
-        ))?;
-        let keys = stmt.query_map([], admin_key_row)?;
-        Ok(keys.collect::<Result<_, _>>()?)
-    }
-
-    fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
-        let conn = self.conn()?;
-        let changed = conn.execute(
-            "UPDATE admin_keys SET revoked_us = ?2 WHERE id = ?1 AND revoked_us IS NULL",
-            params![id, at_us],
-        )?;
-        Ok(changed > 0)
+    fn read_sql<T>(&self, f: impl FnOnce(&mut dyn Sql) -> anyhow::Result<T>) -> anyhow::Result<T> {
+        f(&mut Lite(&*self.reader()?))
     }
 }
 
-impl ResponseStore for SqliteStore {
-    fn put_response(&self, r: &StoredResponse) -> anyhow::Result<()> {
-        let conn = self.conn()?;
-        conn.execute(
-            "INSERT OR REPLACE INTO stored_responses
-             (project, id, created_us, previous_id, input_items, response)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                r.project,
-                r.id,
-                r.created_us,
-                r.previous_id,
-                r.input_items,
-                r.response
-            ],
-        )?;
+/// A connection running [`sql`]'s statements, their `$N` read as SQLite's `?N` (the statements
+/// hold no other `$`).
+struct Lite<'a>(&'a Connection);
+
+impl Sql for Lite<'_> {
+    fn execute(&mut self, sql: &str, params: &[Value<'_>]) -> anyhow::Result<u64> {
+        let mut stmt = self.0.prepare_cached(&sql.replace('$', "?"))?;
+        Ok(u64::try_from(
+            stmt.execute(rusqlite::params_from_iter(params))?,
+        )?)
+    }
+
+    fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value<'_>],
+        each: &mut dyn FnMut(&dyn sql::Row) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut stmt = self.0.prepare_cached(&sql.replace('$', "?"))?;
+        let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
+        while let Some(row) = rows.next()? {
+            each(row)?;
+        }
         Ok(())
-    }
-
-    fn response(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredResponse>> {
-        let conn = self.reader()?;
-        let mut stmt = conn.prepare_cached(
-            "SELECT created_us, previous_id, input_items, response FROM stored_responses
-             WHERE project = ?1 AND id = ?2",
-        )?;
-        let mut rows = stmt.query_map(params![project, id], |row| {
-            Ok(StoredResponse {
-                id: id.to_owned(),
-                project: project.to_owned(),
-                created_us: row.get(0)?,
-                previous_id: row.get(1)?,
-                input_items: row.get(2)?,
-                response: row.get(3)?,
-            })
-        })?;
-        Ok(rows.next().transpose()?)
-    }
-
-    fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool> {
-        let conn = self.conn()?;
-        let deleted = conn.execute(
-            "DELETE FROM stored_responses WHERE project = ?1 AND id = ?2",
-            params![project, id],
-        )?;
-        Ok(deleted > 0)
     }
 }
 
-/// A record from a row of [`requests::COLUMNS`].
-fn record_row(row: &rusqlite::Row<'_>) -> anyhow::Result<UsageRecord> {
-    let count = |i: usize| -> anyhow::Result<u64> { Ok(u64::try_from(row.get::<_, i64>(i)?)?) };
-    let tags: String = row.get(6)?;
-    Ok(UsageRecord {
-        request_id: row.get(0)?,
-        time_us: row.get(1)?,
-        project: row.get(2)?,
-        api_key_id: row.get(3)?,
-        user_id: row.get(4)?,
-        user_name: row.get(5)?,
-        user_tags: serde_json::from_str(&tags)?,
-        provider: row.get(7)?,
-        model: row.get(8)?,
-        operation: row.get(9)?,
-        input_tokens: count(10)?,
-        output_tokens: count(11)?,
-        cached_input_tokens: count(12)?,
-        cost_micros: row.get(13)?,
-        latency_us: row.get(14)?,
-        status: row.get(15)?,
-        error_type: row.get(16)?,
-        estimated: row.get(17)?,
-        ttft_us: row.get(18)?,
-        reasoning_tokens: count(19)?,
-        cache_write_tokens: count(20)?,
-    })
+impl sql::Row for rusqlite::Row<'_> {
+    fn text(&self, i: usize) -> anyhow::Result<Option<String>> {
+        Ok(self.get(i)?)
+    }
+
+    fn int(&self, i: usize) -> anyhow::Result<Option<i64>> {
+        Ok(self.get(i)?)
+    }
+}
+
+impl rusqlite::ToSql for Value<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, Value as Owned, ValueRef};
+        Ok(match *self {
+            Value::Text(Some(text)) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
+            Value::Int(Some(n)) => ToSqlOutput::Owned(Owned::Integer(n)),
+            Value::Text(None) | Value::Int(None) => ToSqlOutput::Owned(Owned::Null),
+        })
+    }
 }
