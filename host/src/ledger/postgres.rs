@@ -120,56 +120,7 @@ impl PostgresStore {
             &[&BatchId::at(super::time::now_us() - BatchId::KEPT_US)],
         )?;
         let (user_keys, fresh) = self.user_keys(&mut tx, records)?;
-        let text = |f: fn(&UsageRecord) -> &str| records.iter().map(f).collect::<Vec<_>>();
-        let opt = |f: fn(&UsageRecord) -> Option<&str>| records.iter().map(f).collect::<Vec<_>>();
-        let int = |f: fn(&UsageRecord) -> u64| {
-            records
-                .iter()
-                .map(|r| i64::try_from(f(r)))
-                .collect::<Result<Vec<_>, _>>()
-        };
-        let tags = records
-            .iter()
-            .map(|r| serde_json::to_string(&r.user_tags))
-            .collect::<Result<Vec<_>, _>>()?;
-        tx.execute(
-            "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_key,
-                user_id, user_name, user_tags, provider, model, operation, input_tokens,
-                output_tokens, cached_input_tokens, cost_micros, latency_us, status, error_type,
-                estimated, ttft_us, reasoning_tokens, cache_write_tokens)
-             SELECT * FROM UNNEST($1::TEXT[], $2::BIGINT[], $3::TEXT[], $4::TEXT[], $5::BIGINT[],
-                $6::TEXT[], $7::TEXT[], $8::TEXT[], $9::TEXT[], $10::TEXT[], $11::TEXT[],
-                $12::BIGINT[], $13::BIGINT[], $14::BIGINT[], $15::BIGINT[], $16::BIGINT[],
-                $17::INTEGER[], $18::TEXT[], $19::BOOLEAN[], $20::BIGINT[], $21::BIGINT[],
-                $22::BIGINT[])",
-            &[
-                &text(|r| &r.request_id),
-                &records.iter().map(|r| r.time_us).collect::<Vec<_>>(),
-                &text(|r| &r.project),
-                &opt(|r| r.api_key_id.as_deref()),
-                &user_keys,
-                &opt(|r| r.user_id.as_deref()),
-                &opt(|r| r.user_name.as_deref()),
-                &tags,
-                &opt(|r| r.provider.as_deref()),
-                &opt(|r| r.model.as_deref()),
-                &text(|r| &r.operation),
-                &int(|r| r.input_tokens)?,
-                &int(|r| r.output_tokens)?,
-                &int(|r| r.cached_input_tokens)?,
-                &records.iter().map(|r| r.cost_micros).collect::<Vec<_>>(),
-                &records.iter().map(|r| r.latency_us).collect::<Vec<_>>(),
-                &records
-                    .iter()
-                    .map(|r| i32::from(r.status))
-                    .collect::<Vec<_>>(),
-                &opt(|r| r.error_type.as_deref()),
-                &records.iter().map(|r| r.estimated).collect::<Vec<_>>(),
-                &records.iter().map(|r| r.ttft_us).collect::<Vec<_>>(),
-                &int(|r| r.reasoning_tokens)?,
-                &int(|r| r.cache_write_tokens)?,
-            ],
-        )?;
+        insert_records(&mut tx, records, &user_keys)?;
         let rollups = rollup::rollups(records, &user_keys)?;
         // Rows go in the arrays' order, which is the maps' key order: see `Rollups`.
         let sums = |all: Vec<&rollup::Sums>| -> Vec<Vec<i64>> {
@@ -608,6 +559,80 @@ impl StatsSource for PostgresStore {
     }
 }
 
+/// Inserts `records` in one statement: each column's values of the batch as one array,
+/// `UNNEST`ed into rows.
+fn insert_records(
+    tx: &mut Transaction<'_>,
+    records: &[UsageRecord],
+    user_keys: &[i64],
+) -> anyhow::Result<()> {
+    let tags = records
+        .iter()
+        .map(|r| serde_json::to_string(&r.user_tags))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rows = records
+        .iter()
+        .zip(user_keys)
+        .zip(&tags)
+        .map(|((r, &user_key), tags)| sql::insert_values(r, user_key, tags))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut arrays: Vec<Box<dyn postgres::types::ToSql + Sync + '_>> = Vec::new();
+    for (i, (name, kind)) in sql::INSERT_COLUMNS.iter().enumerate() {
+        let column = rows.iter().map(|row| row[i]);
+        let wrong = || anyhow::anyhow!("usage_records.{name}: a value of another type");
+        arrays.push(match kind {
+            sql::Type::Text => Box::new(
+                column
+                    .map(|v| match v {
+                        Value::Text(t) => Ok(t),
+                        _ => Err(wrong()),
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?,
+            ),
+            sql::Type::BigInt => Box::new(
+                column
+                    .map(|v| match v {
+                        Value::Int(n) => Ok(n),
+                        _ => Err(wrong()),
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?,
+            ),
+            sql::Type::Integer => Box::new(
+                column
+                    .map(|v| match v {
+                        Value::Int(n) => Ok(n.map(i32::try_from).transpose()?),
+                        _ => Err(wrong()),
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?,
+            ),
+            sql::Type::Boolean => Box::new(
+                column
+                    .map(|v| match v {
+                        Value::Bool(b) => Ok(b),
+                        _ => Err(wrong()),
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?,
+            ),
+        });
+    }
+    let casts = sql::INSERT_COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, (_, kind))| format!("${}::{}", i + 1, kind.array()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+        arrays.iter().map(|a| &**a as _).collect();
+    tx.execute(
+        &format!(
+            "INSERT INTO usage_records ({}) SELECT * FROM UNNEST({casts})",
+            sql::insert_column_names()
+        ),
+        &params,
+    )?;
+    Ok(())
+}
+
 impl SqlStore for PostgresStore {
     fn write_sql<T>(&self, f: impl FnOnce(&mut dyn Sql) -> anyhow::Result<T>) -> anyhow::Result<T> {
         // Keys and responses are written on the pool: a batch's connection is the writer's.
@@ -674,6 +699,7 @@ impl postgres::types::ToSql for Value<'_> {
                 n.map(i32::try_from).transpose()?.to_sql(ty, out)
             }
             Value::Int(n) => n.to_sql(ty, out),
+            Value::Bool(b) => b.to_sql(ty, out),
         }
     }
 
@@ -681,6 +707,7 @@ impl postgres::types::ToSql for Value<'_> {
         <&str as postgres::types::ToSql>::accepts(ty)
             || <i64 as postgres::types::ToSql>::accepts(ty)
             || <i32 as postgres::types::ToSql>::accepts(ty)
+            || <bool as postgres::types::ToSql>::accepts(ty)
     }
 
     postgres::types::to_sql_checked!();

@@ -17,6 +17,7 @@ use super::responses::{ResponseStore, StoredResponse};
 pub enum Value<'a> {
     Text(Option<&'a str>),
     Int(Option<i64>),
+    Bool(bool),
 }
 
 impl<'a> From<&'a str> for Value<'a> {
@@ -396,6 +397,94 @@ pub fn record_row(row: &dyn Row) -> anyhow::Result<UsageRecord> {
         reasoning_tokens: count(19)?,
         cache_write_tokens: count(20)?,
     })
+}
+
+/// A column's type in PostgreSQL (SQLite takes any value in any column).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Type {
+    Text,
+    BigInt,
+    Integer,
+    Boolean,
+}
+
+impl Type {
+    /// The PostgreSQL name of an array of it (a batch's values of one column).
+    pub fn array(self) -> &'static str {
+        match self {
+            Self::Text => "TEXT[]",
+            Self::BigInt => "BIGINT[]",
+            Self::Integer => "INTEGER[]",
+            Self::Boolean => "BOOLEAN[]",
+        }
+    }
+}
+
+/// The columns of `usage_records` a batch writes, in the order of [`insert_values`]. A new
+/// column is a line here and one there (and one in [`super::requests::COLUMNS`] and
+/// [`record_row`] to read it back).
+pub const INSERT_COLUMNS: [(&str, Type); 22] = [
+    ("request_id", Type::Text),
+    ("time_us", Type::BigInt),
+    ("project", Type::Text),
+    ("api_key_id", Type::Text),
+    ("user_key", Type::BigInt),
+    ("user_id", Type::Text),
+    ("user_name", Type::Text),
+    ("user_tags", Type::Text),
+    ("provider", Type::Text),
+    ("model", Type::Text),
+    ("operation", Type::Text),
+    ("input_tokens", Type::BigInt),
+    ("output_tokens", Type::BigInt),
+    ("cached_input_tokens", Type::BigInt),
+    ("cost_micros", Type::BigInt),
+    ("latency_us", Type::BigInt),
+    ("status", Type::Integer),
+    ("error_type", Type::Text),
+    ("estimated", Type::Boolean),
+    ("ttft_us", Type::BigInt),
+    ("reasoning_tokens", Type::BigInt),
+    ("cache_write_tokens", Type::BigInt),
+];
+
+/// One record's values for [`INSERT_COLUMNS`]: `user_key` names its user in `usage_users`,
+/// `tags` is its tags as JSON.
+pub fn insert_values<'a>(
+    r: &'a UsageRecord,
+    user_key: i64,
+    tags: &'a str,
+) -> anyhow::Result<[Value<'a>; 22]> {
+    let count = |n: u64| -> anyhow::Result<Value<'a>> { Ok(i64::try_from(n)?.into()) };
+    Ok([
+        r.request_id.as_str().into(),
+        r.time_us.into(),
+        r.project.as_str().into(),
+        r.api_key_id.as_deref().into(),
+        user_key.into(),
+        r.user_id.as_deref().into(),
+        r.user_name.as_deref().into(),
+        tags.into(),
+        r.provider.as_deref().into(),
+        r.model.as_deref().into(),
+        r.operation.as_str().into(),
+        count(r.input_tokens)?,
+        count(r.output_tokens)?,
+        count(r.cached_input_tokens)?,
+        r.cost_micros.into(),
+        r.latency_us.into(),
+        i64::from(r.status).into(),
+        r.error_type.as_deref().into(),
+        Value::Bool(r.estimated),
+        r.ttft_us.into(),
+        count(r.reasoning_tokens)?,
+        count(r.cache_write_tokens)?,
+    ])
+}
+
+/// The names of [`INSERT_COLUMNS`], joined for a statement.
+pub fn insert_column_names() -> String {
+    INSERT_COLUMNS.map(|(name, _)| name).join(", ")
 }
 
 /// Records stored (for tests and diagnostics).

@@ -215,39 +215,19 @@ impl UsageStore for SqliteStore {
         )?;
         let (user_keys, fresh) = self.user_keys(&tx, records)?;
         {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO usage_records (request_id, time_us, project, api_key_id, user_key,
-                    user_id, user_name, user_tags, provider, model, operation, input_tokens,
-                    output_tokens, cached_input_tokens, cost_micros, latency_us, status,
-                    error_type, estimated, ttft_us, reasoning_tokens, cache_write_tokens)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16,
-                    ?17, ?18, ?19, ?20, ?21, ?22)",
-            )?;
-            for (r, user_key) in records.iter().zip(&user_keys) {
-                insert.execute(params![
-                    r.request_id,
-                    r.time_us,
-                    r.project,
-                    r.api_key_id,
-                    user_key,
-                    r.user_id,
-                    r.user_name,
-                    serde_json::to_string(&r.user_tags)?,
-                    r.provider,
-                    r.model,
-                    r.operation,
-                    i64::try_from(r.input_tokens)?,
-                    i64::try_from(r.output_tokens)?,
-                    i64::try_from(r.cached_input_tokens)?,
-                    r.cost_micros,
-                    r.latency_us,
-                    r.status,
-                    r.error_type,
-                    r.estimated,
-                    r.ttft_us,
-                    i64::try_from(r.reasoning_tokens)?,
-                    i64::try_from(r.cache_write_tokens)?,
-                ])?;
+            let mut insert = tx.prepare_cached(&format!(
+                "INSERT INTO usage_records ({}) VALUES ({})",
+                sql::insert_column_names(),
+                (1..=sql::INSERT_COLUMNS.len())
+                    .map(|i| format!("?{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))?;
+            for (r, &user_key) in records.iter().zip(&user_keys) {
+                let tags = serde_json::to_string(&r.user_tags)?;
+                insert.execute(rusqlite::params_from_iter(sql::insert_values(
+                    r, user_key, &tags,
+                )?))?;
             }
             let rollups = rollup::rollups(records, &user_keys)?;
             let columns = rollup::SUM_COLUMNS.join(", ");
@@ -628,6 +608,7 @@ impl rusqlite::ToSql for Value<'_> {
         Ok(match *self {
             Value::Text(Some(text)) => ToSqlOutput::Borrowed(ValueRef::Text(text.as_bytes())),
             Value::Int(Some(n)) => ToSqlOutput::Owned(Owned::Integer(n)),
+            Value::Bool(b) => ToSqlOutput::Owned(Owned::Integer(i64::from(b))),
             Value::Text(None) | Value::Int(None) => ToSqlOutput::Owned(Owned::Null),
         })
     }
