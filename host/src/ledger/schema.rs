@@ -168,6 +168,31 @@ pub fn latest(dialect: Dialect) -> Result<i32, SchemaError> {
     Ok(migrations(dialect)?.last().map_or(0, Migration::version))
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The version migrations stop at on this thread, for tests that make a database as an
+    /// older wasmgate did (see [`stopping_at`]).
+    static STOP_AT: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with the stores it opens on this thread migrated up to `version` only.
+#[cfg(test)]
+pub fn stopping_at<T>(version: i32, f: impl FnOnce() -> T) -> T {
+    STOP_AT.set(Some(version));
+    let result = f();
+    STOP_AT.set(None);
+    result
+}
+
+/// How far [`migrate`] goes: the newest version (a test may stop it earlier).
+fn target() -> Target {
+    #[cfg(test)]
+    if let Some(version) = STOP_AT.get() {
+        return Target::Version(version);
+    }
+    Target::Latest
+}
+
 /// Brings `db` to the newest version: baselines a database made before the history table,
 /// refuses one migrated by a newer binary, then runs what its history lacks. Returns the
 /// versions applied now (a baseline counts as none).
@@ -195,7 +220,7 @@ pub fn migrate(db: &mut impl Database, dialect: Dialect) -> Result<Vec<i32>, Sch
             });
         }
     }
-    let report = runner(Target::Latest).run(db)?;
+    let report = runner(target()).run(db)?;
     Ok(report
         .applied_migrations()
         .iter()

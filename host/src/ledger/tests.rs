@@ -1213,6 +1213,13 @@ fn stats_of_whole_hours_read_the_rollups() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Runs `make` as the last wasmgate before versioned migrations would have: the stores it opens
+/// stop at V1, whatever later migrations exist, so that it makes a database of that age (then
+/// made older still by the test, and its history dropped, as such a database had none).
+fn at_v1<T>(make: impl FnOnce() -> T) -> T {
+    schema::stopping_at(1, make)
+}
+
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history.
 const BEFORE_HISTORY: &str = "DROP TABLE ledger_schema_history;";
@@ -1239,9 +1246,10 @@ fn an_older_sqlite_file_is_backfilled_for_stats() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
     let records = stats_records();
-    let store = sqlite::SqliteStore::open(&path).unwrap();
-    store.write(&records).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = sqlite::SqliteStore::open(&path).unwrap();
+        store.write(&records).unwrap();
+    });
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         strip_stats_sums(&mut |sql| conn.execute_batch(sql).unwrap());
@@ -1271,9 +1279,10 @@ fn an_older_sqlite_file_is_backfilled_for_stats() {
 fn an_older_postgres_database_is_backfilled_for_stats() {
     let (url, _cluster) = pg::database();
     let records = stats_records();
-    let store = postgres::PostgresStore::open(&url).unwrap();
-    store.write(&records).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = postgres::PostgresStore::open(&url).unwrap();
+        store.write(&records).unwrap();
+    });
     {
         let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
         strip_stats_sums(&mut |sql| client.batch_execute(sql).unwrap());
@@ -1649,7 +1658,7 @@ fn an_older_sqlite_file_gains_the_ttft_column() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
     let old = record(H, "a", 1, 2, 3);
-    drop(sqlite::SqliteStore::open(&path).unwrap());
+    at_v1(|| drop(sqlite::SqliteStore::open(&path).unwrap()));
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(&format!(
@@ -1676,9 +1685,10 @@ fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
     let old = record(H, "a", 1, 2, 3);
-    let store = sqlite::SqliteStore::open(&path).unwrap();
-    store.write(std::slice::from_ref(&old)).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = sqlite::SqliteStore::open(&path).unwrap();
+        store.write(std::slice::from_ref(&old)).unwrap();
+    });
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(&format!(
@@ -1703,9 +1713,10 @@ fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
 fn an_older_postgres_database_gains_the_reasoning_tokens_column() {
     let (url, _cluster) = pg::database();
     let old = record(H, "a", 1, 2, 3);
-    let store = postgres::PostgresStore::open(&url).unwrap();
-    store.write(std::slice::from_ref(&old)).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = postgres::PostgresStore::open(&url).unwrap();
+        store.write(std::slice::from_ref(&old)).unwrap();
+    });
     let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
     client
         .batch_execute(&format!(
@@ -1755,9 +1766,10 @@ fn an_older_sqlite_file_gains_the_key_limit_columns() {
 #[test]
 fn an_older_postgres_database_gains_the_key_limit_columns() {
     let (url, _cluster) = pg::database();
-    let store = postgres::PostgresStore::open(&url).unwrap();
-    store.insert_key(&key("key_old", "p", 1)).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = postgres::PostgresStore::open(&url).unwrap();
+        store.insert_key(&key("key_old", "p", 1)).unwrap();
+    });
     let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
     client
         .batch_execute(&format!(
@@ -1837,8 +1849,11 @@ fn an_older_sqlite_file_gains_the_daily_model_rollup() {
             r
         })
         .collect();
-    let store = sqlite::SqliteStore::open(&path).unwrap();
-    store.write(&records).unwrap();
+    let store = at_v1(|| {
+        let store = sqlite::SqliteStore::open(&path).unwrap();
+        store.write(&records).unwrap();
+        store
+    });
     let day0 = H - 13 * HOUR_US;
     let range = (day0, day0 + 3 * DAY_US);
     let before = store
@@ -1884,10 +1899,12 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
     let dir = std::env::temp_dir().join(format!("wasmgate-ledger-log-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
-    sqlite::SqliteStore::open(&path)
-        .unwrap()
-        .write(&[record(H, "a", 1, 2, 3)])
-        .unwrap();
+    at_v1(|| {
+        sqlite::SqliteStore::open(&path)
+            .unwrap()
+            .write(&[record(H, "a", 1, 2, 3)])
+            .unwrap();
+    });
     let indexes = |conn: &rusqlite::Connection| -> Vec<String> {
         let mut stmt = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'usage_records%' ORDER BY name")
