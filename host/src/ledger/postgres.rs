@@ -16,7 +16,6 @@
 //! `***` for it, and every error from the client is scrubbed of it.
 //! `sslmode` in the URL makes every connection TLS, the server always verified (see `connect.rs`).
 
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use postgres::{Client, Row, Transaction};
@@ -30,7 +29,7 @@ pub use connect::redact_url;
 use super::histogram::Durations;
 use super::record::{UsageRecord, UserFilter};
 use super::requests::{self, Flavor, Param, RequestLog, RequestQuery};
-use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
+use super::rollup::{self, ADD_SUMS, Buckets, Rollup, RollupSpan, UserKeys};
 use super::sql::{self, Sql, SqlStore, Value, record_row};
 use super::stats::{self, Figures, GroupRow, Grouping, Part, StatsSource};
 use super::store::{BatchId, UsageStore};
@@ -57,47 +56,6 @@ impl PostgresStore {
             .map_err(|_| anyhow::anyhow!("a ledger lock is poisoned"))
     }
 
-    /// The key of every user in `records` (or [`NO_USER`]), inserting the users not seen yet;
-    /// also returns the keys looked up here, to remember once the transaction has committed.
-    fn user_keys(
-        &self,
-        tx: &mut Transaction<'_>,
-        records: &[UsageRecord],
-    ) -> anyhow::Result<(Vec<i64>, HashMap<UserSeen, i64>)> {
-        let known = self.lock(&self.users)?;
-        let mut fresh = HashMap::new();
-        let mut keys = Vec::with_capacity(records.len());
-        for r in records {
-            let Some(user) = UserSeen::of(r)? else {
-                keys.push(NO_USER);
-                continue;
-            };
-            if let Some(key) = known.get(&user).or_else(|| fresh.get(&user).copied()) {
-                keys.push(key);
-                continue;
-            }
-            let at: [&(dyn postgres::types::ToSql + Sync); 4] =
-                [&user.project, &user.id, &user.name, &user.tags];
-            // Another replica may insert the same user concurrently: the insert then waits for
-            // its commit and does nothing, and the select sees its row.
-            tx.execute(
-                "INSERT INTO usage_users (project, user_id, user_name, user_tags)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                &at,
-            )?;
-            let key: i64 = tx
-                .query_one(
-                    "SELECT user_key FROM usage_users
-                     WHERE project = $1 AND user_id = $2 AND user_name = $3 AND user_tags = $4",
-                    &at,
-                )?
-                .get(0);
-            fresh.insert(user, key);
-            keys.push(key);
-        }
-        Ok((keys, fresh))
-    }
-
     fn write_on(
         &self,
         client: &mut Client,
@@ -119,7 +77,10 @@ impl PostgresStore {
             "DELETE FROM ledger_batches WHERE batch_id < $1",
             &[&BatchId::at(super::time::now_us() - BatchId::KEPT_US)],
         )?;
-        let (user_keys, fresh) = self.user_keys(&mut tx, records)?;
+        let (user_keys, fresh) = {
+            let known = self.lock(&self.users)?;
+            sql::user_keys(&mut Pg(&mut tx), &known, records)?
+        };
         insert_records(&mut tx, records, &user_keys)?;
         let rollups = rollup::rollups(records, &user_keys)?;
         // Rows go in the arrays' order, which is the maps' key order: see `Rollups`.
@@ -197,31 +158,8 @@ impl PostgresStore {
         self.lock(&self.users)?.extend(fresh);
         Ok(true)
     }
-
-    /// The keys of the project's users that `filter` matches.
-    fn matching_users(
-        client: &mut Client,
-        project: &str,
-        filter: &UserFilter,
-    ) -> anyhow::Result<Vec<i64>> {
-        let rows = client.query(
-            "SELECT user_key, user_id, user_name, user_tags FROM usage_users
-             WHERE project = $1 AND ($2::TEXT IS NULL OR user_id = $2)",
-            &[&project, &filter.user_id],
-        )?;
-        let mut keys = Vec::new();
-        for row in rows {
-            let tags: Vec<String> = serde_json::from_str(row.get::<_, &str>(3))?;
-            if filter.matches(row.get(1), row.get(2), &tags) {
-                keys.push(row.get(0));
-            }
-        }
-        Ok(keys)
-    }
 }
 
-/// Creates what is missing of the schema, under a lock that replicas starting together share;
-/// returns whether the rollups predate the console's sums (and must be filled from the records).
 /// Adds `counts` to the duration histograms, one UPSERT per table, rows in key order.
 fn write_durations(
     tx: &mut Transaction<'_>,
@@ -318,7 +256,7 @@ impl UsageStore for PostgresStore {
             let users = if filter.is_empty() {
                 None
             } else {
-                let keys = Self::matching_users(client, project, filter)?;
+                let keys = sql::matching_users(&mut Pg(client), project, filter)?;
                 if keys.is_empty() {
                     return Ok(Vec::new());
                 }
@@ -462,7 +400,7 @@ impl RequestLog for PostgresStore {
             let user_keys = if query.users.is_empty() {
                 None
             } else {
-                let keys = Self::matching_users(client, &query.project, &query.users)?;
+                let keys = sql::matching_users(&mut Pg(client), &query.project, &query.users)?;
                 if keys.is_empty() {
                     return Ok(Vec::new());
                 }
@@ -644,10 +582,10 @@ impl SqlStore for PostgresStore {
     }
 }
 
-/// A client running [`sql`]'s statements.
-struct Pg<'a>(&'a mut Client);
+/// A client, or a transaction, running [`sql`]'s statements.
+struct Pg<'a, C>(&'a mut C);
 
-impl Sql for Pg<'_> {
+impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
     fn execute(&mut self, sql: &str, params: &[Value<'_>]) -> anyhow::Result<u64> {
         let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
             params.iter().map(|p| p as _).collect();

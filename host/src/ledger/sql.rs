@@ -9,8 +9,11 @@
 //! databases do differently (a batch's arrays, the rollups' reads) stays in each store.
 
 use super::keys::{AdminKey, ApiKey, KeyLimits, KeyStore, limits_from_columns, limits_to_columns};
-use super::record::UsageRecord;
+use std::collections::HashMap;
+
+use super::record::{UsageRecord, UserFilter};
 use super::responses::{ResponseStore, StoredResponse};
+use super::rollup::{NO_USER, UserKeys, UserSeen};
 
 /// A value bound to a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -485,6 +488,75 @@ pub fn insert_values<'a>(
 /// The names of [`INSERT_COLUMNS`], joined for a statement.
 pub fn insert_column_names() -> String {
     INSERT_COLUMNS.map(|(name, _)| name).join(", ")
+}
+
+/// The key of every user in `records` (or [`NO_USER`]), inserting the users neither `known` nor
+/// seen earlier in the batch; also returns the keys looked up here, to remember once the
+/// batch's transaction has committed.
+pub fn user_keys(
+    db: &mut dyn Sql,
+    known: &UserKeys,
+    records: &[UsageRecord],
+) -> anyhow::Result<(Vec<i64>, HashMap<UserSeen, i64>)> {
+    let mut fresh = HashMap::new();
+    let mut keys = Vec::with_capacity(records.len());
+    for r in records {
+        let Some(user) = UserSeen::of(r)? else {
+            keys.push(NO_USER);
+            continue;
+        };
+        if let Some(key) = known.get(&user).or_else(|| fresh.get(&user).copied()) {
+            keys.push(key);
+            continue;
+        }
+        let at = [
+            user.project.as_str().into(),
+            user.id.as_str().into(),
+            user.name.as_str().into(),
+            user.tags.as_str().into(),
+        ];
+        // Another replica may insert the same user concurrently (on PostgreSQL): the insert
+        // then waits for its commit and does nothing, and the select sees its row.
+        db.execute(
+            "INSERT INTO usage_users (project, user_id, user_name, user_tags)
+             VALUES ($1, $2, $3, $4) ON CONFLICT (project, user_id, user_name, user_tags) DO NOTHING",
+            &at,
+        )?;
+        let key = first(
+            db,
+            "SELECT user_key FROM usage_users
+             WHERE project = $1 AND user_id = $2 AND user_name = $3 AND user_tags = $4",
+            &at,
+            |row| int(row, 0),
+        )?
+        .ok_or_else(|| anyhow::anyhow!("usage_users lost the row just written"))?;
+        fresh.insert(user, key);
+        keys.push(key);
+    }
+    Ok((keys, fresh))
+}
+
+/// The keys of the project's users that `filter` matches (names and tags are compared here:
+/// a project has few users, and tags are a JSON list).
+pub fn matching_users(
+    db: &mut dyn Sql,
+    project: &str,
+    filter: &UserFilter,
+) -> anyhow::Result<Vec<i64>> {
+    let mut keys = Vec::new();
+    db.query(
+        "SELECT user_key, user_id, user_name, user_tags FROM usage_users
+         WHERE project = $1 AND (CAST($2 AS TEXT) IS NULL OR user_id = $2)",
+        &[project.into(), filter.user_id.as_deref().into()],
+        &mut |row| {
+            let tags: Vec<String> = serde_json::from_str(&text(row, 3)?)?;
+            if filter.matches(&text(row, 1)?, &text(row, 2)?, &tags) {
+                keys.push(int(row, 0)?);
+            }
+            Ok(())
+        },
+    )?;
+    Ok(keys)
 }
 
 /// Records stored (for tests and diagnostics).

@@ -7,7 +7,6 @@
 //! answered in by default) and `usage_hourly_users` for whole hours, one primary-key lookup per
 //! (day or hour, user), so that the rows of other users are never read.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -19,7 +18,7 @@ mod schema;
 use super::histogram::Durations;
 use super::record::{UsageRecord, UserFilter};
 use super::requests::{self, Flavor, Param, RequestLog, RequestQuery};
-use super::rollup::{self, ADD_SUMS, Buckets, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
+use super::rollup::{self, ADD_SUMS, Buckets, Rollup, RollupSpan, UserKeys};
 use super::sql::{self, Sql, SqlStore, Value, record_row};
 use super::stats::{self, Figures, GroupRow, Grouping, Part, StatsSource};
 use super::store::{BatchId, UsageStore};
@@ -125,78 +124,6 @@ fn placeholders(n: usize) -> String {
     vec!["?"; n].join(", ")
 }
 
-impl SqliteStore {
-    /// The key of every user in `records` (or [`NO_USER`]), inserting the users not seen yet.
-    /// Returns the keys first looked up here, to remember once the transaction has committed.
-    fn user_keys(
-        &self,
-        tx: &rusqlite::Transaction<'_>,
-        records: &[UsageRecord],
-    ) -> anyhow::Result<(Vec<i64>, HashMap<UserSeen, i64>)> {
-        let known = self
-            .users
-            .lock()
-            .map_err(|_| anyhow::anyhow!("the ledger user cache is poisoned"))?;
-        let mut fresh = HashMap::new();
-        let mut keys = Vec::with_capacity(records.len());
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO usage_users (project, user_id, user_name, user_tags) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (project, user_id, user_name, user_tags) DO NOTHING",
-        )?;
-        let mut select = tx.prepare_cached(
-            "SELECT user_key FROM usage_users
-             WHERE project = ?1 AND user_id = ?2 AND user_name = ?3 AND user_tags = ?4",
-        )?;
-        for r in records {
-            let Some(user) = UserSeen::of(r)? else {
-                keys.push(NO_USER);
-                continue;
-            };
-            let key = match known.get(&user).or_else(|| fresh.get(&user).copied()) {
-                Some(key) => key,
-                None => {
-                    let at = params![user.project, user.id, user.name, user.tags];
-                    insert.execute(at)?;
-                    let key: i64 = select.query_row(at, |row| row.get(0))?;
-                    fresh.insert(user, key);
-                    key
-                }
-            };
-            keys.push(key);
-        }
-        Ok((keys, fresh))
-    }
-
-    /// The keys of the project's users that `filter` matches.
-    fn matching_users(
-        conn: &Connection,
-        project: &str,
-        filter: &UserFilter,
-    ) -> anyhow::Result<Vec<i64>> {
-        let mut stmt = conn.prepare_cached(
-            "SELECT user_key, user_id, user_name, user_tags FROM usage_users
-             WHERE project = ?1 AND (?2 IS NULL OR user_id = ?2)",
-        )?;
-        let rows = stmt.query_map(params![project, filter.user_id], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, String>(3)?,
-            ))
-        })?;
-        let mut keys = Vec::new();
-        for row in rows {
-            let (key, id, name, tags) = row?;
-            let tags: Vec<String> = serde_json::from_str(&tags)?;
-            if filter.matches(&id, &name, &tags) {
-                keys.push(key);
-            }
-        }
-        Ok(keys)
-    }
-}
-
 impl UsageStore for SqliteStore {
     fn write_once(&self, batch: &BatchId, records: &[UsageRecord]) -> anyhow::Result<bool> {
         let mut conn = self.conn()?;
@@ -213,7 +140,13 @@ impl UsageStore for SqliteStore {
             "DELETE FROM ledger_batches WHERE batch_id < ?1",
             params![BatchId::at(super::time::now_us() - BatchId::KEPT_US)],
         )?;
-        let (user_keys, fresh) = self.user_keys(&tx, records)?;
+        let (user_keys, fresh) = {
+            let known = self
+                .users
+                .lock()
+                .map_err(|_| anyhow::anyhow!("the ledger user cache is poisoned"))?;
+            sql::user_keys(&mut Lite(&tx), &known, records)?
+        };
         {
             let mut insert = tx.prepare_cached(&format!(
                 "INSERT INTO usage_records ({}) VALUES ({})",
@@ -321,7 +254,7 @@ impl UsageStore for SqliteStore {
         let users = if filter.is_empty() {
             None
         } else {
-            let keys = Self::matching_users(&conn, project, filter)?;
+            let keys = sql::matching_users(&mut Lite(&conn), project, filter)?;
             if keys.is_empty() {
                 return Ok(Vec::new());
             }
@@ -460,7 +393,7 @@ impl RequestLog for SqliteStore {
         let user_keys = if query.users.is_empty() {
             None
         } else {
-            let keys = Self::matching_users(&conn, &query.project, &query.users)?;
+            let keys = sql::matching_users(&mut Lite(&conn), &query.project, &query.users)?;
             if keys.is_empty() {
                 return Ok(Vec::new());
             }
