@@ -211,37 +211,7 @@ impl UsageStore for PostgresStore {
     }
 
     fn total(&self, project: &str, start_us: i64, end_us: i64) -> anyhow::Result<Totals> {
-        self.conn.read(|client| {
-            let plan = rollup::plan(start_us, end_us, None);
-            let mut totals = Totals::default();
-            for RollupSpan {
-                table,
-                time,
-                span: (a, b),
-                ..
-            } in plan.rollups(Rollup::Models)
-            {
-                let row = client.query_one(
-                    &format!(
-                        "SELECT SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
-                            SUM(cost_micros)::BIGINT, SUM(requests)::BIGINT
-                         FROM {table} WHERE project = $1 AND {time} >= $2 AND {time} < $3"
-                    ),
-                    &[&project, &a, &b],
-                )?;
-                totals.add(sums(&row, 0));
-            }
-            for (s, e) in plan.raw {
-                let row = client.query_one(
-                    "SELECT SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
-                        SUM(cost_micros)::BIGINT, COUNT(*)
-                     FROM usage_records WHERE project = $1 AND time_us >= $2 AND time_us < $3",
-                    &[&project, &s, &e],
-                )?;
-                totals.add(sums(&row, 0));
-            }
-            Ok(totals)
-        })
+        self.read_sql(|db| sql::total(db, project, start_us, end_us))
     }
 
     fn models(

@@ -13,7 +13,8 @@ use std::collections::HashMap;
 
 use super::record::{UsageRecord, UserFilter};
 use super::responses::{ResponseStore, StoredResponse};
-use super::rollup::{NO_USER, UserKeys, UserSeen};
+use super::rollup::{self, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
+use super::totals::Totals;
 
 /// A value bound to a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -557,6 +558,57 @@ pub fn matching_users(
         },
     )?;
     Ok(keys)
+}
+
+/// The project's sums over `[start_us, end_us)`: whole hours and days from the per-model
+/// rollups, the partial hours at the edges from the records (see [`rollup::plan`]).
+pub fn total(
+    db: &mut dyn Sql,
+    project: &str,
+    start_us: i64,
+    end_us: i64,
+) -> anyhow::Result<Totals> {
+    let plan = rollup::plan(start_us, end_us, None);
+    let sums = |row: &dyn Row| -> anyhow::Result<Totals> {
+        Ok(rollup::totals(
+            row.int(0)?,
+            row.int(1)?,
+            row.int(2)?,
+            row.int(3)?,
+        ))
+    };
+    let mut totals = Totals::default();
+    for RollupSpan {
+        table,
+        time,
+        span: (a, b),
+        ..
+    } in plan.rollups(Rollup::Models)
+    {
+        // PostgreSQL sums BIGINTs as NUMERIC: the casts bring the sums back.
+        let sql = format!(
+            "SELECT CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT),
+                CAST(SUM(cost_micros) AS BIGINT), CAST(SUM(requests) AS BIGINT)
+             FROM {table} WHERE project = $1 AND {time} >= $2 AND {time} < $3"
+        );
+        if let Some(sum) = first(db, &sql, &[project.into(), a.into(), b.into()], sums)? {
+            totals.add(sum);
+        }
+    }
+    for (s, e) in plan.raw {
+        let sum = first(
+            db,
+            "SELECT CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT),
+                CAST(SUM(cost_micros) AS BIGINT), COUNT(*)
+             FROM usage_records WHERE project = $1 AND time_us >= $2 AND time_us < $3",
+            &[project.into(), s.into(), e.into()],
+            sums,
+        )?;
+        if let Some(sum) = sum {
+            totals.add(sum);
+        }
+    }
+    Ok(totals)
 }
 
 /// Records stored (for tests and diagnostics).

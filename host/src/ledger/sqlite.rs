@@ -215,30 +215,7 @@ impl UsageStore for SqliteStore {
     }
 
     fn total(&self, project: &str, start_us: i64, end_us: i64) -> anyhow::Result<Totals> {
-        let conn = self.reader()?;
-        let plan = rollup::plan(start_us, end_us, None);
-        let mut totals = Totals::default();
-        for RollupSpan {
-            table,
-            time,
-            span: (a, b),
-            ..
-        } in plan.rollups(Rollup::Models)
-        {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), SUM(requests)
-                 FROM {table} WHERE project = ?1 AND {time} >= ?2 AND {time} < ?3"
-            ))?;
-            totals.add(stmt.query_row(params![project, a, b], |row| sums(row, 0))?);
-        }
-        let mut stmt = conn.prepare_cached(
-            "SELECT SUM(input_tokens), SUM(output_tokens), SUM(cost_micros), COUNT(*)
-             FROM usage_records WHERE project = ?1 AND time_us >= ?2 AND time_us < ?3",
-        )?;
-        for (s, e) in plan.raw {
-            totals.add(stmt.query_row(params![project, s, e], |row| sums(row, 0))?);
-        }
-        Ok(totals)
+        self.read_sql(|db| sql::total(db, project, start_us, end_us))
     }
 
     fn models(
