@@ -138,6 +138,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::ledger::KeyStore;
     use crate::ledger::sqlite::SqliteStore;
 
     #[test]

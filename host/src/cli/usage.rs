@@ -219,8 +219,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::ledger::UsageRecord;
     use crate::ledger::sqlite::SqliteStore;
+    use crate::ledger::{UsageRecord, UsageStore};
 
     #[test]
     fn times_are_dates_or_spans_back_from_now() {

@@ -81,7 +81,7 @@ impl Histogram {
         if n == 0 {
             return None;
         }
-        let rank = super::stats::rank(p, n);
+        let rank = rank(p, n);
         let mut below = 0;
         for (&b, &count) in &self.0 {
             below += count;
@@ -106,6 +106,37 @@ impl Durations {
         self.latency.merge(&other.latency);
         self.ttft.merge(&other.ttft);
     }
+}
+
+/// A duration whose percentiles are asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    Latency,
+    Ttft,
+}
+
+impl Metric {
+    /// Its number in the `metric` column of the duration histograms.
+    pub fn code(self) -> i32 {
+        match self {
+            Self::Latency => 0,
+            Self::Ttft => 1,
+        }
+    }
+
+    pub fn of_code(code: i32) -> Option<Self> {
+        match code {
+            0 => Some(Self::Latency),
+            1 => Some(Self::Ttft),
+            _ => None,
+        }
+    }
+}
+
+/// The 0-based nearest rank of percentile `p` among `n` values (`n > 0`): the smallest value
+/// with at least `p`% of the values at or below it.
+pub fn rank(p: u32, n: u64) -> u64 {
+    (u64::from(p) * n).div_ceil(100).max(1) - 1
 }
 
 #[cfg(test)]
@@ -149,5 +180,16 @@ mod tests {
         h.record(1_000_000);
         let shown = h.percentile(100).unwrap();
         assert!((shown - 1_000_000).abs() <= 1_000_000 / 32, "{shown}");
+    }
+
+    #[test]
+    fn nearest_ranks() {
+        assert_eq!(rank(50, 1), 0);
+        assert_eq!(rank(99, 1), 0);
+        assert_eq!(rank(50, 4), 1);
+        assert_eq!(rank(90, 10), 8);
+        assert_eq!(rank(99, 10), 9);
+        assert_eq!(rank(50, 5), 2);
+        assert_eq!(rank(99, 1000), 989);
     }
 }

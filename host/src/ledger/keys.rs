@@ -4,8 +4,7 @@
 //! Values come from `wasmgate keys` and `/admin/keys`, which check them with
 //! [`KeyLimits::check`] before storing: a stored key's limits are always valid ones.
 
-use super::Unit;
-use super::time::bucket_start;
+use super::time::{Unit, bucket_start};
 
 /// Bytes of a key id, at most (ids are `key_` and 16 hex digits).
 pub const KEY_ID_MAX: usize = 64;
@@ -167,7 +166,7 @@ pub struct Spend {
 }
 
 impl Spend {
-    pub fn of(store: &dyn super::Store, key: &super::ApiKey, now_us: i64) -> anyhow::Result<Self> {
+    pub fn of(store: &dyn KeyStore, key: &ApiKey, now_us: i64) -> anyhow::Result<Self> {
         let period = key.limits.budget.map_or(BudgetPeriod::Total, |b| b.period);
         let micros = store.key_spend(&key.id, period.start_us(now_us))?;
         Ok(Self { micros, period })
@@ -321,6 +320,112 @@ pub struct AdminKey {
     pub prefix: String,
     pub created_us: i64,
     pub revoked_us: Option<i64>,
+}
+
+/// An API key as stored: the SHA-256 of the key, never the key itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiKey {
+    /// Public and stable (`key_…`): what records, logs and `keys revoke` name.
+    pub id: String,
+    pub project: String,
+    pub name: Option<String>,
+    /// Lower-case hex SHA-256 of the whole key.
+    pub hash: String,
+    /// The key's first characters, so that `keys list` can show which key is which.
+    pub prefix: String,
+    pub created_us: i64,
+    pub revoked_us: Option<i64>,
+    /// What the key may do on its own.
+    pub limits: KeyLimits,
+}
+
+/// The `api_keys` columns of a key's limits as stored: (models, expires, rpm, tpm, budget
+/// micros, budget period). `models` is the patterns joined by newlines (a pattern holds no
+/// control character).
+pub type LimitColumns = (
+    String,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<&'static str>,
+);
+
+/// A key's limits as columns, in [`LIMIT_COLUMNS`]' order.
+pub fn limits_to_columns(limits: &KeyLimits) -> LimitColumns {
+    (
+        limits.models.join("\n"),
+        limits.expires_us,
+        limits.requests_per_minute,
+        limits.tokens_per_minute,
+        limits.budget.map(|b| b.micros),
+        limits.budget.map(|b| b.period.name()),
+    )
+}
+
+/// A key's limits from its columns. Only this code writes them; should a period ever be unknown
+/// the budget is taken as a total one, which never resets (the strictest reading).
+pub fn limits_from_columns(
+    models: &str,
+    expires_us: Option<i64>,
+    rpm: Option<i64>,
+    tpm: Option<i64>,
+    budget_micros: Option<i64>,
+    budget_period: Option<&str>,
+) -> KeyLimits {
+    KeyLimits {
+        models: models
+            .split('\n')
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        expires_us,
+        requests_per_minute: rpm,
+        tokens_per_minute: tpm,
+        budget: budget_micros.map(|micros| Budget {
+            micros,
+            period: budget_period
+                .and_then(BudgetPeriod::parse)
+                .unwrap_or(BudgetPeriod::Total),
+        }),
+    }
+}
+
+/// Where the keys are kept: project keys (hashed) and admin keys, in the ledger's database.
+/// Calls block (they run on a blocking thread).
+pub trait KeyStore: Send + Sync + 'static {
+    /// Stores a new key; its id and hash are unique.
+    fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()>;
+
+    /// Every key (revoked ones too), of one project or of all, oldest first.
+    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>>;
+
+    /// Marks the key revoked at `at_us`; `false` when no unrevoked key has that id.
+    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool>;
+
+    /// The key whose hash is `hash`, revoked or not.
+    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>>;
+
+    /// The key with this id, revoked or not.
+    fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>>;
+
+    /// Replaces the name and limits of the unrevoked key with this id; `false` when there is none.
+    fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool>;
+
+    /// What the key's requests since `since_us` cost, in micro-USD (records written so far).
+    fn key_spend(&self, key_id: &str, since_us: i64) -> anyhow::Result<i64>;
+
+    /// Stores a new admin key; its id and hash are unique.
+    fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()>;
+
+    /// The admin key whose hash is `hash`, revoked or not.
+    fn admin_key_by_hash(&self, hash: &str) -> anyhow::Result<Option<AdminKey>>;
+
+    /// Every admin key, revoked ones too, oldest first.
+    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>>;
+
+    /// Marks the admin key revoked at `at_us`; `false` when no unrevoked one has that id.
+    fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool>;
 }
 
 #[cfg(test)]

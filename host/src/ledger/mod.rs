@@ -9,27 +9,38 @@
 //! write is retried with a backoff while the gateway runs; [`Ledger::shutdown`] flushes whatever
 //! is queued before the process exits.
 //!
-//! - [`store`]: the storage trait and what the analytics endpoints ask of it.
+//! The modules, lowest first (each imports only those above it in this list, never `mod.rs`):
+//! - [`time`]: microsecond timestamps and UTC calendar buckets.
+//! - [`histogram`]: durations counted in fixed buckets, for the console's percentiles.
+//! - [`record`]: one request's usage record, and the filter on its user.
+//! - [`totals`]: what the usage questions answer (sums over a range, per bucket and model).
+//! - [`keys`]: what a project key may do on its own, the admin keys, and [`KeyStore`].
+//! - [`responses`]: responses kept for the Responses API, and [`ResponseStore`].
+//! - [`requests`]: the request log's query, pages and filters, and [`RequestLog`].
+//! - `rollup`: what both stores share about rollups and ranges.
+//! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), and
+//!   [`StatsSource`].
+//! - [`store`]: [`UsageStore`] (batches and sums), and [`Store`], every part in one database.
+//! - [`sql`]: the statements both stores run as they are (keys, admin keys, stored responses,
+//!   a record's row), and the small traits through which they run them.
+//! - [`schema`]: the versioned migrations both stores run when they open a database.
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
-//! - [`keys`]: what a project key may do on its own, and the admin keys.
-//! - [`requests`]: the request log's query, pages and filters, shared by both stores.
-//! - [`responses`]: responses kept for the Responses API's `store` and `previous_response_id`.
-//! - [`histogram`]: durations counted in fixed buckets, for the console's percentiles.
-//! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), both stores.
-//! - `rollup`: what both stores share about rollups and ranges.
-//! - [`time`]: microsecond timestamps and UTC calendar buckets.
 
 pub mod histogram;
 pub mod keys;
 pub mod postgres;
+pub mod record;
 pub mod requests;
 pub mod responses;
 mod rollup;
+pub mod schema;
+pub mod sql;
 pub mod sqlite;
 pub mod stats;
 pub mod store;
 pub mod time;
+pub mod totals;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -38,53 +49,19 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use keys::{AdminKey, Budget, BudgetPeriod, KeyChanges, KeyLimits};
-pub use store::{ApiKey, BatchId, ModelBucket, Store, Totals, Unit, UserFilter};
+pub use keys::{AdminKey, ApiKey, Budget, BudgetPeriod, KeyChanges, KeyLimits, KeyStore};
+pub use record::{UsageRecord, UserFilter};
+pub use requests::RequestLog;
+pub use responses::ResponseStore;
+pub use stats::StatsSource;
+pub use store::{BatchId, Store, UsageStore};
+pub use time::Unit;
+pub use totals::{ModelBucket, Totals};
 
 /// Records written in one transaction at most.
 const BATCH: usize = 1_000;
 /// How long the writer waits for a batch to fill before writing what it has.
 const FLUSH_EVERY: Duration = Duration::from_millis(200);
-
-/// What one request used and how it ended.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct UsageRecord {
-    pub request_id: String,
-    /// When the request started, in µs since the Unix epoch.
-    pub time_us: i64,
-    pub project: String,
-    /// The API key's id (never the key); `None` for an anonymous request to an open gateway.
-    pub api_key_id: Option<String>,
-    pub user_id: Option<String>,
-    pub user_name: Option<String>,
-    pub user_tags: Vec<String>,
-    /// The provider and model that answered (the last one tried for a failed request); `None`
-    /// when the request failed before a target was chosen.
-    pub provider: Option<String>,
-    pub model: Option<String>,
-    /// `chat.completions`, `embeddings`, `images.generations`.
-    pub operation: String,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cached_input_tokens: u64,
-    /// The part of `output_tokens` spent on reasoning, as the upstream reported it (0 when it
-    /// did not).
-    pub reasoning_tokens: u64,
-    /// The part of `input_tokens` written to the provider's prompt cache (billed at a premium).
-    pub cache_write_tokens: u64,
-    /// Micro-USD; `None` when the model has no known price.
-    pub cost_micros: Option<i64>,
-    /// From the request's arrival to its end (for a stream: its last byte or its drop).
-    pub latency_us: i64,
-    /// Time to first token: from the request's arrival to the first chunk of a streamed answer
-    /// sent to the client. `None` for an answer sent whole, or a stream that sent nothing.
-    pub ttft_us: Option<i64>,
-    pub status: u16,
-    /// The OpenAI error code (`model_not_found`, `upstream_error`, ...) of a failed request.
-    pub error_type: Option<String>,
-    /// The tokens were counted by the gateway, not reported by the upstream.
-    pub estimated: bool,
-}
 
 /// Where the ledger keeps its records (`ledger:` in the config).
 #[derive(Clone, serde::Deserialize, schemars::JsonSchema)]

@@ -18,8 +18,7 @@
 //! that lag a bulk load, took a filtered month of 700,000 records as a bitmap scan of all of
 //! them and a sort (150–250 ms). Within a window, any plan is cheap.
 
-use super::UsageRecord;
-use super::store::{Store, UserFilter};
+use super::record::{UsageRecord, UserFilter};
 
 /// How far back from its upper bound a page looks first; each later window is
 /// [`WINDOW_GROWTH`] times as long, and the [`WINDOWS`]th takes the rest of the range. A common
@@ -28,17 +27,36 @@ const FIRST_WINDOW_US: i64 = 3_600_000_000;
 const WINDOW_GROWTH: i64 = 4;
 const WINDOWS: usize = 7;
 
+/// Where the request log is read: the records themselves. Calls block (they run on a blocking
+/// thread).
+pub trait RequestLog: Send + Sync + 'static {
+    /// The stored record of one request, by its request id, whatever its project (for tests
+    /// and diagnostics). The last one if several share it.
+    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>>;
+
+    /// One page of the request log: up to `query.limit + 1` records (the extra one says that
+    /// more follow), newest first, by (`time_us`, `request_id`) descending.
+    fn requests(&self, query: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>>;
+
+    /// The newest record of `project` with this request id; never another project's.
+    fn project_record(
+        &self,
+        project: &str,
+        request_id: &str,
+    ) -> anyhow::Result<Option<UsageRecord>>;
+}
+
 /// One page of `q` (up to `q.limit + 1` records, the last telling that there are more), read
 /// from `store` one time window at a time, newest first, until the page is full or the range is
 /// done. The windows meet end to end, so the page is the one a single query would give.
-pub fn page(store: &dyn Store, q: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+pub fn page(store: &dyn RequestLog, q: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
     page_in_windows(store, q, FIRST_WINDOW_US)
 }
 
 /// [`page`], with the first window's length given (tests use short ones, to cross many
 /// window boundaries in a little data).
 pub fn page_in_windows(
-    store: &dyn Store,
+    store: &dyn RequestLog,
     q: &RequestQuery,
     first_window_us: i64,
 ) -> anyhow::Result<Vec<UsageRecord>> {

@@ -6,8 +6,6 @@
 //! each other's responses. Each is scoped to the project that created it: another project's id
 //! is "not found", never read.
 
-use super::Store;
-
 /// One stored response.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredResponse {
@@ -41,12 +39,24 @@ pub enum HistoryError {
     Store(String),
 }
 
+/// Where stored responses are kept. Calls block (they run on a blocking thread).
+pub trait ResponseStore: Send + Sync + 'static {
+    /// Keeps a response for the Responses API (replacing one of the same project and id).
+    fn put_response(&self, response: &StoredResponse) -> anyhow::Result<()>;
+
+    /// The project's stored response with this id; never another project's.
+    fn response(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredResponse>>;
+
+    /// Forgets the project's stored response; `false` when it had none of that id.
+    fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool>;
+}
+
 /// The items a request continuing `previous_id` starts from, oldest first: each earlier turn's
 /// input items followed by its response's `output` items. Instructions are not carried over
 /// (as OpenAI documents for `previous_response_id`). An older turn that was deleted ends the walk
 /// there: the conversation continues from what remains.
 pub fn history(
-    store: &dyn Store,
+    store: &dyn ResponseStore,
     project: &str,
     previous_id: &str,
 ) -> Result<Vec<serde_json::Value>, HistoryError> {

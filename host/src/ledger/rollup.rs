@@ -4,11 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::UsageRecord;
-use super::histogram;
-use super::stats::Metric;
-use super::store::{ModelBucket, Totals, Unit};
-use super::time::{DAY_US, HOUR_US, MINUTE_US, bucket_start};
+use super::histogram::{self, Metric};
+use super::record::UsageRecord;
+use super::time::{DAY_US, HOUR_US, MINUTE_US, Unit, bucket_start};
+use super::totals::{ModelBucket, Totals};
 
 /// `user_key` of a record sent without any user fact: no `usage_users` row has it, so no user
 /// filter matches it.

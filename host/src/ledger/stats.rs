@@ -18,11 +18,10 @@
 
 use std::collections::BTreeMap;
 
-use super::histogram::Durations;
+use super::histogram::{Durations, Metric};
 use super::requests::{FAILED, Flavor};
 use super::rollup::{self, Plan};
-use super::store::{Store, Unit};
-use super::time::{DAY_US, HOUR_US};
+use super::time::{DAY_US, HOUR_US, Unit};
 
 /// Rows of a breakdown at most (the users and tags spending the most, then the busiest).
 pub const BREAKDOWN_MAX: usize = 100;
@@ -157,31 +156,6 @@ pub struct GroupRow {
     pub first: Option<String>,
     pub second: Option<String>,
     pub figures: Figures,
-}
-
-/// A duration whose percentiles are asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Metric {
-    Latency,
-    Ttft,
-}
-
-impl Metric {
-    /// Its number in the `metric` column of the duration histograms.
-    pub fn code(self) -> i32 {
-        match self {
-            Self::Latency => 0,
-            Self::Ttft => 1,
-        }
-    }
-
-    pub fn of_code(code: i32) -> Option<Self> {
-        match code {
-            0 => Some(Self::Latency),
-            1 => Some(Self::Ttft),
-            _ => None,
-        }
-    }
 }
 
 /// (table, time column) of `source` for rollups named `usage_{hourly,daily}_{kind}`; `None`
@@ -392,8 +366,23 @@ fn present(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())
 }
 
+/// Where the console's figures are read. Calls block (they run on a blocking thread).
+pub trait StatsSource: Send + Sync + 'static {
+    /// The rows of `part` of the project's range grouped as `grouping` says, in no particular
+    /// order (see [`super::stats`]).
+    fn stats_groups(
+        &self,
+        project: &str,
+        part: Part,
+        grouping: Grouping,
+    ) -> anyhow::Result<Vec<GroupRow>>;
+
+    /// The latency and time-to-first-token histograms of `part` of the project's range.
+    fn stats_durations(&self, project: &str, part: Part) -> anyhow::Result<Durations>;
+}
+
 /// The figures of `q` from `store`.
-pub fn stats(store: &dyn Store, q: &StatsQuery) -> anyhow::Result<Stats> {
+pub fn stats(store: &dyn StatsSource, q: &StatsQuery) -> anyhow::Result<Stats> {
     let step = q.step_us.max(1);
     let mut by_bucket: BTreeMap<(i64, Option<String>, Option<String>), Figures> = BTreeMap::new();
     for part in parts(&rollup::plan(q.start_us, q.end_us, Some(unit_of(step)))) {
@@ -470,26 +459,4 @@ pub fn stats(store: &dyn Store, q: &StatsQuery) -> anyhow::Result<Stats> {
         users: Breakdown::of(users),
         tags: Breakdown::of(tags),
     })
-}
-
-/// The 0-based nearest rank of percentile `p` among `n` values (`n > 0`): the smallest value
-/// with at least `p`% of the values at or below it.
-pub fn rank(p: u32, n: u64) -> u64 {
-    (u64::from(p) * n).div_ceil(100).max(1) - 1
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rank;
-
-    #[test]
-    fn nearest_ranks() {
-        assert_eq!(rank(50, 1), 0);
-        assert_eq!(rank(99, 1), 0);
-        assert_eq!(rank(50, 4), 1);
-        assert_eq!(rank(90, 10), 8);
-        assert_eq!(rank(99, 10), 9);
-        assert_eq!(rank(50, 5), 2);
-        assert_eq!(rank(99, 1000), 989);
-    }
 }

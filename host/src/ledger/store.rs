@@ -1,8 +1,10 @@
-//! What a ledger store does: write batches, answer the analytics questions, and keep the API keys
-//! (hashed) in the same database.
+//! What a ledger store does, by what it keeps: [`UsageStore`] writes batches of records and sums
+//! them ([`RequestLog`] reads the records back, [`StatsSource`] the console's figures),
+//! [`KeyStore`] keeps the API keys (hashed) and admin keys, [`ResponseStore`] the stored
+//! responses. [`Store`] is all of them in one database, as `ledger.url` opens it.
 //!
-//! SQLite and PostgreSQL (for several replicas sharing one ledger) implement the same trait on
-//! the same schema, kept by UPSERTs in the batch's transaction (`INSERT ... ON CONFLICT ... DO
+//! SQLite and PostgreSQL (for several replicas sharing one ledger) implement the same traits on
+//! the same schema (see [`super::schema`]), kept by UPSERTs in the batch's transaction (`INSERT ... ON CONFLICT ... DO
 //! UPDATE` is the same statement in both):
 //! - `usage_records`: one row per request, with `user_key` naming its user in `usage_users`;
 //! - `usage_users`: one row per distinct (project, user id, name, tags) seen, so that a filter on
@@ -28,98 +30,13 @@
 //! time (with the request id, the pages' keyset), by project and user, failed requests alone
 //! (a partial index), and by request id.
 
-use super::UsageRecord;
-use super::histogram::Durations;
-use super::keys::{AdminKey, Budget, BudgetPeriod, KeyLimits};
-use super::requests::RequestQuery;
-use super::responses::StoredResponse;
-use super::stats::{GroupRow, Grouping, Part};
-
-/// A calendar bucket of `/usage/models`, in UTC. Weeks start on Monday.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    Minute,
-    Hour,
-    Day,
-    Week,
-    Month,
-}
-
-impl Unit {
-    pub fn parse(name: &str) -> Option<Self> {
-        Some(match name {
-            "minute" => Self::Minute,
-            "hour" => Self::Hour,
-            "day" => Self::Day,
-            "week" => Self::Week,
-            "month" => Self::Month,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Minute => "minute",
-            Self::Hour => "hour",
-            Self::Day => "day",
-            Self::Week => "week",
-            Self::Month => "month",
-        }
-    }
-}
-
-/// Sums over a range.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cost_micros: i64,
-    pub requests: u64,
-}
-
-impl Totals {
-    pub fn add(&mut self, other: Totals) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cost_micros += other.cost_micros;
-        self.requests += other.requests;
-    }
-}
-
-/// One bucket of one model: the bucket's start in µs since the epoch, and its sums.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModelBucket {
-    pub bucket_us: i64,
-    pub provider: String,
-    pub model: String,
-    pub totals: Totals,
-}
-
-/// Which users' usage `/usage/models` sums: every field given must match (an empty filter
-/// matches every record, including those without a user).
-///
-/// `user_tags` matches a record that has **any** of the tags. Names and tags are those the
-/// record was sent with, so a user renamed or retagged is matched by each name for the requests
-/// sent under it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UserFilter {
-    pub user_id: Option<String>,
-    pub user_name: Option<String>,
-    pub user_tags: Vec<String>,
-}
-
-impl UserFilter {
-    pub fn is_empty(&self) -> bool {
-        self.user_id.is_none() && self.user_name.is_none() && self.user_tags.is_empty()
-    }
-
-    /// Whether a user seen as (`id`, `name`, `tags`) passes; `None` and `""` are both "absent".
-    pub fn matches(&self, id: &str, name: &str, tags: &[String]) -> bool {
-        self.user_id.as_deref().is_none_or(|want| want == id)
-            && self.user_name.as_deref().is_none_or(|want| want == name)
-            && (self.user_tags.is_empty() || tags.iter().any(|t| self.user_tags.contains(t)))
-    }
-}
+use super::keys::KeyStore;
+use super::record::{UsageRecord, UserFilter};
+use super::requests::RequestLog;
+use super::responses::ResponseStore;
+use super::stats::StatsSource;
+use super::time::Unit;
+use super::totals::{ModelBucket, Totals};
 
 /// A batch's id: its creation time in µs as 16 hex digits, then 16 random ones. Ids sort by
 /// time, so that those older than [`BatchId::KEPT_US`] are pruned with a range on the key.
@@ -148,77 +65,9 @@ impl Default for BatchId {
     }
 }
 
-/// An API key as stored: the SHA-256 of the key, never the key itself.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ApiKey {
-    /// Public and stable (`key_…`): what records, logs and `keys revoke` name.
-    pub id: String,
-    pub project: String,
-    pub name: Option<String>,
-    /// Lower-case hex SHA-256 of the whole key.
-    pub hash: String,
-    /// The key's first characters, so that `keys list` can show which key is which.
-    pub prefix: String,
-    pub created_us: i64,
-    pub revoked_us: Option<i64>,
-    /// What the key may do on its own.
-    pub limits: KeyLimits,
-}
-
-/// The `api_keys` columns of a key's limits as stored: (models, expires, rpm, tpm, budget
-/// micros, budget period). `models` is the patterns joined by newlines (a pattern holds no
-/// control character).
-pub type LimitColumns = (
-    String,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-    Option<&'static str>,
-);
-
-/// A key's limits as columns, in [`LIMIT_COLUMNS`]' order.
-pub fn limits_to_columns(limits: &KeyLimits) -> LimitColumns {
-    (
-        limits.models.join("\n"),
-        limits.expires_us,
-        limits.requests_per_minute,
-        limits.tokens_per_minute,
-        limits.budget.map(|b| b.micros),
-        limits.budget.map(|b| b.period.name()),
-    )
-}
-
-/// A key's limits from its columns. Only this code writes them; should a period ever be unknown
-/// the budget is taken as a total one, which never resets (the strictest reading).
-pub fn limits_from_columns(
-    models: &str,
-    expires_us: Option<i64>,
-    rpm: Option<i64>,
-    tpm: Option<i64>,
-    budget_micros: Option<i64>,
-    budget_period: Option<&str>,
-) -> KeyLimits {
-    KeyLimits {
-        models: models
-            .split('\n')
-            .filter(|m| !m.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        expires_us,
-        requests_per_minute: rpm,
-        tokens_per_minute: tpm,
-        budget: budget_micros.map(|micros| Budget {
-            micros,
-            period: budget_period
-                .and_then(BudgetPeriod::parse)
-                .unwrap_or(BudgetPeriod::Total),
-        }),
-    }
-}
-
-/// A ledger store. Calls block (they run on a blocking thread); ranges are `[start_us, end_us)`.
-pub trait Store: Send + Sync + 'static {
+/// Where usage records are written and summed; their log and figures are read through the
+/// supertraits. Calls block (they run on a blocking thread); ranges are `[start_us, end_us)`.
+pub trait UsageStore: RequestLog + StatsSource {
     /// Writes `records` and their rollups in one transaction, all or nothing, unless a batch of
     /// the same id was written (then nothing: it is the same batch, retried). Returns whether
     /// this call wrote it.
@@ -245,73 +94,10 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records stored (for tests and diagnostics).
     fn count(&self) -> anyhow::Result<u64>;
-
-    /// Stores a new key; its id and hash are unique.
-    fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()>;
-
-    /// Every key (revoked ones too), of one project or of all, oldest first.
-    fn keys(&self, project: Option<&str>) -> anyhow::Result<Vec<ApiKey>>;
-
-    /// Marks the key revoked at `at_us`; `false` when no unrevoked key has that id.
-    fn revoke_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool>;
-
-    /// The key whose hash is `hash`, revoked or not.
-    fn key_by_hash(&self, hash: &str) -> anyhow::Result<Option<ApiKey>>;
-
-    /// The key with this id, revoked or not.
-    fn key(&self, id: &str) -> anyhow::Result<Option<ApiKey>>;
-
-    /// Replaces the name and limits of the unrevoked key with this id; `false` when there is none.
-    fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool>;
-
-    /// What the key's requests since `since_us` cost, in micro-USD (records written so far).
-    fn key_spend(&self, key_id: &str, since_us: i64) -> anyhow::Result<i64>;
-
-    /// Stores a new admin key; its id and hash are unique.
-    fn insert_admin_key(&self, key: &AdminKey) -> anyhow::Result<()>;
-
-    /// The admin key whose hash is `hash`, revoked or not.
-    fn admin_key_by_hash(&self, hash: &str) -> anyhow::Result<Option<AdminKey>>;
-
-    /// Every admin key, revoked ones too, oldest first.
-    fn admin_keys(&self) -> anyhow::Result<Vec<AdminKey>>;
-
-    /// Marks the admin key revoked at `at_us`; `false` when no unrevoked one has that id.
-    fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool>;
-
-    /// The stored record of one request, by its request id, whatever its project (for tests
-    /// and diagnostics). The last one if several share it.
-    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>>;
-
-    /// One page of the request log: up to `query.limit + 1` records (the extra one says that
-    /// more follow), newest first, by (`time_us`, `request_id`) descending.
-    fn requests(&self, query: &RequestQuery) -> anyhow::Result<Vec<UsageRecord>>;
-
-    /// The newest record of `project` with this request id; never another project's.
-    fn project_record(
-        &self,
-        project: &str,
-        request_id: &str,
-    ) -> anyhow::Result<Option<UsageRecord>>;
-
-    /// Keeps a response for the Responses API (replacing one of the same project and id).
-    fn put_response(&self, response: &StoredResponse) -> anyhow::Result<()>;
-
-    /// The project's stored response with this id; never another project's.
-    fn response(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredResponse>>;
-
-    /// Forgets the project's stored response; `false` when it had none of that id.
-    fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool>;
-
-    /// The rows of `part` of the project's range grouped as `grouping` says, in no particular
-    /// order (see [`super::stats`]).
-    fn stats_groups(
-        &self,
-        project: &str,
-        part: Part,
-        grouping: Grouping,
-    ) -> anyhow::Result<Vec<GroupRow>>;
-
-    /// The latency and time-to-first-token histograms of `part` of the project's range.
-    fn stats_durations(&self, project: &str, part: Part) -> anyhow::Result<Durations>;
 }
+
+/// A whole ledger store: usage, keys and stored responses in one database, as the gateway opens
+/// it (`ledger.url`). Each part is its own trait, so that code that needs one asks for that one.
+pub trait Store: UsageStore + KeyStore + ResponseStore {}
+
+impl<T: UsageStore + KeyStore + ResponseStore> Store for T {}

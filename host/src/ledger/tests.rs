@@ -9,7 +9,7 @@ use super::*;
 
 #[path = "../../../tests/common/postgres.rs"]
 #[allow(dead_code)]
-mod pg;
+pub(super) mod pg;
 
 /// A `#[test]` per store for a check taking `&dyn Store` (on an empty store).
 macro_rules! on_every_store {
@@ -879,7 +879,7 @@ fn check_stats(store: &dyn Store) {
     let percentile = |mut values: Vec<i64>, p: u32| {
         values.sort();
         values
-            .get(stats::rank(p, values.len() as u64) as usize)
+            .get(histogram::rank(p, values.len() as u64) as usize)
             .copied()
     };
     let latencies: Vec<i64> = inside.iter().map(|r| r.latency_us).collect();
@@ -1045,7 +1045,7 @@ fn stats_of(records: &[UsageRecord], q: &stats::StatsQuery) -> stats::Stats {
         stats::PERCENTILES
             .iter()
             .map(|&p| {
-                let at = stats::rank(p, values.len() as u64) as usize;
+                let at = histogram::rank(p, values.len() as u64) as usize;
                 (p, values.get(at).copied())
             })
             .collect()
@@ -1213,6 +1213,17 @@ fn stats_of_whole_hours_read_the_rollups() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Runs `make` as the last wasmgate before versioned migrations would have: the stores it opens
+/// stop at V1, whatever later migrations exist, so that it makes a database of that age (then
+/// made older still by the test, and its history dropped, as such a database had none).
+fn at_v1<T>(make: impl FnOnce() -> T) -> T {
+    schema::stopping_at(1, make)
+}
+
+/// Makes a database look like one made before versioned migrations (with the statements before
+/// it, like one made before some column): an older wasmgate kept no history.
+const BEFORE_HISTORY: &str = "DROP TABLE ledger_schema_history;";
+
 /// Makes a database look like one written before the rollups held the console's sums: their
 /// columns and the duration histograms gone.
 fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
@@ -1224,6 +1235,7 @@ fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
     for table in rollup::DURATION_TABLES {
         execute(&format!("DROP TABLE {table}"));
     }
+    execute(&format!("DROP TABLE {}", schema::HISTORY));
 }
 
 /// An older SQLite file gets the rollups' new sums and histograms, filled from its records:
@@ -1234,9 +1246,10 @@ fn an_older_sqlite_file_is_backfilled_for_stats() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
     let records = stats_records();
-    let store = sqlite::SqliteStore::open(&path).unwrap();
-    store.write(&records).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = sqlite::SqliteStore::open(&path).unwrap();
+        store.write(&records).unwrap();
+    });
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         strip_stats_sums(&mut |sql| conn.execute_batch(sql).unwrap());
@@ -1266,9 +1279,10 @@ fn an_older_sqlite_file_is_backfilled_for_stats() {
 fn an_older_postgres_database_is_backfilled_for_stats() {
     let (url, _cluster) = pg::database();
     let records = stats_records();
-    let store = postgres::PostgresStore::open(&url).unwrap();
-    store.write(&records).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = postgres::PostgresStore::open(&url).unwrap();
+        store.write(&records).unwrap();
+    });
     {
         let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
         strip_stats_sums(&mut |sql| client.batch_execute(sql).unwrap());
@@ -1395,7 +1409,7 @@ fn the_database_password_never_shows() {
 /// A store that blocks writes until told, to fill the queue.
 struct Stuck(std::sync::Mutex<()>);
 
-impl Store for Stuck {
+impl UsageStore for Stuck {
     fn write_once(&self, _: &BatchId, _: &[UsageRecord]) -> anyhow::Result<bool> {
         drop(self.0.lock());
         Ok(true)
@@ -1416,6 +1430,35 @@ impl Store for Stuck {
     fn count(&self) -> anyhow::Result<u64> {
         Ok(0)
     }
+}
+
+impl RequestLog for Stuck {
+    fn record(&self, _: &str) -> anyhow::Result<Option<UsageRecord>> {
+        Ok(None)
+    }
+    fn requests(&self, _: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        Ok(Vec::new())
+    }
+    fn project_record(&self, _: &str, _: &str) -> anyhow::Result<Option<UsageRecord>> {
+        Ok(None)
+    }
+}
+
+impl StatsSource for Stuck {
+    fn stats_groups(
+        &self,
+        _: &str,
+        _: stats::Part,
+        _: stats::Grouping,
+    ) -> anyhow::Result<Vec<stats::GroupRow>> {
+        Ok(Vec::new())
+    }
+    fn stats_durations(&self, _: &str, _: stats::Part) -> anyhow::Result<histogram::Durations> {
+        Ok(histogram::Durations::default())
+    }
+}
+
+impl KeyStore for Stuck {
     fn insert_key(&self, _: &ApiKey) -> anyhow::Result<()> {
         Ok(())
     }
@@ -1449,15 +1492,9 @@ impl Store for Stuck {
     fn revoke_admin_key(&self, _: &str, _: i64) -> anyhow::Result<bool> {
         Ok(false)
     }
-    fn record(&self, _: &str) -> anyhow::Result<Option<UsageRecord>> {
-        Ok(None)
-    }
-    fn requests(&self, _: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
-        Ok(Vec::new())
-    }
-    fn project_record(&self, _: &str, _: &str) -> anyhow::Result<Option<UsageRecord>> {
-        Ok(None)
-    }
+}
+
+impl ResponseStore for Stuck {
     fn put_response(&self, _: &StoredResponse) -> anyhow::Result<()> {
         Ok(())
     }
@@ -1466,17 +1503,6 @@ impl Store for Stuck {
     }
     fn delete_response(&self, _: &str, _: &str) -> anyhow::Result<bool> {
         Ok(false)
-    }
-    fn stats_groups(
-        &self,
-        _: &str,
-        _: stats::Part,
-        _: stats::Grouping,
-    ) -> anyhow::Result<Vec<stats::GroupRow>> {
-        Ok(Vec::new())
-    }
-    fn stats_durations(&self, _: &str, _: stats::Part) -> anyhow::Result<histogram::Durations> {
-        Ok(histogram::Durations::default())
     }
 }
 
@@ -1496,450 +1522,6 @@ async fn a_full_queue_drops_and_counts() {
     assert_eq!(ledger.queued(), 0);
 }
 
-/// Ingest rate and query times, through the real write path (queue, writer, batches):
-/// `cargo test --release -p wasmgate --lib ledger::tests::measure -- --ignored --nocapture`.
-/// `LEDGER_MEASURE_RECORDS` (default 1M; the figures in BENCHMARKS.md are for 10M) records over
-/// 30 days, 3 projects (70 % of the traffic in the first), 20 models of 3 providers and 1,000
-/// users, each with a name and one of 10 team tags, latencies of 0.2 to 20 s, a third of them
-/// streams with a time to first token. `LEDGER_MEASURE_STORE` picks `sqlite`,
-/// `postgres` or `both` (the default). SQLite is a file database; PostgreSQL a throwaway cluster
-/// with its default (durable) settings.
-#[test]
-#[ignore = "a measurement, not a check"]
-fn measure() {
-    let n: i64 = std::env::var("LEDGER_MEASURE_RECORDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let which = std::env::var("LEDGER_MEASURE_STORE").unwrap_or_else(|_| "both".to_owned());
-    if which == "sqlite" || which == "both" {
-        let dir =
-            std::env::temp_dir().join(format!("wasmgate-ledger-measure-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = Arc::new(sqlite::SqliteStore::open(&dir.join("m.db")).unwrap());
-        measure_store("sqlite", store, n);
-        let bytes: u64 = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|e| e.ok()?.metadata().ok())
-            .map(|m| m.len())
-            .sum();
-        eprintln!("sqlite: database files {:.0} MiB", bytes as f64 / 1048576.0);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    if which == "postgres" || which == "both" {
-        let explain = std::env::var("LEDGER_MEASURE_EXPLAIN").is_ok();
-        let settings: &[&str] = if explain {
-            &[
-                "shared_preload_libraries=auto_explain",
-                "auto_explain.log_min_duration=3",
-                "auto_explain.log_analyze=on",
-                "auto_explain.log_buffers=on",
-            ]
-        } else {
-            &[]
-        };
-        let cluster = pg::PgCluster::start(settings);
-        let url = cluster.database();
-        measure_store(
-            "postgres",
-            Arc::new(postgres::PostgresStore::open(&url).unwrap()),
-            n,
-        );
-        if explain {
-            eprintln!("{}", cluster.log());
-        }
-    }
-}
-
-fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
-    const MODELS: [&str; 20] = [
-        "gpt-4o",
-        "gpt-4o-mini",
-        "gpt-4.1",
-        "gpt-4.1-mini",
-        "gpt-4.1-nano",
-        "o3",
-        "o4-mini",
-        "text-embedding-3-small",
-        "dall-e-3",
-        "gpt-3.5-turbo",
-        "claude-3-5-haiku",
-        "claude-3-7-sonnet",
-        "claude-sonnet-4",
-        "claude-opus-4",
-        "claude-3-opus",
-        "gemini-2.0-flash",
-        "gemini-2.5-pro",
-        "gemini-2.5-flash",
-        "gemini-1.5-pro",
-        "text-embedding-004",
-    ];
-    let provider = |m: usize| match m {
-        0..10 => "openai",
-        10..15 => "anthropic",
-        _ => "gemini",
-    };
-    let project = |user: i64| match user {
-        0..700 => "p0",
-        700..900 => "p1",
-        _ => "p2",
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let span = 30 * 24 * HOUR_US;
-    let started = std::time::Instant::now();
-    let ledger = runtime.block_on(async {
-        let ledger = Ledger::with_store(store.clone(), 100_000);
-        // A cheap generator (a multiplicative hash), so that the figures are the store's.
-        for i in 0..n {
-            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            let user = ((h >> 20) % 1000) as i64;
-            let m = ((h >> 40) % 20) as usize;
-            let at = H + (i128::from(i) * i128::from(span) / i128::from(n)) as i64;
-            let mut r = record(at, MODELS[m], 500 + h % 1000, 200 + h % 300, 40);
-            r.request_id = format!("r{i}");
-            r.project = project(user).to_owned();
-            r.provider = Some(provider(m).to_owned());
-            r.user_id = Some(format!("user-{user}"));
-            r.user_name = Some(format!("User {user}"));
-            r.user_tags = vec![format!("team-{}", user % 10)];
-            // For the request log's filters: a key per 50 users, 1 % failures, and the two
-            // embedding models under their own dialect.
-            r.api_key_id = Some(format!("key_{}", user % 20));
-            if h % 100 == 7 {
-                r.status = 500;
-            }
-            if m == 7 || m == 19 {
-                r.operation = "embeddings".to_owned();
-            }
-            // Durations spread over two decades (0.2 to 20 s), as a gateway's are: each hour's
-            // histogram has a hundred buckets or so, which is what its writes cost.
-            r.latency_us = 200_000 + ((h >> 8) % 1_000) as i64 * ((h >> 18) % 20_000) as i64;
-            r.ttft_us = h
-                .is_multiple_of(3)
-                .then_some(50_000 + ((h >> 28) % 2_000_000) as i64);
-            while ledger.queued() > 90_000 {
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            ledger.record(r);
-        }
-        ledger.shutdown().await;
-        ledger
-    });
-    let ingest = started.elapsed();
-    assert_eq!(ledger.dropped(), 0);
-    assert_eq!(store.count().unwrap(), n as u64);
-    eprintln!(
-        "{name}: ingest {n} records in {ingest:.1?} = {:.0} records/s",
-        n as f64 / ingest.as_secs_f64()
-    );
-    let (start, end) = (H + 1_000_000, H + span - 1_000_000);
-    let all = UserFilter::default();
-    let one = UserFilter {
-        user_id: Some("user-7".to_owned()),
-        ..UserFilter::default()
-    };
-    let team = UserFilter {
-        user_tags: vec!["team-3".to_owned()],
-        ..UserFilter::default()
-    };
-    type Query<'a> = Box<dyn Fn() -> usize + 'a>;
-    let queries: [(&str, Query<'_>); 7] = [
-        (
-            "/usage/total",
-            Box::new(|| store.total("p0", start, end).unwrap().requests as usize),
-        ),
-        (
-            "/usage/models hour",
-            Box::new(|| {
-                store
-                    .models("p0", start, end, Unit::Hour, &all)
-                    .unwrap()
-                    .len()
-            }),
-        ),
-        (
-            "/usage/models day",
-            Box::new(|| {
-                store
-                    .models("p0", start, end, Unit::Day, &all)
-                    .unwrap()
-                    .len()
-            }),
-        ),
-        (
-            "/usage/models day, user_id (1 user)",
-            Box::new(|| {
-                store
-                    .models("p0", start, end, Unit::Day, &one)
-                    .unwrap()
-                    .len()
-            }),
-        ),
-        (
-            "/usage/models hour, user_id (1 user)",
-            Box::new(|| {
-                store
-                    .models("p0", start, end, Unit::Hour, &one)
-                    .unwrap()
-                    .len()
-            }),
-        ),
-        (
-            "/usage/models day, user_tags (70 users)",
-            Box::new(|| {
-                store
-                    .models("p0", start, end, Unit::Day, &team)
-                    .unwrap()
-                    .len()
-            }),
-        ),
-        (
-            "/usage/models hour, user_tags (70 users)",
-            Box::new(|| {
-                store
-                    .models("p0", start, end, Unit::Hour, &team)
-                    .unwrap()
-                    .len()
-            }),
-        ),
-    ];
-    for (what, query) in queries {
-        let mut times = Vec::new();
-        let mut rows = 0;
-        for _ in 0..5 {
-            let t = std::time::Instant::now();
-            rows = query();
-            times.push(t.elapsed());
-        }
-        let first = times[0];
-        times.sort();
-        eprintln!(
-            "{name}: {what} over 30 days of p0: median {:.1?} (first {first:.1?}), {rows} rows",
-            times[2]
-        );
-    }
-    measure_request_log(name, store.as_ref(), (start, end));
-    measure_stats(name, store.as_ref(), end);
-}
-
-/// How long opening a database written before the rollups held the console's sums takes (it
-/// fills them from the records once):
-/// `cargo test --release -p wasmgate --lib ledger::tests::measure_backfill -- --ignored
-/// --nocapture`, `LEDGER_MEASURE_RECORDS` (default 1M) records over 30 days, on SQLite (a file)
-/// and PostgreSQL (a throwaway cluster); `LEDGER_MEASURE_STORE` as for `measure`.
-#[test]
-#[ignore = "a measurement, not a check"]
-fn measure_backfill() {
-    let n: u64 = std::env::var("LEDGER_MEASURE_RECORDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1_000_000);
-    let which = std::env::var("LEDGER_MEASURE_STORE").unwrap_or_else(|_| "both".to_owned());
-    let span = 30 * 24 * HOUR_US;
-    let fill = |store: &dyn Store| {
-        let mut batch = Vec::with_capacity(1_000);
-        for i in 0..n {
-            let at = H + (i128::from(i) * i128::from(span) / i128::from(n)) as i64;
-            let mut r = log_record(i, at);
-            r.request_id = format!("r{i}");
-            r.latency_us = ((i * 7_919) % 100_000) as i64 * 97 + 17;
-            r.ttft_us = (i % 3 == 0).then_some(((i * 31) % 5_000) as i64 * 101);
-            batch.push(r);
-            if batch.len() == 1_000 {
-                store.write(&std::mem::take(&mut batch)).unwrap();
-            }
-        }
-        store.write(&batch).unwrap();
-    };
-    if which == "sqlite" || which == "both" {
-        let dir =
-            std::env::temp_dir().join(format!("wasmgate-ledger-backfill-m-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("m.db");
-        fill(&sqlite::SqliteStore::open(&path).unwrap());
-        {
-            let conn = rusqlite::Connection::open(&path).unwrap();
-            strip_stats_sums(&mut |sql| conn.execute_batch(sql).unwrap());
-        }
-        let t = std::time::Instant::now();
-        drop(sqlite::SqliteStore::open(&path).unwrap());
-        eprintln!("sqlite: backfill of {n} records: {:.1?}", t.elapsed());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    if which == "postgres" || which == "both" {
-        let cluster = pg::PgCluster::start(&[]);
-        let url = cluster.database();
-        fill(&postgres::PostgresStore::open(&url).unwrap());
-        {
-            let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
-            strip_stats_sums(&mut |sql| client.batch_execute(sql).unwrap());
-        }
-        let t = std::time::Instant::now();
-        // Connecting creates what is missing and fills it.
-        postgres::PostgresStore::open(&url)
-            .unwrap()
-            .count()
-            .unwrap();
-        eprintln!("postgres: backfill of {n} records: {:.1?}", t.elapsed());
-    }
-}
-
-/// The console's figures (`/usage/stats`) of `p0` over the ranges the console offers, ending at
-/// `end_us`, each in the bucket the console asks for.
-fn measure_stats(name: &str, store: &dyn Store, end_us: i64) {
-    for (what, length, step) in [
-        ("last hour by minute", HOUR_US, 60_000_000),
-        ("last 24 hours by hour", 24 * HOUR_US, HOUR_US),
-        ("last 7 days by hour", 7 * 24 * HOUR_US, HOUR_US),
-        ("last 30 days by day", 30 * 24 * HOUR_US, 24 * HOUR_US),
-    ] {
-        let q = stats::StatsQuery {
-            project: "p0".to_owned(),
-            start_us: end_us - length,
-            end_us,
-            step_us: step,
-        };
-        let mut times = Vec::new();
-        let mut requests = 0;
-        for _ in 0..3 {
-            let t = std::time::Instant::now();
-            requests = stats::stats(store, &q).unwrap().total.requests;
-            times.push(t.elapsed());
-        }
-        times.sort();
-        eprintln!(
-            "{name}: stats {what}: median {:.1?}, {requests} records",
-            times[1]
-        );
-    }
-}
-
-/// The request log's first page (50 records) over 30 days of `p0`, unfiltered and under each
-/// filter; a later page; one request by id.
-fn measure_request_log(name: &str, store: &dyn Store, (start_us, end_us): (i64, i64)) {
-    use requests::{RequestQuery, StatusClass};
-    let base = RequestQuery {
-        project: "p0".to_owned(),
-        start_us,
-        end_us,
-        limit: 50,
-        ..RequestQuery::default()
-    };
-    let user = |f: UserFilter| RequestQuery {
-        users: f,
-        ..base.clone()
-    };
-    let tenth_page = {
-        let mut q = base.clone();
-        q.limit = 500;
-        let page = requests::page(store, &q).unwrap();
-        q.after = page.last().map(requests::Position::of);
-        q.limit = 50;
-        q
-    };
-    let queries: Vec<(&str, RequestQuery)> = vec![
-        ("no filter", base.clone()),
-        ("page after 500 records", tenth_page),
-        (
-            "model (1 of 20)",
-            RequestQuery {
-                model: Some("o3".to_owned()),
-                ..base.clone()
-            },
-        ),
-        (
-            "provider",
-            RequestQuery {
-                provider: Some("gemini".to_owned()),
-                ..base.clone()
-            },
-        ),
-        (
-            "api_key_id (1 of 20)",
-            RequestQuery {
-                api_key_id: Some("key_7".to_owned()),
-                ..base.clone()
-            },
-        ),
-        (
-            "status error (1 %)",
-            RequestQuery {
-                status: Some(StatusClass::Error),
-                ..base.clone()
-            },
-        ),
-        (
-            "status 5xx (1 %)",
-            RequestQuery {
-                status: Some(StatusClass::ServerError),
-                ..base.clone()
-            },
-        ),
-        (
-            "dialect openai.embeddings (10 %)",
-            RequestQuery {
-                operation: Some("embeddings".to_owned()),
-                ..base.clone()
-            },
-        ),
-        (
-            "user_id (1 of 700)",
-            user(UserFilter {
-                user_id: Some("user-7".to_owned()),
-                ..UserFilter::default()
-            }),
-        ),
-        (
-            "user_tags (70 users)",
-            user(UserFilter {
-                user_tags: vec!["team-3".to_owned()],
-                ..UserFilter::default()
-            }),
-        ),
-        (
-            "model + status error + user tag",
-            RequestQuery {
-                model: Some("gpt-4o".to_owned()),
-                status: Some(StatusClass::Error),
-                users: UserFilter {
-                    user_tags: vec!["team-3".to_owned()],
-                    ..UserFilter::default()
-                },
-                ..base.clone()
-            },
-        ),
-    ];
-    for (what, query) in queries {
-        let mut times = Vec::new();
-        let mut rows = 0;
-        for _ in 0..5 {
-            let t = std::time::Instant::now();
-            rows = requests::page(store, &query).unwrap().len();
-            times.push(t.elapsed());
-        }
-        let first = times[0];
-        times.sort();
-        eprintln!(
-            "{name}: /usage/requests {what}: median {:.2?} (first {first:.2?}), {rows} rows",
-            times[2]
-        );
-    }
-    let mut times = Vec::new();
-    for i in 0..5 {
-        let id = format!("r{}", 1_000 + i * 7_919);
-        let t = std::time::Instant::now();
-        let found = store.project_record("p0", &id).unwrap();
-        times.push(t.elapsed());
-        std::hint::black_box(found);
-    }
-    times.sort();
-    eprintln!("{name}: /usage/requests/{{id}}: median {:.2?}", times[2]);
-}
-
 /// A store whose first commit goes through but whose acknowledgement is lost, as when the
 /// connection breaks at that moment.
 struct LosesFirstAck {
@@ -1947,7 +1529,7 @@ struct LosesFirstAck {
     lost: std::sync::atomic::AtomicBool,
 }
 
-impl Store for LosesFirstAck {
+impl UsageStore for LosesFirstAck {
     fn write_once(&self, batch: &BatchId, records: &[UsageRecord]) -> anyhow::Result<bool> {
         let written = self.inner.write_once(batch, records)?;
         if !self.lost.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -1971,6 +1553,39 @@ impl Store for LosesFirstAck {
     fn count(&self) -> anyhow::Result<u64> {
         self.inner.count()
     }
+}
+
+impl RequestLog for LosesFirstAck {
+    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        self.inner.record(request_id)
+    }
+    fn requests(&self, query: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
+        self.inner.requests(query)
+    }
+    fn project_record(&self, project: &str, id: &str) -> anyhow::Result<Option<UsageRecord>> {
+        self.inner.project_record(project, id)
+    }
+}
+
+impl StatsSource for LosesFirstAck {
+    fn stats_groups(
+        &self,
+        project: &str,
+        part: stats::Part,
+        g: stats::Grouping,
+    ) -> anyhow::Result<Vec<stats::GroupRow>> {
+        self.inner.stats_groups(project, part, g)
+    }
+    fn stats_durations(
+        &self,
+        project: &str,
+        part: stats::Part,
+    ) -> anyhow::Result<histogram::Durations> {
+        self.inner.stats_durations(project, part)
+    }
+}
+
+impl KeyStore for LosesFirstAck {
     fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
         self.inner.insert_key(key)
     }
@@ -2004,15 +1619,9 @@ impl Store for LosesFirstAck {
     fn revoke_admin_key(&self, id: &str, at_us: i64) -> anyhow::Result<bool> {
         self.inner.revoke_admin_key(id, at_us)
     }
-    fn record(&self, request_id: &str) -> anyhow::Result<Option<UsageRecord>> {
-        self.inner.record(request_id)
-    }
-    fn requests(&self, query: &requests::RequestQuery) -> anyhow::Result<Vec<UsageRecord>> {
-        self.inner.requests(query)
-    }
-    fn project_record(&self, project: &str, id: &str) -> anyhow::Result<Option<UsageRecord>> {
-        self.inner.project_record(project, id)
-    }
+}
+
+impl ResponseStore for LosesFirstAck {
     fn put_response(&self, response: &StoredResponse) -> anyhow::Result<()> {
         self.inner.put_response(response)
     }
@@ -2021,21 +1630,6 @@ impl Store for LosesFirstAck {
     }
     fn delete_response(&self, project: &str, id: &str) -> anyhow::Result<bool> {
         self.inner.delete_response(project, id)
-    }
-    fn stats_groups(
-        &self,
-        project: &str,
-        part: stats::Part,
-        g: stats::Grouping,
-    ) -> anyhow::Result<Vec<stats::GroupRow>> {
-        self.inner.stats_groups(project, part, g)
-    }
-    fn stats_durations(
-        &self,
-        project: &str,
-        part: stats::Part,
-    ) -> anyhow::Result<histogram::Durations> {
-        self.inner.stats_durations(project, part)
     }
 }
 
@@ -2064,11 +1658,13 @@ fn an_older_sqlite_file_gains_the_ttft_column() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
     let old = record(H, "a", 1, 2, 3);
-    drop(sqlite::SqliteStore::open(&path).unwrap());
+    at_v1(|| drop(sqlite::SqliteStore::open(&path).unwrap()));
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("ALTER TABLE usage_records DROP COLUMN ttft_us")
-            .unwrap();
+        conn.execute_batch(&format!(
+            "ALTER TABLE usage_records DROP COLUMN ttft_us; {BEFORE_HISTORY}"
+        ))
+        .unwrap();
     }
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let mut new = record(H + 1, "a", 1, 2, 3);
@@ -2089,15 +1685,16 @@ fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
     let old = record(H, "a", 1, 2, 3);
-    let store = sqlite::SqliteStore::open(&path).unwrap();
-    store.write(std::slice::from_ref(&old)).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = sqlite::SqliteStore::open(&path).unwrap();
+        store.write(std::slice::from_ref(&old)).unwrap();
+    });
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
+        conn.execute_batch(&format!(
             "ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
-             ALTER TABLE usage_records DROP COLUMN cache_write_tokens;",
-        )
+             ALTER TABLE usage_records DROP COLUMN cache_write_tokens; {BEFORE_HISTORY}"
+        ))
         .unwrap();
     }
     let store = sqlite::SqliteStore::open(&path).unwrap();
@@ -2116,15 +1713,16 @@ fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
 fn an_older_postgres_database_gains_the_reasoning_tokens_column() {
     let (url, _cluster) = pg::database();
     let old = record(H, "a", 1, 2, 3);
-    let store = postgres::PostgresStore::open(&url).unwrap();
-    store.write(std::slice::from_ref(&old)).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = postgres::PostgresStore::open(&url).unwrap();
+        store.write(std::slice::from_ref(&old)).unwrap();
+    });
     let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
     client
-        .batch_execute(
+        .batch_execute(&format!(
             "ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
-             ALTER TABLE usage_records DROP COLUMN cache_write_tokens;",
-        )
+             ALTER TABLE usage_records DROP COLUMN cache_write_tokens; {BEFORE_HISTORY}"
+        ))
         .unwrap();
     drop(client);
     let store = postgres::PostgresStore::open(&url).unwrap();
@@ -2168,15 +1766,17 @@ fn an_older_sqlite_file_gains_the_key_limit_columns() {
 #[test]
 fn an_older_postgres_database_gains_the_key_limit_columns() {
     let (url, _cluster) = pg::database();
-    let store = postgres::PostgresStore::open(&url).unwrap();
-    store.insert_key(&key("key_old", "p", 1)).unwrap();
-    drop(store);
+    at_v1(|| {
+        let store = postgres::PostgresStore::open(&url).unwrap();
+        store.insert_key(&key("key_old", "p", 1)).unwrap();
+    });
     let mut client = ::postgres::Client::connect(&url, ::postgres::NoTls).unwrap();
     client
-        .batch_execute(
+        .batch_execute(&format!(
             "ALTER TABLE api_keys DROP COLUMN models, DROP COLUMN expires_us, DROP COLUMN rpm,
-                 DROP COLUMN tpm, DROP COLUMN budget_micros, DROP COLUMN budget_period",
-        )
+                 DROP COLUMN tpm, DROP COLUMN budget_micros, DROP COLUMN budget_period;
+             {BEFORE_HISTORY}"
+        ))
         .unwrap();
     drop(client);
     let store = postgres::PostgresStore::open(&url).unwrap();
@@ -2249,8 +1849,11 @@ fn an_older_sqlite_file_gains_the_daily_model_rollup() {
             r
         })
         .collect();
-    let store = sqlite::SqliteStore::open(&path).unwrap();
-    store.write(&records).unwrap();
+    let store = at_v1(|| {
+        let store = sqlite::SqliteStore::open(&path).unwrap();
+        store.write(&records).unwrap();
+        store
+    });
     let day0 = H - 13 * HOUR_US;
     let range = (day0, day0 + 3 * DAY_US);
     let before = store
@@ -2261,7 +1864,7 @@ fn an_older_sqlite_file_gains_the_daily_model_rollup() {
     drop(store);
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch("DROP TABLE usage_daily_models")
+        .execute_batch(&format!("DROP TABLE usage_daily_models; {BEFORE_HISTORY}"))
         .unwrap();
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let after = store
@@ -2296,10 +1899,12 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
     let dir = std::env::temp_dir().join(format!("wasmgate-ledger-log-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("old.db");
-    sqlite::SqliteStore::open(&path)
-        .unwrap()
-        .write(&[record(H, "a", 1, 2, 3)])
-        .unwrap();
+    at_v1(|| {
+        sqlite::SqliteStore::open(&path)
+            .unwrap()
+            .write(&[record(H, "a", 1, 2, 3)])
+            .unwrap();
+    });
     let indexes = |conn: &rusqlite::Connection| -> Vec<String> {
         let mut stmt = conn
             .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'usage_records%' ORDER BY name")
@@ -2314,7 +1919,7 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
         conn.execute_batch(
             "DROP INDEX usage_records_by_project_time_id; DROP INDEX usage_records_by_project_user;
              DROP INDEX usage_records_failed; DROP INDEX usage_records_by_request;
-             DROP INDEX usage_records_by_key;
+             DROP INDEX usage_records_by_key; DROP TABLE ledger_schema_history;
              CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);",
         )
         .unwrap();

@@ -2,7 +2,38 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::Unit;
+/// A calendar bucket of `/usage/models`, in UTC. Weeks start on Monday.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+}
+
+impl Unit {
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "minute" => Self::Minute,
+            "hour" => Self::Hour,
+            "day" => Self::Day,
+            "week" => Self::Week,
+            "month" => Self::Month,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Minute => "minute",
+            Self::Hour => "hour",
+            Self::Day => "day",
+            Self::Week => "week",
+            Self::Month => "month",
+        }
+    }
+}
 
 pub const MINUTE_US: i64 = 60_000_000;
 pub const HOUR_US: i64 = 60 * MINUTE_US;

@@ -1,0 +1,28 @@
+//! What the usage questions answer: sums over a range, and per calendar bucket and model.
+
+/// Sums over a range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cost_micros: i64,
+    pub requests: u64,
+}
+
+impl Totals {
+    pub fn add(&mut self, other: Totals) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cost_micros += other.cost_micros;
+        self.requests += other.requests;
+    }
+}
+
+/// One bucket of one model: the bucket's start in µs since the epoch, and its sums.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelBucket {
+    pub bucket_us: i64,
+    pub provider: String,
+    pub model: String,
+    pub totals: Totals,
+}
