@@ -778,6 +778,21 @@ impl Config {
                 "must be sqlite://PATH, sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB",
             ));
         }
+        if self.ledger.journal.max_bytes < 1 << 20 {
+            return Err(ConfigError::key(
+                "ledger.journal.max_bytes",
+                "must be at least 1048576 (1 MiB)",
+            ));
+        }
+        if self
+            .ledger
+            .journal
+            .dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            return Err(ConfigError::key("ledger.journal.dir", "must not be empty"));
+        }
         if self.ledger.queue_capacity == 0 {
             return Err(ConfigError::key(
                 "ledger.queue_capacity",

@@ -1295,13 +1295,13 @@ async fn count(store: &Arc<dyn Store>) -> u64 {
 async fn shutdown_writes_every_queued_record(store: Arc<dyn Store>) {
     let ledger = Ledger::with_store(store.clone(), 10_000);
     for i in 0..2_500 {
-        ledger.record(record(H + i, "a", 1, 1, 1));
+        drop(ledger.record(record(H + i, "a", 1, 1, 1)));
     }
     ledger.shutdown().await;
     assert_eq!(count(&store).await, 2_500);
     assert_eq!(ledger.dropped(), 0);
     // After shutdown, records are refused and counted.
-    ledger.record(record(H, "a", 1, 1, 1));
+    drop(ledger.record(record(H, "a", 1, 1, 1)));
     assert_eq!(ledger.dropped(), 1);
 }
 
@@ -1329,7 +1329,7 @@ async fn postgres_records_wait_while_the_server_is_down() {
     let ledger = Ledger::with_store(store.clone(), 10_000);
     let send = |from: i64, to: i64| {
         for i in from..to {
-            ledger.record(record(H + i, "a", 1, 1, 1));
+            drop(ledger.record(record(H + i, "a", 1, 1, 1)));
         }
     };
     send(0, 300);
@@ -1486,7 +1486,7 @@ async fn a_full_queue_drops_and_counts() {
     let guard = stuck.0.lock().unwrap();
     let ledger = Ledger::with_store(stuck.clone(), 4);
     for i in 0..20 {
-        ledger.record(record(H + i, "a", 1, 1, 1));
+        drop(ledger.record(record(H + i, "a", 1, 1, 1)));
     }
     // The writer may hold one batch; the queue holds 4; the rest is dropped.
     assert!(ledger.dropped() >= 12, "{}", ledger.dropped());
@@ -1624,7 +1624,7 @@ fn measure_store(name: &str, store: Arc<dyn Store>, n: i64) {
             while ledger.queued() > 90_000 {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
-            ledger.record(r);
+            drop(ledger.record(r));
         }
         ledger.shutdown().await;
         ledger
@@ -2049,7 +2049,7 @@ async fn a_batch_retried_after_a_lost_acknowledgement_is_counted_once() {
     for i in 0..20 {
         let mut r = record(H + i, "a", 1, 1, 1);
         r.request_id = format!("ack-{i}");
-        ledger.record(r);
+        drop(ledger.record(r));
     }
     ledger.shutdown().await;
     assert!(store.lost.load(std::sync::atomic::Ordering::SeqCst));

@@ -1,0 +1,593 @@
+//! The usage journal: every record appended to a local file before its answer's last byte goes
+//! out, so that a process killed at any moment loses no record its client saw answered.
+//!
+//! A record handed to the kernel by `write()` survives the process; only the machine's own crash
+//! needs `fsync` (`ledger.journal.fsync`). One thread appends: it takes every record queued while
+//! it wrote the last group and writes them with one `write()` (one `fsync` too when asked), then
+//! wakes the requests that wait on them. Under load one append serves many records.
+//!
+//! The journal is also the ledger writer's queue: the writer reads records back from it in
+//! batches, writes them to the database, and then marks them confirmed (the `confirmed` file).
+//! So records waiting for a database that is down sit on disk, not in memory, and a process
+//! that starts reads what its predecessor had not confirmed: replay is the ordinary path. The
+//! stores skip a record they already hold (the same request id and start time), so a record
+//! written just before a crash, whose confirmation was lost, is not counted twice.
+//!
+//! Files, in the journal's directory (one directory per replica; a lock file says so):
+//! - `{index:016}.journal`: segments. A line is `{crc32 of the JSON, 8 hex digits} {JSON}\n`:
+//!   a line torn by a crash (no terminator, or a checksum that does not match) is skipped and
+//!   reported. Each process starts a segment of its own; a segment is closed at a size, and
+//!   deleted once every record in it is confirmed.
+//! - `confirmed`: the segment and offset up to which the database has every record.
+//! - `lock`: held (an advisory lock) by the process that owns the directory.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+
+use tokio::sync::{Notify, oneshot};
+
+use super::UsageRecord;
+
+/// Records appended in one `write()` at most.
+const GROUP_MAX: usize = 4_096;
+/// Bytes read back from a segment at once, at most.
+const READ_MAX: usize = 4 << 20;
+/// A segment's size, at most: an eighth of the bound, between these two.
+const SEGMENT_MIN: u64 = 64 << 10;
+const SEGMENT_MAX: u64 = 64 << 20;
+
+/// Where the journal lives and how hard it holds on (built from `ledger.journal`).
+#[derive(Clone, Debug)]
+pub struct JournalSettings {
+    pub dir: PathBuf,
+    /// `fsync` after each group: a machine's crash loses nothing either.
+    pub fsync: bool,
+    /// Bytes on disk at most; past them new requests are refused.
+    pub max_bytes: u64,
+}
+
+/// Why the journal cannot open.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("ledger.journal.dir `{dir}`: {source}")]
+    Io {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "ledger.journal.dir `{0}` is in use by another process: each replica needs a journal \
+         directory of its own"
+    )]
+    InUse(PathBuf),
+}
+
+/// What a request waits on before its last byte goes: its record's group is written.
+#[must_use = "the answer's last byte must wait for its record (`.wait().await`)"]
+pub struct Written(pub(super) Option<oneshot::Receiver<()>>);
+
+impl Written {
+    /// Nothing to wait for (the ledger keeps records in memory only).
+    pub fn now() -> Self {
+        Self(None)
+    }
+
+    /// Returns once the record is in the journal (at once without a journal). Should the
+    /// appender be gone (the process is ending) it returns too: there is nothing left to wait on.
+    pub async fn wait(self) {
+        if let Some(written) = self.0 {
+            let _ = written.await;
+        }
+    }
+}
+
+/// A place in the journal: a segment and a byte offset in it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Position {
+    pub segment: u64,
+    pub offset: u64,
+}
+
+/// The journal: the appender thread's queue, and what the appender and the reader share.
+pub struct Journal {
+    tx: Mutex<Option<mpsc::Sender<Entry>>>,
+    shared: Arc<Shared>,
+    appender: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Held while the process runs: the directory's lock is released with it.
+    _lock: File,
+}
+
+struct Entry {
+    line: Vec<u8>,
+    done: oneshot::Sender<()>,
+}
+
+struct Shared {
+    dir: PathBuf,
+    max_bytes: u64,
+    /// Bytes of the segments on disk.
+    bytes: AtomicU64,
+    /// The segment being appended to, and its bytes written whole (the reader stops there).
+    head: Mutex<Position>,
+    /// Woken after each group.
+    appended: Notify,
+    appended_records: AtomicU64,
+    /// Appends (`write()` calls) that succeeded: records per append is how well groups form.
+    groups: AtomicU64,
+    confirmed_records: AtomicU64,
+    /// Lines skipped: torn by a crash, or damaged.
+    torn: AtomicU64,
+    /// Requests refused because the journal was full or could not be written.
+    refused: AtomicU64,
+    /// The last append failed (a full disk): new requests are refused until one succeeds.
+    failing: AtomicBool,
+    /// The journal was full at the last look, so that the change is logged once each way.
+    was_full: AtomicBool,
+}
+
+impl Journal {
+    /// Opens (creating it if need be) the journal directory, takes its lock, starts a segment of
+    /// this process's own and the appender thread. What earlier processes left unconfirmed is
+    /// read first by [`Journal::reader`].
+    pub fn open(settings: &JournalSettings) -> Result<Arc<Self>, JournalError> {
+        let dir = settings.dir.clone();
+        let io = |source| JournalError::Io {
+            dir: dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("lock"))
+            .map_err(io)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(JournalError::InUse(dir)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+        let confirmed = read_confirmed(&dir);
+        let mut bytes = 0;
+        let mut last = 0;
+        for (index, path) in segments(&dir).map_err(io)? {
+            if index < confirmed.segment {
+                // Confirmed whole; its deletion was cut short.
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            bytes += std::fs::metadata(&path).map_err(io)?.len();
+            last = index;
+        }
+        let index = last.max(confirmed.segment) + 1;
+        let file = create_segment(&dir, index).map_err(io)?;
+        let shared = Arc::new(Shared {
+            dir: dir.clone(),
+            max_bytes: settings.max_bytes,
+            bytes: AtomicU64::new(bytes),
+            head: Mutex::new(Position {
+                segment: index,
+                offset: 0,
+            }),
+            appended: Notify::new(),
+            appended_records: AtomicU64::new(0),
+            groups: AtomicU64::new(0),
+            confirmed_records: AtomicU64::new(0),
+            torn: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+            failing: AtomicBool::new(false),
+            was_full: AtomicBool::new(false),
+        });
+        if bytes > 0 {
+            tracing::info!(
+                dir = %dir.display(),
+                bytes,
+                "the usage journal holds records of an earlier run: replaying them into the ledger"
+            );
+        }
+        let (tx, rx) = mpsc::channel();
+        let appender = Appender {
+            shared: Arc::clone(&shared),
+            file,
+            segment: index,
+            size: 0,
+            fsync: settings.fsync,
+            segment_bytes: (settings.max_bytes / 8).clamp(SEGMENT_MIN, SEGMENT_MAX),
+        };
+        let appender = std::thread::Builder::new()
+            .name("wasmgate-journal".to_owned())
+            .spawn(move || appender.run(&rx))
+            .map_err(io)?;
+        Ok(Arc::new(Self {
+            tx: Mutex::new(Some(tx)),
+            shared,
+            appender: Mutex::new(Some(appender)),
+            _lock: lock,
+        }))
+    }
+
+    /// Queues `record` for the next group; `None` once the journal is closed.
+    pub fn append(&self, record: &UsageRecord) -> Option<Written> {
+        let line = encode(record).ok()?;
+        let (done, written) = oneshot::channel();
+        let tx = self.tx.lock().ok()?;
+        tx.as_ref()?.send(Entry { line, done }).ok()?;
+        Some(Written(Some(written)))
+    }
+
+    /// Whether new requests must be refused: the journal is at its bound (the database has been
+    /// behind for long), or its disk refuses writes. The change is logged once each way.
+    pub fn is_full(&self) -> bool {
+        let bytes = self.bytes();
+        let full = bytes >= self.shared.max_bytes || self.shared.failing.load(Ordering::Relaxed);
+        if self.shared.was_full.swap(full, Ordering::Relaxed) != full {
+            if full {
+                tracing::error!(
+                    bytes,
+                    max_bytes = self.shared.max_bytes,
+                    dir = %self.shared.dir.display(),
+                    "the usage journal is full (or cannot be written): new requests are refused \
+                     with 503 until the ledger database takes its records"
+                );
+            } else {
+                tracing::info!(
+                    bytes,
+                    "the usage journal has room again: requests are served"
+                );
+            }
+        }
+        if full {
+            self.shared.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        full
+    }
+
+    /// Bytes on disk.
+    pub fn bytes(&self) -> u64 {
+        self.shared.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Requests refused because the journal was full.
+    pub fn refused(&self) -> u64 {
+        self.shared.refused.load(Ordering::Relaxed)
+    }
+
+    /// Lines skipped as torn or damaged.
+    pub fn torn(&self) -> u64 {
+        self.shared.torn.load(Ordering::Relaxed)
+    }
+
+    /// Records appended by this process and not yet confirmed.
+    pub fn pending(&self) -> u64 {
+        let appended = self.shared.appended_records.load(Ordering::Relaxed);
+        appended.saturating_sub(self.shared.confirmed_records.load(Ordering::Relaxed))
+    }
+
+    /// Records appended by this process, and the `write()` calls that appended them.
+    pub fn appends(&self) -> (u64, u64) {
+        (
+            self.shared.appended_records.load(Ordering::Relaxed),
+            self.shared.groups.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Waits until a group is appended (or one was since the last call).
+    pub async fn appended(&self) {
+        self.shared.appended.notified().await;
+    }
+
+    /// Where the appender has written to.
+    pub fn head(&self) -> Position {
+        self.shared
+            .head
+            .lock()
+            .map_or_else(|e| *e.into_inner(), |h| *h)
+    }
+
+    /// A reader from the last confirmed position: what earlier runs left, then this run's.
+    pub fn reader(&self) -> Reader {
+        Reader {
+            shared: Arc::clone(&self.shared),
+            at: read_confirmed(&self.shared.dir),
+            file: None,
+        }
+    }
+
+    /// The database has every record before `at`: remembered, and segments wholly before it
+    /// deleted. Records are counted as confirmed for [`Journal::pending`].
+    pub fn confirm(&self, at: Position, records: usize) -> std::io::Result<()> {
+        let dir = &self.shared.dir;
+        let temp = dir.join("confirmed.new");
+        std::fs::write(&temp, format!("{} {}\n", at.segment, at.offset))?;
+        std::fs::rename(&temp, dir.join("confirmed"))?;
+        self.shared
+            .confirmed_records
+            .fetch_add(records as u64, Ordering::Relaxed);
+        for (index, path) in segments(dir)? {
+            if index < at.segment {
+                let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+                std::fs::remove_file(&path)?;
+                // Saturating: a failed append's torn bytes were never counted.
+                let _ = self
+                    .shared
+                    .bytes
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                        Some(b.saturating_sub(size))
+                    });
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops taking records and waits for the appender to write those it has.
+    pub fn close(&self) {
+        if let Ok(mut tx) = self.tx.lock() {
+            tx.take();
+        }
+        let appender = self.appender.lock().ok().and_then(|mut a| a.take());
+        if let Some(appender) = appender
+            && appender.join().is_err()
+        {
+            tracing::error!("the usage journal's appender panicked");
+        }
+    }
+}
+
+/// The appender thread's state: the open segment and its size.
+struct Appender {
+    shared: Arc<Shared>,
+    file: File,
+    segment: u64,
+    size: u64,
+    fsync: bool,
+    segment_bytes: u64,
+}
+
+impl Appender {
+    fn run(mut self, rx: &mpsc::Receiver<Entry>) {
+        let mut buf = Vec::new();
+        let mut waiting = Vec::new();
+        while let Ok(first) = rx.recv() {
+            buf.clear();
+            buf.extend_from_slice(&first.line);
+            waiting.push(first.done);
+            while waiting.len() < GROUP_MAX {
+                let Ok(next) = rx.try_recv() else { break };
+                buf.extend_from_slice(&next.line);
+                waiting.push(next.done);
+            }
+            self.write(&buf);
+            self.shared.groups.fetch_add(1, Ordering::Relaxed);
+            self.shared
+                .appended_records
+                .fetch_add(waiting.len() as u64, Ordering::Relaxed);
+            self.shared.appended.notify_one();
+            for done in waiting.drain(..) {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Writes one group, retrying while the disk refuses (the requests behind it wait, and new
+    /// ones are refused meanwhile): a request is never answered without its record.
+    fn write(&mut self, group: &[u8]) {
+        let mut delay = std::time::Duration::from_millis(50);
+        loop {
+            match self.try_write(group) {
+                Ok(()) => {
+                    if self.shared.failing.swap(false, Ordering::Relaxed) {
+                        tracing::info!("the usage journal is written again");
+                    }
+                    return;
+                }
+                Err(e) => {
+                    if !self.shared.failing.swap(true, Ordering::Relaxed) {
+                        tracing::error!(
+                            dir = %self.shared.dir.display(),
+                            "cannot append to the usage journal, retrying: {e}"
+                        );
+                    }
+                    // What the failed write left in this segment stays there: a later segment
+                    // takes the whole group again, and the reader skips the torn part.
+                    self.size = u64::MAX;
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(std::time::Duration::from_secs(2));
+                }
+            }
+        }
+    }
+
+    fn try_write(&mut self, group: &[u8]) -> std::io::Result<()> {
+        let len = group.len() as u64;
+        if self.size > 0 && self.size.saturating_add(len) > self.segment_bytes {
+            let next = self.segment + 1;
+            let file = create_segment(&self.shared.dir, next)?;
+            (self.file, self.segment, self.size) = (file, next, 0);
+            self.set_head();
+        }
+        self.file.write_all(group)?;
+        if self.fsync {
+            self.file.sync_data()?;
+        }
+        self.size += len;
+        self.shared.bytes.fetch_add(len, Ordering::Relaxed);
+        self.set_head();
+        Ok(())
+    }
+
+    fn set_head(&self) {
+        if let Ok(mut head) = self.shared.head.lock() {
+            *head = Position {
+                segment: self.segment,
+                offset: self.size,
+            };
+        }
+    }
+}
+
+/// Reads records back from the journal, in order, for the ledger writer.
+pub struct Reader {
+    shared: Arc<Shared>,
+    at: Position,
+    file: Option<(u64, File)>,
+}
+
+impl Reader {
+    /// Up to `max` records after the reader's position, and the position after them (to confirm
+    /// once they are written). Empty when the reader has caught up with the appender.
+    pub fn next_batch(&mut self, max: usize) -> std::io::Result<(Vec<UsageRecord>, Position)> {
+        let mut records = Vec::new();
+        let mut buf = Vec::new();
+        while records.len() < max {
+            let head = *self
+                .shared
+                .head
+                .lock()
+                .map_err(|_| std::io::Error::other("the journal's head lock is poisoned"))?;
+            if self.at.segment > head.segment {
+                break;
+            }
+            let live = self.at.segment == head.segment;
+            let file = match &self.file {
+                Some((segment, file)) if *segment == self.at.segment => file,
+                _ => match File::open(segment_path(&self.shared.dir, self.at.segment)) {
+                    Ok(file) => &self.file.insert((self.at.segment, file)).1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && !live => {
+                        self.at = Position {
+                            segment: self.at.segment + 1,
+                            offset: 0,
+                        };
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
+            };
+            // In the live segment the reader stops at what the appender wrote whole; an older
+            // one is read to its end, torn tail and all.
+            let end = if live {
+                head.offset
+            } else {
+                file.metadata()?.len()
+            };
+            if self.at.offset >= end {
+                if live {
+                    break;
+                }
+                self.at = Position {
+                    segment: self.at.segment + 1,
+                    offset: 0,
+                };
+                continue;
+            }
+            let want = usize::try_from(end - self.at.offset).unwrap_or(READ_MAX);
+            buf.resize(want.min(READ_MAX), 0);
+            let read = file.read_at(&mut buf, self.at.offset)?;
+            let chunk = &buf[..read];
+            let mut used = 0;
+            for line in chunk.split_inclusive(|&b| b == b'\n') {
+                if records.len() == max {
+                    break;
+                }
+                let Some(body) = line.strip_suffix(b"\n") else {
+                    // No terminator: torn, unless the rest of the line is beyond this read.
+                    if !live && self.at.offset + (used + line.len()) as u64 >= end {
+                        self.skip(self.at.segment, self.at.offset + used as u64, "torn");
+                        used += line.len();
+                    } else if used == 0 && read == READ_MAX {
+                        self.skip(self.at.segment, self.at.offset, "overlong");
+                        used = read;
+                    }
+                    break;
+                };
+                used += line.len();
+                match decode(body) {
+                    Some(record) => records.push(record),
+                    None => self.skip(self.at.segment, self.at.offset + used as u64, "damaged"),
+                }
+            }
+            if used == 0 && read == 0 {
+                break;
+            }
+            self.at.offset += used as u64;
+        }
+        Ok((records, self.at))
+    }
+
+    fn skip(&self, segment: u64, offset: u64, how: &str) {
+        self.shared.torn.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            segment = %segment_path(&self.shared.dir, segment).display(),
+            offset,
+            "skipped a {how} line of the usage journal (a crash cut it short): its request \
+             never got its answer's last byte"
+        );
+    }
+}
+
+/// A record as one journal line: `{crc32:08x} {json}\n`. JSON escapes newlines, so the
+/// terminator is the line's only one.
+pub fn encode(record: &UsageRecord) -> Result<Vec<u8>, serde_json::Error> {
+    let json = serde_json::to_vec(record)?;
+    let mut line = Vec::with_capacity(json.len() + 10);
+    line.extend_from_slice(format!("{:08x} ", crc32fast::hash(&json)).as_bytes());
+    line.extend_from_slice(&json);
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// A line without its terminator back into a record; `None` when its checksum does not match.
+fn decode(line: &[u8]) -> Option<UsageRecord> {
+    let (crc, json) = (line.get(..8)?, line.get(9..)?);
+    let crc = u32::from_str_radix(std::str::from_utf8(crc).ok()?, 16).ok()?;
+    if line.get(8) != Some(&b' ') || crc32fast::hash(json) != crc {
+        return None;
+    }
+    serde_json::from_slice(json).ok()
+}
+
+fn segment_path(dir: &Path, index: u64) -> PathBuf {
+    dir.join(format!("{index:016}.journal"))
+}
+
+fn create_segment(dir: &Path, index: u64) -> std::io::Result<File> {
+    OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(segment_path(dir, index))
+}
+
+/// The segments in the directory, by index.
+fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let index = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".journal"))
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(index) = index {
+            found.push((index, path));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The confirmed position; the start when there is none yet (or it does not parse: then every
+/// segment is read again, and the stores skip what they have).
+fn read_confirmed(dir: &Path) -> Position {
+    let text = std::fs::read_to_string(dir.join("confirmed")).unwrap_or_default();
+    let mut parts = text.split_whitespace().map(str::parse::<u64>);
+    match (parts.next(), parts.next()) {
+        (Some(Ok(segment)), Some(Ok(offset))) => Position { segment, offset },
+        _ => Position::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
