@@ -13,7 +13,10 @@
 //! stores skip a record they already hold (the same request id and start time), so a record
 //! written just before a crash, whose confirmation was lost, is not counted twice.
 //!
-//! Files, in the journal's directory (one directory per replica; a lock file says so):
+//! The configured directory holds slots, `0/`, `1/`, ...: a process takes the first one no other
+//! process holds (a lock file says so), so that replicas sharing a directory (two processes on
+//! one SQLite file, say) each get their own, and one restarted takes the slot its predecessor
+//! left with the records it left. Files, in a slot:
 //! - `{index:016}.journal`: segments. A line is `{crc32 of the JSON, 8 hex digits} {JSON}\n`:
 //!   a line torn by a crash (no terminator, or a checksum that does not match) is skipped and
 //!   reported. Each process starts a segment of its own; a segment is closed at a size, and
@@ -39,6 +42,8 @@ const READ_MAX: usize = 4 << 20;
 /// A segment's size, at most: an eighth of the bound, between these two.
 const SEGMENT_MIN: u64 = 64 << 10;
 const SEGMENT_MAX: u64 = 64 << 20;
+/// Slots of a journal directory: processes sharing it at once, at most.
+const SLOTS: usize = 64;
 
 /// Where the journal lives and how hard it holds on (built from `ledger.journal`).
 #[derive(Clone, Debug)]
@@ -60,8 +65,8 @@ pub enum JournalError {
         source: std::io::Error,
     },
     #[error(
-        "ledger.journal.dir `{0}` is in use by another process: each replica needs a journal \
-         directory of its own"
+        "ledger.journal.dir `{0}`: its {SLOTS} slots are all held by other processes; give \
+         each replica a journal directory of its own"
     )]
     InUse(PathBuf),
 }
@@ -134,7 +139,16 @@ impl Journal {
     /// this process's own and the appender thread. What earlier processes left unconfirmed is
     /// read first by [`Journal::reader`].
     pub fn open(settings: &JournalSettings) -> Result<Arc<Self>, JournalError> {
-        let dir = settings.dir.clone();
+        for slot in 0..SLOTS {
+            match Self::open_slot(settings.dir.join(slot.to_string()), settings) {
+                Err(JournalError::InUse(_)) => continue,
+                opened => return opened,
+            }
+        }
+        Err(JournalError::InUse(settings.dir.clone()))
+    }
+
+    fn open_slot(dir: PathBuf, settings: &JournalSettings) -> Result<Arc<Self>, JournalError> {
         let io = |source| JournalError::Io {
             dir: dir.clone(),
             source,
@@ -224,7 +238,10 @@ impl Journal {
     pub fn is_full(&self) -> bool {
         let bytes = self.bytes();
         let full = bytes >= self.shared.max_bytes || self.shared.failing.load(Ordering::Relaxed);
-        if self.shared.was_full.swap(full, Ordering::Relaxed) != full {
+        // Read before written: every request looks, and a store to a shared line would cost.
+        if self.shared.was_full.load(Ordering::Relaxed) != full
+            && self.shared.was_full.swap(full, Ordering::Relaxed) != full
+        {
             if full {
                 tracing::error!(
                     bytes,
@@ -244,6 +261,11 @@ impl Journal {
             self.shared.refused.fetch_add(1, Ordering::Relaxed);
         }
         full
+    }
+
+    /// The slot this process holds.
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
     }
 
     /// Bytes on disk.

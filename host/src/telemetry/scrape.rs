@@ -117,6 +117,21 @@ pub fn render(sources: &Sources<'_>) -> String {
             "counter",
             [(Vec::new(), journal.refused() as f64)],
         );
+        let (records, writes) = journal.appends();
+        write_gauge(
+            &mut out,
+            "wasmgate_ledger_journal_appended_records_total",
+            "Usage records appended to the journal by this process.",
+            "counter",
+            [(Vec::new(), records as f64)],
+        );
+        write_gauge(
+            &mut out,
+            "wasmgate_ledger_journal_writes_total",
+            "write() calls that appended them: records per write is how well appends are grouped.",
+            "counter",
+            [(Vec::new(), writes as f64)],
+        );
         write_gauge(
             &mut out,
             "wasmgate_ledger_journal_torn_lines_total",

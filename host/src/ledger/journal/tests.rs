@@ -80,13 +80,14 @@ async fn a_torn_last_line_is_skipped_and_reported() {
     let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
     append(&journal, 0, 3).await;
     let segment = journal.head().segment;
+    let slot = journal.dir().to_owned();
     journal.close();
     drop(journal);
     // A crash cut the last append short: half a line, no terminator.
     let line = encode(&record(3)).unwrap();
     let mut file = OpenOptions::new()
         .append(true)
-        .open(segment_path(&dir, segment))
+        .open(segment_path(&slot, segment))
         .unwrap();
     file.write_all(&line[..line.len() / 2]).unwrap();
     drop(file);
@@ -105,7 +106,7 @@ async fn a_torn_last_line_is_skipped_and_reported() {
 #[tokio::test]
 async fn a_line_whose_checksum_fails_is_skipped_and_reported() {
     let dir = dir("damaged");
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(dir.join("0")).unwrap();
     let mut bytes = encode(&record(0)).unwrap();
     let mut damaged = encode(&record(1)).unwrap();
     // One digit of the token count changed: still JSON, no longer the checksummed line.
@@ -114,7 +115,7 @@ async fn a_line_whose_checksum_fails_is_skipped_and_reported() {
     bytes.extend(damaged);
     bytes.extend(encode(&record(2)).unwrap());
     bytes.extend(b"not a journal line\n");
-    std::fs::write(segment_path(&dir, 1), bytes).unwrap();
+    std::fs::write(segment_path(&dir.join("0"), 1), bytes).unwrap();
 
     let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
     let (read, _) = read_all(&mut journal.reader());
@@ -135,14 +136,15 @@ async fn confirmed_segments_are_deleted_and_the_bound_refuses_until_then() {
     assert!(journal.is_full());
     assert!(journal.is_full());
     assert_eq!(journal.refused(), 2);
-    assert!(segments(&dir).unwrap().len() >= 8, "rotated at an eighth");
+    let slot = journal.dir().to_owned();
+    assert!(segments(&slot).unwrap().len() >= 8, "rotated at an eighth");
 
     let mut reader = journal.reader();
     let (read, at) = read_all(&mut reader);
     assert_eq!(read.len() as u64, records);
     journal.confirm(at, read.len()).unwrap();
     assert_eq!(
-        segments(&dir).unwrap().len(),
+        segments(&slot).unwrap().len(),
         1,
         "only the live segment is left"
     );
@@ -151,35 +153,48 @@ async fn confirmed_segments_are_deleted_and_the_bound_refuses_until_then() {
 }
 
 #[tokio::test]
-async fn a_directory_serves_one_process_at_a_time() {
-    let dir = dir("lock");
-    let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
-    let Err(error) = Journal::open(&settings(&dir, 1 << 30)) else {
-        panic!("a second journal opened the same directory");
-    };
-    assert!(matches!(error, JournalError::InUse(_)), "{error}");
-    journal.close();
-    drop(journal);
-    Journal::open(&settings(&dir, 1 << 30)).expect("free again");
+async fn processes_sharing_a_directory_take_slots_and_a_restart_takes_what_was_left() {
+    let dir = dir("slots");
+    let first = Journal::open(&settings(&dir, 1 << 30)).unwrap();
+    let second = Journal::open(&settings(&dir, 1 << 30)).unwrap();
+    assert_eq!(first.dir(), dir.join("0"));
+    assert_eq!(second.dir(), dir.join("1"));
+    append(&first, 0, 3).await;
+    append(&second, 10, 12).await;
+    // The first process dies with its records unconfirmed; the next process takes its slot.
+    first.close();
+    drop(first);
+    let third = Journal::open(&settings(&dir, 1 << 30)).unwrap();
+    assert_eq!(third.dir(), dir.join("0"));
+    let (read, _) = read_all(&mut third.reader());
+    assert_eq!(read, vec![0, 1, 2]);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_under_load_share_writes() {
     let dir = dir("groups");
     let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
-    let waits: Vec<_> = (0..2_000)
-        .map(|i| journal.append(&record(i)).unwrap())
+    // Four producers at once, as many requests ending together: their records share writes.
+    let producers: Vec<_> = (0..4u64)
+        .map(|p| {
+            let journal = Arc::clone(&journal);
+            std::thread::spawn(move || {
+                (p * 500..(p + 1) * 500)
+                    .map(|i| journal.append(&record(i)).unwrap())
+                    .collect::<Vec<_>>()
+            })
+        })
         .collect();
-    for written in waits {
-        written.wait().await;
+    for producer in producers {
+        for written in producer.join().unwrap() {
+            written.wait().await;
+        }
     }
     let (read, _) = read_all(&mut journal.reader());
     assert_eq!(read.len(), 2_000);
     assert_eq!(journal.torn(), 0);
     let (records, writes) = journal.appends();
     assert_eq!(records, 2_000);
-    assert!(
-        writes < 200,
-        "{writes} writes for 2,000 records queued at once"
-    );
+    assert!(writes * 2 < records, "{writes} writes for 2,000 records");
+    eprintln!("{writes} writes for 2,000 records");
 }
