@@ -290,3 +290,64 @@ async fn two_replicas_sharing_postgres_one_killed() {
     };
     sigkill_loses_nothing_and_doubles_nothing(backend, "replicas", 2).await;
 }
+
+/// With the database unreachable, records pile up in the journal; at its bound the gateway
+/// refuses new requests with 503 `ledger_full` in OpenAI's error shape, and says so in its
+/// metrics, rather than answer without a record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_journal_refuses_new_requests_with_503() {
+    let dir = common::binary::temp_dir("journal-full");
+    let yaml = format!(
+        "providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n\
+         ledger: {{ url: 'postgres://nobody:secret@127.0.0.1:1/none', \
+         journal: {{ dir: '{}', max_bytes: 1048576 }} }}\n",
+        dir.join("journal").display()
+    );
+    let gateway = common::TestGateway::start(&yaml).await;
+    let client = http();
+    let metric = |text: &str, name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    };
+    let mut refused = None;
+    for i in 0..20_000 {
+        let response = client
+            .post(gateway.url("/v1/chat/completions"))
+            .json(&json!({"model": "echo-1", "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body: serde_json::Value = response.json().await.unwrap();
+        if status == 503 {
+            refused = Some((i, body));
+            break;
+        }
+        assert_eq!(status, 200, "{body}");
+    }
+    let (answered, body) = refused.expect("the journal never filled");
+    assert!(answered > 1_000, "refused after {answered} requests");
+    assert_eq!(body["error"]["code"], "ledger_full", "{body}");
+    assert_eq!(body["error"]["type"], "api_error", "{body}");
+    let metrics = client
+        .get(gateway.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metric(&metrics, "wasmgate_ledger_journal_bytes") >= 1_048_576.0);
+    assert_eq!(
+        metric(&metrics, "wasmgate_ledger_journal_refusals_total"),
+        1.0
+    );
+    assert_eq!(
+        metric(&metrics, "wasmgate_ledger_journal_appended_records_total"),
+        answered as f64,
+        "every answered request, and not the refused one"
+    );
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
+}
