@@ -62,7 +62,8 @@ pub fn unwritten<'a>(
         records
             .iter()
             .zip(keep)
-            .filter_map(|(r, keep)| keep.then(|| r.clone()))
+            .filter(|(_, keep)| *keep)
+            .map(|(r, _)| r.clone())
             .collect(),
     )
 }
