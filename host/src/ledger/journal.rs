@@ -6,10 +6,13 @@
 //! it wrote the last group and writes them with one `write()` (one `fsync` too when asked), then
 //! wakes the requests that wait on them. Under load one append serves many records.
 //!
-//! The journal is also the ledger writer's queue: the writer reads records back from it in
-//! batches, writes them to the database, and then marks them confirmed (the `confirmed` file).
-//! So records waiting for a database that is down sit on disk, not in memory, and a process
-//! that starts reads what its predecessor had not confirmed: replay is the ordinary path. The
+//! The journal is also the ledger writer's queue. After each append the appender hands the
+//! group's records to the writer in memory ([`Group`]), while the writer keeps up (a few batches'
+//! worth at most); the writer writes them to the database and marks them confirmed (the
+//! `confirmed` file). When it falls behind (the database is slow or down) groups are no longer
+//! handed over, and the writer reads them back from disk ([`Reader`]) once it can go on: records
+//! waiting for a database that is down sit on disk, not in memory. A process that starts reads
+//! what its predecessor had not confirmed the same way. The
 //! stores skip a record they already hold (the same request id and start time), so a record
 //! written just before a crash, whose confirmation was lost, is not counted twice.
 //!
@@ -31,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::oneshot;
 
 use super::UsageRecord;
 
@@ -44,6 +47,9 @@ const SEGMENT_MIN: u64 = 64 << 10;
 const SEGMENT_MAX: u64 = 64 << 20;
 /// Slots of a journal directory: processes sharing it at once, at most.
 const SLOTS: usize = 64;
+/// Records handed to the writer in memory and not yet taken, at most; past them the writer
+/// reads the journal instead.
+const HANDED_MAX: usize = 8_000;
 
 /// Where the journal lives and how hard it holds on (built from `ledger.journal`).
 #[derive(Clone, Debug)]
@@ -90,6 +96,17 @@ impl Written {
     }
 }
 
+/// The records of one append, handed to the ledger writer so that it need not read them back.
+pub struct Group {
+    /// Where the append before this one ended: the writer takes this group only if it has
+    /// everything up to there (else it reads the journal, which holds this group too).
+    pub after: Position,
+    /// Where this append ended.
+    pub end: Position,
+    /// `None` when the writer was too far behind to be handed more: it must read the journal.
+    pub records: Option<Vec<UsageRecord>>,
+}
+
 /// A place in the journal: a segment and a byte offset in it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Position {
@@ -100,6 +117,8 @@ pub struct Position {
 /// The journal: the appender thread's queue, and what the appender and the reader share.
 pub struct Journal {
     tx: Mutex<Option<mpsc::Sender<Entry>>>,
+    /// The groups the appender hands over, until the writer takes the receiver.
+    groups: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Group>>>,
     shared: Arc<Shared>,
     appender: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Held while the process runs: the directory's lock is released with it.
@@ -108,6 +127,7 @@ pub struct Journal {
 
 struct Entry {
     line: Vec<u8>,
+    record: UsageRecord,
     done: oneshot::Sender<()>,
 }
 
@@ -118,8 +138,6 @@ struct Shared {
     bytes: AtomicU64,
     /// The segment being appended to, and its bytes written whole (the reader stops there).
     head: Mutex<Position>,
-    /// Woken after each group.
-    appended: Notify,
     appended_records: AtomicU64,
     /// Appends (`write()` calls) that succeeded: records per append is how well groups form.
     groups: AtomicU64,
@@ -128,6 +146,10 @@ struct Shared {
     torn: AtomicU64,
     /// Requests refused because the journal was full or could not be written.
     refused: AtomicU64,
+    /// Records handed to the writer and not yet taken.
+    handed: std::sync::atomic::AtomicUsize,
+    /// A group without records (read the journal) is on its way to the writer: one is enough.
+    spill_sent: AtomicBool,
     /// The last append failed (a full disk): new requests are refused until one succeeds.
     failing: AtomicBool,
     /// The journal was full at the last look, so that the change is logged once each way.
@@ -187,12 +209,13 @@ impl Journal {
                 segment: index,
                 offset: 0,
             }),
-            appended: Notify::new(),
             appended_records: AtomicU64::new(0),
             groups: AtomicU64::new(0),
             confirmed_records: AtomicU64::new(0),
             torn: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            handed: std::sync::atomic::AtomicUsize::new(0),
+            spill_sent: AtomicBool::new(false),
             failing: AtomicBool::new(false),
             was_full: AtomicBool::new(false),
         });
@@ -204,8 +227,16 @@ impl Journal {
             );
         }
         let (tx, rx) = mpsc::channel();
+        // Unbounded as a channel, bounded by `HANDED_MAX` records: a group that would pass it
+        // stays on disk only.
+        let (groups_tx, groups) = tokio::sync::mpsc::unbounded_channel();
         let appender = Appender {
             shared: Arc::clone(&shared),
+            groups: groups_tx,
+            last_end: Position {
+                segment: index,
+                offset: 0,
+            },
             file,
             segment: index,
             size: 0,
@@ -218,6 +249,7 @@ impl Journal {
             .map_err(io)?;
         Ok(Arc::new(Self {
             tx: Mutex::new(Some(tx)),
+            groups: Mutex::new(Some(groups)),
             shared,
             appender: Mutex::new(Some(appender)),
             _lock: lock,
@@ -225,12 +257,29 @@ impl Journal {
     }
 
     /// Queues `record` for the next group; `None` once the journal is closed.
-    pub fn append(&self, record: &UsageRecord) -> Option<Written> {
-        let line = encode(record).ok()?;
+    pub fn append(&self, record: UsageRecord) -> Option<Written> {
+        let line = encode(&record).ok()?;
         let (done, written) = oneshot::channel();
         let tx = self.tx.lock().ok()?;
-        tx.as_ref()?.send(Entry { line, done }).ok()?;
+        tx.as_ref()?.send(Entry { line, record, done }).ok()?;
         Some(Written(Some(written)))
+    }
+
+    /// The groups the appender hands over (once: the ledger writer takes them). The channel
+    /// closes when the journal does, after the last group.
+    pub fn take_groups(&self) -> Option<tokio::sync::mpsc::UnboundedReceiver<Group>> {
+        self.groups.lock().ok()?.take()
+    }
+
+    /// The writer took `group` from the channel.
+    pub fn taken(&self, group: &Group) {
+        match &group.records {
+            Some(records) => self
+                .shared
+                .handed
+                .fetch_sub(records.len(), Ordering::Relaxed),
+            None => usize::from(self.shared.spill_sent.swap(false, Ordering::Relaxed)),
+        };
     }
 
     /// Whether new requests must be refused: the journal is at its bound (the database has been
@@ -297,11 +346,6 @@ impl Journal {
         )
     }
 
-    /// Waits until a group is appended (or one was since the last call).
-    pub async fn appended(&self) {
-        self.shared.appended.notified().await;
-    }
-
     /// Where the appender has written to.
     pub fn head(&self) -> Position {
         self.shared
@@ -312,9 +356,14 @@ impl Journal {
 
     /// A reader from the last confirmed position: what earlier runs left, then this run's.
     pub fn reader(&self) -> Reader {
+        self.reader_at(read_confirmed(&self.shared.dir))
+    }
+
+    /// A reader from `at`.
+    pub fn reader_at(&self, at: Position) -> Reader {
         Reader {
             shared: Arc::clone(&self.shared),
-            at: read_confirmed(&self.shared.dir),
+            at,
             file: None,
         }
     }
@@ -362,6 +411,9 @@ impl Journal {
 /// The appender thread's state: the open segment and its size.
 struct Appender {
     shared: Arc<Shared>,
+    groups: tokio::sync::mpsc::UnboundedSender<Group>,
+    /// Where the last append ended.
+    last_end: Position,
     file: File,
     segment: u64,
     size: u64,
@@ -375,19 +427,46 @@ impl Appender {
         let mut waiting = Vec::new();
         while let Ok(first) = rx.recv() {
             buf.clear();
-            buf.extend_from_slice(&first.line);
-            waiting.push(first.done);
-            while waiting.len() < GROUP_MAX {
+            let mut entries = vec![first];
+            while entries.len() < GROUP_MAX {
                 let Ok(next) = rx.try_recv() else { break };
-                buf.extend_from_slice(&next.line);
-                waiting.push(next.done);
+                entries.push(next);
+            }
+            let mut records = Vec::with_capacity(entries.len());
+            for entry in entries {
+                buf.extend_from_slice(&entry.line);
+                records.push(entry.record);
+                waiting.push(entry.done);
             }
             self.write(&buf);
+            let end = Position {
+                segment: self.segment,
+                offset: self.size,
+            };
+            let after = std::mem::replace(&mut self.last_end, end);
             self.shared.groups.fetch_add(1, Ordering::Relaxed);
             self.shared
                 .appended_records
                 .fetch_add(waiting.len() as u64, Ordering::Relaxed);
-            self.shared.appended.notify_one();
+            // Handed over only while the writer keeps up; else it is told once to read them
+            // from disk (so that an outage grows no queue in memory).
+            let n = records.len();
+            let records = if self.shared.handed.load(Ordering::Relaxed) + n <= HANDED_MAX {
+                self.shared.handed.fetch_add(n, Ordering::Relaxed);
+                Some(Some(records))
+            } else if !self.shared.spill_sent.swap(true, Ordering::Relaxed) {
+                Some(None)
+            } else {
+                None
+            };
+            if let Some(records) = records {
+                // The writer gone (the ledger shut down) takes nothing more: nothing to do.
+                let _ = self.groups.send(Group {
+                    after,
+                    end,
+                    records,
+                });
+            }
             for done in waiting.drain(..) {
                 let _ = done.send(());
             }
@@ -459,6 +538,11 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// Where the reader is.
+    pub fn at(&self) -> Position {
+        self.at
+    }
+
     /// Up to `max` records after the reader's position, and the position after them (to confirm
     /// once they are written). Empty when the reader has caught up with the appender.
     pub fn next_batch(&mut self, max: usize) -> std::io::Result<(Vec<UsageRecord>, Position)> {

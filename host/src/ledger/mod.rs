@@ -294,7 +294,7 @@ impl Ledger {
     /// the ledger has shut down.
     pub fn record(&self, record: UsageRecord) -> Written {
         let reason = match &self.inner.queue {
-            Queue::Journal(journal) => match journal.append(&record) {
+            Queue::Journal(journal) => match journal.append(record) {
                 Some(written) => return written,
                 None => "the ledger has shut down",
             },
@@ -421,75 +421,138 @@ async fn write_loop(
     }
 }
 
-/// The writer over a journal: reads a batch back, writes it, confirms it; when it has caught
-/// up, waits for the next append and gives a batch [`FLUSH_EVERY`] to fill. On stop (the
-/// journal closed: nothing more comes) it writes what is left, and returns.
+/// The writer over a journal. It takes the groups the appender hands over, in batches of
+/// [`BATCH`] records or what came within [`FLUSH_EVERY`], while each follows on from what it
+/// has; when one does not (it fell behind and was handed no more, or at start, with what an
+/// earlier run left) it reads the journal from where it is until it has caught up. A batch
+/// written is confirmed. When the journal closes (shutdown) it writes what is left on disk and
+/// returns; if the database will not take it, it stays there for the next start.
 async fn journal_loop(journal: Arc<Journal>, store: Arc<dyn Store>, stop: CancellationToken) {
-    let mut reader = Some(journal.reader());
+    let Some(mut groups) = journal.take_groups() else {
+        tracing::error!("the usage journal has a writer already");
+        return;
+    };
+    let mut reader = journal.reader();
+    let mut behind = true;
+    let mut closed = false;
     loop {
-        let Some(mut taken) = reader.take() else {
-            return;
-        };
-        let read = tokio::task::spawn_blocking(move || {
-            let batch = taken.next_batch(BATCH);
-            (taken, batch)
-        })
-        .await;
-        let (batch, at) = match read {
-            Ok((taken, Ok(read))) => {
-                reader = Some(taken);
-                read
-            }
-            Ok((taken, Err(e))) => {
-                tracing::error!("cannot read the usage journal, retrying: {e}");
-                reader = Some(taken);
-                if stop.is_cancelled() {
+        let (batch, end, next) = if behind {
+            let read = tokio::task::spawn_blocking(move || {
+                let read = reader.next_batch(BATCH);
+                (reader, read)
+            })
+            .await;
+            let read = match read {
+                Ok((taken, read)) => {
+                    reader = taken;
+                    read
+                }
+                Err(e) => {
+                    tracing::error!("the usage journal's reader failed: {e}");
                     return;
                 }
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-            Err(e) => {
-                tracing::error!("the usage journal's reader failed: {e}");
-                return;
-            }
-        };
-        if batch.is_empty() {
-            if stop.is_cancelled() {
-                return;
-            }
-            tokio::select! {
-                () = stop.cancelled() => {}
-                () = journal.appended() => {
-                    // A moment for more to come, unless stopping.
-                    tokio::select! {
-                        () = stop.cancelled() => {}
-                        () = tokio::time::sleep(FLUSH_EVERY) => {}
+            };
+            match read {
+                Ok((batch, _)) if batch.is_empty() => {
+                    if closed {
+                        return;
                     }
+                    behind = false;
+                    continue;
+                }
+                Ok((batch, end)) => (batch, end, Next::Behind),
+                Err(e) => {
+                    tracing::error!("cannot read the usage journal, retrying: {e}");
+                    if stop.is_cancelled() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
                 }
             }
+        } else {
+            gather(&mut groups, &journal, reader.at()).await
+        };
+        if !batch.is_empty() {
+            let records = batch.len();
+            let queued = || {
+                let pending = usize::try_from(journal.pending()).unwrap_or(usize::MAX);
+                (pending, usize::MAX)
+            };
+            if !write_batch(&store, batch, &stop, &queued).await {
+                tracing::warn!(
+                    "usage records left in the journal: the ledger database cannot take them \
+                     now; the next start writes them"
+                );
+                return;
+            }
+            let journal = Arc::clone(&journal);
+            let confirmed =
+                tokio::task::spawn_blocking(move || journal.confirm(end, records)).await;
+            match confirmed {
+                Ok(Ok(())) => {}
+                // Written but not marked: a later start reads them again; the stores skip them.
+                Ok(Err(e)) => tracing::warn!("cannot mark journal records written: {e}"),
+                Err(e) => tracing::warn!("cannot mark journal records written: {e}"),
+            }
+        }
+        if !behind {
+            // Taken in memory up to `end`: the reader, when next needed, starts there.
+            reader = journal.reader_at(end);
+        }
+        match next {
+            Next::Live => {}
+            Next::Behind => behind = true,
+            Next::Closed => (behind, closed) = (true, true),
+        }
+    }
+}
+
+/// What the writer does after a batch.
+enum Next {
+    /// Takes the next groups handed over.
+    Live,
+    /// Reads the journal: groups were not handed over.
+    Behind,
+    /// Reads what is left on disk, then ends: the journal has closed.
+    Closed,
+}
+
+/// Groups handed over that follow on from `at`, up to [`BATCH`] records or [`FLUSH_EVERY`] after
+/// the first; the records, where they end, and what comes next.
+async fn gather(
+    groups: &mut tokio::sync::mpsc::UnboundedReceiver<journal::Group>,
+    journal: &Journal,
+    mut at: journal::Position,
+) -> (Vec<UsageRecord>, journal::Position, Next) {
+    let mut batch = Vec::new();
+    let mut deadline = None;
+    loop {
+        let group = match deadline {
+            None => groups.recv().await,
+            Some(deadline) => tokio::select! {
+                group = groups.recv() => group,
+                () = tokio::time::sleep_until(deadline) => return (batch, at, Next::Live),
+            },
+        };
+        let Some(group) = group else {
+            return (batch, at, Next::Closed);
+        };
+        journal.taken(&group);
+        if group.end <= at {
+            // Read from the journal already.
             continue;
         }
-        let records = batch.len();
-        let queued = || {
-            let pending = usize::try_from(journal.pending()).unwrap_or(usize::MAX);
-            (pending, usize::MAX)
+        let Some(records) = group.records.filter(|_| group.after == at) else {
+            // Something between was not handed over: the journal has it, and this group.
+            return (batch, at, Next::Behind);
         };
-        if !write_batch(&store, batch, &stop, &queued).await {
-            tracing::warn!(
-                "usage records left in the journal: the ledger database cannot take them now; \
-                 the next start writes them"
-            );
-            return;
+        at = group.end;
+        batch.extend(records);
+        if batch.len() >= BATCH {
+            return (batch, at, Next::Live);
         }
-        let journal = Arc::clone(&journal);
-        let confirmed = tokio::task::spawn_blocking(move || journal.confirm(at, records)).await;
-        match confirmed {
-            Ok(Ok(())) => {}
-            // Written but not marked: a later start reads them again, and the stores skip them.
-            Ok(Err(e)) => tracing::warn!("cannot mark journal records written: {e}"),
-            Err(e) => tracing::warn!("cannot mark journal records written: {e}"),
-        }
+        deadline.get_or_insert_with(|| tokio::time::Instant::now() + FLUSH_EVERY);
     }
 }
 

@@ -35,7 +35,7 @@ fn record(i: u64) -> UsageRecord {
 
 async fn append(journal: &Journal, from: u64, to: u64) {
     for i in from..to {
-        journal.append(&record(i)).expect("open").wait().await;
+        journal.append(record(i)).expect("open").wait().await;
     }
 }
 
@@ -180,7 +180,7 @@ async fn appends_under_load_share_writes() {
             let journal = Arc::clone(&journal);
             std::thread::spawn(move || {
                 (p * 500..(p + 1) * 500)
-                    .map(|i| journal.append(&record(i)).unwrap())
+                    .map(|i| journal.append(record(i)).unwrap())
                     .collect::<Vec<_>>()
             })
         })
