@@ -2,9 +2,12 @@
 //! out, so that a process killed at any moment loses no record its client saw answered.
 //!
 //! A record handed to the kernel by `write()` survives the process; only the machine's own crash
-//! needs `fsync` (`ledger.journal.fsync`). One thread appends: it takes every record queued while
-//! it wrote the last group and writes them with one `write()` (one `fsync` too when asked), then
-//! wakes the requests that wait on them. Under load one append serves many records.
+//! needs `fsync` (`ledger.journal.fsync`). Without `fsync` a request whose record finds the
+//! journal free appends it at once itself (a `write()` to the page cache, microseconds: no
+//! thread to wake, nothing to wait for). Otherwise the record goes to the appender thread, which
+//! takes every record queued while the last group was written and writes them with one
+//! `write()` (one `fsync` too when asked), then wakes the requests that wait on them. Under load
+//! one append serves many records.
 //!
 //! The journal is also the ledger writer's queue. After each append the appender hands the
 //! group's records to the writer in memory ([`Group`]), while the writer keeps up (a few batches'
@@ -120,7 +123,13 @@ pub struct Journal {
     /// The groups the appender hands over, until the writer takes the receiver.
     groups: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Group>>>,
     shared: Arc<Shared>,
-    appender: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The open segment, shared by the appender thread and requests appending at once.
+    appender: Arc<Mutex<Appender>>,
+    /// Without `fsync`, requests may append themselves (with it, only the thread does: an
+    /// `fsync` would hold a runtime thread for milliseconds).
+    inline: bool,
+    closed: AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Held while the process runs: the directory's lock is released with it.
     _lock: File,
 }
@@ -230,9 +239,9 @@ impl Journal {
         // Unbounded as a channel, bounded by `HANDED_MAX` records: a group that would pass it
         // stays on disk only.
         let (groups_tx, groups) = tokio::sync::mpsc::unbounded_channel();
-        let appender = Appender {
+        let appender = Arc::new(Mutex::new(Appender {
             shared: Arc::clone(&shared),
-            groups: groups_tx,
+            groups: Some(groups_tx),
             last_end: Position {
                 segment: index,
                 offset: 0,
@@ -242,23 +251,41 @@ impl Journal {
             size: 0,
             fsync: settings.fsync,
             segment_bytes: (settings.max_bytes / 8).clamp(SEGMENT_MIN, SEGMENT_MAX),
+        }));
+        let thread = {
+            let appender = Arc::clone(&appender);
+            std::thread::Builder::new()
+                .name("wasmgate-journal".to_owned())
+                .spawn(move || run(&appender, &rx))
+                .map_err(io)?
         };
-        let appender = std::thread::Builder::new()
-            .name("wasmgate-journal".to_owned())
-            .spawn(move || appender.run(&rx))
-            .map_err(io)?;
         Ok(Arc::new(Self {
             tx: Mutex::new(Some(tx)),
             groups: Mutex::new(Some(groups)),
             shared,
-            appender: Mutex::new(Some(appender)),
+            appender,
+            inline: !settings.fsync,
+            closed: AtomicBool::new(false),
+            thread: Mutex::new(Some(thread)),
             _lock: lock,
         }))
     }
 
     /// Queues `record` for the next group; `None` once the journal is closed.
     pub fn append(&self, record: UsageRecord) -> Option<Written> {
+        if self.closed.load(Ordering::Relaxed) {
+            return None;
+        }
         let line = encode(&record).ok()?;
+        let mut records = vec![record];
+        if self.inline
+            && let Ok(mut appender) = self.appender.try_lock()
+            && appender.append(&line, &mut records).is_ok()
+        {
+            return Some(Written::now());
+        }
+        // Busy (another append is being written) or failing: the thread groups it, or retries.
+        let record = records.pop()?;
         let (done, written) = oneshot::channel();
         let tx = self.tx.lock().ok()?;
         tx.as_ref()?.send(Entry { line, record, done }).ok()?;
@@ -396,22 +423,64 @@ impl Journal {
 
     /// Stops taking records and waits for the appender to write those it has.
     pub fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
         if let Ok(mut tx) = self.tx.lock() {
             tx.take();
         }
-        let appender = self.appender.lock().ok().and_then(|mut a| a.take());
-        if let Some(appender) = appender
-            && appender.join().is_err()
+        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(thread) = thread
+            && thread.join().is_err()
         {
             tracing::error!("the usage journal's appender panicked");
+        }
+        // The writer learns that nothing more comes.
+        lock(&self.appender).groups = None;
+    }
+}
+
+/// The appender's state, whatever a holder before panicked in the middle of (its worst is a
+/// torn line, which the reader skips).
+fn lock(appender: &Mutex<Appender>) -> std::sync::MutexGuard<'_, Appender> {
+    appender
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The appender thread: every record queued while the last group was written goes in the next.
+fn run(appender: &Mutex<Appender>, rx: &mpsc::Receiver<Entry>) {
+    let mut buf = Vec::new();
+    let mut waiting = Vec::new();
+    while let Ok(first) = rx.recv() {
+        buf.clear();
+        let mut entries = vec![first];
+        while entries.len() < GROUP_MAX {
+            let Ok(next) = rx.try_recv() else { break };
+            entries.push(next);
+        }
+        let mut records = Vec::with_capacity(entries.len());
+        for entry in entries {
+            buf.extend_from_slice(&entry.line);
+            records.push(entry.record);
+            waiting.push(entry.done);
+        }
+        // Retried while the disk refuses (the requests behind it wait, and new ones are
+        // refused meanwhile): a request is never answered without its record.
+        let mut delay = std::time::Duration::from_millis(50);
+        while lock(appender).append(&buf, &mut records).is_err() {
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(std::time::Duration::from_secs(2));
+        }
+        for done in waiting.drain(..) {
+            let _ = done.send(());
         }
     }
 }
 
-/// The appender thread's state: the open segment and its size.
+/// The open segment and its size, and where the groups go.
 struct Appender {
     shared: Arc<Shared>,
-    groups: tokio::sync::mpsc::UnboundedSender<Group>,
+    /// `None` once the journal is closed.
+    groups: Option<tokio::sync::mpsc::UnboundedSender<Group>>,
     /// Where the last append ended.
     last_end: Position,
     file: File,
@@ -422,84 +491,56 @@ struct Appender {
 }
 
 impl Appender {
-    fn run(mut self, rx: &mpsc::Receiver<Entry>) {
-        let mut buf = Vec::new();
-        let mut waiting = Vec::new();
-        while let Ok(first) = rx.recv() {
-            buf.clear();
-            let mut entries = vec![first];
-            while entries.len() < GROUP_MAX {
-                let Ok(next) = rx.try_recv() else { break };
-                entries.push(next);
+    /// Appends `buf`, the lines of `records`, as one `write()`, and hands the records to the
+    /// writer (taking them). On failure nothing is counted: the caller tries again later.
+    fn append(&mut self, buf: &[u8], records: &mut Vec<UsageRecord>) -> std::io::Result<()> {
+        if let Err(e) = self.try_write(buf) {
+            if !self.shared.failing.swap(true, Ordering::Relaxed) {
+                tracing::error!(
+                    dir = %self.shared.dir.display(),
+                    "cannot append to the usage journal, retrying: {e}"
+                );
             }
-            let mut records = Vec::with_capacity(entries.len());
-            for entry in entries {
-                buf.extend_from_slice(&entry.line);
-                records.push(entry.record);
-                waiting.push(entry.done);
-            }
-            self.write(&buf);
-            let end = Position {
-                segment: self.segment,
-                offset: self.size,
-            };
-            let after = std::mem::replace(&mut self.last_end, end);
-            self.shared.groups.fetch_add(1, Ordering::Relaxed);
-            self.shared
-                .appended_records
-                .fetch_add(waiting.len() as u64, Ordering::Relaxed);
-            // Handed over only while the writer keeps up; else it is told once to read them
-            // from disk (so that an outage grows no queue in memory).
-            let n = records.len();
-            let records = if self.shared.handed.load(Ordering::Relaxed) + n <= HANDED_MAX {
-                self.shared.handed.fetch_add(n, Ordering::Relaxed);
-                Some(Some(records))
-            } else if !self.shared.spill_sent.swap(true, Ordering::Relaxed) {
-                Some(None)
-            } else {
-                None
-            };
-            if let Some(records) = records {
-                // The writer gone (the ledger shut down) takes nothing more: nothing to do.
-                let _ = self.groups.send(Group {
-                    after,
-                    end,
-                    records,
-                });
-            }
-            for done in waiting.drain(..) {
-                let _ = done.send(());
-            }
+            // What the failed write left in this segment stays there: a later segment takes
+            // the whole group again, and the reader skips the torn part.
+            self.size = u64::MAX;
+            return Err(e);
         }
-    }
-
-    /// Writes one group, retrying while the disk refuses (the requests behind it wait, and new
-    /// ones are refused meanwhile): a request is never answered without its record.
-    fn write(&mut self, group: &[u8]) {
-        let mut delay = std::time::Duration::from_millis(50);
-        loop {
-            match self.try_write(group) {
-                Ok(()) => {
-                    if self.shared.failing.swap(false, Ordering::Relaxed) {
-                        tracing::info!("the usage journal is written again");
-                    }
-                    return;
-                }
-                Err(e) => {
-                    if !self.shared.failing.swap(true, Ordering::Relaxed) {
-                        tracing::error!(
-                            dir = %self.shared.dir.display(),
-                            "cannot append to the usage journal, retrying: {e}"
-                        );
-                    }
-                    // What the failed write left in this segment stays there: a later segment
-                    // takes the whole group again, and the reader skips the torn part.
-                    self.size = u64::MAX;
-                    std::thread::sleep(delay);
-                    delay = (delay * 2).min(std::time::Duration::from_secs(2));
-                }
-            }
+        if self.shared.failing.load(Ordering::Relaxed)
+            && self.shared.failing.swap(false, Ordering::Relaxed)
+        {
+            tracing::info!("the usage journal is written again");
         }
+        let end = Position {
+            segment: self.segment,
+            offset: self.size,
+        };
+        let after = std::mem::replace(&mut self.last_end, end);
+        let n = records.len();
+        self.shared.groups.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .appended_records
+            .fetch_add(n as u64, Ordering::Relaxed);
+        // Handed over only while the writer keeps up; else it is told once to read them from
+        // disk (so that an outage grows no queue in memory).
+        let records = std::mem::take(records);
+        let handed = if self.shared.handed.load(Ordering::Relaxed) + n <= HANDED_MAX {
+            self.shared.handed.fetch_add(n, Ordering::Relaxed);
+            Some(Some(records))
+        } else if !self.shared.spill_sent.swap(true, Ordering::Relaxed) {
+            Some(None)
+        } else {
+            None
+        };
+        if let (Some(records), Some(groups)) = (handed, &self.groups) {
+            // The writer gone (the ledger shut down) takes nothing more: nothing to do.
+            let _ = groups.send(Group {
+                after,
+                end,
+                records,
+            });
+        }
+        Ok(())
     }
 
     fn try_write(&mut self, group: &[u8]) -> std::io::Result<()> {

@@ -173,7 +173,12 @@ async fn processes_sharing_a_directory_take_slots_and_a_restart_takes_what_was_l
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_under_load_share_writes() {
     let dir = dir("groups");
-    let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
+    // With fsync every append goes through the thread, each write taking a while.
+    let journal = Journal::open(&JournalSettings {
+        fsync: true,
+        ..settings(&dir, 1 << 30)
+    })
+    .unwrap();
     // Four producers at once, as many requests ending together: their records share writes.
     let producers: Vec<_> = (0..4u64)
         .map(|p| {
@@ -197,4 +202,22 @@ async fn appends_under_load_share_writes() {
     assert_eq!(records, 2_000);
     assert!(writes * 2 < records, "{writes} writes for 2,000 records");
     eprintln!("{writes} writes for 2,000 records");
+}
+
+#[tokio::test]
+async fn without_fsync_a_free_journal_is_appended_to_at_once() {
+    let dir = dir("inline");
+    let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
+    for i in 0..10 {
+        let written = journal.append(record(i)).unwrap();
+        assert!(
+            written.0.is_none(),
+            "nothing to wait for: the line is written"
+        );
+    }
+    assert_eq!(journal.appends(), (10, 10));
+    let (read, _) = read_all(&mut journal.reader());
+    assert_eq!(read, (0..10).collect::<Vec<_>>());
+    journal.close();
+    assert!(journal.append(record(10)).is_none(), "closed");
 }
