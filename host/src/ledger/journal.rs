@@ -271,7 +271,9 @@ impl Journal {
         }))
     }
 
-    /// Queues `record` for the next group; `None` once the journal is closed.
+    /// Appends `record`: at once when the journal is free (without `fsync`), else through the
+    /// thread's next group. What it returns says when the line is written; `None` once the
+    /// journal is closed.
     pub fn append(&self, record: UsageRecord) -> Option<Written> {
         if self.closed.load(Ordering::Relaxed) {
             return None;
