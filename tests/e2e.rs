@@ -21,6 +21,7 @@ mod errors;
 mod fault_isolation;
 mod fuzz;
 mod hostile_input;
+mod journal;
 mod key_echo;
 mod keys;
 mod limits;

@@ -53,6 +53,17 @@ impl TestGateway {
             // Not the default ./wasmgate.db: tests run in parallel and leave no files behind.
             config.ledger.url = "sqlite::memory:".to_owned();
         }
+        if config.ledger.url.starts_with("postgres") && config.ledger.journal.dir.is_none() {
+            // Not the default ./wasmgate-journal, which would be one for every test of the
+            // binary: a journal directory serves one gateway at a time.
+            static JOURNALS: std::sync::atomic::AtomicUsize =
+                std::sync::atomic::AtomicUsize::new(0);
+            let n = JOURNALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("wasmgate-test-journal-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            config.ledger.journal.dir = Some(dir);
+        }
         if !yaml.contains("plugins:") {
             config.plugins.dir = test_plugins_dir();
             config.plugins.max_instances = 64;

@@ -871,6 +871,21 @@ impl Config {
                 "must be sqlite://PATH, sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB",
             ));
         }
+        if self.ledger.journal.max_bytes < 1 << 20 {
+            return Err(ConfigError::key(
+                "ledger.journal.max_bytes",
+                "must be at least 1048576 (1 MiB)",
+            ));
+        }
+        if self
+            .ledger
+            .journal
+            .dir
+            .as_ref()
+            .is_some_and(|d| d.as_os_str().is_empty())
+        {
+            return Err(ConfigError::key("ledger.journal.dir", "must not be empty"));
+        }
         if self.ledger.queue_capacity == 0 {
             return Err(ConfigError::key(
                 "ledger.queue_capacity",
@@ -960,6 +975,49 @@ mod tests {
             .unwrap_or_default();
         assert!(err.contains("providers.p"), "{err}");
         assert!(err.contains("modles"), "{err}");
+    }
+
+    #[test]
+    fn the_journal_is_on_by_default_and_its_keys_are_checked() {
+        let ledger = |yaml: &str| Config::from_yaml(yaml).map(|c| c.ledger);
+        let on_disk = ledger("ledger: { url: 'sqlite:///var/lib/w/ledger.db' }\n").unwrap();
+        let settings = on_disk.journal_settings().expect("on by default");
+        assert_eq!(
+            settings.dir,
+            std::path::PathBuf::from("/var/lib/w/ledger.db.usage-journal")
+        );
+        assert_eq!((settings.fsync, settings.max_bytes), (false, 1 << 30));
+        let shared = ledger("ledger: { url: 'postgres://u:p@db/w' }\n").unwrap();
+        let settings = shared.journal_settings().expect("on by default");
+        assert_eq!(settings.dir, std::path::PathBuf::from("./wasmgate-journal"));
+        let memory = ledger("ledger: { url: 'sqlite::memory:' }\n").unwrap();
+        assert!(
+            memory.journal_settings().is_none(),
+            "nothing to replay into"
+        );
+        let off = ledger("ledger: { journal: { enabled: false } }\n").unwrap();
+        assert!(off.journal_settings().is_none());
+        let set = ledger("ledger: { journal: { dir: /j, fsync: true, max_bytes: 2097152 } }\n")
+            .unwrap()
+            .journal_settings()
+            .unwrap();
+        assert_eq!(
+            (set.dir, set.fsync, set.max_bytes),
+            (std::path::PathBuf::from("/j"), true, 2 << 20)
+        );
+        let err = |yaml: &str| {
+            ledger(yaml)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let small = err("ledger: { journal: { max_bytes: 1000 } }\n");
+        assert!(small.contains("ledger.journal.max_bytes"), "{small}");
+        let typo = err("ledger: { journal: { fsinc: true } }\n");
+        assert!(
+            typo.contains("ledger.journal") && typo.contains("fsinc"),
+            "{typo}"
+        );
     }
 
     #[test]

@@ -77,6 +77,19 @@ impl PostgresStore {
             "DELETE FROM ledger_batches WHERE batch_id < $1",
             &[&BatchId::at(super::time::now_us() - BatchId::KEPT_US)],
         )?;
+        let ids: Vec<&str> = records.iter().map(|r| r.request_id.as_str()).collect();
+        let rows = tx.query(
+            "SELECT request_id, time_us FROM usage_records WHERE request_id = ANY($1)",
+            &[&ids],
+        )?;
+        let rows: Vec<(String, i64)> = rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+        let stored = rows.iter().map(|(id, time)| (id.as_str(), *time)).collect();
+        let unwritten = super::store::unwritten(records, &stored);
+        let records = &*unwritten;
+        if records.is_empty() {
+            tx.commit()?;
+            return Ok(true);
+        }
         let (user_keys, fresh) = {
             let known = self.lock(&self.users)?;
             sql::user_keys(&mut Pg(&mut tx), &known, records)?

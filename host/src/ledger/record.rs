@@ -1,7 +1,7 @@
 //! One request's usage record, as the ledger keeps it, and the filter on its user.
 
 /// What one request used and how it ended.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UsageRecord {
     pub request_id: String,
     /// When the request started, in µs since the Unix epoch.

@@ -140,6 +140,20 @@ impl UsageStore for SqliteStore {
             "DELETE FROM ledger_batches WHERE batch_id < ?1",
             params![BatchId::at(super::time::now_us() - BatchId::KEPT_US)],
         )?;
+        let stored = {
+            let mut exists = tx.prepare_cached(
+                "SELECT 1 FROM usage_records WHERE request_id = ?1 AND time_us = ?2 LIMIT 1",
+            )?;
+            let mut stored = std::collections::HashSet::new();
+            for r in records {
+                if exists.exists(params![r.request_id, r.time_us])? {
+                    stored.insert((r.request_id.as_str(), r.time_us));
+                }
+            }
+            stored
+        };
+        let unwritten = super::store::unwritten(records, &stored);
+        let records = &*unwritten;
         let (user_keys, fresh) = {
             let known = self
                 .users

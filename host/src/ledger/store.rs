@@ -26,6 +26,12 @@
 //! - `api_keys`, with each key's own limits (see [`super::keys`]), and `admin_keys`, the
 //!   credentials of `/admin/*`.
 //!
+//! A record the store already holds (the same request id and start time) is skipped, rollups
+//! included: the journal hands the writer again, after a crash, records whose batch was
+//! committed but not yet marked confirmed. Both parts of the key, because a client may send the
+//! same `x-request-id` with two requests, each of which counts. The lookup uses the request id
+//! index below; no schema change was needed.
+//!
 //! `usage_records` is indexed for the request log (see [`super::requests`]): by project and
 //! time (with the request id, the pages' keyset), by project and user, failed requests alone
 //! (a partial index), and by request id.
@@ -37,6 +43,33 @@ use super::responses::ResponseStore;
 use super::stats::StatsSource;
 use super::time::Unit;
 use super::totals::{ModelBucket, Totals};
+
+/// `records` without those whose (request id, start time) `stored` holds, nor a second copy of
+/// one in the batch; borrowed when nothing is left out (the usual case).
+pub fn unwritten<'a>(
+    records: &'a [UsageRecord],
+    stored: &std::collections::HashSet<(&str, i64)>,
+) -> std::borrow::Cow<'a, [UsageRecord]> {
+    let mut seen = std::collections::HashSet::with_capacity(records.len());
+    let keep: Vec<bool> = records
+        .iter()
+        .map(|r| {
+            let key = (r.request_id.as_str(), r.time_us);
+            !stored.contains(&key) && seen.insert(key)
+        })
+        .collect();
+    if keep.iter().all(|k| *k) {
+        return std::borrow::Cow::Borrowed(records);
+    }
+    std::borrow::Cow::Owned(
+        records
+            .iter()
+            .zip(keep)
+            .filter(|(_, keep)| *keep)
+            .map(|(r, _)| r.clone())
+            .collect(),
+    )
+}
 
 /// A batch's id: its creation time in µs as 16 hex digits, then 16 random ones. Ids sort by
 /// time, so that those older than [`BatchId::KEPT_US`] are pruned with a range on the key.

@@ -554,8 +554,17 @@ fn check_batches_are_written_once(store: &dyn Store) {
     let id = BatchId::new();
     assert!(store.write_once(&id, &batch).unwrap());
     assert!(!store.write_once(&id, &batch).unwrap());
-    // A new id is a new batch.
-    assert!(store.write_once(&BatchId::new(), &batch[..1]).unwrap());
+    // A new id is a new batch, but a record the store holds (the same request id and start
+    // time: the journal read again after a crash) is skipped, rollups included, as is a second
+    // copy in one batch; the same request id at another time (a client reusing its
+    // `x-request-id`) is another request.
+    let mut again = batch[0].clone();
+    again.time_us += 1;
+    assert!(
+        store
+            .write_once(&BatchId::new(), &[batch[0].clone(), again.clone(), again])
+            .unwrap()
+    );
     assert_eq!(store.count().unwrap(), 11);
     let total = store.total("p", H, H + HOUR_US).unwrap();
     assert_eq!((total.input_tokens, total.requests), (55, 11));
@@ -1309,13 +1318,13 @@ async fn count(store: &Arc<dyn Store>) -> u64 {
 async fn shutdown_writes_every_queued_record(store: Arc<dyn Store>) {
     let ledger = Ledger::with_store(store.clone(), 10_000);
     for i in 0..2_500 {
-        ledger.record(record(H + i, "a", 1, 1, 1));
+        drop(ledger.record(record(H + i, "a", 1, 1, 1)));
     }
     ledger.shutdown().await;
     assert_eq!(count(&store).await, 2_500);
     assert_eq!(ledger.dropped(), 0);
     // After shutdown, records are refused and counted.
-    ledger.record(record(H, "a", 1, 1, 1));
+    drop(ledger.record(record(H, "a", 1, 1, 1)));
     assert_eq!(ledger.dropped(), 1);
 }
 
@@ -1343,7 +1352,7 @@ async fn postgres_records_wait_while_the_server_is_down() {
     let ledger = Ledger::with_store(store.clone(), 10_000);
     let send = |from: i64, to: i64| {
         for i in from..to {
-            ledger.record(record(H + i, "a", 1, 1, 1));
+            drop(ledger.record(record(H + i, "a", 1, 1, 1)));
         }
     };
     send(0, 300);
@@ -1383,6 +1392,105 @@ async fn postgres_records_wait_while_the_server_is_down() {
         .unwrap()
         .unwrap();
     assert_eq!((totals.requests, totals.input_tokens), (700, 700));
+}
+
+/// The outage test with the journal in place of memory: records wait on disk while the server is
+/// down, new requests are refused once the journal reaches its bound, and all of them are
+/// written once it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_records_wait_in_the_journal_while_the_server_is_down() {
+    let started = tokio::task::spawn_blocking(|| pg::PgCluster::start(&["fsync=off"]));
+    let cluster = Arc::new(started.await.unwrap());
+    let url = cluster.database();
+    let store: Arc<dyn Store> = Arc::new(postgres::PostgresStore::open(&url).unwrap());
+    let dir = std::env::temp_dir().join(format!("wasmgate-outage-journal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let settings = JournalSettings {
+        dir: dir.clone(),
+        fsync: false,
+        // Room for more records than the writer is ever handed in memory (8,000): past
+        // those, it reads them back from disk.
+        max_bytes: 8 << 20,
+    };
+    let ledger = Ledger::with_journal(store.clone(), &settings).unwrap();
+    let journal = |ledger: &Ledger| ledger.journal().map(|j| (j.bytes(), j.refused())).unwrap();
+    let send = |from: i64, to: i64| {
+        let ledger = ledger.clone();
+        async move {
+            for i in from..to {
+                ledger.record(record(H + i, "a", 1, 1, 1)).wait().await;
+            }
+        }
+    };
+    send(0, 300).await;
+    for _ in 0..100 {
+        if count(&store).await == 300 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(count(&store).await, 300);
+
+    let c = Arc::clone(&cluster);
+    tokio::task::spawn_blocking(move || c.stop()).await.unwrap();
+    let (bytes_up, _) = journal(&ledger);
+    send(300, 600).await;
+    // Long enough for several failed writes (100, 200, 400 ms backoff).
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(ledger.queued() >= 300, "{} waiting", ledger.queued());
+    let (bytes_down, _) = journal(&ledger);
+    assert!(
+        bytes_down > bytes_up + 300 * 200,
+        "{bytes_up} then {bytes_down} bytes"
+    );
+    assert!(!ledger.is_full());
+    // Filled to its bound, the journal refuses new requests (they get 503 ledger_full).
+    let mut sent = 600;
+    while !ledger.is_full() {
+        send(sent, sent + 1_000).await;
+        sent += 1_000;
+        assert!(sent < 1_000_000, "the journal never filled");
+    }
+    assert!(ledger.is_full());
+    let (full_bytes, refused) = journal(&ledger);
+    assert!(full_bytes >= 8 << 20);
+    assert!(sent > 10_000, "{sent} records filled the journal");
+    assert_eq!(refused, 2);
+    assert_eq!(ledger.dropped(), 0);
+
+    let c = Arc::clone(&cluster);
+    tokio::task::spawn_blocking(move || c.restart())
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let written = |store: Arc<dyn Store>| async move {
+        // A query on a connection from before the restart fails once: counted as nothing yet.
+        let counted = tokio::task::spawn_blocking(move || store.count()).await;
+        counted.unwrap().unwrap_or(0)
+    };
+    while written(store.clone()).await < sent as u64 || ledger.is_full() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the journal never drained"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (bytes_after, _) = journal(&ledger);
+    assert!(
+        bytes_after <= 1 << 20,
+        "confirmed segments deleted: {bytes_after} bytes"
+    );
+    send(sent, sent + 100).await;
+    ledger.shutdown().await;
+    let all = sent as u64 + 100;
+    assert_eq!(count(&store).await, all, "none lost, none written twice");
+    let s = Arc::clone(&store);
+    let totals = tokio::task::spawn_blocking(move || s.total("p", 0, H * 2))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((totals.requests, totals.input_tokens), (all, all));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -1512,7 +1620,7 @@ async fn a_full_queue_drops_and_counts() {
     let guard = stuck.0.lock().unwrap();
     let ledger = Ledger::with_store(stuck.clone(), 4);
     for i in 0..20 {
-        ledger.record(record(H + i, "a", 1, 1, 1));
+        drop(ledger.record(record(H + i, "a", 1, 1, 1)));
     }
     // The writer may hold one batch; the queue holds 4; the rest is dropped.
     assert!(ledger.dropped() >= 12, "{}", ledger.dropped());
@@ -1643,7 +1751,7 @@ async fn a_batch_retried_after_a_lost_acknowledgement_is_counted_once() {
     for i in 0..20 {
         let mut r = record(H + i, "a", 1, 1, 1);
         r.request_id = format!("ack-{i}");
-        ledger.record(r);
+        drop(ledger.record(r));
     }
     ledger.shutdown().await;
     assert!(store.lost.load(std::sync::atomic::Ordering::SeqCst));

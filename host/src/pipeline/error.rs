@@ -90,6 +90,10 @@ pub enum ApiError {
     },
     #[error("The usage ledger cannot answer right now; try again shortly.")]
     LedgerUnavailable(String),
+    /// The usage journal is at its bound (the ledger database has been down for long) or cannot
+    /// be written: the request would be answered without a record.
+    #[error("The gateway cannot record usage right now; try again shortly.")]
+    LedgerFull,
     /// No record of the caller's project has this request id (another project's is not shown).
     #[error("No request `{}` in this project's usage records.", echo(.0))]
     RequestNotFound(String),
@@ -226,7 +230,7 @@ impl ApiError {
             | Self::UpstreamUnreachable { .. }
             | Self::BadUpstreamRequest { .. } => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
-            Self::LedgerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::LedgerUnavailable(_) | Self::LedgerFull => StatusCode::SERVICE_UNAVAILABLE,
             Self::MissingApiKey
             | Self::InvalidApiKey
             | Self::ExpiredApiKey
@@ -318,6 +322,7 @@ impl ApiError {
                 Some("unsafe_upstream_url"),
             ),
             Self::LedgerUnavailable(_) => ("api_error", None, Some("ledger_unavailable")),
+            Self::LedgerFull => ("api_error", None, Some("ledger_full")),
             Self::RequestNotFound(_) => (
                 "invalid_request_error",
                 Some("request_id"),
@@ -531,6 +536,7 @@ impl ApiError {
             | Self::LimitExceeded(_)
             | Self::LimitsUnavailable(_)
             | Self::LedgerUnavailable(_)
+            | Self::LedgerFull
             | Self::RequestNotFound(_)
             | Self::ResponseNotFound(_)
             | Self::DialectRejected(_)

@@ -3,11 +3,15 @@
 //! that record. [`Context::finish`] is called once with how it ended; a context dropped before
 //! (its client went away while it waited for the upstream, a stream cut mid-way, a shutdown
 //! deadline) ends here too, through `Drop`.
+//!
+//! The record goes to the ledger's journal; [`Context::finish`] hands back what the answer's
+//! last byte must wait for ([`Written`]), so that no client sees an answer whose record a crash
+//! could lose. A context dropped has no byte left to send: nothing waits for its record.
 
 use super::context::Context;
 use super::error::ApiError;
 use crate::catalog::{self, ModelInfo};
-use crate::ledger::UsageRecord;
+use crate::ledger::{UsageRecord, Written};
 use crate::plugins::{Operation, Settlement, Usage};
 use crate::telemetry::RequestEnd;
 use crate::tokenizer::Tokenizer;
@@ -33,15 +37,16 @@ pub enum End<'a> {
 }
 
 impl Context {
-    /// Ends the request: settles its limits, then writes its record and telemetry.
-    pub fn finish(mut self, end: End<'_>) {
-        self.end(end);
+    /// Ends the request: settles its limits, then writes its record and telemetry. The answer's
+    /// last byte waits on what it returns.
+    pub fn finish(mut self, end: End<'_>) -> Written {
+        self.end(end)
     }
 
-    fn end(&mut self, end: End<'_>) {
+    fn end(&mut self, end: End<'_>) -> Written {
         // Taken once: whatever runs `end` a second time (the drop after `finish`) finds it gone.
         let Some(telemetry) = self.telemetry.take() else {
-            return;
+            return Written::now();
         };
         let (usage, succeeded) = match &end {
             End::Answered(usage) => (*usage, true),
@@ -156,7 +161,12 @@ impl Context {
                 .as_ref()
                 .map(|(message, detail)| (message.as_str(), detail.as_deref())),
         });
-        self.ledger.record(record);
+        if matches!(end, End::Failed(ApiError::LedgerFull)) {
+            // Refused because the journal has no room for records: this one would not fit
+            // either. The refusals are counted (`wasmgate_ledger_journal_refusals_total`).
+            return Written::now();
+        }
+        self.ledger.record(record)
     }
 }
 
@@ -164,7 +174,8 @@ impl Context {
 /// reported so far; its limits are settled as unused.
 impl Drop for Context {
     fn drop(&mut self) {
-        self.end(End::Cancelled);
+        // Its client has nothing left to receive: nothing waits for the record.
+        drop(self.end(End::Cancelled));
     }
 }
 

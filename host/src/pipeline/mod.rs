@@ -66,6 +66,15 @@ pub async fn run(state: &AppState, incoming: Incoming) -> Reply {
 /// The stages in order over `cx`; then the end of the request, or the stream that will end it.
 async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
     let dialect = cx.dialect;
+    if state.ledger.is_full() {
+        // As when the counter store is gone: refused, rather than answered without a record.
+        let error = ApiError::LedgerFull;
+        cx.finish(End::Failed(&error)).wait().await;
+        return Reply {
+            dialect,
+            result: Err(error),
+        };
+    }
     let answered = async {
         auth::auth(state, &mut cx, &incoming.headers).await?;
         // The body's share of the budget is kept while its parsed form is being answered.
@@ -82,7 +91,7 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
     } = match answered {
         Ok(answered) => answered,
         Err(error) => {
-            cx.finish(End::Failed(&error));
+            cx.finish(End::Failed(&error)).wait().await;
             return Reply {
                 dialect,
                 result: Err(error),
@@ -97,13 +106,13 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
 }
 
 /// The answer's body in the client's dialect: encoded by the dialect plugin unless the target
-/// spoke it; a Responses answer kept before the client has it. Finishes `cx`, or hands it to
-/// the stream that will.
+/// spoke it; a Responses answer kept before the client has it. Finishes `cx` (its record in
+/// the journal before the answer goes), or hands it to the stream that will.
 async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
-    let failed = |cx: Context, error: ApiError| {
-        cx.finish(End::Failed(&error));
+    async fn failed(cx: Context, error: ApiError) -> Result<AnswerBody, ApiError> {
+        cx.finish(End::Failed(&error)).wait().await;
         Err(error)
-    };
+    }
     match sent {
         Sent::Whole {
             body,
@@ -113,7 +122,7 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             let body = match &cx.translation {
                 Some(_) if !native => match dialect::encode(&mut cx, &body, usage).await {
                     Ok(body) => body,
-                    Err(error) => return failed(cx, error),
+                    Err(error) => return failed(cx, error).await,
                 },
                 Some(translation) => translation.with_previous_id(body),
                 None => body,
@@ -121,23 +130,23 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
                 keeper.keep(&body).await;
             }
-            cx.finish(End::Answered(usage));
+            cx.finish(End::Answered(usage)).wait().await;
             Ok(AnswerBody::Json(body))
         }
         Sent::Events { events, usage } => {
             let framing = match framing(&mut cx, false).await {
                 Ok(framing) => framing,
-                Err(error) => return failed(cx, error),
+                Err(error) => return failed(cx, error).await,
             };
             let body = relay::local(events, usage, framing).await;
             cx.first_output();
-            cx.finish(End::Answered(usage));
+            cx.finish(End::Answered(usage)).wait().await;
             Ok(AnswerBody::Events(Body::from(body)))
         }
         Sent::Stream(upstream) => {
             let framing = match framing(&mut cx, upstream.native).await {
                 Ok(framing) => framing,
-                Err(error) => return failed(cx, error),
+                Err(error) => return failed(cx, error).await,
             };
             // Counted now, for the record of a stream whose upstream reports no usage, so that
             // the body can go while the stream lasts.

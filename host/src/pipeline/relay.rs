@@ -6,7 +6,8 @@
 //! The relay pulls upstream bytes only as fast as the client takes events, so when the client
 //! goes away the body (and with it the upstream response) is dropped: the upstream connection is
 //! closed and generation stops there too. The body owns the request's context and finishes it
-//! when the stream ends, breaks, or is dropped.
+//! when the stream ends, breaks, or is dropped: at an end it sends, before its last bytes go,
+//! once the record is in the ledger's journal.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -150,6 +151,9 @@ impl Relay {
     async fn next(&mut self) -> Option<Bytes> {
         loop {
             if let Some(bytes) = self.ready.pop_front() {
+                if self.ended && self.ready.is_empty() && self.pending.is_none() {
+                    self.finish().await;
+                }
                 return Some(bytes);
             }
             if let Some(error) = self.pending.take() {
@@ -157,6 +161,8 @@ impl Relay {
                 continue;
             }
             if self.ended {
+                // The last events framed nothing: the body's end is still to go.
+                self.finish().await;
                 return None;
             }
             let chunk = tokio::time::timeout(self.idle_timeout, self.upstream.next()).await;
@@ -456,15 +462,28 @@ fn write_named(buf: &mut Vec<u8>, events: &[DialectEvent]) {
     }
 }
 
+impl Relay {
+    /// Ends the request (once); the record is written to the journal before this returns.
+    async fn finish(&mut self) {
+        if let Some(written) = self.end() {
+            written.wait().await;
+        }
+    }
+
+    fn end(&mut self) -> Option<crate::ledger::Written> {
+        let cx = self.cx.take()?;
+        Some(cx.finish(End::Streamed {
+            usage: self.usage,
+            text: std::mem::take(&mut self.text),
+            completed: self.ended && !self.failed,
+        }))
+    }
+}
+
 impl Drop for Relay {
     fn drop(&mut self) {
-        if let Some(cx) = self.cx.take() {
-            cx.finish(End::Streamed {
-                usage: self.usage,
-                text: std::mem::take(&mut self.text),
-                completed: self.ended && !self.failed,
-            });
-        }
+        // A stream dropped before its end: its client gets nothing more, nothing waits.
+        drop(self.end());
     }
 }
 

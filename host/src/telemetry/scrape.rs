@@ -117,6 +117,44 @@ pub fn render(sources: &Sources<'_>) -> String {
         "counter",
         [(Vec::new(), ledger.dropped() as f64)],
     );
+    if let Some(journal) = ledger.journal() {
+        write_gauge(
+            &mut out,
+            "wasmgate_ledger_journal_bytes",
+            "Bytes of the usage journal on disk (records not yet confirmed in the ledger database, and the segment being written).",
+            "gauge",
+            [(Vec::new(), journal.bytes() as f64)],
+        );
+        write_gauge(
+            &mut out,
+            "wasmgate_ledger_journal_refusals_total",
+            "Requests refused with 503 ledger_full: the usage journal was at ledger.journal.max_bytes or could not be written.",
+            "counter",
+            [(Vec::new(), journal.refused() as f64)],
+        );
+        let (records, writes) = journal.appends();
+        write_gauge(
+            &mut out,
+            "wasmgate_ledger_journal_appended_records_total",
+            "Usage records appended to the journal by this process.",
+            "counter",
+            [(Vec::new(), records as f64)],
+        );
+        write_gauge(
+            &mut out,
+            "wasmgate_ledger_journal_writes_total",
+            "write() calls that appended them: records per write is how well appends are grouped.",
+            "counter",
+            [(Vec::new(), writes as f64)],
+        );
+        write_gauge(
+            &mut out,
+            "wasmgate_ledger_journal_torn_lines_total",
+            "Journal lines skipped at replay: cut short by a crash, or damaged.",
+            "counter",
+            [(Vec::new(), journal.torn() as f64)],
+        );
+    }
     write_gauge(
         &mut out,
         "wasmgate_spans_dropped_total",
