@@ -144,15 +144,30 @@ impl Row {
 /// A gateway configuration.
 #[derive(Clone, Copy)]
 pub enum Setup {
-    /// The provider plugin and the ledger (SQLite, a file).
+    /// The provider plugin and the ledger (SQLite, a file, with its journal: the default).
     Plain,
+    /// The same with `ledger.journal.enabled: false` (records wait in memory), for what the
+    /// journal costs.
+    NoJournal,
+    /// The same with `ledger.journal.fsync: true`.
+    JournalFsync,
     /// And a router (`cheapest`), a `rate-limit` per user and a `budget` per project.
     Policies,
 }
 
 impl Setup {
-    pub fn for_api(_: Api) -> [Setup; 2] {
-        [Setup::Plain, Setup::Policies]
+    /// The journal's two variants are measured on chat alone: the other APIs write the same
+    /// records.
+    pub fn for_api(api: Api) -> Vec<Setup> {
+        match api {
+            Api::Chat => vec![
+                Setup::Plain,
+                Setup::NoJournal,
+                Setup::JournalFsync,
+                Setup::Policies,
+            ],
+            Api::Messages | Api::Responses => vec![Setup::Plain, Setup::Policies],
+        }
     }
 
     pub fn config(self, mock: &str) -> String {
@@ -179,6 +194,8 @@ impl Setup {
         );
         let policies = match self {
             Setup::Plain => String::new(),
+            Setup::NoJournal => "ledger: { journal: { enabled: false } }\n".to_owned(),
+            Setup::JournalFsync => "ledger: { journal: { fsync: true } }\n".to_owned(),
             Setup::Policies => "routing:
   v-openai: { policy: cheapest, targets: [openai/gpt-4o-mini] }
   v-chat: { policy: cheapest, targets: [chat/gpt-4o-mini] }
@@ -199,6 +216,8 @@ limits:
     pub fn rows(self, api: Api) -> Vec<Row> {
         let (label, virt) = match self {
             Setup::Plain => ("provider + ledger", false),
+            Setup::NoJournal => ("provider + ledger, journal off", false),
+            Setup::JournalFsync => ("provider + ledger, journal fsync", false),
             Setup::Policies => ("+ router + rate-limit + budget", true),
         };
         let model = |direct: &'static str, routed: &'static str| if virt { routed } else { direct };
