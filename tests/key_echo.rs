@@ -181,12 +181,15 @@ async fn keys_an_upstream_repeats_reach_neither_client_nor_log_nor_ledger() {
         "the log still says what failed: {log}"
     );
 
-    // Every file of the SQLite ledger (its WAL too), byte for byte.
+    // Every file of the SQLite ledger (its WAL and its journal too), byte for byte.
     let mut stored = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if name.starts_with("ledger.db") {
+    for path in common::files_under(&dir) {
+        let relative = path
+            .strip_prefix(&dir)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if relative.starts_with("ledger.db") {
             stored.extend(std::fs::read(&path).unwrap());
         }
     }
