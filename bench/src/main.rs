@@ -144,7 +144,13 @@ fn main() -> anyhow::Result<()> {
         }
         print_row(&direct.name, &base, None, None);
         for setup in Setup::for_api(api) {
-            let gateway = Gateway::start(&args.gateway, &dir, &setup.config(&mock.addr))?;
+            let gateway = Gateway::start_with(
+                &args.gateway,
+                &dir,
+                "",
+                setup.ledger(),
+                &setup.config(&mock.addr),
+            )?;
             let idle = gateway.rss_kib()?;
             for row in setup.rows(api) {
                 let figures = measure(&oha, &row, &gateway.addr, Some(&gateway))?;

@@ -60,23 +60,25 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn start(binary: &str, dir: &Path, config: &str) -> anyhow::Result<Self> {
-        Self::start_with(binary, dir, "", config)
+        Self::start_with(binary, dir, "", "", config)
     }
 
-    /// With more `server:` settings (`server` itself is written here: its port is chosen here).
+    /// With more `server:` and `ledger:` settings (both keys are written here: the port is
+    /// chosen here, and the ledger file named after it).
     pub fn start_with(
         binary: &str,
         dir: &Path,
         server: &str,
+        ledger: &str,
         config: &str,
     ) -> anyhow::Result<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
-        let ledger = dir.join(format!("ledger-{port}.db"));
+        let file = dir.join(format!("ledger-{port}.db"));
         let config = format!(
-            "server: {{ host: 127.0.0.1, port: {port}{server} }}\nledger: {{ url: 'sqlite://{}' }}\n{config}",
-            ledger.display()
+            "server: {{ host: 127.0.0.1, port: {port}{server} }}\nledger: {{ url: 'sqlite://{}'{ledger} }}\n{config}",
+            file.display()
         );
         let path = dir.join(format!("config-{port}.yaml"));
         std::fs::write(&path, config)?;

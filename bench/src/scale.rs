@@ -42,7 +42,7 @@ pub fn streams(
 ) -> anyhow::Result<()> {
     let mock = Mock::start_paced(mock_bin, PACE_MS)?;
     let server = format!(", max_connections: {}", n + 256);
-    let gateway = Gateway::start_with(gateway_bin, dir, &server, &config(&mock.addr, n))?;
+    let gateway = Gateway::start_with(gateway_bin, dir, &server, "", &config(&mock.addr, n))?;
     let row = Row {
         name: format!("{n} open streams"),
         api: Api::Chat,

@@ -170,6 +170,15 @@ impl Setup {
         }
     }
 
+    /// More `ledger:` settings, after its `url`.
+    pub fn ledger(self) -> &'static str {
+        match self {
+            Setup::Plain | Setup::Policies => "",
+            Setup::NoJournal => ", journal: { enabled: false }",
+            Setup::JournalFsync => ", journal: { fsync: true }",
+        }
+    }
+
     pub fn config(self, mock: &str) -> String {
         let providers = format!(
             "providers:
@@ -194,8 +203,7 @@ impl Setup {
         );
         let policies = match self {
             Setup::Plain => String::new(),
-            Setup::NoJournal => "ledger: { journal: { enabled: false } }\n".to_owned(),
-            Setup::JournalFsync => "ledger: { journal: { fsync: true } }\n".to_owned(),
+            Setup::NoJournal | Setup::JournalFsync => String::new(),
             Setup::Policies => "routing:
   v-openai: { policy: cheapest, targets: [openai/gpt-4o-mini] }
   v-chat: { policy: cheapest, targets: [chat/gpt-4o-mini] }
