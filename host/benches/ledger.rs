@@ -23,6 +23,10 @@ use wasmgate::ledger::sqlite::SqliteStore;
 use wasmgate::ledger::{Ledger, Store, Unit, UsageRecord, UsageStore, UserFilter};
 use wasmgate::ledger::{requests, stats};
 
+#[path = "../src/ledger/tests/records.rs"]
+mod records;
+use records::{log_record, record};
+
 #[path = "../../tests/common/postgres.rs"]
 #[allow(dead_code)]
 mod pg;
@@ -37,46 +41,6 @@ fn main() {
     } else {
         measure();
     }
-}
-
-fn record(time_us: i64, model: &str, input: u64, output: u64, cost: i64) -> UsageRecord {
-    UsageRecord {
-        request_id: format!("req-{time_us}"),
-        time_us,
-        project: "p".to_owned(),
-        provider: Some("openai".to_owned()),
-        model: Some(model.to_owned()),
-        operation: "chat.completions".to_owned(),
-        input_tokens: input,
-        output_tokens: output,
-        cost_micros: Some(cost),
-        status: 200,
-        ..UsageRecord::default()
-    }
-}
-
-/// The records of the backfill's database: `i` picks everything, from a multiplicative hash
-/// (as the request log's property test writes them).
-fn log_record(i: u64, time_us: i64) -> UsageRecord {
-    let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut r = record(time_us, ["m1", "m2", "m3"][(h >> 8) as usize % 3], 1, 2, 3);
-    r.request_id = format!("log-{:05}", (h >> 20) % 100_000 * 100_000 + i);
-    r.project = if i.is_multiple_of(5) { "q" } else { "p" }.to_owned();
-    r.provider = Some(["openai", "anthropic"][(h >> 12) as usize % 2].to_owned());
-    r.api_key_id = [None, Some("key_a"), Some("key_b")][(h >> 16) as usize % 3].map(str::to_owned);
-    r.status = [200, 200, 200, 200, 400, 429, 500, 502][(h >> 24) as usize % 8];
-    r.operation =
-        ["chat.completions", "chat.completions", "embeddings"][(h >> 28) as usize % 3].to_owned();
-    match (h >> 32) % 12 {
-        0 => r.model = None,
-        1 | 2 => {}
-        u => {
-            r.user_id = Some(format!("u{u}"));
-            r.user_name = Some(format!("name {}", u % 4));
-            r.user_tags = vec![format!("team-{}", u % 3)];
-        }
-    }
-    r
 }
 
 /// Makes a database look like one written before the rollups held the console's sums, and

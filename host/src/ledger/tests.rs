@@ -7,6 +7,9 @@ use super::responses::StoredResponse;
 use super::time::{HOUR_US, format_utc};
 use super::*;
 
+mod records;
+use records::{by, log_record, record};
+
 #[path = "../../../tests/common/postgres.rs"]
 #[allow(dead_code)]
 pub(super) mod pg;
@@ -51,22 +54,6 @@ on_every_store!(
 
 // 2024-02-29 13:00:00 UTC.
 const H: i64 = 1_709_211_600_000_000;
-
-fn record(time_us: i64, model: &str, input: u64, output: u64, cost: i64) -> UsageRecord {
-    UsageRecord {
-        request_id: format!("req-{time_us}"),
-        time_us,
-        project: "p".to_owned(),
-        provider: Some("openai".to_owned()),
-        model: Some(model.to_owned()),
-        operation: "chat.completions".to_owned(),
-        input_tokens: input,
-        output_tokens: output,
-        cost_micros: Some(cost),
-        status: 200,
-        ..UsageRecord::default()
-    }
-}
 
 /// A record reads back whole by its request id.
 fn check_record(store: &dyn Store) {
@@ -273,13 +260,6 @@ fn check_model_buckets(store: &dyn Store) {
     assert_eq!(minutes.len(), 3);
     assert_eq!(format_utc(minutes[1].bucket_us), "2024-02-29 14:00:00");
     assert_eq!(format_utc(minutes[2].bucket_us), "2024-02-29 14:01:00");
-}
-
-fn by(mut r: UsageRecord, id: &str, name: &str, tags: &[&str]) -> UsageRecord {
-    r.user_id = Some(id.to_owned());
-    r.user_name = Some(name.to_owned());
-    r.user_tags = tags.iter().map(|t| (*t).to_owned()).collect();
-    r
 }
 
 /// Per-model input tokens of an answer, as `(bucket, model, input)`.
@@ -614,32 +594,6 @@ fn check_many_users_one_bucket(store: &dyn Store) {
     assert_eq!(mine[0].totals.requests, 1);
     assert_eq!(store.total("p", H, H + HOUR_US).unwrap().requests, 60);
     assert_eq!(store.count().unwrap(), 60);
-}
-
-/// A record of the request-log property: `i` picks everything, from a multiplicative hash.
-fn log_record(i: u64, time_us: i64) -> UsageRecord {
-    let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let mut r = record(time_us, ["m1", "m2", "m3"][(h >> 8) as usize % 3], 1, 2, 3);
-    r.request_id = format!("log-{:05}", (h >> 20) % 100_000 * 100_000 + i);
-    r.project = if i.is_multiple_of(5) { "q" } else { "p" }.to_owned();
-    r.provider = Some(["openai", "anthropic"][(h >> 12) as usize % 2].to_owned());
-    r.api_key_id = [None, Some("key_a"), Some("key_b")][(h >> 16) as usize % 3].map(str::to_owned);
-    r.status = [200, 200, 200, 200, 400, 429, 500, 502][(h >> 24) as usize % 8];
-    r.operation =
-        ["chat.completions", "chat.completions", "embeddings"][(h >> 28) as usize % 3].to_owned();
-    match (h >> 32) % 12 {
-        0 => r.model = None,
-        1 | 2 => {}
-        u => {
-            r = by(
-                r,
-                &format!("u{u}"),
-                &format!("name {}", u % 4),
-                &[&format!("team-{}", u % 3)],
-            );
-        }
-    }
-    r
 }
 
 /// The request log's pages equal a filter over the raw records, newest first by (time, id),
