@@ -247,23 +247,15 @@ fn the_generated_reference_and_schema_in_docs_are_current() {
 /// alone, without the keys its object requires).
 fn manual_yaml_blocks() -> Vec<(String, String)> {
     let mut blocks = Vec::new();
-    let mut pending = vec![repo().join("docs/src")];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "md") || path.ends_with("reference/config.md") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap();
-            for (i, block) in text.split("```yaml\n").skip(1).enumerate() {
-                let block = block.split("```").next().unwrap();
-                let name = format!("{} block {}", path.display(), i + 1);
-                blocks.push((name, block.to_owned()));
-            }
+    for path in common::files_under(&repo().join("docs/src")) {
+        if path.extension().is_none_or(|e| e != "md") || path.ends_with("reference/config.md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, block) in text.split("```yaml\n").skip(1).enumerate() {
+            let block = block.split("```").next().unwrap();
+            let name = format!("{} block {}", path.display(), i + 1);
+            blocks.push((name, block.to_owned()));
         }
     }
     blocks
