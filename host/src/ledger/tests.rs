@@ -1269,6 +1269,17 @@ async fn count(store: &Arc<dyn Store>) -> u64 {
         .unwrap()
 }
 
+/// `store`'s count once it reaches `n`, or what it holds after 5 s of waiting for that.
+async fn count_reaching(store: &Arc<dyn Store>, n: u64) -> u64 {
+    for _ in 0..100 {
+        if count(store).await == n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    count(store).await
+}
+
 async fn shutdown_writes_every_queued_record(store: Arc<dyn Store>) {
     let ledger = Ledger::with_store(store.clone(), 10_000);
     for i in 0..2_500 {
@@ -1310,13 +1321,7 @@ async fn postgres_records_wait_while_the_server_is_down() {
         }
     };
     send(0, 300);
-    for _ in 0..100 {
-        if count(&store).await == 300 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(count(&store).await, 300);
+    assert_eq!(count_reaching(&store, 300).await, 300);
 
     let c = Arc::clone(&cluster);
     tokio::task::spawn_blocking(move || c.stop()).await.unwrap();
@@ -1377,13 +1382,7 @@ async fn postgres_records_wait_in_the_journal_while_the_server_is_down() {
         }
     };
     send(0, 300).await;
-    for _ in 0..100 {
-        if count(&store).await == 300 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(count(&store).await, 300);
+    assert_eq!(count_reaching(&store, 300).await, 300);
 
     let c = Arc::clone(&cluster);
     tokio::task::spawn_blocking(move || c.stop()).await.unwrap();
