@@ -84,13 +84,14 @@ async fn send(
     let native = cx
         .translation
         .as_ref()
-        .filter(|_| provider.native.contains(&cx.operation));
+        .filter(|t| provider.native.contains(&t.dialect.name));
     let canonical = match native {
         Some(translation) => translation.native_request(cx.operation, target.model, request.stream),
         None => request.canonical(target.model),
     };
     let native = native.is_some();
     let info = RequestInfo {
+        native: canonical.native.clone(),
         operation: canonical.operation,
         model: canonical.model.clone(),
         stream: canonical.stream,
