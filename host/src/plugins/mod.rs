@@ -90,6 +90,7 @@ const BUILT_IN: &[(&str, &[u8])] = &[
     built_in!("bedrock"),
     built_in!("anthropic-messages"),
     built_in!("openai-responses"),
+    built_in!("gemini-genai"),
     built_in!("fallback"),
     built_in!("weighted"),
     built_in!("fastest"),
