@@ -22,6 +22,28 @@ use crate::state::AppState;
 /// Bytes of a key read from a dialect's own header or query parameter, at most.
 const KEY_MAX: usize = 512;
 
+/// The router's fallback for a path it knows with other methods: a dialect's route, or the
+/// method-not-allowed error.
+pub async fn serve_or_refuse(
+    state: State<Arc<AppState>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    id: Option<Extension<RequestId>>,
+    body: Body,
+) -> Response {
+    let known = state
+        .gateway
+        .load()
+        .dialects
+        .find(&method, uri.path(), uri.query())
+        .is_ok();
+    if !known {
+        return super::method_not_allowed(&method, &uri).into_response();
+    }
+    serve(state, method, uri, headers, id, body).await
+}
+
 /// The router's fallback: a dialect's route, or the unknown-route error.
 pub async fn serve(
     State(state): State<Arc<AppState>>,

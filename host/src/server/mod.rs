@@ -62,7 +62,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         // After the routes: it applies to those registered before it. axum adds `Allow`.
-        .method_not_allowed_fallback(method_not_allowed)
+        // A dialect's path may lie under a fixed route of other methods (Google's
+        // `POST /v1/models/{model}:generateContent` under `GET /v1/models/{*id}`).
+        .method_not_allowed_fallback(dialect_routes::serve_or_refuse)
         // The registry's dialects declare their own paths (a model inside a segment, as in
         // `/models/{model}:generateContent`, which axum cannot route): matched there.
         .fallback(dialect_routes::serve)
@@ -165,7 +167,7 @@ async fn metrics(
     )
 }
 
-async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+fn method_not_allowed(method: &Method, uri: &Uri) -> ApiError {
     ApiError::MethodNotAllowed {
         method: method.to_string(),
         path: uri.path().to_owned(),

@@ -37,32 +37,42 @@ use wasmgate_plugin_sdk::{
 
 struct Gemini;
 
-/// The API version the routes are under: the one Google's SDKs use by default.
-const PREFIX: &str = "/v1beta/models";
+/// Where the calls are: Google's SDKs use `v1` or `v1beta` by version (google-genai 3 sends
+/// `v1`), and the REST reference `v1beta`.
+const PREFIXES: [&str; 2] = ["/v1beta/models", "/v1/models"];
+
+/// The methods called on a model, and what the host does with each.
+const CALLS: [(&str, RouteKind); 5] = [
+    ("generateContent", RouteKind::Call),
+    ("streamGenerateContent", RouteKind::Call),
+    ("countTokens", RouteKind::CountTokens),
+    ("embedContent", RouteKind::Call),
+    ("batchEmbedContents", RouteKind::Call),
+];
 
 impl Dialect for Gemini {
     type Encoder = stream::Encoder;
 
     fn describe() -> Declaration {
-        let call = |method: &str, name: &str, kind: RouteKind| {
-            Route::new(method, &format!("{PREFIX}/{{model}}:{name}"), name, kind)
-        };
+        let mut routes = Vec::new();
+        for prefix in PREFIXES {
+            for (name, kind) in CALLS {
+                let path = format!("{prefix}/{{model}}:{name}");
+                routes.push(Route::new("POST", &path, name, kind));
+            }
+        }
+        // Only under `v1beta`: `GET /v1/models` is OpenAI's list, which the gateway serves.
+        routes.push(Route::new(
+            "GET",
+            PREFIXES[0],
+            "listModels",
+            RouteKind::ListModels,
+        ));
+        let one = format!("{}/{{model}}", PREFIXES[0]);
+        routes.push(Route::new("GET", &one, "getModel", RouteKind::GetModel));
         Declaration {
             name: "gemini".to_owned(),
-            routes: vec![
-                call("POST", "generateContent", RouteKind::Call),
-                call("POST", "streamGenerateContent", RouteKind::Call),
-                call("POST", "countTokens", RouteKind::CountTokens),
-                call("POST", "embedContent", RouteKind::Call),
-                call("POST", "batchEmbedContents", RouteKind::Call),
-                Route::new("GET", PREFIX, "listModels", RouteKind::ListModels),
-                Route::new(
-                    "GET",
-                    &format!("{PREFIX}/{{model}}"),
-                    "getModel",
-                    RouteKind::GetModel,
-                ),
-            ],
+            routes,
             // Google's SDKs send `x-goog-api-key`; REST examples put the key in `?key=`.
             keys: vec![
                 KeySource::Header("x-goog-api-key".to_owned()),
