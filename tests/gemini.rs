@@ -92,6 +92,43 @@ async fn google_genai_python_sdk_completes_every_scenario_against_the_mock() {
     );
 }
 
+const NODE: [&str; 5] = ["generate", "stream", "tools", "count_tokens", "embed"];
+
+#[tokio::test]
+async fn google_genai_node_sdk_completes_every_scenario_against_the_mock_and_the_gateway() {
+    let mock = MockProvider::gemini().await;
+    let output = run_client(
+        "google_genai.mjs",
+        &mock.origin(),
+        KEY,
+        &["--model", GEMINI, "--embedding-model", GEMINI_EMBEDDING],
+    )
+    .await;
+    assert_passed(&output, &NODE);
+    // Through the gateway, natively and translated.
+    let s = setup().await;
+    for (model, embedding) in [
+        (
+            format!("gemini/{GEMINI}"),
+            format!("gemini/{GEMINI_EMBEDDING}"),
+        ),
+        (
+            format!("openai/{GPT}"),
+            "openai/text-embedding-3-small".to_owned(),
+        ),
+    ] {
+        let output = run_client(
+            "google_genai.mjs",
+            &s.gateway.url(""),
+            &s.key,
+            &["--model", &model, "--embedding-model", &embedding],
+        )
+        .await;
+        assert_passed(&output, &NODE);
+    }
+    assert!(!s.gemini.requests().await.is_empty() && !s.openai.requests().await.is_empty());
+}
+
 /// The mock refuses what Google refuses: a role it does not know, and a function response
 /// without its call.
 #[tokio::test]
