@@ -155,7 +155,7 @@ async fn the_gemini_mock_refuses_what_google_refuses() {
 
 /// Natively to a `gemini` entry: the client's body goes upstream as it was written (the
 /// safety settings the canonical form would drop arrive), under the upstream's model name and
-/// key; counting never leaves the gateway.
+/// key; counting goes to Google's own `countTokens`.
 #[tokio::test]
 async fn the_sdk_works_natively_through_the_gateway() {
     let s = setup().await;
@@ -188,7 +188,11 @@ async fn the_sdk_works_natively_through_the_gateway() {
         generate.body["systemInstruction"]["parts"][0]["text"],
         "Be brief."
     );
-    assert!(!requests.iter().any(|r| r.path.contains(":countTokens")));
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.path.ends_with(&format!("{GEMINI}:countTokens")))
+    );
     assert!(requests.iter().any(|r| {
         r.path
             .contains(&format!("{GEMINI_EMBEDDING}:batchEmbedContents"))
@@ -374,6 +378,35 @@ async fn a_query_key_and_a_json_array_stream() {
             .iter()
             .all(|r| !format!("{:?}", r.body).contains(&s.key))
     );
+}
+
+/// `countTokens` is Google's own count for a `gemini` entry, the gateway's estimate for a
+/// translated target; the answer says which, and neither is recorded.
+#[tokio::test]
+async fn count_tokens_is_google_s_own_natively_and_estimated_otherwise() {
+    let s = setup().await;
+    let body =
+        json!({"contents": [{"role": "user", "parts": [{"text": "one two three four five"}]}]});
+    for (model, counter) in [
+        (format!("gemini/{GEMINI}"), "upstream"),
+        (format!("openai/{GPT}"), "estimate"),
+    ] {
+        let response = post(
+            &s,
+            &format!("/v1beta/models/{model}:countTokens"),
+            Some(&s.key),
+            &body,
+        )
+        .await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["x-wasmgate-count"], counter, "{model}");
+        let counted: Value = response.json().await.unwrap();
+        assert!(counted["totalTokens"].as_u64().unwrap() > 0, "{counted}");
+    }
+    let upstream = s.gemini.requests().await;
+    assert_eq!(upstream.len(), 1, "{upstream:?}");
+    assert_eq!(upstream[0].body, body, "the client's body as written");
+    assert!(s.openai.requests().await.is_empty());
 }
 
 /// `GET /v1beta/models` lists the gateway's models as Google's; one model by its name; an

@@ -198,7 +198,7 @@ async fn complete(
 }
 
 /// Headers as plugins receive them: lower-case names (as `http` keeps them), UTF-8 values.
-fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+pub(super) fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
         .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))

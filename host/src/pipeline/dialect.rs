@@ -288,7 +288,7 @@ fn replayable(item: &mut Value) -> bool {
 }
 
 /// The allowlisted client headers, bounded and printable.
-fn forwarded(headers: &http::HeaderMap) -> Vec<(String, String)> {
+pub(super) fn forwarded(headers: &http::HeaderMap) -> Vec<(String, String)> {
     FORWARDED
         .iter()
         .filter_map(|name| {
@@ -466,16 +466,17 @@ fn plugin_error(failure: Failure) -> PluginError {
 }
 
 /// A `count-tokens` route (`/v1/messages/count_tokens`, Google's `:countTokens`): the prompt's
-/// tokens by the gateway's own tokenizer (the one limits and estimates use), without any
-/// upstream call and without a ledger record, since no model ran; the body written by the
-/// dialect's plugin. Auth is that of `/v1/*`.
+/// tokens by the target's own counting endpoint where its entry speaks the dialect (see
+/// `count.rs`), else by the gateway's own tokenizer (the one limits and estimates use), the body
+/// then written by the dialect's plugin; without a ledger record either way. Auth is that of
+/// `/v1/*`, and a key limited to some models counts only for those.
 pub async fn count_tokens(
     state: &crate::state::AppState,
     edge: &Edge,
     headers: &http::HeaderMap,
     body: axum::body::Body,
-) -> Result<String, ApiError> {
-    super::auth::caller(state, headers, edge.gateway.config.auth.required).await?;
+) -> Result<(String, super::count::Counter), ApiError> {
+    let caller = super::auth::caller(state, headers, edge.gateway.config.auth.required).await?;
     let (bytes, _reservation) = super::body::read(state, body).await?;
     let bytes = if bytes.is_empty() {
         &b"{}"[..]
@@ -486,6 +487,14 @@ pub async fn count_tokens(
         raw_json::object(bytes, MAX_FIELDS).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
     let plugin = &edge.matched.dialect.plugin;
     let decoded = decode_fields(plugin, &edge.matched, &fields).await?;
+    if !caller.limits.allows_model(&decoded.model) {
+        return Err(ApiError::ModelNotAllowed(decoded.model));
+    }
+    if let Some(counted) =
+        super::count::upstream(state, edge, headers, &decoded.model, &fields).await?
+    {
+        return Ok((counted, super::count::Counter::Upstream));
+    }
     let operation = canonical_operation(decoded.operation);
     let request = ClientRequest::parse(operation, decoded.body.as_bytes())?;
     let tokens = request.estimate_input_tokens(crate::tokenizer::Tokenizer);
@@ -501,9 +510,11 @@ pub async fn count_tokens(
         .start(SlotKind::Call)
         .await
         .map_err(ApiError::plugin)?;
-    call.encode_count(&info, tokens)
+    let body = call
+        .encode_count(&info, tokens)
         .await
-        .map_err(ApiError::plugin)
+        .map_err(ApiError::plugin)?;
+    Ok((body, super::count::Counter::Estimate))
 }
 
 /// A `list-models` or `get-model` route's body: the gateway's `list` (OpenAI's JSON) in the

@@ -15,6 +15,7 @@ pub mod attempt;
 pub mod auth;
 pub mod body;
 pub mod context;
+pub mod count;
 pub mod dialect;
 pub mod end_user;
 pub mod error;

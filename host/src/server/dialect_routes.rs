@@ -10,7 +10,7 @@ use axum::Json;
 use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::http::header::AUTHORIZATION;
-use axum::http::{HeaderMap, HeaderValue, Method, Uri, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use super::request_log::{LoggedAtEnd, RequestId};
@@ -79,11 +79,25 @@ pub async fn serve(
     let edge = Edge { gateway, matched };
     let answered = match edge.matched.route().kind {
         RouteKind::Call => return call(&state, edge, headers, id, body).await,
-        RouteKind::CountTokens => edge_of::count_tokens(&state, &edge, &headers, body).await,
-        RouteKind::ListModels | RouteKind::GetModel => models(&state, &edge, headers).await,
+        RouteKind::CountTokens => edge_of::count_tokens(&state, &edge, &headers, body)
+            .await
+            .map(|(body, counter)| (body, Some(counter))),
+        RouteKind::ListModels | RouteKind::GetModel => models(&state, &edge, headers)
+            .await
+            .map(|body| (body, None)),
     };
     match answered {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Ok((body, counter)) => {
+            let mut response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+            if let Some(counter) = counter {
+                // Which tokenizer counted: the model's own, or the gateway's estimate.
+                response.headers_mut().insert(
+                    HeaderName::from_static("x-wasmgate-count"),
+                    HeaderValue::from_static(counter.name()),
+                );
+            }
+            response
+        }
         Err(refused) => error(&dialect, &refused).await,
     }
 }

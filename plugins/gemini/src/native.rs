@@ -22,6 +22,10 @@ pub fn prepare(
         // Always SSE upstream: the host frames the events as the client asked (SSE or array).
         "streamGenerateContent" => "streamGenerateContent?alt=sse",
         "embedContent" => "embedContent",
+        // Google's own count; a whole `generateContentRequest` names its model too.
+        "countTokens" => {
+            return Ok(("countTokens", with_inner_model(body, model_path)?));
+        }
         "batchEmbedContents" => {
             return Ok(("batchEmbedContents", batch(body, model_path)?));
         }
@@ -42,6 +46,20 @@ fn batch(body: &str, model_path: &str) -> Result<Vec<u8>, PluginError> {
         for request in requests.iter_mut().filter_map(Value::as_object_mut) {
             request.insert("model".to_owned(), Value::from(model_path));
         }
+    }
+    serde_json::to_vec(&value)
+        .map_err(|_| PluginError::upstream("could not write the upstream request"))
+}
+
+/// A `countTokens` body whose `generateContentRequest` names the upstream's model.
+fn with_inner_model(body: &str, model_path: &str) -> Result<Vec<u8>, PluginError> {
+    let mut value: Value = serde_json::from_str(body)
+        .map_err(|_| PluginError::invalid_request("the body is not JSON"))?;
+    if let Some(inner) = value
+        .get_mut("generateContentRequest")
+        .and_then(Value::as_object_mut)
+    {
+        inner.insert("model".to_owned(), Value::from(model_path));
     }
     serde_json::to_vec(&value)
         .map_err(|_| PluginError::upstream("could not write the upstream request"))
