@@ -25,6 +25,7 @@ const BUILT_IN: &[&str] = &[
     "bedrock",
     "anthropic-messages",
     "openai-responses",
+    "gemini-genai",
     "fallback",
     "weighted",
     "fastest",

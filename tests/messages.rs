@@ -1,7 +1,8 @@
 //! `POST /v1/messages` (Anthropic's Messages API) end to end: passed through to an `anthropic`
 //! entry (the strict mock refuses anything the real API would), translated to an OpenAI or
 //! Gemini entry and back, whole and streamed; tools; errors in Anthropic's shape; `x-api-key`;
-//! `count_tokens` answered by the gateway; a `routing:` virtual model; one ledger record per
+//! `count_tokens` answered by Anthropic's own endpoint for an `anthropic` entry, by the gateway
+//! otherwise; a `routing:` virtual model; one ledger record per
 //! request at its exact catalog price, also for a stream the client leaves.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -829,14 +830,15 @@ async fn with_auth_required_a_key_is_needed_and_x_api_key_is_one() {
 }
 
 #[tokio::test]
-async fn count_tokens_is_answered_by_the_gateway_without_upstream_or_ledger() {
+async fn count_tokens_is_anthropic_s_own_natively_the_gateway_s_otherwise_and_never_recorded() {
     let s = setup("").await;
     let short = json!({"model": CLAUDE, "messages": [{"role": "user", "content": "Hi."}]});
     let long = json!({"model": CLAUDE, "system": "You are a meticulous assistant who explains the weather.",
         "tools": [weather_tool()],
         "messages": [{"role": "user", "content": "What is the weather like in San Francisco, and should I bring a coat tonight?"}]});
-    let count = |answer: Answer| {
+    let count = |answer: Answer, counter: &str| {
         assert_eq!(answer.status, 200, "{}", answer.text);
+        assert_eq!(answer.headers["x-wasmgate-count"], counter, "who counted");
         let body = answer.json();
         assert_eq!(body.as_object().map(|o| o.len()), Some(1), "{body}");
         body["input_tokens"].as_u64().expect("input_tokens")
@@ -850,6 +852,7 @@ async fn count_tokens_is_answered_by_the_gateway_without_upstream_or_ledger() {
             &short,
         )
         .await,
+        "upstream",
     );
     let many = count(
         post(
@@ -860,29 +863,37 @@ async fn count_tokens_is_answered_by_the_gateway_without_upstream_or_ledger() {
             &long,
         )
         .await,
+        "upstream",
     );
     assert!(few > 0, "{few}");
     assert!(
         many > few + 20,
         "the system, the tool and the longer text count: {few} vs {many}"
     );
-    // A translated target is counted the same way, by the gateway.
+    // Anthropic's own endpoint counted them, given the client's body under its model name.
+    let counted = s.anthropic.requests().await;
+    assert_eq!(counted.len(), 2, "{counted:?}");
+    assert!(
+        counted
+            .iter()
+            .all(|r| r.path.starts_with("/v1/messages/count_tokens"))
+    );
+    assert!(counted.iter().all(|r| r.body["model"] == CLAUDE));
+    // A translated target has no counting endpoint: the gateway counts, by its own tokenizer.
     let mut on_openai = long.clone();
     on_openai["model"] = json!(format!("openai/{GPT}"));
-    assert_eq!(
-        count(
-            post(
-                &s.gateway,
-                "/v1/messages/count_tokens",
-                "count-openai",
-                &[],
-                &on_openai
-            )
-            .await
-        ),
-        many
+    let estimated = count(
+        post(
+            &s.gateway,
+            "/v1/messages/count_tokens",
+            "count-openai",
+            &[],
+            &on_openai,
+        )
+        .await,
+        "estimate",
     );
-    assert!(s.anthropic.requests().await.is_empty(), "no upstream call");
+    assert!(estimated > 20, "{estimated}");
     assert!(s.openai.requests().await.is_empty(), "no upstream call");
 
     // No record: one sent after them is stored, they are not (the writer keeps order).

@@ -1,5 +1,6 @@
-//! The official SDKs as test clients: the programs in `tests/sdk/` (the `anthropic` and `openai`
-//! Python packages and the Node `@anthropic-ai/sdk`, pinned and installed into
+//! The official SDKs as test clients: the programs in `tests/sdk/` (the `anthropic`, `openai` and
+//! `google-genai` Python packages and the Node `@anthropic-ai/sdk` and `@google/genai` (driven
+//! by `tests/gemini.rs`), pinned and installed into
 //! `target/sdk-clients/` by `scripts/sdk-clients.sh`) run their scenarios against the strict mock
 //! upstreams, which proves the mocks speak what the SDKs expect; and the mocks refuse what the
 //! real APIs refuse. The same programs run against the gateway by giving `run_client` the
@@ -82,6 +83,10 @@ pub async fn run_client(program: &str, base_url: &str, key: &str, args: &[&str])
         "OPENAI_BASE_URL",
         "OPENAI_ORG_ID",
         "OPENAI_PROJECT_ID",
+        "GOOGLE_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_CLOUD_PROJECT",
         "HTTP_PROXY",
         "HTTPS_PROXY",
         "ALL_PROXY",

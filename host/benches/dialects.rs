@@ -85,6 +85,24 @@ enum Dialect {
 }
 
 impl Dialect {
+    /// The dialect plugin's name for its one model-call route.
+    fn route(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Messages => "messages",
+            Self::Responses => "responses",
+        }
+    }
+
+    /// `body` as a dialect plugin's `decode` receives it.
+    fn call(self, body: &str) -> wasmgate::plugins::DialectCallRequest {
+        wasmgate::plugins::DialectCallRequest {
+            route: self.route().to_owned(),
+            params: Vec::new(),
+            body: body.to_owned(),
+        }
+    }
+
     fn path(self) -> &'static str {
         match self {
             Self::Chat => "/v1/chat/completions",
@@ -760,14 +778,16 @@ fn print_plugin_calls() {
             let plugin = host.load_dialect(name, nowhere).unwrap();
             for size in [1024, 100 * 1024] {
                 let body = dialect.request("openai/gpt-4o-mini", size, false, Some(false));
+                let request = dialect.call(&body);
                 let mut echo = String::new();
                 let decode = fresh_calls(&plugin, async |call| {
-                    let decoded = call.decode(&body).await.unwrap().unwrap();
+                    let decoded = call.decode(&request).await.unwrap().unwrap();
                     assert!(decoded.body.len() > size / 2, "{name}: the prompt survived");
                     echo = decoded.echo;
                 })
                 .await;
                 let info = AnswerInfo {
+                    route: dialect.route().into(),
                     model: "openai/gpt-4o-mini".into(),
                     id: "resp_0123456789abcdef0123456789abcdef".into(),
                     created: 1_700_000_000,
@@ -824,9 +844,15 @@ async fn print_encoders(host: &PluginHost) {
         };
         let body = dialect.request("openai/gpt-4o-mini", 1024, true, Some(false));
         let mut call = plugin.start(SlotKind::Call).await.unwrap();
-        let echo = call.decode(&body).await.unwrap().unwrap().echo;
+        let echo = call
+            .decode(&dialect.call(&body))
+            .await
+            .unwrap()
+            .unwrap()
+            .echo;
         drop(call);
         let info = AnswerInfo {
+            route: dialect.route().into(),
             model: "openai/gpt-4o-mini".into(),
             id: "msg_0123456789abcdef0123456789abcdef".into(),
             created: 1_700_000_000,

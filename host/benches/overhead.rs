@@ -234,6 +234,7 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
             options: "{}".into(),
         };
         let request = CanonicalRequest {
+            native: None,
             operation: Operation::ChatCompletions,
             model: "gpt-4o-mini".into(),
             body: chat_body("gpt-4o-mini", size),
@@ -241,6 +242,7 @@ fn plugin_call(size: usize) -> (Duration, Duration) {
             headers: Vec::new(),
         };
         let info = RequestInfo {
+            native: None,
             operation: Operation::ChatCompletions,
             model: "gpt-4o-mini".into(),
             stream: false,
@@ -918,6 +920,7 @@ async fn decoder_push(host: &PluginHost, case: &DecoderCase) -> (Duration, Durat
         options: case.options.into(),
     };
     let info = RequestInfo {
+        native: None,
         operation: Operation::ChatCompletions,
         model: case.model.into(),
         stream: true,

@@ -221,6 +221,7 @@ async fn provider(dir: &Path, name: &str, cache: &Path) {
     };
     let body = serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "x".repeat(900)}]});
     let request = CanonicalRequest {
+        native: None,
         operation: Operation::ChatCompletions,
         model: "m".into(),
         body: body.to_string(),
@@ -228,6 +229,7 @@ async fn provider(dir: &Path, name: &str, cache: &Path) {
         headers: Vec::new(),
     };
     let info = RequestInfo {
+        native: None,
         operation: Operation::ChatCompletions,
         model: "m".into(),
         stream: false,

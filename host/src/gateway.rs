@@ -10,7 +10,7 @@ use crate::catalog::{Catalog, ModelInfo};
 use crate::config::Config;
 use crate::limits::Limits;
 use crate::plugins::{
-    DialectPlugin, Operation, PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin,
+    DialectRegistry, Operation, PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin,
 };
 use crate::redact::Secrets;
 use crate::routing::Route;
@@ -28,9 +28,9 @@ pub struct Provider {
     pub scope: Scope,
     /// The catalog provider whose prices apply, if the catalog knows it.
     pub catalog: Option<String>,
-    /// The client dialects (`Messages`, `Responses`) its upstream serves itself, as its plugin
+    /// The client dialects its upstream serves itself, by their declared names, as its plugin
     /// said when the config loaded: requests in these pass through untranslated.
-    pub native: Vec<Operation>,
+    pub native: Vec<String>,
     /// The config's catalog (built-in, with `catalog:` merged over it).
     models: Arc<Catalog>,
 }
@@ -95,30 +95,38 @@ pub enum StartupError {
     Limits { message: String },
     #[error("dialects.{dialect}.plugin: {source}")]
     Dialect {
-        dialect: &'static str,
+        dialect: String,
         source: crate::plugins::LoadError,
+    },
+    #[error("dialects.{dialect}: {source}")]
+    DialectDeclaration {
+        dialect: String,
+        source: crate::plugins::RegistryError,
     },
 }
 
-/// The dialect plugins of one config.
-pub struct Dialects {
-    /// Anthropic's Messages API.
-    pub messages: DialectPlugin,
-    /// OpenAI's Responses API.
-    pub responses: DialectPlugin,
-}
-
-impl Dialects {
-    fn load(config: &Config, host: &PluginHost) -> Result<Self, StartupError> {
-        let load = |dialect: &'static str, plugin: &str| {
-            host.load_dialect(plugin, &config.plugins.dir)
-                .map_err(|source| StartupError::Dialect { dialect, source })
-        };
-        Ok(Self {
-            messages: load("messages", &config.dialects.messages.plugin)?,
-            responses: load("responses", &config.dialects.responses.plugin)?,
-        })
+/// Loads each configured dialect plugin and mounts what it declares.
+async fn load_dialects(
+    config: &Config,
+    host: &PluginHost,
+) -> Result<DialectRegistry, StartupError> {
+    let mut registry = DialectRegistry::default();
+    for (key, plugin) in config.dialects.entries() {
+        let loaded = host
+            .load_dialect(plugin, &config.plugins.dir)
+            .map_err(|source| StartupError::Dialect {
+                dialect: key.to_owned(),
+                source,
+            })?;
+        registry
+            .mount(key, loaded)
+            .await
+            .map_err(|source| StartupError::DialectDeclaration {
+                dialect: key.to_owned(),
+                source,
+            })?;
     }
+    Ok(registry)
 }
 
 pub struct Gateway {
@@ -130,8 +138,8 @@ pub struct Gateway {
     pub limits: Arc<Limits>,
     /// The config's secrets, kept out of what is relayed from upstream, logged or stored.
     pub secrets: Arc<Secrets>,
-    /// The plugins translating Messages and Responses requests for other targets.
-    pub dialects: Dialects,
+    /// The client dialects besides Chat Completions: their plugins, routes and key sources.
+    pub dialects: DialectRegistry,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -203,12 +211,28 @@ impl Gateway {
                     message,
                 });
             }
-            let mut native = call
+            let operations = call
                 .native_operations(&provider_config)
                 .await
                 .map_err(plugin_failed)?;
-            // Only dialects can be native; a canonical operation listed means nothing.
-            native.retain(|op| matches!(op, Operation::Messages | Operation::Responses));
+            // Only dialects can be native; a canonical operation listed means nothing. The two
+            // operations are the names of the dialects that predate `native-dialects`.
+            let mut native: Vec<String> = operations
+                .into_iter()
+                .filter_map(|op| match op {
+                    Operation::Messages => Some("messages".to_owned()),
+                    Operation::Responses => Some("responses".to_owned()),
+                    Operation::ChatCompletions
+                    | Operation::Embeddings
+                    | Operation::ImageGenerations
+                    | Operation::ListModels => None,
+                })
+                .collect();
+            native.extend(
+                call.native_dialects(&provider_config)
+                    .await
+                    .map_err(plugin_failed)?,
+            );
             providers.push(Provider {
                 name: name.as_str().into(),
                 plugin,
@@ -241,7 +265,7 @@ impl Gateway {
         let limits = Limits::load(&config.limits, host, &config.plugins.dir, previous_limits)
             .await
             .map_err(|message| StartupError::Limits { message })?;
-        let dialects = Dialects::load(&config, host)?;
+        let dialects = load_dialects(&config, host).await?;
         let mut gateway = Self {
             dialects,
             secrets: Arc::new(Secrets::from_config(&config)),

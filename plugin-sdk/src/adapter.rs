@@ -19,6 +19,10 @@ impl<P: Provider> Guest for Adapter<P> {
         P::native_operations(&config)
     }
 
+    fn native_dialects(config: ProviderConfig) -> Vec<String> {
+        P::native_dialects(&config)
+    }
+
     fn validate(config: ProviderConfig) -> Result<(), ConfigError> {
         P::validate(&config)
     }

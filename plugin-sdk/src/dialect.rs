@@ -5,7 +5,10 @@ use core::cell::RefCell;
 use core::marker::PhantomData;
 
 use crate::wit::dialect::{Guest, GuestStreamEncoder};
-use crate::{AnswerInfo, Decoded, ErrorKind, Event, Failure, Usage, error_kind_for_status};
+use crate::{
+    AnswerInfo, Call, Declaration, Decoded, ErrorKind, Event, Failure, Route, RouteKind, Usage,
+    error_kind_for_status,
+};
 
 /// A dialect plugin: translates one client API (Anthropic's Messages, OpenAI's Responses, ...)
 /// to the canonical Chat Completions form and its answers back. The host calls each function on
@@ -15,9 +18,13 @@ pub trait Dialect: 'static {
     /// Re-encodes canonical streams as the dialect's events.
     type Encoder: StreamEncoder;
 
-    /// Decodes a client request body into canonical Chat Completions JSON. Fields the canonical
-    /// form cannot carry are dropped and named in [`Decoded::dropped`], not failed on.
-    fn decode(body: &str) -> Result<Decoded, Failure>;
+    /// The dialect's name, routes and key sources, read once per config load.
+    fn describe() -> Declaration;
+
+    /// Decodes a request on one of its `call` or `count-tokens` routes into canonical JSON.
+    /// Fields the canonical form cannot carry are dropped and named in [`Decoded::dropped`], not
+    /// failed on.
+    fn decode(call: &Call) -> Result<Decoded, Failure>;
 
     /// Encodes a complete canonical answer (`chat.completion` JSON) as the dialect's response
     /// body. `usage` is the host's count, when it has one; it takes precedence over the body's.
@@ -26,6 +33,20 @@ pub trait Dialect: 'static {
 
     /// The body of an error response with HTTP `status`, in the dialect's shape.
     fn encode_error(status: u16, error: &Failure) -> String;
+
+    /// The body answering a `count-tokens` route. The default is Anthropic's
+    /// `{"input_tokens": n}`.
+    fn encode_count(info: &AnswerInfo, tokens: u32) -> String {
+        let _ = info;
+        serde_json::json!({ "input_tokens": tokens }).to_string()
+    }
+
+    /// The body answering a `list-models` or `get-model` route from OpenAI's model `list`. The
+    /// default passes the list on as it is.
+    fn encode_models(route: &str, models: &str) -> Result<String, Failure> {
+        let _ = route;
+        Ok(models.to_owned())
+    }
 }
 
 /// Re-encodes one canonical stream (`chat.completion.chunk` JSON, one per push) as the
@@ -139,8 +160,12 @@ pub struct DialectAdapter<D>(PhantomData<D>);
 impl<D: Dialect> Guest for DialectAdapter<D> {
     type StreamEncoder = EncoderResource<D::Encoder>;
 
-    fn decode(body: String) -> Result<Decoded, Failure> {
-        D::decode(&body)
+    fn describe() -> Declaration {
+        D::describe()
+    }
+
+    fn decode(call: Call) -> Result<Decoded, Failure> {
+        D::decode(&call)
     }
 
     fn encode(
@@ -153,6 +178,14 @@ impl<D: Dialect> Guest for DialectAdapter<D> {
 
     fn encode_error(status: u16, error: Failure) -> String {
         D::encode_error(status, &error)
+    }
+
+    fn encode_count(info: AnswerInfo, tokens: u32) -> String {
+        D::encode_count(&info, tokens)
+    }
+
+    fn encode_models(route: String, models: String) -> Result<String, Failure> {
+        D::encode_models(&route, &models)
     }
 }
 
@@ -183,11 +216,43 @@ impl<E: StreamEncoder> GuestStreamEncoder for EncoderResource<E> {
     }
 }
 
+impl Call {
+    /// The value of the path or query parameter `name`, if the request has it.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// A request on `route` with `body` and no parameters. For tests and single-route dialects.
+    pub fn new(route: impl Into<String>, body: impl Into<String>) -> Self {
+        Call {
+            route: route.into(),
+            params: Vec::new(),
+            body: body.into(),
+        }
+    }
+}
+
+impl Route {
+    /// A route of `kind` named `name`, for `method` and `path`.
+    pub fn new(method: &str, path: &str, name: &str, kind: RouteKind) -> Self {
+        Route {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            name: name.to_owned(),
+            kind,
+        }
+    }
+}
+
 impl AnswerInfo {
     /// What the encoders are told of a request for `model` whose answer has the id `id`: created
     /// at 0, no estimate of the prompt's tokens, no echo. For tests, with struct update syntax.
     pub fn new(model: impl Into<String>, id: impl Into<String>) -> Self {
         AnswerInfo {
+            route: String::new(),
             model: model.into(),
             id: id.into(),
             created: 0,
@@ -200,6 +265,7 @@ impl AnswerInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Canonical, Framing};
 
     struct Upper;
 
@@ -234,11 +300,23 @@ mod tests {
     impl Dialect for Upper {
         type Encoder = Count;
 
-        fn decode(body: &str) -> Result<Decoded, Failure> {
+        fn describe() -> Declaration {
+            Declaration {
+                name: "upper".into(),
+                routes: vec![Route::new("POST", "/upper", "upper", RouteKind::Call)],
+                keys: Vec::new(),
+                typed_events: false,
+            }
+        }
+
+        fn decode(call: &Call) -> Result<Decoded, Failure> {
+            let body = call.body.as_str();
             if body.is_empty() {
                 return Err(Failure::invalid_request("empty").with_param("body"));
             }
             Ok(Decoded {
+                operation: Canonical::ChatCompletions,
+                framing: Framing::Sse,
                 model: body.to_owned(),
                 stream: false,
                 body: body.to_uppercase(),
@@ -264,8 +342,11 @@ mod tests {
 
     #[test]
     fn adapter_calls_the_dialect() {
-        assert_eq!(Adapter::decode("ab".into()).unwrap().body, "AB");
-        let err = Adapter::decode(String::new()).unwrap_err();
+        assert_eq!(
+            Adapter::decode(Call::new("upper", "ab")).unwrap().body,
+            "AB"
+        );
+        let err = Adapter::decode(Call::new("upper", "")).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("body"));
         assert_eq!(err.openai_type, "invalid_request_error");
         let info = AnswerInfo::new("m", "id1");

@@ -97,15 +97,23 @@
 #![cfg_attr(not(feature = "dialect"), doc = "```ignore")]
 //! use wasmgate_plugin_sdk::canonical::{ChatAnswer, ChatBody, ChatContent, ChatMessage};
 //! use wasmgate_plugin_sdk::serde_json::{Value, json};
-//! use wasmgate_plugin_sdk::{AnswerInfo, Decoded, Dialect, Failure, NoStreamEncoder, Usage};
+//! use wasmgate_plugin_sdk::{
+//!     AnswerInfo, Call, Canonical, Declaration, Decoded, Dialect, Failure, Framing,
+//!     NoStreamEncoder, Route, RouteKind, Usage,
+//! };
 //!
 //! struct Prompt;
 //!
 //! impl Dialect for Prompt {
 //!     type Encoder = NoStreamEncoder;
 //!
-//!     fn decode(body: &str) -> Result<Decoded, Failure> {
-//!         let body: Value = serde_json::from_str(body)
+//!     fn describe() -> Declaration {
+//!         let route = Route::new("POST", "/v1/prompt", "prompt", RouteKind::Call);
+//!         Declaration { name: "prompt".into(), routes: vec![route], keys: vec![], typed_events: false }
+//!     }
+//!
+//!     fn decode(call: &Call) -> Result<Decoded, Failure> {
+//!         let body: Value = serde_json::from_str(&call.body)
 //!             .map_err(|_| Failure::invalid_request("the body is not JSON"))?;
 //!         let (Some(model), Some(prompt)) = (body["model"].as_str(), body["prompt"].as_str())
 //!         else {
@@ -114,6 +122,8 @@
 //!         let user = ChatMessage::User { content: ChatContent::Text(prompt.to_owned()) };
 //!         let chat = ChatBody { model: model.to_owned(), messages: vec![user], ..ChatBody::default() };
 //!         Ok(Decoded {
+//!             operation: Canonical::ChatCompletions,
+//!             framing: Framing::Sse,
 //!             model: model.to_owned(),
 //!             stream: false,
 //!             body: chat.to_json()?,
@@ -356,10 +366,14 @@ pub use serde_json;
 #[cfg(feature = "limiter")]
 pub use wit::counters::{Counter, Period};
 #[cfg(feature = "dialect")]
-pub use wit::dialect::{AnswerInfo, Decoded, Event, Failure};
+pub use wit::dialect::{
+    AnswerInfo, Call, Canonical, Declaration, Decoded, Event, Failure, Framing, KeySource, Route,
+    RouteKind,
+};
 #[cfg(feature = "provider")]
 pub use wit::exports::wasmgate::plugin::provider::{
-    CanonicalRequest, Completion, Operation, Prepared, ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, NativeCall, Operation, Prepared, ProviderConfig, RequestInfo,
+    StreamOutput,
 };
 #[cfg(feature = "limiter")]
 pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};
@@ -375,6 +389,7 @@ impl CanonicalRequest {
     pub fn info(&self) -> RequestInfo {
         RequestInfo {
             operation: self.operation,
+            native: self.native.clone(),
             model: self.model.clone(),
             stream: self.stream,
         }

@@ -19,6 +19,14 @@ pub trait Provider: 'static {
         Vec::new()
     }
 
+    /// The dialects besides Messages and Responses, by their declared names (`gemini`), this
+    /// entry's upstream serves itself: their requests reach `prepare` with
+    /// [`CanonicalRequest::native`] set. The default is none.
+    fn native_dialects(config: &ProviderConfig) -> Vec<String> {
+        let _ = config;
+        Vec::new()
+    }
+
     /// Checks a config entry's `base_url` and `options` once, when the gateway loads its config.
     /// The default accepts anything.
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {

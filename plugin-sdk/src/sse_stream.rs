@@ -143,6 +143,7 @@ mod tests {
             options: String::new(),
         };
         let request = RequestInfo {
+            native: None,
             operation: Operation::ChatCompletions,
             model: "m".into(),
             stream: true,

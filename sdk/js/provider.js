@@ -92,6 +92,10 @@ export function defineProvider(plugin) {
       }
       return plugin.nativeOperations?.(read) ?? [];
     },
+    // Dialects besides Messages and Responses served natively: none from JavaScript yet.
+    nativeDialects() {
+      return [];
+    },
     validate(config) {
       try {
         const entry = readEntry(plugin, config);

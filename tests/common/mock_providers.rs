@@ -116,10 +116,12 @@ impl MockProvider {
         format!("http://{}", self.addr)
     }
 
-    /// Gemini: `POST /v1beta/models/{model}:{generateContent|streamGenerateContent|embedContent|batchEmbedContents}`.
+    /// Gemini: `POST /v1beta/models/{model}:{generateContent|streamGenerateContent|countTokens|embedContent|batchEmbedContents}`.
     pub async fn gemini() -> Self {
         Self::serve(
-            Router::new().route("/v1beta/models/{target}", post(gemini::models)),
+            Router::new()
+                .route("/v1beta/models/{target}", post(gemini::models))
+                .route("/v1/models/{target}", post(gemini::models)),
             "/v1beta",
         )
         .await
@@ -308,6 +310,11 @@ pub mod gemini {
             "error-500" => return error(500, "INTERNAL", "An internal error has occurred."),
             _ => {}
         }
+        if matches!(method, "generateContent" | "streamGenerateContent")
+            && let Err(message) = refused(&request)
+        {
+            return error(400, "INVALID_ARGUMENT", &message);
+        }
         match method {
             "generateContent" => generate(model, &request),
             "streamGenerateContent" => {
@@ -325,6 +332,12 @@ pub mod gemini {
                     None => stream(model),
                 }
             }
+            // The real API counts with the model's tokenizer; the mock, one token a word.
+            "countTokens" => {
+                let text = request["contents"].to_string();
+                let words = text.split_whitespace().count().max(1);
+                axum::Json(json!({"totalTokens": words})).into_response()
+            }
             "embedContent" => {
                 let n = request["outputDimensionality"].as_u64().unwrap_or(3) as usize;
                 axum::Json(json!({"embedding": {"values": embedding(n)}})).into_response()
@@ -338,6 +351,63 @@ pub mod gemini {
             }
             _ => error(404, "NOT_FOUND", "unknown method"),
         }
+    }
+
+    /// What the real API refuses in a generateContent body: fields it does not know, no
+    /// contents, a role other than `user` and `model`, and a `functionResponse` whose turn does
+    /// not follow the model's turn with a `functionCall` of that name.
+    fn refused(request: &Value) -> Result<(), String> {
+        const FIELDS: [&str; 8] = [
+            "contents",
+            "tools",
+            "toolConfig",
+            "safetySettings",
+            "systemInstruction",
+            "generationConfig",
+            "cachedContent",
+            "labels",
+        ];
+        let Some(fields) = request.as_object() else {
+            return Err("Invalid JSON payload received.".to_owned());
+        };
+        if let Some(unknown) = fields.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+            return Err(format!(
+                "Invalid JSON payload received. Unknown name \"{unknown}\": Cannot find field."
+            ));
+        }
+        let contents = request["contents"].as_array().filter(|c| !c.is_empty());
+        let Some(contents) = contents else {
+            return Err("* GenerateContentRequest.contents: contents is not specified".to_owned());
+        };
+        let mut called: Vec<String> = Vec::new();
+        for content in contents {
+            let role = content["role"].as_str().unwrap_or("user");
+            if role != "user" && role != "model" {
+                return Err(format!(
+                    "Please use a valid role: user, model. Got `{role}`."
+                ));
+            }
+            let parts = content["parts"].as_array().cloned().unwrap_or_default();
+            let mut calls = Vec::new();
+            for part in &parts {
+                if let Some(name) = part["functionCall"]["name"].as_str() {
+                    calls.push(name.to_owned());
+                }
+                if let Some(name) = part["functionResponse"]["name"].as_str()
+                    && !called.iter().any(|c| c == name)
+                {
+                    return Err(
+                        "Please ensure that function response turn comes immediately \
+                                after a function call turn. And the number of function response \
+                                parts should be equal to number of function call parts of the \
+                                function call turn."
+                            .to_owned(),
+                    );
+                }
+            }
+            called = calls;
+        }
+        Ok(())
     }
 
     fn embedding(n: usize) -> Vec<f64> {

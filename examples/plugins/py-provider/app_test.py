@@ -12,7 +12,7 @@ def config(options="{}", key="sk-1"):
 
 
 def chat(body='{"model":"m","messages":[]}', stream=False):
-    return CanonicalRequest(Operation.CHAT_COMPLETIONS, "m", body, stream, [])
+    return CanonicalRequest(Operation.CHAT_COMPLETIONS, "m", body, stream, [], None)
 
 
 class ProviderTest(unittest.TestCase):
@@ -30,7 +30,7 @@ class ProviderTest(unittest.TestCase):
         self.assertEqual(refused.exception.value.param, "max_tokens")
 
     def test_errors_and_usage_are_read(self):
-        info = RequestInfo(Operation.CHAT_COMPLETIONS, "m", False)
+        info = RequestInfo(Operation.CHAT_COMPLETIONS, "m", False, None)
         ok = HttpResponse(200, [], b'{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}')
         self.assertEqual(app.Provider().parse_response(config(), info, ok).usage.output_tokens, 4)
         with self.assertRaises(Err) as failed:
@@ -38,7 +38,7 @@ class ProviderTest(unittest.TestCase):
         self.assertEqual(failed.exception.value.message, "slow down")
 
     def test_reasoning_tokens_are_read(self):
-        info = RequestInfo(Operation.CHAT_COMPLETIONS, "m", False)
+        info = RequestInfo(Operation.CHAT_COMPLETIONS, "m", False, None)
         body = b'{"usage":{"prompt_tokens":3,"completion_tokens":40,"completion_tokens_details":{"reasoning_tokens":32}}}'
         usage = app.Provider().parse_response(config(), info, HttpResponse(200, [], body)).usage
         self.assertEqual((usage.output_tokens, usage.reasoning_tokens), (40, 32))

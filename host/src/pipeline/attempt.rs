@@ -84,13 +84,14 @@ async fn send(
     let native = cx
         .translation
         .as_ref()
-        .filter(|_| provider.native.contains(&cx.operation));
+        .filter(|t| provider.native.contains(&t.dialect.name));
     let canonical = match native {
         Some(translation) => translation.native_request(cx.operation, target.model, request.stream),
         None => request.canonical(target.model),
     };
     let native = native.is_some();
     let info = RequestInfo {
+        native: canonical.native.clone(),
         operation: canonical.operation,
         model: canonical.model.clone(),
         stream: canonical.stream,
@@ -197,7 +198,7 @@ async fn complete(
 }
 
 /// Headers as plugins receive them: lower-case names (as `http` keeps them), UTF-8 values.
-fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+pub(super) fn header_pairs(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
     headers
         .iter()
         .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))

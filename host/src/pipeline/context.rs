@@ -23,12 +23,11 @@ use crate::tokenizer::Tokenizer;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     /// OpenAI's Chat Completions (`/v1/chat/completions`, and the embeddings and images
-    /// endpoints beside it).
+    /// endpoints beside it), which the host speaks itself.
     Chat,
-    /// Anthropic's Messages API (`/v1/messages`).
-    Messages,
-    /// OpenAI's Responses API (`/v1/responses`).
-    Responses,
+    /// A dialect of the registry (Anthropic's Messages, OpenAI's Responses, Google's GenAI,
+    /// ...): the request's [`Incoming::edge`] says which, and its plugin reads and writes it.
+    Plugin,
 }
 
 /// One request, as HTTP hands it to the pipeline.
@@ -39,6 +38,8 @@ pub struct Incoming {
     pub request_id: String,
     pub headers: HeaderMap,
     pub body: axum::body::Body,
+    /// A registry dialect's route, and the config snapshot it was found in; `None` for Chat.
+    pub edge: Option<super::dialect::Edge>,
 }
 
 /// What a request knows, filled in by each stage in turn and closed once by `finish` (also
@@ -53,7 +54,9 @@ pub struct Context {
     pub caller: Caller,
     /// The parsed request: empty until `parse`.
     pub request: ClientRequest,
-    /// A Messages or Responses request's own body and plugin, beside its canonical form.
+    /// A registry dialect's route and parameters, as the server matched them.
+    pub edge: Option<crate::plugins::Matched>,
+    /// A registry dialect's own body and plugin, beside its canonical form.
     pub translation: Option<super::dialect::Translation>,
     /// The prompt's tokens, counted on first use (by admit, route or the record) and kept.
     prompt_tokens: Option<u32>,
@@ -90,7 +93,11 @@ pub(super) struct Tried {
 impl Context {
     /// A request that just arrived: its span starts now.
     pub fn new(state: &AppState, incoming: &Incoming) -> Self {
-        let gateway = state.gateway.load_full();
+        // A dialect's route was found in a snapshot: its request runs on that one.
+        let gateway = incoming.edge.as_ref().map_or_else(
+            || state.gateway.load_full(),
+            |edge| Arc::clone(&edge.gateway),
+        );
         let (path, name) = match incoming.operation {
             Operation::ChatCompletions => ("/v1/chat/completions", "chat"),
             Operation::Embeddings => ("/v1/embeddings", "embeddings"),
@@ -111,6 +118,7 @@ impl Context {
             operation: incoming.operation,
             caller: auth::anonymous(headers),
             request: ClientRequest::unparsed(incoming.operation),
+            edge: incoming.edge.as_ref().map(|edge| edge.matched.clone()),
             translation: None,
             prompt_tokens: None,
             count_prompt: |request| request.estimate_input_tokens(Tokenizer),

@@ -1,7 +1,10 @@
-//! The client APIs besides Chat Completions (Anthropic's Messages, OpenAI's Responses): their
-//! bodies decoded into the canonical chat request by the dialect plugin (in `parse`), sent as
-//! the client wrote them to a target that speaks the dialect itself (in `attempt`), and answers
-//! encoded back by the plugin when the target did not (whole here, streamed in `relay`).
+//! The pipeline's edge for the registry's dialects (Anthropic's Messages, OpenAI's Responses,
+//! Google's GenAI, ...): a request decoded into the canonical request by its dialect's plugin
+//! (in `parse`), sent as the client wrote it to a target that speaks the dialect itself (in
+//! `attempt`), and answers encoded back by the plugin when the target did not (whole here,
+//! streamed in `relay`). Which dialect it is comes from the route the server matched
+//! ([`Edge`]); nothing here knows a dialect by name but the two that predate the registry, whose
+//! operation names providers and the ledger already carry ([`operation_of`]).
 //!
 //! Responses the client asks to keep (`store`, the default) are kept in the ledger's database,
 //! whichever upstream answered, and a `previous_response_id` is replayed from there, so that a
@@ -20,9 +23,28 @@ use crate::gateway::Gateway;
 use crate::ledger::Store;
 use crate::ledger::responses::{self, HistoryError, StoredResponse};
 use crate::plugins::{
-    AnswerInfo, CanonicalRequest, Decoded, DialectPlugin, DialectStream, Failure, Operation,
+    AnswerInfo, Canonical, CanonicalRequest, Decoded, DialectCallRequest, DialectEvent,
+    DialectPlugin, DialectStream, Failure, Framing, Matched, Mounted, NativeCall, Operation,
     PluginError, PluginFailure, SlotKind, Usage,
 };
+
+/// A request on a registry dialect's route: the route, and the config snapshot it was found in
+/// (the request runs on that one, and its errors are written by that snapshot's plugin).
+pub struct Edge {
+    pub gateway: Arc<Gateway>,
+    pub matched: Matched,
+}
+
+/// The operation a dialect's request carries from its arrival. Messages and Responses keep the
+/// operations providers list in `native-operations` and the ledger records; any other dialect
+/// is the canonical operation its plugin decodes it into.
+pub fn operation_of(dialect: &Mounted) -> Operation {
+    match dialect.name.as_str() {
+        "messages" => Operation::Messages,
+        "responses" => Operation::Responses,
+        _ => Operation::ChatCompletions,
+    }
+}
 
 /// Client headers a native target may need (versions and beta flags), passed to its plugin.
 const FORWARDED: [&str; 3] = ["anthropic-version", "anthropic-beta", "openai-beta"];
@@ -32,6 +54,12 @@ const FORWARDED_MAX: usize = 1024;
 /// What a dialect request carries beside its canonical form.
 pub struct Translation {
     plugin: DialectPlugin,
+    /// The dialect, its route's name and parameters (for a native target).
+    pub dialect: Arc<Mounted>,
+    route: String,
+    params: Vec<(String, String)>,
+    /// How a streamed answer is framed for the client.
+    pub framing: Framing,
     /// The client's body (with `previous_response_id` replayed into `input`), for targets that
     /// speak the dialect natively.
     native: Fields,
@@ -65,38 +93,55 @@ pub async fn decode(
     headers: &http::HeaderMap,
     bytes: &[u8],
 ) -> Result<ClientRequest, ApiError> {
-    let Some(plugin) = plugin(&cx.gateway, cx.dialect) else {
+    let Some(edge) = cx.edge.clone() else {
         return ClientRequest::parse(cx.operation, bytes);
     };
+    let plugin = edge.dialect.plugin.clone();
     let mut fields = raw_json::object(bytes, MAX_FIELDS).map_err(|e| match e {
         Unreadable::Syntax(_)
         | Unreadable::NotAnObject
         | Unreadable::TooDeep
         | Unreadable::TooManyFields => ApiError::InvalidJson(e.to_string()),
     })?;
-    let keeper = match cx.dialect {
-        Dialect::Responses => replay(cx, &mut fields).await?,
-        Dialect::Messages | Dialect::Chat => None,
+    let keeper = match cx.operation {
+        Operation::Responses => replay(cx, &mut fields).await?,
+        Operation::Messages
+        | Operation::ChatCompletions
+        | Operation::Embeddings
+        | Operation::ImageGenerations
+        | Operation::ListModels => None,
     };
     let previous_id = fields
         .get("previous_response_id")
         .and_then(|raw| raw_json::string(raw));
-    let decoded = decode_fields(&plugin, &fields).await?;
+    let decoded = decode_fields(&plugin, &edge, &fields).await?;
     if !decoded.dropped.is_empty() {
         tracing::debug!(
-            dialect = ?cx.dialect,
+            dialect = edge.dialect.name.as_str(),
             dropped = decoded.dropped.join(",").as_str(),
             "fields the canonical form cannot carry were dropped"
         );
     }
-    let request = ClientRequest::parse(Operation::ChatCompletions, decoded.body.as_bytes())?;
+    let canonical = canonical_operation(decoded.operation);
+    if cx.operation == Operation::ChatCompletions {
+        cx.operation = canonical;
+    }
+    let request = ClientRequest::parse(canonical, decoded.body.as_bytes())?;
     fields.shift_remove("previous_response_id");
-    let prefix = match cx.dialect {
-        Dialect::Messages => "msg_",
-        Dialect::Responses | Dialect::Chat => "resp_",
+    let prefix = match cx.operation {
+        Operation::Messages => "msg_",
+        Operation::Responses
+        | Operation::ChatCompletions
+        | Operation::Embeddings
+        | Operation::ImageGenerations
+        | Operation::ListModels => "resp_",
     };
     cx.translation = Some(Translation {
         plugin,
+        dialect: Arc::clone(&edge.dialect),
+        route: edge.route().name.clone(),
+        params: edge.params.clone(),
+        framing: decoded.framing,
         native: fields,
         headers: forwarded(headers),
         echo: decoded.echo,
@@ -108,23 +153,31 @@ pub async fn decode(
     Ok(request)
 }
 
-/// The dialect plugin's decoding of a body, on an instance of its own.
-async fn decode_fields(plugin: &DialectPlugin, fields: &Fields) -> Result<Decoded, ApiError> {
+/// The host's operation for a plugin's canonical one.
+fn canonical_operation(canonical: Canonical) -> Operation {
+    match canonical {
+        Canonical::ChatCompletions => Operation::ChatCompletions,
+        Canonical::Embeddings => Operation::Embeddings,
+    }
+}
+
+/// The dialect plugin's decoding of a body on `edge`'s route, on an instance of its own.
+async fn decode_fields(
+    plugin: &DialectPlugin,
+    edge: &Matched,
+    fields: &Fields,
+) -> Result<Decoded, ApiError> {
     let body = serde_json::to_string(fields).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let request = DialectCallRequest {
+        route: edge.route().name.clone(),
+        params: edge.params.clone(),
+        body,
+    };
     let mut call = plugin
         .start(SlotKind::Call)
         .await
         .map_err(ApiError::plugin)?;
-    answered(call.decode(&body).await)
-}
-
-/// The plugin that translates `dialect` in this config; none for Chat Completions.
-pub fn plugin(gateway: &Gateway, dialect: Dialect) -> Option<DialectPlugin> {
-    match dialect {
-        Dialect::Messages => Some(gateway.dialects.messages.clone()),
-        Dialect::Responses => Some(gateway.dialects.responses.clone()),
-        Dialect::Chat => None,
-    }
+    answered(call.decode(&request).await)
 }
 
 /// Responses: replays `previous_response_id`'s conversation into `input`, and says where the
@@ -235,7 +288,7 @@ fn replayable(item: &mut Value) -> bool {
 }
 
 /// The allowlisted client headers, bounded and printable.
-fn forwarded(headers: &http::HeaderMap) -> Vec<(String, String)> {
+pub(super) fn forwarded(headers: &http::HeaderMap) -> Vec<(String, String)> {
     FORWARDED
         .iter()
         .filter_map(|name| {
@@ -256,11 +309,28 @@ impl Translation {
         stream: bool,
     ) -> CanonicalRequest {
         let mut body = self.native.clone();
-        if let Ok(model) = serde_json::value::to_raw_value(upstream_model) {
+        let legacy = matches!(operation, Operation::Messages | Operation::Responses);
+        // A dialect that puts the model in its path (Google's) has none in its body.
+        if (legacy || body.contains_key("model"))
+            && let Ok(model) = serde_json::value::to_raw_value(upstream_model)
+        {
             body.insert("model".to_owned(), model);
         }
+        let native = (!legacy).then(|| NativeCall {
+            dialect: self.dialect.name.clone(),
+            route: self.route.clone(),
+            params: self
+                .params
+                .iter()
+                .map(|(name, value)| match name.as_str() {
+                    "model" => (name.clone(), upstream_model.to_owned()),
+                    _ => (name.clone(), value.clone()),
+                })
+                .collect(),
+        });
         CanonicalRequest {
             operation,
+            native,
             model: upstream_model.to_owned(),
             body: serde_json::to_string(&body).unwrap_or_else(|_| "{}".to_owned()),
             stream,
@@ -270,6 +340,7 @@ impl Translation {
 
     fn info(&self, model: &str, estimated_input_tokens: u32) -> AnswerInfo {
         AnswerInfo {
+            route: self.route.clone(),
             model: model.to_owned(),
             id: self.answer_id.clone(),
             created: self.created,
@@ -394,33 +465,84 @@ fn plugin_error(failure: Failure) -> PluginError {
     }
 }
 
-/// `POST /v1/messages/count_tokens`: the prompt's tokens by the gateway's own tokenizer (the one
-/// limits and estimates use), without any upstream call and without a ledger record, since no
-/// model ran. Auth is that of `/v1/*`.
+/// A `count-tokens` route (`/v1/messages/count_tokens`, Google's `:countTokens`): the prompt's
+/// tokens by the target's own counting endpoint where its entry speaks the dialect (see
+/// `count.rs`), else by the gateway's own tokenizer (the one limits and estimates use), the body
+/// then written by the dialect's plugin; without a ledger record either way. Auth is that of
+/// `/v1/*`, and a key limited to some models counts only for those.
 pub async fn count_tokens(
     state: &crate::state::AppState,
+    edge: &Edge,
     headers: &http::HeaderMap,
     body: axum::body::Body,
-) -> Result<u32, ApiError> {
-    let gateway = state.gateway.load_full();
-    super::auth::caller(state, headers, gateway.config.auth.required).await?;
+) -> Result<(String, super::count::Counter), ApiError> {
+    let caller = super::auth::caller(state, headers, edge.gateway.config.auth.required).await?;
     let (bytes, _reservation) = super::body::read(state, body).await?;
-    // count_tokens takes a Messages body without `max_tokens`; the decoder wants one.
-    let mut fields =
-        raw_json::object(&bytes, MAX_FIELDS).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
-    if !fields.contains_key("max_tokens") {
-        fields.insert("max_tokens".to_owned(), raw_number(1));
+    let bytes = if bytes.is_empty() {
+        &b"{}"[..]
+    } else {
+        &bytes[..]
+    };
+    let fields =
+        raw_json::object(bytes, MAX_FIELDS).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let plugin = &edge.matched.dialect.plugin;
+    let decoded = decode_fields(plugin, &edge.matched, &fields).await?;
+    if !caller.limits.allows_model(&decoded.model) {
+        return Err(ApiError::ModelNotAllowed(decoded.model));
     }
-    let decoded = decode_fields(&gateway.dialects.messages, &fields).await?;
-    let request = ClientRequest::parse(Operation::ChatCompletions, decoded.body.as_bytes())?;
-    Ok(request.estimate_input_tokens(crate::tokenizer::Tokenizer))
+    if let Some(counted) =
+        super::count::upstream(state, edge, headers, &decoded.model, &fields).await?
+    {
+        return Ok((counted, super::count::Counter::Upstream));
+    }
+    let operation = canonical_operation(decoded.operation);
+    let request = ClientRequest::parse(operation, decoded.body.as_bytes())?;
+    let tokens = request.estimate_input_tokens(crate::tokenizer::Tokenizer);
+    let info = AnswerInfo {
+        route: edge.matched.route().name.clone(),
+        model: decoded.model,
+        id: String::new(),
+        created: u64::try_from(crate::ledger::time::now_us() / 1_000_000).unwrap_or(0),
+        estimated_input_tokens: tokens,
+        echo: decoded.echo,
+    };
+    let mut call = plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    let body = call
+        .encode_count(&info, tokens)
+        .await
+        .map_err(ApiError::plugin)?;
+    Ok((body, super::count::Counter::Estimate))
 }
 
-fn raw_number(n: u32) -> Box<RawValue> {
-    RawValue::from_string(n.to_string()).unwrap_or_else(|_| RawValue::NULL.to_owned())
+/// A `list-models` or `get-model` route's body: the gateway's `list` (OpenAI's JSON) in the
+/// dialect's shape.
+pub async fn models(edge: &Matched, list: &str) -> Result<String, ApiError> {
+    let mut call = edge
+        .dialect
+        .plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    answered(call.encode_models(&edge.route().name, list).await)
 }
 
 impl Translation {
+    /// The events that end a native stream which broke, in the dialect's shape: its plugin's
+    /// stream encoder's `fail`, as for a translated stream.
+    pub async fn native_failure(
+        &self,
+        model: &str,
+        status: u16,
+        failure: &Failure,
+    ) -> Option<Vec<DialectEvent>> {
+        let call = self.plugin.start(SlotKind::Call).await.ok()?;
+        let mut encoder = call.open_stream(&self.info(model, 0)).await.ok()?;
+        encoder.fail(status, failure).await.ok()
+    }
+
     /// A native Responses object (or an event carrying one) with the `previous_response_id` the
     /// client sent, which the target was not given. Anything else is returned as it is.
     pub fn with_previous_id(&self, json: String) -> String {

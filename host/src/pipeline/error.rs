@@ -142,37 +142,6 @@ struct Body<'a> {
     error: Detail<'a>,
 }
 
-/// Anthropic's error body: `{"type": "error", "error": {"type", "message"}}`.
-#[derive(Serialize)]
-struct AnthropicBody {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    error: AnthropicError,
-}
-
-#[derive(Serialize)]
-struct AnthropicError {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    message: String,
-}
-
-/// Anthropic's error type for a status, as its API reference lists them.
-fn anthropic_type(status: StatusCode) -> &'static str {
-    match status.as_u16() {
-        401 => "authentication_error",
-        402 => "billing_error",
-        403 => "permission_error",
-        404 => "not_found_error",
-        413 => "request_too_large",
-        429 => "rate_limit_error",
-        504 => "timeout_error",
-        529 | 503 => "overloaded_error",
-        s if s >= 500 => "api_error",
-        _ => "invalid_request_error",
-    }
-}
-
 /// OpenAI's error object.
 #[derive(Serialize)]
 pub struct Detail<'a> {
@@ -396,16 +365,11 @@ impl ApiError {
     /// The one place an error becomes what a client reads, in its `dialect`: the status and
     /// the body. A whole response and a stream's error event both carry this body.
     pub fn render(&self, dialect: Dialect) -> (StatusCode, String) {
+        // A registry dialect's body is its plugin's (see `dialect::error_body`); this one is
+        // what it falls back on when the plugin cannot write one.
         let body = match dialect {
-            Dialect::Chat | Dialect::Responses => serde_json::to_string(&Body {
+            Dialect::Chat | Dialect::Plugin => serde_json::to_string(&Body {
                 error: self.detail(),
-            }),
-            Dialect::Messages => serde_json::to_string(&AnthropicBody {
-                kind: "error",
-                error: AnthropicError {
-                    kind: anthropic_type(self.status()),
-                    message: self.detail().message,
-                },
             }),
         };
         // Serialising strings and options cannot fail; the fallback keeps the shape anyway.
@@ -456,22 +420,12 @@ impl ApiError {
 
     /// The error as the SSE event that ends a stream in `dialect`, as OpenAI does mid-stream.
     pub fn stream_event(&self, dialect: Dialect) -> String {
+        // A registry dialect's stream ends with its plugin's events (see `relay`); this is
+        // what it falls back on when the plugin cannot write them.
         let (_, body) = self.render(dialect);
         match dialect {
             Dialect::Chat => format!("data: {body}\n\n"),
-            // Anthropic's stream error event carries the error body as is; the Responses
-            // stream's `error` event carries the error object's fields at its top level.
-            Dialect::Messages => format!("event: error\ndata: {body}\n\n"),
-            Dialect::Responses => {
-                let detail = self.detail();
-                let event = serde_json::json!({
-                    "type": "error",
-                    "code": detail.code,
-                    "message": detail.message,
-                    "param": detail.param,
-                });
-                format!("event: error\ndata: {event}\n\n")
-            }
+            Dialect::Plugin => format!("event: error\ndata: {body}\n\n"),
         }
     }
 

@@ -15,10 +15,12 @@ pub mod attempt;
 pub mod auth;
 pub mod body;
 pub mod context;
+pub mod count;
 pub mod dialect;
 pub mod end_user;
 pub mod error;
 pub mod finish;
+mod json_array;
 pub mod parse;
 mod raw_json;
 pub mod relay;
@@ -99,9 +101,18 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         }
     };
     let headers = answer_headers(&cx, &provider, &model, attempts);
+    let array = cx
+        .translation
+        .as_ref()
+        .is_some_and(|t| t.framing == crate::plugins::Framing::JsonArray);
+    let result = answer(cx, sent).await.map(|body| Answer { headers, body });
     Reply {
         dialect,
-        result: answer(cx, sent).await.map(|body| Answer { headers, body }),
+        result: if array {
+            result.map(json_array::reframe)
+        } else {
+            result
+        },
     }
 }
 
@@ -279,6 +290,7 @@ ledger: {{ url: "sqlite::memory:" }}
             request_id: "count-once".to_owned(),
             headers: axum::http::HeaderMap::new(),
             body: Body::from(body),
+            edge: None,
         };
         let mut cx = Context::new(&state, &incoming);
         cx.count_prompt = counting;

@@ -24,7 +24,7 @@ pub async fn parse(
     let (bytes, reservation) = body::read(state, body).await?;
     cx.request = match cx.dialect {
         Dialect::Chat => ClientRequest::parse(cx.operation, &bytes)?,
-        Dialect::Messages | Dialect::Responses => dialect::decode(cx, headers, &bytes).await?,
+        Dialect::Plugin => dialect::decode(cx, headers, &bytes).await?,
     };
     if let Some(telemetry) = &mut cx.telemetry {
         let (request, redactor) = (&cx.request, &cx.redactor);

@@ -338,7 +338,25 @@ impl Relay {
                     Err(_) => buf.extend_from_slice(error.stream_event(self.dialect).as_bytes()),
                 }
             }
-            Framing::Chat { .. } | Framing::Native => {
+            Framing::Native => {
+                let translation = self.cx.as_ref().and_then(|cx| {
+                    let translation = cx.translation.as_ref()?;
+                    Some((translation, cx.request.model.as_str()))
+                });
+                let events = match translation {
+                    Some((translation, model)) => {
+                        translation
+                            .native_failure(model, error.status().as_u16(), &error.failure())
+                            .await
+                    }
+                    None => None,
+                };
+                match events {
+                    Some(events) => write_named(&mut buf, &events),
+                    None => buf.extend_from_slice(error.stream_event(self.dialect).as_bytes()),
+                }
+            }
+            Framing::Chat { .. } => {
                 buf.extend_from_slice(error.stream_event(self.dialect).as_bytes());
             }
         }

@@ -168,6 +168,7 @@ impl ClientRequest {
         }
         let body = serde_json::to_string(&self.body).unwrap_or_else(|_| "{}".to_owned());
         CanonicalRequest {
+            native: None,
             operation: self.operation,
             model: upstream_model.to_owned(),
             body,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::bindings::dialect_types::{AnswerInfo, Decoded, Event, Failure};
+use super::bindings::dialect_types::{AnswerInfo, Call, Declaration, Decoded, Event, Failure};
 use super::bindings::types::Usage;
 use super::bindings::{self, DialectPluginPre};
 use super::sandbox::Sandbox;
@@ -75,9 +75,38 @@ impl DialectCall {
         self.sandbox.run(call, &self.bindings, f).await
     }
 
-    pub async fn decode(&mut self, body: &str) -> CallResult<Decoded> {
+    pub async fn describe(&mut self) -> Result<Declaration, PluginFailure> {
+        self.run("describe", async |b, s| {
+            b.wasmgate_plugin_dialect().call_describe(s).await
+        })
+        .await
+    }
+
+    pub async fn decode(&mut self, request: &Call) -> CallResult<Decoded> {
         self.run("decode", async |b, s| {
-            b.wasmgate_plugin_dialect().call_decode(s, body).await
+            b.wasmgate_plugin_dialect().call_decode(s, request).await
+        })
+        .await
+    }
+
+    pub async fn encode_count(
+        &mut self,
+        info: &AnswerInfo,
+        tokens: u32,
+    ) -> Result<String, PluginFailure> {
+        self.run("encode_count", async |b, s| {
+            b.wasmgate_plugin_dialect()
+                .call_encode_count(s, info, tokens)
+                .await
+        })
+        .await
+    }
+
+    pub async fn encode_models(&mut self, route: &str, models: &str) -> CallResult<String> {
+        self.run("encode_models", async |b, s| {
+            b.wasmgate_plugin_dialect()
+                .call_encode_models(s, route, models)
+                .await
         })
         .await
     }

@@ -13,6 +13,7 @@ mod cpu;
 mod dialect;
 mod limiter;
 mod provider;
+mod registry;
 mod router;
 mod sandbox;
 mod slots;
@@ -26,10 +27,13 @@ use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 pub use bindings::counter_types::{Counter, Period};
-pub use bindings::dialect_types::{AnswerInfo, Decoded, Event as DialectEvent, Failure};
+pub use bindings::dialect_types::{
+    AnswerInfo, Call as DialectCallRequest, Canonical, Declaration, Decoded, Event as DialectEvent,
+    Failure, Framing, KeySource, Route as DialectRoute, RouteKind,
+};
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
-    CanonicalRequest, Completion, Operation, ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, NativeCall, Operation, ProviderConfig, RequestInfo, StreamOutput,
 };
 pub use bindings::router_types::{CircuitState, RouteRequest, Target as RouteTarget};
 pub use bindings::types::{
@@ -38,6 +42,7 @@ pub use bindings::types::{
 pub use dialect::{DialectCall, DialectPlugin, DialectStream};
 pub use limiter::LimiterPlugin;
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
+pub use registry::{DialectRegistry, Matched, Mounted, MountedRoute, RegistryError, Unmatched};
 pub use router::RouterPlugin;
 pub use slots::{InstanceUsage, SlotKind};
 
@@ -85,6 +90,7 @@ const BUILT_IN: &[(&str, &[u8])] = &[
     built_in!("bedrock"),
     built_in!("anthropic-messages"),
     built_in!("openai-responses"),
+    built_in!("gemini-genai"),
     built_in!("fallback"),
     built_in!("weighted"),
     built_in!("fastest"),
@@ -538,7 +544,12 @@ mod tests {
         let body = r#"{"model":"m","max_tokens":9,"system":"be brief",
             "messages":[{"role":"user","content":[{"type":"text","text":"hi",
             "cache_control":{"type":"ephemeral"}}]}]}"#;
-        let decoded = call.decode(body).await.unwrap().unwrap();
+        let request = DialectCallRequest {
+            route: "messages".into(),
+            params: Vec::new(),
+            body: body.into(),
+        };
+        let decoded = call.decode(&request).await.unwrap().unwrap();
         assert_eq!((decoded.model.as_str(), decoded.stream), ("m", false));
         let chat: serde_json::Value = serde_json::from_str(&decoded.body).unwrap();
         assert_eq!(chat["messages"][0]["role"], "system");
@@ -547,6 +558,7 @@ mod tests {
         assert!(decoded.dropped.iter().any(|d| d.contains("cache_control")));
 
         let info = AnswerInfo {
+            route: "messages".into(),
             model: "m".into(),
             id: "msg_1".into(),
             created: 1,

@@ -94,6 +94,18 @@ impl PluginCall {
         .await
     }
 
+    pub async fn native_dialects(
+        &mut self,
+        config: &ProviderConfig,
+    ) -> Result<Vec<String>, PluginFailure> {
+        self.run("native_dialects", async |b, s| {
+            b.wasmgate_plugin_provider()
+                .call_native_dialects(s, config)
+                .await
+        })
+        .await
+    }
+
     pub async fn validate(&mut self, config: &ProviderConfig) -> CallResult<(), ConfigError> {
         self.run("validate", async |b, s| {
             b.wasmgate_plugin_provider().call_validate(s, config).await

@@ -3,6 +3,7 @@
 mod admin;
 mod connections;
 mod console;
+mod dialect_routes;
 mod health;
 mod models;
 mod proxy;
@@ -41,9 +42,6 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(proxy::chat_completions))
         .route("/v1/embeddings", post(proxy::embeddings))
         .route("/v1/images/generations", post(proxy::image_generations))
-        .route("/v1/messages", post(proxy::messages))
-        .route("/v1/messages/count_tokens", post(proxy::count_tokens))
-        .route("/v1/responses", post(proxy::responses))
         .route(
             "/v1/responses/{id}",
             get(responses::retrieve).delete(responses::delete),
@@ -64,8 +62,12 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         // After the routes: it applies to those registered before it. axum adds `Allow`.
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(unknown_route)
+        // A dialect's path may lie under a fixed route of other methods (Google's
+        // `POST /v1/models/{model}:generateContent` under `GET /v1/models/{*id}`).
+        .method_not_allowed_fallback(dialect_routes::serve_or_refuse)
+        // The registry's dialects declare their own paths (a model inside a segment, as in
+        // `/models/{model}:generateContent`, which axum cannot route): matched there.
+        .fallback(dialect_routes::serve)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(request_log::request_log))
         .with_state(state)
@@ -165,14 +167,14 @@ async fn metrics(
     )
 }
 
-async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
+fn method_not_allowed(method: &Method, uri: &Uri) -> ApiError {
     ApiError::MethodNotAllowed {
         method: method.to_string(),
         path: uri.path().to_owned(),
     }
 }
 
-async fn unknown_route(method: Method, uri: Uri) -> ApiError {
+fn unknown_route(method: &Method, uri: &Uri) -> ApiError {
     ApiError::UnknownRoute {
         method: method.to_string(),
         path: uri.path().to_owned(),

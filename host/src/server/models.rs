@@ -195,6 +195,7 @@ pub async fn retrieve(
 /// are logged and the entry contributes no models, so one broken upstream cannot break the list.
 async fn discover(state: &AppState, provider: &Provider, secrets: &Secrets) -> Vec<String> {
     let request = CanonicalRequest {
+        native: None,
         operation: Operation::ListModels,
         model: String::new(),
         body: "{}".to_owned(),
@@ -225,6 +226,7 @@ async fn discover(state: &AppState, provider: &Provider, secrets: &Secrets) -> V
                     body: body.to_vec(),
                 };
                 let info = crate::plugins::RequestInfo {
+                    native: None,
                     operation: Operation::ListModels,
                     model: String::new(),
                     stream: false,

@@ -1,5 +1,6 @@
-//! The `/v1/*` handlers: each turns its HTTP request into a call of the pipeline, and the
-//! pipeline's reply into a response.
+//! The Chat Completions handlers (`/v1/chat/completions` and the endpoints beside it): each
+//! turns its HTTP request into a call of the pipeline, and the pipeline's reply into a response.
+//! The registry's dialects have theirs in `dialect_routes`.
 
 use std::sync::Arc;
 
@@ -40,79 +41,6 @@ pub async fn image_generations(
     proxy(&state, headers, id, Operation::ImageGenerations, body).await
 }
 
-/// `POST /v1/messages`: Anthropic's Messages API (also with `?beta=true`).
-pub async fn messages(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    id: Option<Extension<RequestId>>,
-    body: Body,
-) -> Response {
-    dialect(&state, headers, id, Dialect::Messages, body).await
-}
-
-/// `POST /v1/responses`: OpenAI's Responses API.
-pub async fn responses(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    id: Option<Extension<RequestId>>,
-    body: Body,
-) -> Response {
-    dialect(&state, headers, id, Dialect::Responses, body).await
-}
-
-/// `POST /v1/messages/count_tokens`: the gateway's own count, no upstream call.
-pub async fn count_tokens(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    match pipeline::dialect::count_tokens(&state, &headers, body).await {
-        Ok(tokens) => axum::Json(serde_json::json!({ "input_tokens": tokens })).into_response(),
-        Err(error) => error_response(&state, Dialect::Messages, &error).await,
-    }
-}
-
-async fn dialect(
-    state: &AppState,
-    headers: HeaderMap,
-    id: Option<Extension<RequestId>>,
-    dialect: Dialect,
-    body: Body,
-) -> Response {
-    let operation = match dialect {
-        Dialect::Messages => Operation::Messages,
-        Dialect::Responses | Dialect::Chat => Operation::Responses,
-    };
-    let incoming = Incoming {
-        dialect,
-        operation,
-        request_id: id.map(|Extension(RequestId(id))| id).unwrap_or_default(),
-        headers,
-        body,
-    };
-    let reply = pipeline::run(state, incoming).await;
-    let mut response = match reply.result {
-        Err(error) => error_response(state, reply.dialect, &error).await,
-        Ok(_) => respond(reply),
-    };
-    response.extensions_mut().insert(LoggedAtEnd);
-    response
-}
-
-/// An error in `dialect`, its body written by the dialect's plugin, with the headers the
-/// rendering gives every error (retry hints, rate-limit state).
-async fn error_response(
-    state: &AppState,
-    dialect: Dialect,
-    error: &pipeline::ApiError,
-) -> Response {
-    let plugin = pipeline::dialect::plugin(&state.gateway.load(), dialect);
-    let body = pipeline::dialect::error_body(plugin, dialect, error).await;
-    let mut response = error.response(dialect);
-    *response.body_mut() = Body::from(body);
-    response
-}
-
 /// Proxies one request. Its log line is written when it ends (by `finish`, which knows the
 /// tokens), so the response is marked for the request-log middleware.
 async fn proxy(
@@ -128,13 +56,14 @@ async fn proxy(
         request_id: id.map(|Extension(RequestId(id))| id).unwrap_or_default(),
         headers,
         body,
+        edge: None,
     };
     let mut response = respond(pipeline::run(state, incoming).await);
     response.extensions_mut().insert(LoggedAtEnd);
     response
 }
 
-fn respond(reply: Reply) -> Response {
+pub(super) fn respond(reply: Reply) -> Response {
     let answer = match reply.result {
         Ok(answer) => answer,
         Err(error) => return error.response(reply.dialect),

@@ -15,6 +15,7 @@ fn config() -> ProviderConfig {
 
 fn info(operation: Operation) -> RequestInfo {
     RequestInfo {
+        native: None,
         operation,
         model: "m".into(),
         stream: true,
@@ -156,6 +157,7 @@ fn with_model_changes_only_the_model() {
 #[test]
 fn forwarded_headers_are_found_case_insensitively() {
     let request = CanonicalRequest {
+        native: None,
         operation: Operation::Messages,
         model: "m".into(),
         body: "{}".into(),

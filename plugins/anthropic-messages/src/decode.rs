@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use wasmgate_plugin_sdk::canonical::{ChatBody, Dropped, Fields};
-use wasmgate_plugin_sdk::{Decoded, Failure};
+use wasmgate_plugin_sdk::{Canonical, Decoded, Failure, Framing};
 
 use crate::{conversation, tools};
 
@@ -66,10 +66,25 @@ pub fn decode(body: &str) -> Result<Decoded, Failure> {
         dropped.push(name);
     }
     Ok(Decoded {
+        operation: Canonical::ChatCompletions,
+        framing: Framing::Sse,
         model,
         stream,
         body: chat.to_json()?,
         dropped: dropped.into_vec(),
         echo: "{}".to_owned(),
     })
+}
+
+/// A `count_tokens` body as a Messages body: the endpoint takes one without `max_tokens`, which
+/// [`decode`] requires of `/v1/messages`.
+pub fn with_max_tokens(body: &str) -> Result<String, Failure> {
+    let mut value: serde_json::Value = serde_json::from_str(body)
+        .map_err(|e| Failure::invalid_request(format!("The body is not valid JSON: {e}")))?;
+    if let Some(fields) = value.as_object_mut() {
+        fields
+            .entry("max_tokens")
+            .or_insert_with(|| serde_json::Value::from(1));
+    }
+    Ok(value.to_string())
 }

@@ -24,15 +24,38 @@ mod errors;
 mod stream;
 mod tools;
 
-use wasmgate_plugin_sdk::{AnswerInfo, Decoded, Dialect, Failure, Usage};
+use wasmgate_plugin_sdk::{
+    AnswerInfo, Call, Declaration, Decoded, Dialect, Failure, Route, RouteKind, Usage,
+};
 
 struct Messages;
 
 impl Dialect for Messages {
     type Encoder = stream::Encoder;
 
-    fn decode(body: &str) -> Result<Decoded, Failure> {
-        decode::decode(body)
+    fn describe() -> Declaration {
+        Declaration {
+            name: "messages".to_owned(),
+            routes: vec![
+                Route::new("POST", "/v1/messages", "messages", RouteKind::Call),
+                Route::new(
+                    "POST",
+                    "/v1/messages/count_tokens",
+                    "count_tokens",
+                    RouteKind::CountTokens,
+                ),
+            ],
+            // Every route takes `Authorization` and `x-api-key` already.
+            keys: Vec::new(),
+            typed_events: true,
+        }
+    }
+
+    fn decode(call: &Call) -> Result<Decoded, Failure> {
+        if call.route == "count_tokens" {
+            return decode::decode(&decode::with_max_tokens(&call.body)?);
+        }
+        decode::decode(&call.body)
     }
 
     fn encode(

@@ -39,8 +39,18 @@ pub fn prepare(
         }
         None => settings.beta.join(","),
     };
+    // The Messages dialect's count goes to Anthropic's own counting endpoint.
+    let counting = request
+        .native
+        .as_ref()
+        .is_some_and(|native| native.route == "count_tokens");
+    let path = if counting {
+        "messages/count_tokens"
+    } else {
+        "messages"
+    };
     let mut http = HttpRequest::post_json(
-        join_url(&settings.base_url, "messages"),
+        join_url(&settings.base_url, path),
         request.body.into_bytes(),
     )
     .header("anthropic-version", version);

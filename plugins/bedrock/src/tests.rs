@@ -84,6 +84,7 @@ fn validate_names_the_bad_key() {
 fn signed_request_at_a_fixed_time() {
     let options = format!(r#"{{"region": "us-east-1", {KEYS}}}"#);
     let request = CanonicalRequest {
+        native: None,
         operation: Operation::ChatCompletions,
         model: "amazon.nova-lite-v1:0".into(),
         body: r#"{"model":"amazon.nova-lite-v1:0","messages":[{"role":"user","content":"Hi"}]}"#
@@ -145,6 +146,7 @@ fn model_ids_are_one_path_segment() {
     let options = format!(r#"{{"region": "us-east-1", {KEYS}}}"#);
     let url = |model: &str| {
         let request = CanonicalRequest {
+            native: None,
             operation: Operation::ChatCompletions,
             model: model.into(),
             body: r#"{"model":"m","messages":[{"role":"user","content":"Hi"}]}"#.into(),
@@ -174,6 +176,7 @@ fn model_ids_are_one_path_segment() {
 fn stream_ids_come_from_the_request_id() {
     use wasmgate_plugin_sdk::StreamDecoder;
     let info = RequestInfo {
+        native: None,
         operation: Operation::ChatCompletions,
         model: "m".into(),
         stream: true,

@@ -20,6 +20,7 @@ fn config(options: &str) -> ProviderConfig {
 
 fn request(operation: Operation, body: Value, stream: bool) -> CanonicalRequest {
     CanonicalRequest {
+        native: None,
         operation,
         model: "echo-1".into(),
         body: body.to_string(),

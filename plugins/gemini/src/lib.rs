@@ -9,12 +9,16 @@
 //! - Embeddings: <https://ai.google.dev/api/embeddings>
 //! - Errors: <https://ai.google.dev/gemini-api/docs/troubleshooting>
 //!
+//! Requests of Google's own API (the `gemini` client dialect) pass through untranslated:
+//! [`native`].
+//!
 //! Modules: [`settings`], [`request`] (generation settings and tools), [`contents`] (the
-//! conversation), [`response`], [`stream`], [`embeddings`], [`errors`].
+//! conversation), [`response`], [`stream`], [`embeddings`], [`native`], [`errors`].
 
 mod contents;
 mod embeddings;
 mod errors;
+mod native;
 mod request;
 mod response;
 mod settings;
@@ -35,6 +39,10 @@ struct Gemini;
 impl Provider for Gemini {
     type Decoder = SseStream<stream::Events>;
 
+    fn native_dialects(_config: &ProviderConfig) -> Vec<String> {
+        vec![native::DIALECT.to_owned()]
+    }
+
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
     }
@@ -48,8 +56,13 @@ impl Provider for Gemini {
         })?;
         let model = model_path(&request.model);
         let resource = url_path(&request.model)?;
-        let (method, body) = match request.operation {
-            Operation::ChatCompletions => {
+        let native = request
+            .native
+            .as_ref()
+            .filter(|n| n.dialect == native::DIALECT);
+        let (method, body) = match (native, request.operation) {
+            (Some(call), _) => native::prepare(call, &model, &request.body)?,
+            (None, Operation::ChatCompletions) => {
                 let chat = ChatRequest::parse(&request.body)?;
                 let body = request::build(&chat)?;
                 let method = if request.stream {
@@ -60,14 +73,17 @@ impl Provider for Gemini {
                 };
                 (method, to_json(&body)?)
             }
-            Operation::Embeddings => {
+            (None, Operation::Embeddings) => {
                 let (method, body) = embeddings::build(&request.body, &model)?;
                 (method, to_json(&body)?)
             }
-            Operation::ImageGenerations
-            | Operation::ListModels
-            | Operation::Messages
-            | Operation::Responses => {
+            (
+                None,
+                Operation::ImageGenerations
+                | Operation::ListModels
+                | Operation::Messages
+                | Operation::Responses,
+            ) => {
                 return Err(PluginError::invalid_request(
                     "the Gemini provider offers chat completions and embeddings",
                 ));
@@ -89,6 +105,9 @@ impl Provider for Gemini {
     ) -> Result<Completion, PluginError> {
         if !response.is_success() {
             return Err(errors::http_error(response.status, &response.body));
+        }
+        if request.native.is_some() {
+            return native::parse(response.body);
         }
         match request.operation {
             Operation::Embeddings => embeddings::parse(request, &response.body),

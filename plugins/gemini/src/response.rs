@@ -19,6 +19,13 @@ pub struct GenerateContentResponse {
     pub response_id: Option<String>,
 }
 
+/// Only the usage of a response or stream event (of a native stream, passed on as it is).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageOnly {
+    pub usage_metadata: Option<UsageMetadata>,
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Candidate {

@@ -20,6 +20,8 @@ pub struct Events {
     tool_calls: u32,
     finish_reason: Option<String>,
     usage: Option<UsageMetadata>,
+    /// Google's own events for a client of its API: passed on as they are, usage read.
+    native: bool,
 }
 
 /// An event is either a response or, when the upstream fails mid-stream, an error.
@@ -36,6 +38,7 @@ impl EventTranslator for Events {
             tool_calls: 0,
             finish_reason: None,
             usage: None,
+            native: request.native.is_some(),
         }
     }
 
@@ -46,6 +49,15 @@ impl EventTranslator for Events {
         if let Some(error) = probe.error {
             let error: GoogleError = serde_json::from_str(error.get()).map_err(|_| unreadable())?;
             return Err(google_error(error, None));
+        }
+        if self.native {
+            let response: crate::response::UsageOnly =
+                serde_json::from_str(&event.data).map_err(|_| unreadable())?;
+            if let Some(usage) = response.usage_metadata {
+                self.usage = Some(usage);
+            }
+            out.push(event.data);
+            return Ok(());
         }
         let response: GenerateContentResponse =
             serde_json::from_str(&event.data).map_err(|_| unreadable())?;
@@ -93,6 +105,9 @@ impl EventTranslator for Events {
     }
 
     fn end(&mut self, out: &mut Vec<String>) -> Result<(), PluginError> {
+        if self.native {
+            return Ok(());
+        }
         if self.finish_reason.is_none() {
             return Err(PluginError::upstream(
                 "Gemini's stream ended before the answer was complete",

@@ -85,6 +85,78 @@ fn thinking_tokens_are_reasoning_tokens_within_the_output() {
 }
 
 #[test]
-fn no_dialect_is_native() {
+fn google_s_own_dialect_is_native() {
     assert!(Gemini::native_operations(&config(None, "{}")).is_empty());
+    assert_eq!(Gemini::native_dialects(&config(None, "{}")), ["gemini"]);
+}
+
+fn native_request(route: &str, body: &str) -> CanonicalRequest {
+    CanonicalRequest {
+        operation: Operation::ChatCompletions,
+        native: Some(wasmgate_plugin_sdk::NativeCall {
+            dialect: "gemini".into(),
+            route: route.into(),
+            params: vec![("model".into(), "gemini-2.5-flash".into())],
+        }),
+        model: "gemini-2.5-flash".into(),
+        body: body.into(),
+        stream: route == "streamGenerateContent",
+        headers: vec![],
+    }
+}
+
+/// A native request goes as the client wrote it: only the URL's model and the key are the
+/// gateway's, and a stream is asked for as SSE whatever framing the client chose.
+#[test]
+fn a_native_request_passes_through_with_the_model_and_key_swapped() {
+    let body = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"safetySettings":[]}"#;
+    let Prepared::Upstream(http) = Gemini::prepare(
+        &config(Some("http://127.0.0.1:9/v1beta"), "{}"),
+        native_request("streamGenerateContent", body),
+    )
+    .unwrap() else {
+        panic!("not upstream");
+    };
+    assert_eq!(
+        http.url,
+        "http://127.0.0.1:9/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(String::from_utf8(http.body).unwrap(), body);
+    assert!(
+        http.headers
+            .iter()
+            .any(|(k, v)| k == "x-goog-api-key" && v == "k")
+    );
+
+    let batch =
+        r#"{"requests":[{"model":"models/client-name","content":{"parts":[{"text":"a"}]}}]}"#;
+    let Prepared::Upstream(http) = Gemini::prepare(
+        &config(Some("http://127.0.0.1:9/v1beta"), "{}"),
+        native_request("batchEmbedContents", batch),
+    )
+    .unwrap() else {
+        panic!("not upstream");
+    };
+    let sent: serde_json::Value = serde_json::from_slice(&http.body).unwrap();
+    assert_eq!(sent["requests"][0]["model"], "models/gemini-2.5-flash");
+}
+
+/// A native answer comes back untouched, with the usage it reports.
+#[test]
+fn a_native_answer_is_passed_on_with_its_usage() {
+    let body = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4}}"#;
+    let info = native_request("generateContent", "{}").info();
+    let completion = Gemini::parse_response(
+        &config(None, "{}"),
+        &info,
+        HttpResponse {
+            status: 200,
+            headers: vec![],
+            body: body.as_bytes().to_vec(),
+        },
+    )
+    .unwrap();
+    assert_eq!(completion.body, body);
+    let usage = completion.usage.unwrap();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (3, 1));
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use wasmgate_plugin_sdk::canonical::{ChatBody, Dropped, Fields, read};
-use wasmgate_plugin_sdk::{Decoded, Failure};
+use wasmgate_plugin_sdk::{Canonical, Decoded, Failure, Framing};
 
 use crate::{input, tools};
 
@@ -102,6 +102,8 @@ pub fn decode(body: &str) -> Result<Decoded, Failure> {
         dropped.push(name);
     }
     Ok(Decoded {
+        operation: Canonical::ChatCompletions,
+        framing: Framing::Sse,
         model,
         stream,
         body: chat.to_json()?,

@@ -24,15 +24,32 @@ mod response;
 mod stream;
 mod tools;
 
-use wasmgate_plugin_sdk::{AnswerInfo, Decoded, Dialect, Failure, Usage};
+use wasmgate_plugin_sdk::{
+    AnswerInfo, Call, Declaration, Decoded, Dialect, Failure, Route, RouteKind, Usage,
+};
 
 struct Responses;
 
 impl Dialect for Responses {
     type Encoder = stream::Encoder;
 
-    fn decode(body: &str) -> Result<Decoded, Failure> {
-        decode::decode(body)
+    fn describe() -> Declaration {
+        Declaration {
+            name: "responses".to_owned(),
+            routes: vec![Route::new(
+                "POST",
+                "/v1/responses",
+                "responses",
+                RouteKind::Call,
+            )],
+            // Every route takes `Authorization` and `x-api-key` already.
+            keys: Vec::new(),
+            typed_events: true,
+        }
+    }
+
+    fn decode(call: &Call) -> Result<Decoded, Failure> {
+        decode::decode(&call.body)
     }
 
     fn encode(

@@ -66,6 +66,7 @@ fn config(base_url: Option<&str>, api_key: Option<&str>, options: &str) -> Provi
 
 fn request(operation: Operation, body: &str, stream: bool) -> CanonicalRequest {
     CanonicalRequest {
+        native: None,
         operation,
         model: "gpt-4o-mini".into(),
         body: body.into(),

@@ -79,6 +79,7 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
     };
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let canonical = CanonicalRequest {
+        native: None,
         operation: operation(request["operation"].as_str().unwrap_or("chat-completions"))?,
         model: body["model"].as_str().unwrap_or_default().to_owned(),
         body: text.clone(),

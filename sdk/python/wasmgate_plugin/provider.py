@@ -228,6 +228,10 @@ def export(cls: type[Provider]) -> type:
             except ConfigError:
                 return []  # `validate` refuses the entry
 
+        def native_dialects(self, config: ProviderConfig) -> list[str]:
+            # Dialects besides Messages and Responses served natively: none from Python yet.
+            return []
+
         def validate(self, config: ProviderConfig) -> None:
             try:
                 plugin.validate(_entry(cls, config))

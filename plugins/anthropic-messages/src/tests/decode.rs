@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::{decode, decode_full};
 use crate::Messages;
-use wasmgate_plugin_sdk::{Dialect, ErrorKind};
+use wasmgate_plugin_sdk::{Call, Dialect, ErrorKind};
 
 #[test]
 fn the_reference_example() {
@@ -324,7 +324,7 @@ fn malformed_requests_fail_naming_the_field() {
         assert_eq!(err.openai_type, "invalid_request_error");
     }
     for body in ["", "[]", "{\"model\":", "null"] {
-        let err = Messages::decode(body).unwrap_err();
+        let err = Messages::decode(&Call::new("messages", body)).unwrap_err();
         assert_eq!(err.kind, ErrorKind::InvalidRequest, "{body}");
     }
 }

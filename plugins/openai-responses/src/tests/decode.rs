@@ -1,5 +1,5 @@
 use serde_json::{Value, json};
-use wasmgate_plugin_sdk::{Dialect, ErrorKind};
+use wasmgate_plugin_sdk::{Call, Dialect, ErrorKind};
 
 use super::{decode, decode_full};
 use crate::Responses;
@@ -333,5 +333,5 @@ fn malformed_requests_fail_naming_the_field() {
         assert_eq!(err.kind, ErrorKind::InvalidRequest, "{body}");
         assert_eq!(err.param.as_deref(), Some(param), "{body}: {}", err.message);
     }
-    assert!(Responses::decode("not json").is_err());
+    assert!(Responses::decode(&Call::new("responses", "not json")).is_err());
 }

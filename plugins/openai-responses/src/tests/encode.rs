@@ -1,5 +1,5 @@
 use serde_json::{Value, json};
-use wasmgate_plugin_sdk::{AnswerInfo, Dialect, ErrorKind, Failure, Usage};
+use wasmgate_plugin_sdk::{AnswerInfo, Call, Dialect, ErrorKind, Failure, Usage};
 
 use crate::Responses;
 
@@ -137,15 +137,16 @@ fn usage_prefers_the_hosts_count_and_keeps_reasoning_tokens() {
 
 #[test]
 fn the_request_is_echoed() {
-    let decoded = Responses::decode(
-        &json!({"model": "gpt-4.1", "input": "hi", "instructions": "Be kind.", "store": false,
+    let decoded = Responses::decode(&Call::new(
+        "responses",
+        json!({"model": "gpt-4.1", "input": "hi", "instructions": "Be kind.", "store": false,
                 "previous_response_id": "resp_prev", "metadata": {"ticket": "42"}, "temperature": 0.3,
                 "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
                 "tool_choice": "required", "text": {"format": {"type": "json_object"}},
                 "reasoning": {"effort": "low"}, "max_output_tokens": 99, "user": "u",
                 "safety_identifier": "s"})
         .to_string(),
-    )
+    ))
     .unwrap();
     let encoded = encode(
         &info(&decoded.echo),

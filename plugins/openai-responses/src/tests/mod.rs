@@ -6,7 +6,7 @@ mod encode;
 mod stream;
 
 use serde_json::Value;
-use wasmgate_plugin_sdk::{Decoded, Dialect, Failure};
+use wasmgate_plugin_sdk::{Call, Decoded, Dialect, Failure};
 
 use crate::Responses;
 
@@ -18,5 +18,5 @@ fn decode(body: &Value) -> (Value, Vec<String>) {
 }
 
 fn decode_full(body: &Value) -> Result<Decoded, Failure> {
-    Responses::decode(&body.to_string())
+    Responses::decode(&Call::new("responses", body.to_string()))
 }

@@ -8,7 +8,7 @@ class ProviderTest(unittest.TestCase):
     def test_chat_goes_to_the_base_url_with_the_key(self):
         config = ProviderConfig("p", "https://llm.example/v1/", "sk-1", [], "{}")
         body = '{"model":"m","messages":[]}'
-        prepared = app.Provider().prepare(config, CanonicalRequest(Operation.CHAT_COMPLETIONS, "m", body, False, []))
+        prepared = app.Provider().prepare(config, CanonicalRequest(Operation.CHAT_COMPLETIONS, "m", body, False, [], None))
         self.assertEqual(prepared.value.url, "https://llm.example/v1/chat/completions")
         self.assertIn(("authorization", "Bearer sk-1"), prepared.value.headers)
         self.assertEqual(prepared.value.body, body.encode())
