@@ -359,7 +359,8 @@ pub use wit::counters::{Counter, Period};
 pub use wit::dialect::{AnswerInfo, Decoded, Event, Failure};
 #[cfg(feature = "provider")]
 pub use wit::exports::wasmgate::plugin::provider::{
-    CanonicalRequest, Completion, Operation, Prepared, ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, FormRequest, Operation, Prepared, ProviderConfig, RawRequest,
+    RequestInfo, StreamOutput,
 };
 #[cfg(feature = "limiter")]
 pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};

@@ -11,6 +11,8 @@ use super::context::{Context, Dialect};
 use super::dialect;
 use super::error::ApiError;
 use super::request::ClientRequest;
+use super::upload;
+use crate::plugins::Operation;
 use crate::state::AppState;
 
 /// Reads and parses the body into `cx.request`. The returned reservation is the body's share
@@ -21,6 +23,11 @@ pub async fn parse(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Reservation, ApiError> {
+    if let Operation::AudioTranscriptions | Operation::AudioTranslations = cx.operation {
+        let (request, reservation) = upload::read(state, cx.operation, headers, body).await?;
+        cx.request = request;
+        return Ok(reservation);
+    }
     let (bytes, reservation) = body::read(state, body).await?;
     cx.request = match cx.dialect {
         Dialect::Chat => ClientRequest::parse(cx.operation, &bytes)?,

@@ -235,6 +235,9 @@ async fn discover(state: &AppState, provider: &Provider, secrets: &Secrets) -> V
                     .map_err(|e| e.message)?
             }
             Ok(Ok(Prepared::LocalStream(_))) => return Err("unexpected stream".to_owned()),
+            Ok(Ok(Prepared::UpstreamForm(_) | Prepared::UpstreamRaw(_))) => {
+                return Err("unexpected upload or audio request".to_owned());
+            }
             Ok(Err(e)) => return Err(e.message),
             Err(e) => return Err(e.to_string()),
         };

@@ -61,7 +61,14 @@ impl Provider for Echo {
             }
             Operation::ListModels => Ok(Prepared::Local(list_models(config))),
             // `native-operations` is empty: the host never sends these here.
-            Operation::Messages | Operation::Responses => Err(PluginError::invalid_request(
+            Operation::Messages
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::Rerank
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => Err(PluginError::invalid_request(
                 "the echo provider answers dialects through the host's translation",
             )),
         }

@@ -67,7 +67,13 @@ impl Provider for Gemini {
             Operation::ImageGenerations
             | Operation::ListModels
             | Operation::Messages
-            | Operation::Responses => {
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::Rerank
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => {
                 return Err(PluginError::invalid_request(
                     "the Gemini provider offers chat completions and embeddings",
                 ));
@@ -96,7 +102,13 @@ impl Provider for Gemini {
             | Operation::ImageGenerations
             | Operation::ListModels
             | Operation::Messages
-            | Operation::Responses => response::parse(request, &response.body),
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::Rerank
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => response::parse(request, &response.body),
         }
     }
 }
