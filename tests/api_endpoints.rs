@@ -1,0 +1,296 @@
+//! The rest of the API clients call (issue 24): moderations, legacy completions (streamed and
+//! not), rerank in Cohere's v2 shape (to Cohere, billed in search units, and to a vLLM-style
+//! host, billed in tokens), transcriptions and translations in every `response_format`, and
+//! speech streamed to a file. The official `openai` Python SDK drives the OpenAI endpoints
+//! (`tests/sdk/openai_api.py`) against the strict mock of `common/mock_api.rs`; every call's
+//! ledger record is checked for its exact cost at the catalog's published prices.
+
+use crate::common;
+
+use common::http;
+use common::mock_api::{self, API_KEY, MockApi};
+use serde_json::{Value, json};
+
+use crate::sdk_clients::{assert_passed, run_client};
+
+fn config(mock: &MockApi, extra: &str) -> String {
+    format!(
+        r#"
+{extra}
+providers:
+  openai:
+    plugin: openai
+    base_url: {openai}
+    api_key: {API_KEY}
+    models: [omni-moderation-latest, gpt-3.5-turbo-instruct, whisper-1, gpt-4o-transcribe, tts-1]
+  cohere:
+    plugin: cohere
+    base_url: {cohere}
+    api_key: {API_KEY}
+    models: [rerank-v3.5]
+  vllm:
+    plugin: openai
+    base_url: {openai}
+    api_key: {API_KEY}
+    models: [bge-reranker-v2-m3]
+"#,
+        openai = mock.openai_url(),
+        cohere = mock.cohere_url(),
+    )
+}
+
+/// Each scenario's exact cost in micro-USD, from OpenAI's published prices.
+const COSTS: &[(&str, i64)] = &[
+    // Moderation is free.
+    ("moderation", 0),
+    // gpt-3.5-turbo-instruct: 10 prompt tokens at $1.50/M + 20 completion tokens at $2/M.
+    ("completion", 55),
+    ("completion_stream", 55),
+    // whisper-1: 8.47 s of audio, billed as 8 s at $0.006/min = $0.0008.
+    ("transcription_json", 800),
+    ("transcription_text", 800),
+    ("transcription_srt", 800),
+    ("transcription_verbose_json", 800),
+    ("transcription_vtt", 800),
+    ("translation", 800),
+    // gpt-4o-transcribe: 14 audio tokens at $6/M + 45 text tokens at $10/M.
+    ("transcription_tokens", 534),
+    // tts-1: "Hello from wasmgate." is 20 characters at $15/M characters.
+    ("speech", 300),
+];
+
+#[tokio::test]
+async fn the_openai_python_sdk_calls_each_endpoint_and_each_call_is_metered_exactly() {
+    let mock = MockApi::start().await;
+    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let key = gateway.api_key("default").await;
+    let out = tempfile_dir("api-sdk");
+    let output = run_client(
+        "openai_api.py",
+        &gateway.url("/v1"),
+        &key,
+        &["--out", out.to_str().unwrap()],
+    )
+    .await;
+    let scenarios: Vec<&str> = COSTS
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(["errors"])
+        .collect();
+    assert_passed(&output, &scenarios);
+
+    for (name, cost) in COSTS {
+        let record = gateway.record_of(&format!("api-{name}")).await;
+        assert_eq!(record.status, 200, "{name}: {record:?}");
+        assert_eq!(record.cost_micros, Some(*cost), "{name}: {record:?}");
+        assert_eq!(record.project, "default", "{name}");
+    }
+    let record = gateway.record_of("api-completion_stream").await;
+    assert_eq!(
+        (record.input_tokens, record.output_tokens, record.estimated),
+        (mock_api::PROMPT_TOKENS, mock_api::COMPLETION_TOKENS, false),
+        "the stream's usage is the upstream's"
+    );
+    assert_eq!(
+        gateway.record_of("api-transcription_srt").await.operation,
+        "audio.transcriptions"
+    );
+
+    // What the upstream got: Whisper asked for verbose_json whatever the client wanted (the
+    // duration it is billed by is only there), the file as the client sent it, the client's
+    // other fields untouched; gpt-4o-transcribe asked for json (its tokens are there).
+    let received = mock.received().await;
+    let whisper: Vec<_> = received
+        .iter()
+        .filter(|r| r.path == "/v1/audio/transcriptions")
+        .filter(|r| {
+            r.fields
+                .contains(&("model".to_owned(), "whisper-1".to_owned()))
+        })
+        .collect();
+    assert_eq!(
+        whisper.len(),
+        5,
+        "one a format (`mp3` is refused before it leaves)"
+    );
+    for form in &whisper {
+        let format: Vec<_> = form
+            .fields
+            .iter()
+            .filter(|(n, _)| n == "response_format")
+            .collect();
+        assert_eq!(
+            format,
+            [&("response_format".to_owned(), "verbose_json".to_owned())]
+        );
+        assert_eq!(
+            form.body["file"],
+            json!({"file_name": "speech.mp3", "content_type": "audio/mpeg", "len": 16384})
+        );
+        assert!(
+            form.fields
+                .contains(&("language".to_owned(), "en".to_owned()))
+        );
+        let auth = form.headers.get("authorization").unwrap().to_str().unwrap();
+        assert_eq!(auth, format!("Bearer {API_KEY}"));
+    }
+    let tokens = received
+        .iter()
+        .find(|r| {
+            r.fields
+                .contains(&("model".to_owned(), "gpt-4o-transcribe".to_owned()))
+        })
+        .expect("the gpt-4o-transcribe request");
+    assert!(
+        tokens
+            .fields
+            .contains(&("response_format".to_owned(), "json".to_owned()))
+    );
+    let granularities: Vec<_> = received
+        .iter()
+        .flat_map(|r| &r.fields)
+        .filter(|(n, _)| n == "timestamp_granularities[]")
+        .collect();
+    assert_eq!(granularities.len(), 1, "a repeated field is passed on");
+    let speech = received
+        .iter()
+        .find(|r| r.path == "/v1/audio/speech")
+        .unwrap();
+    assert_eq!(speech.body["input"], "Hello from wasmgate.");
+    assert_eq!(speech.body["model"], "tts-1");
+    let _ = std::fs::remove_dir_all(out);
+}
+
+/// A directory of its own under the system's temporary directory.
+fn tempfile_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("wasmgate-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+async fn post(gateway: &common::TestGateway, path: &str, id: &str, body: Value) -> (u16, Value) {
+    let response = http()
+        .post(gateway.url(path))
+        .header("x-request-id", id)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn rerank_goes_to_cohere_in_search_units_and_to_an_openai_compatible_host_in_tokens() {
+    let mock = MockApi::start().await;
+    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let documents = json!([
+        "Carson City is the capital city of the American state of Nevada.",
+        "Washington, D.C. is the capital of the United States.",
+        "Capital punishment has existed in the United States since before it was a country.",
+    ]);
+    let (status, body) = post(
+        &gateway,
+        "/v1/rerank",
+        "rerank-cohere",
+        json!({"model": "cohere/rerank-v3.5", "query": "capital of the United States",
+               "documents": documents, "top_n": 2}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"].as_array().map(Vec::len), Some(2), "{body}");
+    assert_eq!(body["results"][0]["index"], 1, "{body}");
+    assert_eq!(body["meta"]["billed_units"]["search_units"], 1);
+    let record = gateway.record_of("rerank-cohere").await;
+    // One search at $2.00 per thousand.
+    assert_eq!(record.cost_micros, Some(2_000), "{record:?}");
+    assert_eq!(record.operation, "rerank");
+    let sent = mock.received().await;
+    let sent = sent.iter().find(|r| r.path == "/v2/rerank").unwrap();
+    assert_eq!(sent.body["model"], "rerank-v3.5");
+    assert_eq!(sent.body["top_n"], 2);
+
+    let (status, body) = post(
+        &gateway,
+        "/v1/rerank",
+        "rerank-vllm",
+        json!({"model": "vllm/bge-reranker-v2-m3", "query": "capital of the United States",
+               "documents": documents}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["results"].as_array().map(Vec::len), Some(3), "{body}");
+    let record = gateway.record_of("rerank-vllm").await;
+    assert_eq!(record.input_tokens, mock_api::RERANK_TOKENS, "{record:?}");
+    assert_eq!(
+        record.cost_micros, None,
+        "a model the catalog does not price"
+    );
+
+    // Refused before any upstream call, in OpenAI's error shape.
+    let before = mock.received().await.len();
+    let (status, body) = post(
+        &gateway,
+        "/v1/rerank",
+        "rerank-bad",
+        json!({"model": "cohere/rerank-v3.5", "query": "q", "documents": []}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "documents", "{body}");
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    assert_eq!(mock.received().await.len(), before);
+}
+
+#[tokio::test]
+async fn an_upload_past_the_body_limit_is_refused_before_it_is_read_whole() {
+    let mock = MockApi::start().await;
+    let gateway =
+        common::TestGateway::start(&config(&mock, "server: { max_body_bytes: 65536 }")).await;
+    let form = |len: usize| {
+        reqwest::multipart::Form::new()
+            .text("model", "openai/whisper-1")
+            .part(
+                "file",
+                reqwest::multipart::Part::bytes(vec![7u8; len])
+                    .file_name("speech.mp3")
+                    .mime_str("audio/mpeg")
+                    .unwrap(),
+            )
+    };
+    let send = |form| {
+        http()
+            .post(gateway.url("/v1/audio/transcriptions"))
+            .multipart(form)
+            .send()
+    };
+    let response = send(form(100_000)).await.unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert!(body["error"]["message"].is_string(), "{body}");
+    let response = send(form(30_000)).await.unwrap();
+    assert_eq!(
+        response.status().as_u16(),
+        200,
+        "{}",
+        response.text().await.unwrap()
+    );
+
+    // Not a form, a form without a file, a file without a model: 400s naming the field.
+    let response = http()
+        .post(gateway.url("/v1/audio/transcriptions"))
+        .json(&json!({"model": "openai/whisper-1"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    let no_file = reqwest::multipart::Form::new().text("model", "openai/whisper-1");
+    let body: Value = send(no_file).await.unwrap().json().await.unwrap();
+    assert_eq!(body["error"]["param"], "file", "{body}");
+    let no_model = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::bytes(vec![1u8; 10]).file_name("a.mp3"),
+    );
+    let body: Value = send(no_model).await.unwrap().json().await.unwrap();
+    assert_eq!(body["error"]["param"], "model", "{body}");
+}
