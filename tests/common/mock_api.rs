@@ -6,6 +6,9 @@
 //! it; the gpt-4o models refuse what they do not serve), and speech (audio in chunks, with the
 //! format's content type). It records what it received, form fields included.
 
+// A refusal is the response itself, as axum handlers return it.
+#![allow(clippy::result_large_err)]
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -499,8 +502,8 @@ async fn audio_text(shared: &Shared, path: &str, headers: &HeaderMap, body: Byte
         "json" => axum::Json(json!({"text": TEXT, "usage": usage})).into_response(),
         "verbose_json" => axum::Json(json!({"task": task, "language": "english", "duration": DURATION, "text": TEXT, "segments": segments, "usage": usage})).into_response(),
         "text" => text(format!("{TEXT}\n")),
-        "srt" => text(format!("1\n00:00:00,000 --> 00:00:03,200\nHello there.\n\n2\n00:00:03,200 --> 00:00:08,470\nGeneral Kenobi.\n\n")),
-        _ => text(format!("WEBVTT\n\n00:00:00.000 --> 00:00:03.200\nHello there.\n\n00:00:03.200 --> 00:00:08.470\nGeneral Kenobi.\n\n")),
+        "srt" => text(String::from("1\n00:00:00,000 --> 00:00:03,200\nHello there.\n\n2\n00:00:03,200 --> 00:00:08,470\nGeneral Kenobi.\n\n")),
+        _ => text(String::from("WEBVTT\n\n00:00:00.000 --> 00:00:03.200\nHello there.\n\n00:00:03.200 --> 00:00:08.470\nGeneral Kenobi.\n\n")),
     }
 }
 
