@@ -55,6 +55,8 @@ const COSTS: &[(&str, i64)] = &[
     ("translation", 800),
     // gpt-4o-transcribe: 14 audio tokens at $6/M + 45 text tokens at $10/M.
     ("transcription_tokens", 534),
+    // The same, streamed: the usage of its last event.
+    ("transcription_stream", 534),
     // tts-1: "Hello from wasmgate." is 20 characters at $15/M characters.
     ("speech", 300),
 ];

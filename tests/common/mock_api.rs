@@ -490,6 +490,25 @@ async fn audio_text(shared: &Shared, path: &str, headers: &HeaderMap, body: Byte
     } else {
         json!({"type": "duration", "seconds": DURATION.round() as u64})
     };
+    if field("stream").as_deref() == Some("true") {
+        if !gpt {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("Streaming is not supported for model '{model}'."),
+                Some("stream"),
+            );
+        }
+        // As OpenAI streams a transcription: deltas, then the whole text with the usage.
+        let mut events = String::new();
+        for delta in ["Hello", " there.", " General", " Kenobi."] {
+            let event = json!({"type": "transcript.text.delta", "delta": delta, "logprobs": null});
+            events.push_str(&format!("data: {event}\n\n"));
+        }
+        let done =
+            json!({"type": "transcript.text.done", "text": TEXT, "logprobs": null, "usage": usage});
+        events.push_str(&format!("data: {done}\n\n"));
+        return ([(header::CONTENT_TYPE, "text/event-stream")], events).into_response();
+    }
     let task = if path.ends_with("translations") {
         "translate"
     } else {

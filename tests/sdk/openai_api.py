@@ -87,6 +87,20 @@ def transcription_tokens(client, args):
     check(isinstance(result, str) and result == TEXT, "gpt-4o-transcribe text", result)
 
 
+def transcription_stream(client, args):
+    stream = client.audio.transcriptions.create(model="openai/gpt-4o-transcribe", file=("speech.mp3", AUDIO, "audio/mpeg"),
+                                                stream=True, extra_headers=rid("transcription_stream"))
+    deltas, done = [], None
+    for event in stream:
+        if event.type == "transcript.text.delta":
+            deltas.append(event.delta)
+        elif event.type == "transcript.text.done":
+            done = event
+    check("".join(deltas) == TEXT, "the deltas make the text", deltas)
+    check(done is not None and done.text == TEXT, "the done event", done)
+    check(done.usage.input_tokens == 14 and done.usage.output_tokens == 45, "the usage", done.usage)
+
+
 def translation(client, args):
     result = client.audio.translations.create(model="openai/whisper-1", file=("rede.mp3", AUDIO, "audio/mpeg"),
                                               extra_headers=rid("translation"))
@@ -124,6 +138,7 @@ SCENARIOS = {
     "completion_stream": completion_stream,
     **{f"transcription_{fmt}": transcription(fmt) for fmt in ["json", "text", "srt", "verbose_json", "vtt"]},
     "transcription_tokens": transcription_tokens,
+    "transcription_stream": transcription_stream,
     "translation": translation,
     "speech": speech,
     "errors": errors,

@@ -153,6 +153,21 @@ async fn send(
             .await
             .map_err(|e| ApiError::upstream(&provider.name, e))?;
             span.status(response.status().as_u16());
+            if request.stream && response.status().is_success() {
+                // A streamed transcription: `transcript.text.*` events, relayed as a stream.
+                let headers = header_pairs(response.headers());
+                let decoder = call
+                    .open_stream(&provider.config, &info, &headers)
+                    .await
+                    .map_err(ApiError::plugin)?;
+                return Ok(Sent::Stream(Box::new(Upstream {
+                    provider: Arc::clone(&provider.name),
+                    decoder,
+                    response,
+                    idle_timeout: provider.timeout,
+                    native,
+                })));
+            }
             let completion = complete(&mut call, target, &info, response, redactor).await?;
             span.completion(&completion.body, completion.usage);
             Sent::Whole {

@@ -47,11 +47,13 @@ impl ClientRequest {
     pub(super) fn from_form(
         operation: Operation,
         model: String,
+        stream: bool,
         body: Fields,
         upload: crate::upstream::Upload,
     ) -> Self {
         Self {
             model,
+            stream,
             body,
             upload: Some(upload),
             ..Self::unparsed(operation)

@@ -173,11 +173,10 @@ fn into_request(
             ),
         ));
     }
-    if single("stream") == Some("true") {
-        return Err(invalid(
-            "stream",
-            "Streamed transcriptions are not served by this gateway yet; leave `stream` unset.",
-        ));
+    // A form's booleans are text. Only transcriptions stream (the gpt-4o models, as events).
+    let stream = single("stream") == Some("true");
+    if stream && operation == Operation::AudioTranslations {
+        return Err(invalid("stream", "Translations do not stream."));
     }
     let mut body = Fields::new();
     for (name, values) in texts {
@@ -190,7 +189,9 @@ fn into_request(
             body.insert(name, raw);
         }
     }
-    Ok(ClientRequest::from_form(operation, model, body, upload))
+    Ok(ClientRequest::from_form(
+        operation, model, stream, body, upload,
+    ))
 }
 
 fn invalid(param: &str, message: &str) -> ApiError {

@@ -1,6 +1,7 @@
 //! OpenAI's audio endpoints for upstreams that speak them (OpenAI, Azure OpenAI, Groq, vLLM):
-//! transcriptions and translations as multipart forms whose file the host attaches, and speech
-//! as a request whose audio the host streams to the client.
+//! transcriptions and translations as multipart forms whose file the host attaches (a streamed
+//! transcription's `transcript.text.*` events decoded by `OpenAiStream`, which reads the usage
+//! of the last), and speech as a request whose audio the host streams to the client.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,7 +28,12 @@ pub fn transcription_form(
         .get("response_format")
         .and_then(Value::as_str)
         .unwrap_or("json");
-    let format = upstream_format(&request.model, asked);
+    // A stream (the gpt-4o models) reports its usage in its last event, whatever the format.
+    let format = if request.stream {
+        asked
+    } else {
+        upstream_format(&request.model, asked)
+    };
     let mut parts = Vec::with_capacity(fields.len() + 1);
     for (name, value) in &fields {
         if name == "response_format" {
@@ -50,8 +56,12 @@ pub fn transcription_form(
         }
     }
     parts.push(("response_format".to_owned(), format.to_owned()));
+    let mut http = HttpRequest::new("POST", url);
+    if request.stream {
+        http.set_header("accept", "text/event-stream");
+    }
     Ok(Prepared::UpstreamForm(FormRequest {
-        request: HttpRequest::new("POST", url),
+        request: http,
         fields: parts,
         file_field: FILE_FIELD.to_owned(),
     }))
