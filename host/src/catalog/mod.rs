@@ -63,13 +63,14 @@ pub enum Kind {
     Chat,
     Embeddings,
     Images,
-    /// Moderation classifiers (`/v1/moderations`).
+    // Plain comments on these: a doc comment would turn the schema's list of values into
+    // described alternatives. Moderation classifiers (`/v1/moderations`); rerankers
+    // (`/v1/rerank`), per search or per token; speech to text (`/v1/audio/transcriptions` and
+    // `translations`), per minute or per token; text to speech (`/v1/audio/speech`), per
+    // character or per token.
     Moderation,
-    /// Rerankers (`/v1/rerank`), priced per search or per token.
     Rerank,
-    /// Speech to text (`/v1/audio/transcriptions` and `translations`), per minute or per token.
     Transcription,
-    /// Text to speech (`/v1/audio/speech`), per character or per token.
     Speech,
 }
 
