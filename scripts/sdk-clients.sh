@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the official API clients that tests/sdk/ drives (tests/sdk_clients.rs) into
 # target/sdk-clients/, pinned, once (skipped when the pinned versions are there): the Python
-# `anthropic` and `openai` packages in a virtual environment and the Node `@anthropic-ai/sdk`.
+# `anthropic` and `openai` packages in a virtual environment and the Node `@anthropic-ai/sdk` and
+# `openai`.
 # Needs python3 (3.9+, with venv), node (20+) and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 ANTHROPIC_PY=2.12.0
 OPENAI_PY=3.54.0
 ANTHROPIC_JS=1.12.0
+OPENAI_JS=7.57.0
 
 tools=$PWD/target/sdk-clients
 py=$tools/py
@@ -25,8 +27,8 @@ if [ "$(pip_version anthropic)" != "$ANTHROPIC_PY" ] || [ "$(pip_version openai)
   "$py/bin/pip" install -q "anthropic==$ANTHROPIC_PY" "openai==$OPENAI_PY"
 fi
 installed() { node -p "require('$js/node_modules/$1/package.json').version" 2>/dev/null; }
-if [ "$(installed @anthropic-ai/sdk)" != "$ANTHROPIC_JS" ]; then
+if [ "$(installed @anthropic-ai/sdk)" != "$ANTHROPIC_JS" ] || [ "$(installed openai)" != "$OPENAI_JS" ]; then
   mkdir -p "$js"
   [ -f "$js/package.json" ] || echo '{"name":"wasmgate-sdk-clients","private":true}' > "$js/package.json"
-  (cd "$js" && npm install --silent --no-audit --no-fund "@anthropic-ai/sdk@$ANTHROPIC_JS")
+  (cd "$js" && npm install --silent --no-audit --no-fund "@anthropic-ai/sdk@$ANTHROPIC_JS" "openai@$OPENAI_JS")
 fi

@@ -2,7 +2,8 @@
 //! not), rerank in Cohere's v2 shape (to Cohere, billed in search units, and to a vLLM-style
 //! host, billed in tokens), transcriptions and translations in every `response_format`, and
 //! speech streamed to a file. The official `openai` Python SDK drives the OpenAI endpoints
-//! (`tests/sdk/openai_api.py`) against the strict mock of `common/mock_api.rs`; every call's
+//! (`tests/sdk/openai_api.py`), and the Node one a call of each kind (`openai_api.mjs`),
+//! against the strict mock of `common/mock_api.rs`; every call's
 //! ledger record is checked for its exact cost at the catalog's published prices.
 
 use crate::common;
@@ -161,6 +162,31 @@ async fn the_openai_python_sdk_calls_each_endpoint_and_each_call_is_metered_exac
     assert_eq!(speech.body["input"], "Hello from wasmgate.");
     assert_eq!(speech.body["model"], "tts-1");
     let _ = std::fs::remove_dir_all(out);
+}
+
+/// The Node SDK, one call of each kind, each metered as the Python SDK's are.
+#[tokio::test]
+async fn the_openai_node_sdk_calls_one_of_each_and_each_is_metered_exactly() {
+    let mock = MockApi::start().await;
+    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let key = gateway.api_key("default").await;
+    let output = run_client("openai_api.mjs", &gateway.url("/v1"), &key, &[]).await;
+    let costs = [
+        ("moderation", 0),
+        ("completion_stream", 55),
+        ("transcription", 800),
+        ("speech", 300),
+    ];
+    let scenarios: Vec<&str> = costs.iter().map(|(name, _)| *name).collect();
+    assert_passed(&output, &scenarios);
+    for (name, cost) in costs {
+        let record = gateway.record_of(&format!("node-{name}")).await;
+        assert_eq!(
+            (record.status, record.cost_micros),
+            (200, Some(cost)),
+            "{name}: {record:?}"
+        );
+    }
 }
 
 /// A directory of its own under the system's temporary directory.

@@ -1,5 +1,5 @@
 //! The official SDKs as test clients: the programs in `tests/sdk/` (the `anthropic` and `openai`
-//! Python packages and the Node `@anthropic-ai/sdk`, pinned and installed into
+//! Python packages and the Node `@anthropic-ai/sdk` and `openai`, pinned and installed into
 //! `target/sdk-clients/` by `scripts/sdk-clients.sh`) run their scenarios against the strict mock
 //! upstreams, which proves the mocks speak what the SDKs expect; and the mocks refuse what the
 //! real APIs refuse. The same programs run against the gateway by giving `run_client` the
@@ -60,6 +60,7 @@ pub async fn run_client(program: &str, base_url: &str, key: &str, args: &[&str])
     } else {
         let mut node = std::process::Command::new("node");
         installed(tools.join("js/node_modules/@anthropic-ai/sdk"));
+        installed(tools.join("js/node_modules/openai"));
         node.arg(&script)
             .arg("--node-modules")
             .arg(tools.join("js/node_modules"));
