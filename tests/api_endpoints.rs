@@ -29,6 +29,11 @@ providers:
     base_url: {cohere}
     api_key: {API_KEY}
     models: [rerank-v3.5]
+  wrongkey:
+    plugin: openai
+    base_url: {openai}
+    api_key: sk-not-the-mocks
+    models: [tts-1]
   vllm:
     plugin: openai
     base_url: {openai}
@@ -187,6 +192,58 @@ async fn the_openai_node_sdk_calls_one_of_each_and_each_is_metered_exactly() {
             "{name}: {record:?}"
         );
     }
+}
+
+/// Speech whose client leaves mid-audio is recorded with its cost all the same (the upstream
+/// bills the text); an upstream's refusal reaches the client in OpenAI's shape, not as audio.
+#[tokio::test]
+async fn speech_is_metered_when_its_client_leaves_and_upstream_errors_are_openai_errors() {
+    use futures_util::StreamExt;
+    let mock = MockApi::start().await;
+    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let speech = |model: &str, voice: &str| {
+        http()
+            .post(gateway.url("/v1/audio/speech"))
+            .json(&json!({"model": model, "voice": voice, "input": "Hello from wasmgate."}))
+    };
+    let response = speech("openai/tts-1", "slow")
+        .header("x-request-id", "speech-left")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "audio/mpeg");
+    let mut body = response.bytes_stream();
+    let first = body.next().await.unwrap().unwrap();
+    assert!(!first.is_empty());
+    drop(body);
+    let record = gateway.record_of("speech-left").await;
+    assert_eq!(record.cost_micros, Some(300), "{record:?}");
+    assert_eq!(record.error_type.as_deref(), Some("stream_incomplete"));
+
+    let response = speech("wrongkey/tts-1", "alloy")
+        .header("x-request-id", "speech-refused")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 401);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"], "Incorrect API key provided.",
+        "{body}"
+    );
+    let record = gateway.record_of("speech-refused").await;
+    assert_eq!(
+        (record.status, record.cost_micros),
+        (401, None),
+        "{record:?}"
+    );
 }
 
 /// A directory of its own under the system's temporary directory.

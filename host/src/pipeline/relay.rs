@@ -618,7 +618,10 @@ mod tests {
         );
         delta_text(r#"{"choices":[],"usage":{"prompt_tokens":1}}"#, &mut text);
         delta_text("not json", &mut text);
-        delta_text(r#"{"object":"text_completion","choices":[{"text":"!"}]}"#, &mut text);
+        delta_text(
+            r#"{"object":"text_completion","choices":[{"text":"!"}]}"#,
+            &mut text,
+        );
         assert_eq!(text, "Hello \"x\"{}!");
     }
 
