@@ -164,7 +164,7 @@ mod tests {
     fn shows_search_audio_and_character_prices_as_published() {
         let catalog = Catalog::builtin();
         let price = |provider: &str, model: &str| {
-            other_prices(&catalog.lookup(provider, model).expect("in the catalog"))
+            other_prices(catalog.lookup(provider, model).expect("in the catalog"))
         };
         assert_eq!(price("cohere", "rerank-v3.5"), "2.00/1k searches");
         assert_eq!(price("openai", "whisper-1"), "0.006/min");
