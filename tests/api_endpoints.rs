@@ -378,4 +378,10 @@ async fn an_upload_past_the_body_limit_is_refused_before_it_is_read_whole() {
     );
     let body: Value = send(no_model).await.unwrap().json().await.unwrap();
     assert_eq!(body["error"]["param"], "model", "{body}");
+    // Text parts are bounded in number, repeated names included.
+    let many = (0..65).fold(form(10), |form, _| {
+        form.text("timestamp_granularities[]", "word")
+    });
+    let response = send(many).await.unwrap();
+    assert_eq!(response.status().as_u16(), 400);
 }

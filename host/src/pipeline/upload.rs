@@ -21,7 +21,7 @@ use crate::upstream::Upload;
 
 /// The part OpenAI takes the audio in.
 const FILE_FIELD: &str = "file";
-/// Text parts, at most: OpenAI's form has ten or so.
+/// Text parts, at most (repeated ones each count): OpenAI's form has ten or so.
 const FIELDS_MAX: usize = 64;
 /// Bytes of one text part, at most (a `prompt` is the longest).
 const TEXT_MAX: usize = 64 << 10;
@@ -94,6 +94,7 @@ pub async fn read(
     };
     let mut texts: IndexMap<String, Vec<String>> = IndexMap::new();
     let mut upload: Option<Upload> = None;
+    let mut parts = 0;
     while let Some(mut field) = form.next_field().await.map_err(unreadable)? {
         let name = clip(field.name().unwrap_or_default(), NAME_MAX).into_owned();
         if name == FILE_FIELD {
@@ -102,9 +103,12 @@ pub async fn read(
             }
             let mut file = Upload {
                 file_name: clip(field.file_name().unwrap_or("audio"), NAME_MAX).into_owned(),
+                // Parsed by multer, so a valid type; one too long to keep is left out rather
+                // than cut into an invalid one.
                 content_type: field
                     .content_type()
-                    .map(|m| clip(m.as_ref(), NAME_MAX).into_owned()),
+                    .map(|m| m.as_ref().to_owned())
+                    .filter(|m| m.len() <= NAME_MAX),
                 chunks: Vec::new(),
             };
             while let Some(chunk) = field.chunk().await.map_err(unreadable)? {
@@ -113,7 +117,8 @@ pub async fn read(
             upload = Some(file);
             continue;
         }
-        if name.is_empty() || texts.len() >= FIELDS_MAX && !texts.contains_key(&name) {
+        parts += 1;
+        if name.is_empty() || parts > FIELDS_MAX {
             return Err(invalid(&name, "The form has too many or unnamed fields."));
         }
         let mut text: Vec<u8> = Vec::new();
