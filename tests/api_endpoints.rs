@@ -34,6 +34,11 @@ providers:
     base_url: {openai}
     api_key: sk-not-the-mocks
     models: [tts-1]
+  azure:
+    plugin: azure-openai
+    base_url: {azure}
+    api_key: {API_KEY}
+    models: [gpt-35-turbo-instruct, whisper, tts]
   vllm:
     plugin: openai
     base_url: {openai}
@@ -42,6 +47,7 @@ providers:
 "#,
         openai = mock.openai_url(),
         cohere = mock.cohere_url(),
+        azure = mock.azure_url(),
     )
 }
 
@@ -244,6 +250,90 @@ async fn speech_is_metered_when_its_client_leaves_and_upstream_errors_are_openai
         (401, None),
         "{record:?}"
     );
+}
+
+/// The same operations through an Azure OpenAI entry: its deployments' paths, its key header.
+#[tokio::test]
+async fn completions_and_audio_reach_azure_deployments() {
+    use futures_util::StreamExt;
+    let mock = MockApi::start().await;
+    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let (status, body) = post(
+        &gateway,
+        "/v1/completions",
+        "azure-completion",
+        json!({"model": "azure/gpt-35-turbo-instruct", "prompt": "Once", "max_tokens": 5}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["object"], "text_completion");
+    let record = gateway.record_of("azure-completion").await;
+    assert_eq!(
+        (record.input_tokens, record.output_tokens),
+        (mock_api::PROMPT_TOKENS, mock_api::COMPLETION_TOKENS)
+    );
+
+    let form = reqwest::multipart::Form::new()
+        .text("model", "azure/whisper")
+        .text("response_format", "vtt")
+        .part(
+            "file",
+            reqwest::multipart::Part::bytes(vec![9u8; 4096])
+                .file_name("call.wav")
+                .mime_str("audio/wav")
+                .unwrap(),
+        );
+    let response = http()
+        .post(gateway.url("/v1/audio/transcriptions"))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/vtt")
+    );
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .starts_with("WEBVTT\n\n00:00:00.000 --> 00:00:03.200")
+    );
+
+    let response = http()
+        .post(gateway.url("/v1/audio/speech"))
+        .json(&json!({"model": "azure/tts", "voice": "alloy", "input": "Hi", "response_format": "wav"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(response.headers()["content-type"], "audio/wav");
+    let mut audio = 0;
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        audio += chunk.unwrap().len();
+    }
+    assert_eq!(audio, mock_api::speech_bytes().len());
+
+    let received = mock.received().await;
+    let azure: Vec<_> = received
+        .iter()
+        .filter(|r| r.headers.contains_key("x-azure-deployment"))
+        .collect();
+    assert_eq!(azure.len(), 3, "{azure:?}");
+    let form = azure
+        .iter()
+        .find(|r| r.path.ends_with("transcriptions"))
+        .unwrap();
+    assert!(
+        form.fields
+            .contains(&("response_format".to_owned(), "verbose_json".to_owned()))
+    );
+    assert_eq!(form.body["file"]["file_name"], "call.wav");
 }
 
 /// A directory of its own under the system's temporary directory.

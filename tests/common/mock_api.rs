@@ -71,6 +71,7 @@ impl MockApi {
             .route("/v1/audio/transcriptions", post(transcriptions))
             .route("/v1/audio/translations", post(translations))
             .route("/v1/audio/speech", post(speech))
+            .nest("/openai/deployments/{deployment}", azure())
             .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -78,7 +79,12 @@ impl MockApi {
         Self { addr, shared }
     }
 
-    /// `http://127.0.0.1:PORT/v1` (OpenAI) ...
+    /// `http://127.0.0.1:PORT` (Azure OpenAI: `/openai/deployments/{deployment}/...`) ...
+    pub fn azure_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// ... `http://127.0.0.1:PORT/v1` (OpenAI) ...
     pub fn openai_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
@@ -91,6 +97,47 @@ impl MockApi {
     pub async fn received(&self) -> Vec<Received> {
         self.shared.received.lock().await.clone()
     }
+}
+
+/// Azure OpenAI's data plane for the same operations: the deployment in the path, the key in
+/// `api-key` (a Bearer token is refused), an `api-version` query required.
+fn azure() -> Router<Arc<Shared>> {
+    async fn gate(mut request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+        let versioned = request
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|p| p.starts_with("api-version=")));
+        if !versioned {
+            return error(StatusCode::NOT_FOUND, "Resource not found", None);
+        }
+        let keyed = request
+            .headers()
+            .get("api-key")
+            .and_then(|v| v.to_str().ok())
+            == Some(API_KEY);
+        if !keyed || request.headers().contains_key(header::AUTHORIZATION) {
+            return error(
+                StatusCode::UNAUTHORIZED,
+                "Access denied due to invalid subscription key.",
+                None,
+            );
+        }
+        // The handlers below check OpenAI's header: the key is good, so give it to them.
+        let bearer = format!("Bearer {API_KEY}");
+        if let Ok(value) = header::HeaderValue::from_str(&bearer) {
+            request.headers_mut().insert(header::AUTHORIZATION, value);
+        }
+        request.headers_mut().insert(
+            "x-azure-deployment",
+            header::HeaderValue::from_static("yes"),
+        );
+        next.run(request).await
+    }
+    Router::new()
+        .route("/completions", post(completions))
+        .route("/audio/transcriptions", post(transcriptions))
+        .route("/audio/speech", post(speech))
+        .layer(axum::middleware::from_fn(gate))
 }
 
 fn error(status: StatusCode, message: &str, param: Option<&str>) -> Response {
