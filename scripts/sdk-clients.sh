@@ -2,7 +2,7 @@
 # Installs the official API clients that tests/sdk/ drives (tests/sdk_clients.rs) into
 # target/sdk-clients/, pinned, once (skipped when the pinned versions are there): the Python
 # `anthropic`, `openai` and `google-genai` packages in a virtual environment and the Node
-# `@anthropic-ai/sdk` and `@google/genai`.
+# `@anthropic-ai/sdk`, `openai` and `@google/genai`.
 # Needs python3 (3.9+, with venv), node (20+) and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +12,7 @@ OPENAI_PY=3.54.0
 GOOGLE_GENAI_PY=3.6.1
 ANTHROPIC_JS=1.12.0
 GOOGLE_GENAI_JS=3.3.0
+OPENAI_JS=7.57.0
 
 tools=$PWD/target/sdk-clients
 py=$tools/py
@@ -29,10 +30,10 @@ if [ "$(pip_version anthropic)" != "$ANTHROPIC_PY" ] || [ "$(pip_version openai)
   "$py/bin/pip" install -q "anthropic==$ANTHROPIC_PY" "openai==$OPENAI_PY" "google-genai==$GOOGLE_GENAI_PY"
 fi
 installed() { node -p "require('$js/node_modules/$1/package.json').version" 2>/dev/null; }
-if [ "$(installed @anthropic-ai/sdk)" != "$ANTHROPIC_JS" ]; then
+if [ "$(installed @anthropic-ai/sdk)" != "$ANTHROPIC_JS" ] || [ "$(installed openai)" != "$OPENAI_JS" ]; then
   mkdir -p "$js"
   [ -f "$js/package.json" ] || echo '{"name":"wasmgate-sdk-clients","private":true}' > "$js/package.json"
-  (cd "$js" && npm install --silent --no-audit --no-fund "@anthropic-ai/sdk@$ANTHROPIC_JS")
+  (cd "$js" && npm install --silent --no-audit --no-fund "@anthropic-ai/sdk@$ANTHROPIC_JS" "openai@$OPENAI_JS")
 fi
 if [ "$(installed @google/genai)" != "$GOOGLE_GENAI_JS" ]; then
   mkdir -p "$js"

@@ -28,6 +28,21 @@ fn routes() -> Vec<(Method, &'static str, Option<Value>)> {
             "/v1/images/generations",
             Some(json!({"model": "echo-1", "prompt": "a cat"})),
         ),
+        (
+            Method::POST,
+            "/v1/completions",
+            Some(json!({"model": "echo-1", "prompt": "hi"})),
+        ),
+        (
+            Method::POST,
+            "/v1/moderations",
+            Some(json!({"model": "echo-1", "input": "hi"})),
+        ),
+        (
+            Method::POST,
+            "/v1/rerank",
+            Some(json!({"model": "echo-1", "query": "hi", "documents": ["hi", "ho"]})),
+        ),
         (Method::GET, "/v1/models", None),
         (Method::GET, "/v1/models/echo-1", None),
         (Method::POST, "/usage/total", Some(json!({}))),

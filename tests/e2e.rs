@@ -7,6 +7,7 @@
 mod common;
 
 mod accounting;
+mod api_endpoints;
 mod auth;
 mod auth_matrix;
 mod bedrock;

@@ -32,10 +32,13 @@ providers:
 "#;
 
 /// Every route with the method it takes (and paths no route has).
-const ROUTES: [(&str, Method); 10] = [
+const ROUTES: [(&str, Method); 13] = [
     ("/v1/chat/completions", Method::POST),
     ("/v1/embeddings", Method::POST),
     ("/v1/images/generations", Method::POST),
+    ("/v1/completions", Method::POST),
+    ("/v1/moderations", Method::POST),
+    ("/v1/rerank", Method::POST),
     ("/v1/models", Method::GET),
     ("/v1/models/echo-1", Method::GET),
     ("/usage/total", Method::POST),
@@ -62,6 +65,11 @@ fn valid_body(path: &str) -> Value {
             "extra": {"user": {"id": "u1", "tags": ["a"]}, "metadata": {"k": "v"}}}),
         "/v1/embeddings" => json!({"model": "echo-1", "input": ["a", "b"]}),
         "/v1/images/generations" => json!({"model": "echo-1", "prompt": "a cat", "n": 1}),
+        "/v1/completions" => json!({"model": "echo-1", "prompt": ["a", "b"], "max_tokens": 5}),
+        "/v1/moderations" => json!({"model": "echo-1", "input": ["a", "b"]}),
+        "/v1/rerank" => {
+            json!({"model": "echo-1", "query": "a", "documents": ["a", "b"], "top_n": 1})
+        }
         "/usage/models" => json!({"start_time_us": 0, "min_unit": "day", "user_tags": ["a"]}),
         _ => json!({"start_time_us": 0}),
     }
@@ -108,6 +116,9 @@ fn mutated_json(path: &'static str) -> impl Strategy<Value = Vec<u8>> {
         "extra",
         "input",
         "prompt",
+        "query",
+        "documents",
+        "top_n",
         "n",
         "tools",
         "user",

@@ -1,6 +1,6 @@
 //! The official SDKs as test clients: the programs in `tests/sdk/` (the `anthropic`, `openai` and
-//! `google-genai` Python packages and the Node `@anthropic-ai/sdk` and `@google/genai` (driven
-//! by `tests/gemini.rs`), pinned and installed into
+//! `google-genai` Python packages and the Node `@anthropic-ai/sdk`, `openai` and `@google/genai`
+//! (the last driven by `tests/gemini.rs`), pinned and installed into
 //! `target/sdk-clients/` by `scripts/sdk-clients.sh`) run their scenarios against the strict mock
 //! upstreams, which proves the mocks speak what the SDKs expect; and the mocks refuse what the
 //! real APIs refuse. The same programs run against the gateway by giving `run_client` the
@@ -61,6 +61,7 @@ pub async fn run_client(program: &str, base_url: &str, key: &str, args: &[&str])
     } else {
         let mut node = std::process::Command::new("node");
         installed(tools.join("js/node_modules/@anthropic-ai/sdk"));
+        installed(tools.join("js/node_modules/openai"));
         node.arg(&script)
             .arg("--node-modules")
             .arg(tools.join("js/node_modules"));

@@ -713,6 +713,9 @@ fn usage() -> Usage {
         cache_write_tokens: 0,
         reasoning_tokens: 0,
         images: 0,
+        search_units: 0,
+        audio_ms: 0,
+        characters: 0,
     }
 }
 

@@ -488,6 +488,9 @@ async fn instrumented_request(
                 cache_write_tokens: 0,
                 reasoning_tokens: 0,
                 images: 0,
+                search_units: 0,
+                audio_ms: 0,
+                characters: 0,
             };
             PluginTimer::start("openai", "parse_response").end(
                 metrics,

@@ -2,6 +2,7 @@
 //! ([`guard`]) every request a plugin builds passes before it is sent.
 
 pub mod defaults;
+mod form;
 mod guard;
 
 use std::time::Duration;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+pub use form::{Upload, send_form};
 pub use guard::{Admitted, Refusal, Scope, shorten};
 
 /// Why an upstream request got no response.
@@ -46,15 +48,7 @@ pub async fn send(
     let Admitted { request, url } = admitted;
     let method = reqwest::Method::from_bytes(request.method.as_bytes())
         .map_err(|_| UpstreamError::InvalidRequest(format!("bad method {:?}", request.method)))?;
-    let mut headers = HeaderMap::with_capacity(request.headers.len());
-    for (name, value) in request.headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| UpstreamError::InvalidRequest(format!("bad header name {name:?}")))?;
-        // The value may be a credential: never echo it.
-        let value = HeaderValue::from_str(&value)
-            .map_err(|_| UpstreamError::InvalidRequest(format!("bad value for header {name}")))?;
-        headers.append(name, value);
-    }
+    let headers = header_map(request.headers)?;
     let send = client
         .request(method, url)
         .headers(headers)
@@ -66,6 +60,20 @@ pub async fn send(
         Ok(Err(e)) => Err(UpstreamError::Connect(describe(e))),
         Ok(Ok(response)) => Ok(response),
     }
+}
+
+/// A plugin's headers as a header map, each checked.
+fn header_map(pairs: Vec<(String, String)>) -> Result<HeaderMap, UpstreamError> {
+    let mut headers = HeaderMap::with_capacity(pairs.len());
+    for (name, value) in pairs {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| UpstreamError::InvalidRequest(format!("bad header name {name:?}")))?;
+        // The value may be a credential: never echo it.
+        let value = HeaderValue::from_str(&value)
+            .map_err(|_| UpstreamError::InvalidRequest(format!("bad value for header {name}")))?;
+        headers.append(name, value);
+    }
+    Ok(headers)
 }
 
 /// Reads a whole response body, allowing `timeout` for it.

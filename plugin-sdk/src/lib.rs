@@ -372,8 +372,8 @@ pub use wit::dialect::{
 };
 #[cfg(feature = "provider")]
 pub use wit::exports::wasmgate::plugin::provider::{
-    CanonicalRequest, Completion, NativeCall, Operation, Prepared, ProviderConfig, RequestInfo,
-    StreamOutput,
+    CanonicalRequest, Completion, FormRequest, NativeCall, Operation, Prepared, ProviderConfig,
+    RawRequest, RequestInfo, StreamOutput,
 };
 #[cfg(feature = "limiter")]
 pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};

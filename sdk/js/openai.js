@@ -54,6 +54,7 @@ export function tokens(input, output, cached = 0, reasoning = 0) {
   return {
     inputTokens: BigInt(input), outputTokens: BigInt(output), cachedInputTokens: BigInt(cached),
     cacheWriteTokens: 0n, reasoningTokens: BigInt(reasoning), images: 0,
+    searchUnits: 0n, audioMs: 0n, characters: 0n,
   };
 }
 

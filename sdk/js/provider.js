@@ -14,7 +14,8 @@
 //! `parseResponse` and the stream decoder default to OpenAI's format. The host calls a provider
 //! on a fresh instance per request and does all network I/O; the plugin describes requests and
 //! reads responses. A request is `{ operation: 'chat-completions'|'embeddings'|
-//! 'image-generations'|'list-models', model, body (JSON text), stream }`.
+//! 'image-generations'|'list-models'|'completions'|'moderations'|'rerank'|..., model, body (JSON
+//! text), stream }` (the audio operations need `upstream-form`/`upstream-raw`: see wit/provider.wit).
 
 import { ConfigError, NoOptions, parseOptions } from './options.js';
 import { asTrap, configErrorPayload, witError } from './_export.js';

@@ -22,7 +22,42 @@ pub fn cost_micros(
     cache_write: u64,
     images: u64,
 ) -> i64 {
+    metered_cost_micros(
+        info,
+        input,
+        output,
+        cached_input,
+        cache_write,
+        images,
+        Metered::default(),
+    )
+}
+
+/// What a request is billed for besides tokens and images.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Metered {
+    /// Rerank search units.
+    pub search_units: u64,
+    /// Milliseconds of audio; billed in whole seconds, rounded to the nearest (as OpenAI bills
+    /// Whisper).
+    pub audio_ms: u64,
+    /// Characters of text spoken.
+    pub characters: u64,
+}
+
+/// [`cost_micros`], with the search units, audio and characters of `metered` at the model's
+/// prices for them (zero where it has none).
+pub fn metered_cost_micros(
+    info: &ModelInfo,
+    input: u64,
+    output: u64,
+    cached_input: u64,
+    cache_write: u64,
+    images: u64,
+    metered: Metered,
+) -> i64 {
     let prices = &info.prices;
+    let audio_seconds = metered.audio_ms.saturating_add(500) / 1000;
     let input_price = prices.input.unwrap_or(0);
     let cached = cached_input.min(input);
     let terms = [
@@ -31,6 +66,9 @@ pub fn cost_micros(
         (cache_write, prices.cache_write.unwrap_or(input_price)),
         (output, prices.output.unwrap_or(0)),
         (images, prices.per_image.unwrap_or(0)),
+        (metered.search_units, prices.per_search_unit.unwrap_or(0)),
+        (audio_seconds, prices.per_audio_second.unwrap_or(0)),
+        (metered.characters, prices.per_character.unwrap_or(0)),
     ];
     // u64 counts times prices below 10^18 stay far inside i128.
     let pico: i128 = terms
@@ -61,6 +99,7 @@ mod tests {
                 cached_input: cached.map(pico),
                 cache_write: write.map(pico),
                 per_image: None,
+                ..Prices::default()
             },
         }
     }
@@ -121,6 +160,36 @@ mod tests {
         m.prices.per_image = Some(42_000_000_000); // $0.042
         // 100 prompt tokens ($5/M = 500 micro) + 2 images (84_000 micro).
         assert_eq!(cost_micros(&m, 100, 0, 0, 0, 2), 84_500);
+    }
+
+    #[test]
+    fn searches_audio_and_characters_are_billed_at_their_prices() {
+        let mut m = model(0.0, 0.0, None, None);
+        m.prices.per_search_unit = Some(2_000_000_000); // $2 per 1000
+        m.prices.per_audio_second = Some(100_000_000); // $0.006 per minute
+        m.prices.per_character = Some(15_000_000); // $15 per million
+        let metered = |search_units, audio_ms, characters| Metered {
+            search_units,
+            audio_ms,
+            characters,
+        };
+        assert_eq!(
+            metered_cost_micros(&m, 0, 0, 0, 0, 0, metered(3, 0, 0)),
+            6_000
+        );
+        // 8.47 s bill as 8 s, 8.5 s as 9 s: $0.0008 and $0.0009.
+        assert_eq!(
+            metered_cost_micros(&m, 0, 0, 0, 0, 0, metered(0, 8_470, 0)),
+            800
+        );
+        assert_eq!(
+            metered_cost_micros(&m, 0, 0, 0, 0, 0, metered(0, 8_500, 0)),
+            900
+        );
+        assert_eq!(
+            metered_cost_micros(&m, 0, 0, 0, 0, 0, metered(0, 0, 1_000)),
+            15_000
+        );
     }
 
     #[test]

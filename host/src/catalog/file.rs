@@ -66,6 +66,19 @@ pub struct ModelEntry {
     #[serde(default)]
     #[schemars(extend("examples" = [0.04]))]
     pub per_image: Option<f64>,
+    /// USD per thousand searches (rerank search units), as Cohere publishes it.
+    #[serde(default)]
+    #[schemars(extend("examples" = [2.0]))]
+    pub per_1k_searches: Option<f64>,
+    /// USD per minute of audio transcribed, as OpenAI publishes Whisper's price; billed per
+    /// second, rounded to the nearest.
+    #[serde(default)]
+    #[schemars(extend("examples" = [0.006]))]
+    pub per_audio_minute: Option<f64>,
+    /// USD per million characters of text spoken (text-to-speech).
+    #[serde(default)]
+    #[schemars(extend("examples" = [15.0]))]
+    pub per_mchar: Option<f64>,
 }
 
 /// Capabilities; any left out is false.
@@ -95,6 +108,16 @@ fn per_mtok_to_pico(usd: f64) -> Option<i64> {
 /// USD → pico-USD.
 fn per_unit_to_pico(usd: f64) -> Option<i64> {
     usd_to_pico(usd, 1e12)
+}
+
+/// USD per thousand → pico-USD per one.
+fn per_thousand_to_pico(usd: f64) -> Option<i64> {
+    usd_to_pico(usd, 1e9)
+}
+
+/// USD per minute → pico-USD per second.
+fn per_minute_to_pico_per_second(usd: f64) -> Option<i64> {
+    usd_to_pico(usd, 1e12 / 60.0)
 }
 
 fn usd_to_pico(usd: f64, scale: f64) -> Option<i64> {
@@ -186,6 +209,18 @@ fn model_info(
             per_mtok_to_pico,
         )?,
         per_image: price(entry.per_image, "per_image", per_unit_to_pico)?,
+        per_search_unit: price(
+            entry.per_1k_searches,
+            "per_1k_searches",
+            per_thousand_to_pico,
+        )?,
+        per_audio_second: price(
+            entry.per_audio_minute,
+            "per_audio_minute",
+            per_minute_to_pico_per_second,
+        )?,
+        // Per million characters converts as per million tokens does.
+        per_character: price(entry.per_mchar, "per_mchar", per_mtok_to_pico)?,
     };
     if entry.context_window == Some(0) {
         return Err(CatalogError::key(
@@ -222,5 +257,7 @@ mod tests {
         assert_eq!(per_mtok_to_pico(f64::NAN), None);
         assert_eq!(per_mtok_to_pico(f64::INFINITY), None);
         assert_eq!(per_unit_to_pico(MAX_USD * 2.0), None);
+        assert_eq!(per_thousand_to_pico(2.0), Some(2_000_000_000));
+        assert_eq!(per_minute_to_pico_per_second(0.006), Some(100_000_000));
     }
 }

@@ -19,7 +19,7 @@ use std::sync::{Arc, LazyLock};
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-pub use cost::cost_micros;
+pub use cost::{Metered, cost_micros, metered_cost_micros};
 pub use file::{CapabilitiesEntry, CatalogFile, ModelEntry, ProviderBlock};
 
 /// The built-in catalog's text, embedded in the binary.
@@ -63,6 +63,15 @@ pub enum Kind {
     Chat,
     Embeddings,
     Images,
+    // Plain comments on these: a doc comment would turn the schema's list of values into
+    // described alternatives. Moderation classifiers (`/v1/moderations`); rerankers
+    // (`/v1/rerank`), per search or per token; speech to text (`/v1/audio/transcriptions` and
+    // `translations`), per minute or per token; text to speech (`/v1/audio/speech`), per
+    // character or per token.
+    Moderation,
+    Rerank,
+    Transcription,
+    Speech,
 }
 
 impl Kind {
@@ -71,6 +80,10 @@ impl Kind {
             Self::Chat => "chat",
             Self::Embeddings => "embeddings",
             Self::Images => "images",
+            Self::Moderation => "moderation",
+            Self::Rerank => "rerank",
+            Self::Transcription => "transcription",
+            Self::Speech => "speech",
         }
     }
 }
@@ -83,8 +96,13 @@ impl FromStr for Kind {
             "chat" => Ok(Self::Chat),
             "embeddings" | "embedding" => Ok(Self::Embeddings),
             "images" | "image" => Ok(Self::Images),
+            "moderation" => Ok(Self::Moderation),
+            "rerank" => Ok(Self::Rerank),
+            "transcription" => Ok(Self::Transcription),
+            "speech" => Ok(Self::Speech),
             other => Err(format!(
-                "unknown kind `{other}` (expected chat, embeddings or images)"
+                "unknown kind `{other}` (expected chat, embeddings, images, moderation, rerank, \
+                 transcription or speech)"
             )),
         }
     }
@@ -114,6 +132,12 @@ pub struct Prices {
     pub cache_write: Option<i64>,
     /// Per generated image.
     pub per_image: Option<i64>,
+    /// Per search unit (Cohere's rerank: one query over up to 100 documents).
+    pub per_search_unit: Option<i64>,
+    /// Per second of audio transcribed (billed rounded to the nearest second).
+    pub per_audio_second: Option<i64>,
+    /// Per character of text spoken.
+    pub per_character: Option<i64>,
 }
 
 /// One model of the catalog.
@@ -136,6 +160,12 @@ impl ModelInfo {
             Kind::Chat => self.prices.input.is_some() && self.prices.output.is_some(),
             Kind::Embeddings => self.prices.input.is_some(),
             Kind::Images => self.prices.per_image.is_some(),
+            Kind::Moderation => self.prices.input.is_some(),
+            Kind::Rerank => self.prices.per_search_unit.is_some() || self.prices.input.is_some(),
+            Kind::Transcription => {
+                self.prices.per_audio_second.is_some() || self.prices.input.is_some()
+            }
+            Kind::Speech => self.prices.per_character.is_some() || self.prices.input.is_some(),
         }
     }
 }

@@ -30,6 +30,8 @@ const HEADER: [&str; 11] = [
     "CACHED $/M",
     "$/IMAGE",
 ];
+/// The column of prices by other units than tokens and images.
+const OTHER: &str = "OTHER $";
 /// Columns from CONTEXT on hold numbers or flags and are right-aligned.
 const FIRST_RIGHT_ALIGNED: usize = 3;
 
@@ -38,11 +40,19 @@ const FIRST_RIGHT_ALIGNED: usize = 3;
 /// where unknown.
 pub fn render(catalog: &Catalog, filter: &Filter<'_>) -> String {
     let models: Vec<&ModelInfo> = catalog.models().filter(|m| filter.admits(m)).collect();
-    let columns = if models.iter().any(|m| m.prices.per_image.is_some()) {
-        HEADER.len()
-    } else {
-        HEADER.len() - 1
-    };
+    let images = models.iter().any(|m| m.prices.per_image.is_some());
+    // Rerank, audio and speech prices, in a column of their own when a listed model has one.
+    let others = models.iter().any(|m| !other_prices(m).is_empty());
+    let mut header: Vec<String> = HEADER[..HEADER.len() - 1]
+        .iter()
+        .map(|&h| h.to_owned())
+        .collect();
+    if images {
+        header.push(HEADER[HEADER.len() - 1].to_owned());
+    }
+    if others {
+        header.push(OTHER.to_owned());
+    }
     let rows: Vec<Vec<String>> = models
         .iter()
         .map(|m| {
@@ -57,13 +67,21 @@ pub fn render(catalog: &Catalog, filter: &Filter<'_>) -> String {
                 usd_per_mtok(m.prices.input),
                 usd_per_mtok(m.prices.output),
                 usd_per_mtok(m.prices.cached_input),
-                usd_per_image(m.prices.per_image),
             ];
-            row.truncate(columns);
+            if images {
+                row.push(usd_per_image(m.prices.per_image));
+            }
+            if others {
+                let prices = other_prices(m);
+                row.push(if prices.is_empty() {
+                    "-".to_owned()
+                } else {
+                    prices
+                });
+            }
             row
         })
         .collect();
-    let header: Vec<String> = HEADER[..columns].iter().map(|&h| h.to_owned()).collect();
     let mut widths: Vec<usize> = header.iter().map(String::len).collect();
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -116,6 +134,23 @@ fn usd_per_mtok(pico: Option<i64>) -> String {
     format!("{}.{:0<2}", p / 1_000_000, fraction)
 }
 
+/// Per thousand searches, per minute of audio and per million characters, as published.
+fn other_prices(m: &ModelInfo) -> String {
+    let p = &m.prices;
+    [
+        p.per_search_unit
+            .map(|p| format!("{}/1k searches", usd_per_mtok(Some(p / 1_000)))),
+        p.per_audio_second
+            .map(|p| format!("{}/min", usd_per_mtok(Some((p * 60 + 500_000) / 1_000_000)))),
+        p.per_character
+            .map(|p| format!("{}/M chars", usd_per_mtok(Some(p)))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
 /// A pico-USD price of one image in USD: at least two decimals, at most six.
 fn usd_per_image(pico: Option<i64>) -> String {
     usd_per_mtok(pico.map(|p| (p + 500_000) / 1_000_000))
@@ -124,6 +159,19 @@ fn usd_per_image(pico: Option<i64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shows_search_audio_and_character_prices_as_published() {
+        let catalog = Catalog::builtin();
+        let price = |provider: &str, model: &str| {
+            other_prices(catalog.lookup(provider, model).expect("in the catalog"))
+        };
+        assert_eq!(price("cohere", "rerank-v3.5"), "2.00/1k searches");
+        assert_eq!(price("openai", "whisper-1"), "0.006/min");
+        assert_eq!(price("openai", "tts-1"), "15.00/M chars");
+        assert_eq!(price("groq", "whisper-large-v3"), "0.00185/min");
+        assert_eq!(price("openai", "gpt-4o-mini"), "");
+    }
 
     #[test]
     fn formats_numbers() {

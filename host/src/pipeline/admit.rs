@@ -70,6 +70,9 @@ fn estimate_cost(gateway: &Gateway, model: &str, input: u32, output: u32) -> Opt
         cache_write_tokens: 0,
         reasoning_tokens: 0,
         images: 0,
+        search_units: 0,
+        audio_ms: 0,
+        characters: 0,
     };
     let price = |id: &str| {
         let target = gateway.resolve(id).ok()?;

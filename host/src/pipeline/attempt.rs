@@ -32,6 +32,8 @@ pub enum Sent {
     },
     /// An upstream stream, for the relay to pass on.
     Stream(Box<Upstream>),
+    /// A successful answer in bytes (audio), passed through as it arrives.
+    Raw(Box<super::passthrough::Raw>),
 }
 
 /// Characters of a client's model name an error message repeats.
@@ -47,6 +49,12 @@ pub async fn attempt(
     let operation = match cx.request.operation {
         Operation::Embeddings => "embeddings",
         Operation::ImageGenerations => "image_generation",
+        Operation::Completions => "text_completion",
+        Operation::Moderations => "moderation",
+        Operation::Rerank => "rerank",
+        Operation::AudioTranscriptions => "transcription",
+        Operation::AudioTranslations => "translation",
+        Operation::AudioSpeech => "speech",
         Operation::ChatCompletions
         | Operation::ListModels
         | Operation::Messages
@@ -127,21 +135,71 @@ async fn send(
             events: output.events,
             usage: output.usage,
         },
-        Prepared::Upstream(mut http) => {
-            if let Some(traceparent) = span.traceparent() {
-                http.headers
-                    .retain(|(name, _)| !name.eq_ignore_ascii_case("traceparent"));
-                http.headers.push(("traceparent".to_owned(), traceparent));
+        Prepared::UpstreamForm(form) => {
+            let admitted = admit(target, span, form.request)?;
+            let Some(upload) = request.upload.as_ref() else {
+                return Err(ApiError::BadUpstreamRequest {
+                    provider: provider.name.to_string(),
+                    detail: "the plugin sent a form for a request without a file".to_owned(),
+                });
+            };
+            let response = upstream::send_form(
+                &state.http,
+                admitted,
+                form.fields,
+                form.file_field,
+                upload,
+                provider.timeout,
+            )
+            .await
+            .map_err(|e| ApiError::upstream(&provider.name, e))?;
+            span.status(response.status().as_u16());
+            if request.stream && response.status().is_success() {
+                // A streamed transcription: `transcript.text.*` events, relayed as a stream.
+                let headers = header_pairs(response.headers());
+                let decoder = call
+                    .open_stream(&provider.config, &info, &headers)
+                    .await
+                    .map_err(ApiError::plugin)?;
+                return Ok(Sent::Stream(Box::new(Upstream {
+                    provider: Arc::clone(&provider.name),
+                    decoder,
+                    response,
+                    idle_timeout: provider.timeout,
+                    native,
+                })));
             }
-            let admitted =
-                provider
-                    .scope
-                    .admit(http)
-                    .map_err(|reason| ApiError::UnsafeUpstreamUrl {
-                        provider: provider.name.to_string(),
-                        model: upstream::shorten(target.model, MODEL_SHOWN),
-                        reason,
-                    })?;
+            let completion = complete(&mut call, target, &info, response, redactor).await?;
+            span.completion(&completion.body, completion.usage);
+            Sent::Whole {
+                body: completion.body,
+                usage: completion.usage,
+                native,
+            }
+        }
+        Prepared::UpstreamRaw(raw) => {
+            let admitted = admit(target, span, raw.request)?;
+            let response = upstream::send(&state.http, admitted, provider.timeout)
+                .await
+                .map_err(|e| ApiError::upstream(&provider.name, e))?;
+            span.status(response.status().as_u16());
+            if !response.status().is_success() {
+                // An error is the plugin's to read, as any other answer's.
+                complete(&mut call, target, &info, response, redactor).await?;
+                return Err(ApiError::BadUpstreamRequest {
+                    provider: provider.name.to_string(),
+                    detail: "the plugin read an upstream error as a success".to_owned(),
+                });
+            }
+            Sent::Raw(Box::new(super::passthrough::Raw {
+                provider: provider.name.to_string(),
+                response,
+                usage: raw.usage,
+                idle_timeout: provider.timeout,
+            }))
+        }
+        Prepared::Upstream(http) => {
+            let admitted = admit(target, span, http)?;
             let response = upstream::send(&state.http, admitted, provider.timeout)
                 .await
                 .map_err(|e| ApiError::upstream(&provider.name, e))?;
@@ -170,6 +228,28 @@ async fn send(
             }
         }
     })
+}
+
+/// Stamps the attempt's trace on `http` and checks its URL against the entry's base URL.
+fn admit(
+    target: &Target<'_>,
+    span: &telemetry::Attempt,
+    mut http: crate::plugins::HttpRequest,
+) -> Result<upstream::Admitted, ApiError> {
+    let provider = target.provider;
+    if let Some(traceparent) = span.traceparent() {
+        http.headers
+            .retain(|(name, _)| !name.eq_ignore_ascii_case("traceparent"));
+        http.headers.push(("traceparent".to_owned(), traceparent));
+    }
+    provider
+        .scope
+        .admit(http)
+        .map_err(|reason| ApiError::UnsafeUpstreamUrl {
+            provider: provider.name.to_string(),
+            model: upstream::shorten(target.model, MODEL_SHOWN),
+            reason,
+        })
 }
 
 /// Reads a whole upstream response and has the plugin translate it.

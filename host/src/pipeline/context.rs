@@ -105,6 +105,12 @@ impl Context {
             Operation::ListModels => ("/v1/models", "models"),
             Operation::Messages => ("/v1/messages", "messages"),
             Operation::Responses => ("/v1/responses", "responses"),
+            Operation::Completions => ("/v1/completions", "text_completion"),
+            Operation::Moderations => ("/v1/moderations", "moderation"),
+            Operation::Rerank => ("/v1/rerank", "rerank"),
+            Operation::AudioTranscriptions => ("/v1/audio/transcriptions", "transcription"),
+            Operation::AudioTranslations => ("/v1/audio/translations", "translation"),
+            Operation::AudioSpeech => ("/v1/audio/speech", "speech"),
         };
         let headers = &incoming.headers;
         let telemetry = state

@@ -138,6 +138,9 @@ impl Context {
                             cache_write_tokens: 0,
                             reasoning_tokens: 0,
                             images: 0,
+                            search_units: 0,
+                            audio_ms: 0,
+                            characters: 0,
                         },
                     )
                 });
@@ -183,13 +186,18 @@ impl Drop for Context {
 /// input tokens; the catalog prices them apart.
 pub fn usage_cost(info: &ModelInfo, usage: Usage) -> i64 {
     let cache_write = usage.cache_write_tokens.min(usage.input_tokens);
-    catalog::cost_micros(
+    catalog::metered_cost_micros(
         info,
         usage.input_tokens - cache_write,
         usage.output_tokens,
         usage.cached_input_tokens,
         cache_write,
         u64::from(usage.images),
+        catalog::Metered {
+            search_units: usage.search_units,
+            audio_ms: usage.audio_ms,
+            characters: usage.characters,
+        },
     )
 }
 
@@ -204,5 +212,11 @@ fn operation_name(operation: Operation) -> &'static str {
         Operation::ListModels => "models",
         Operation::Messages => "messages",
         Operation::Responses => "responses",
+        Operation::Completions => "completions",
+        Operation::Moderations => "moderations",
+        Operation::Rerank => "rerank",
+        Operation::AudioTranscriptions => "audio.transcriptions",
+        Operation::AudioTranslations => "audio.translations",
+        Operation::AudioSpeech => "audio.speech",
     }
 }

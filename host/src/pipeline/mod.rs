@@ -21,13 +21,17 @@ pub mod end_user;
 pub mod error;
 pub mod finish;
 mod json_array;
+mod operations;
 pub mod parse;
+mod passthrough;
 mod raw_json;
 pub mod relay;
 pub mod request;
 #[cfg(test)]
 mod request_props;
 pub mod route;
+mod transcript;
+mod upload;
 
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue};
@@ -38,6 +42,7 @@ pub use error::ApiError;
 use finish::End;
 use route::Answered;
 
+use crate::plugins;
 use crate::state::AppState;
 
 /// What the pipeline hands back to HTTP: an answer, or the error to render in `dialect`.
@@ -57,6 +62,11 @@ pub enum AnswerBody {
     Json(String),
     /// Server-sent events.
     Events(Body),
+    /// Anything else (a transcript as text or subtitles, speech audio), with its content type.
+    Typed {
+        content_type: HeaderValue,
+        body: Body,
+    },
 }
 
 /// Runs one request through every stage, and ends it.
@@ -141,8 +151,38 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
                 keeper.keep(&body).await;
             }
+            let body = match transcript_format(&cx) {
+                Some(format) => match transcript::render(&format, body) {
+                    Ok(rendered) => AnswerBody::Typed {
+                        content_type: HeaderValue::from_static(rendered.content_type),
+                        body: Body::from(rendered.body),
+                    },
+                    Err(error) => {
+                        let provider = cx.target.as_ref().map(|t| t.provider.clone());
+                        let error = plugins::PluginError {
+                            kind: plugins::ErrorKind::Upstream,
+                            message: error.to_string(),
+                            param: None,
+                            code: None,
+                            upstream_status: None,
+                        };
+                        let error =
+                            ApiError::provider(&provider.unwrap_or_default(), error, &cx.redactor);
+                        return failed(cx, error).await;
+                    }
+                },
+                None => AnswerBody::Json(body),
+            };
             cx.finish(End::Answered(usage)).wait().await;
-            Ok(AnswerBody::Json(body))
+            Ok(body)
+        }
+        Sent::Raw(raw) => {
+            let content_type = passthrough::content_type(&raw);
+            cx.request.release_body();
+            Ok(AnswerBody::Typed {
+                content_type,
+                body: passthrough::body(*raw, cx),
+            })
         }
         Sent::Events { events, usage } => {
             let framing = match framing(&mut cx, false).await {
@@ -165,6 +205,18 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             cx.request.release_body();
             Ok(AnswerBody::Events(relay::body(upstream, cx, framing)))
         }
+    }
+}
+
+/// The `response_format` a transcription or translation is to be written in.
+fn transcript_format(cx: &Context) -> Option<String> {
+    match cx.operation {
+        plugins::Operation::AudioTranscriptions | plugins::Operation::AudioTranslations => Some(
+            cx.request
+                .string_field("response_format")
+                .unwrap_or_else(|| "json".to_owned()),
+        ),
+        _ => None,
     }
 }
 

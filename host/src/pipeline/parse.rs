@@ -1,7 +1,7 @@
 //! The parse stage: the body read whole (under the body budget) and checked into the
-//! canonical request the later stages work on. A dialect other than Chat Completions is decoded
-//! into the canonical form here (by its plugin, see `dialect.rs`), so that no stage between this
-//! one and the answer asks which it was.
+//! canonical request the later stages work on; a multipart upload is read by `upload.rs`. A
+//! dialect other than Chat Completions is decoded into the canonical form here (by its plugin,
+//! see `dialect.rs`), so that no stage between this one and the answer asks which it was.
 
 use axum::body::Body;
 use axum::http::HeaderMap;
@@ -11,6 +11,8 @@ use super::context::{Context, Dialect};
 use super::dialect;
 use super::error::ApiError;
 use super::request::ClientRequest;
+use super::upload;
+use crate::plugins::Operation;
 use crate::state::AppState;
 
 /// Reads and parses the body into `cx.request`. The returned reservation is the body's share
@@ -21,10 +23,20 @@ pub async fn parse(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<Reservation, ApiError> {
-    let (bytes, reservation) = body::read(state, body).await?;
-    cx.request = match cx.dialect {
-        Dialect::Chat => ClientRequest::parse(cx.operation, &bytes)?,
-        Dialect::Plugin => dialect::decode(cx, headers, &bytes).await?,
+    let reservation = match cx.operation {
+        Operation::AudioTranscriptions | Operation::AudioTranslations => {
+            let (request, reservation) = upload::read(state, cx.operation, headers, body).await?;
+            cx.request = request;
+            reservation
+        }
+        _ => {
+            let (bytes, reservation) = body::read(state, body).await?;
+            cx.request = match cx.dialect {
+                Dialect::Chat => ClientRequest::parse(cx.operation, &bytes)?,
+                Dialect::Plugin => dialect::decode(cx, headers, &bytes).await?,
+            };
+            reservation
+        }
     };
     if let Some(telemetry) = &mut cx.telemetry {
         let (request, redactor) = (&cx.request, &cx.redactor);

@@ -505,7 +505,8 @@ impl Drop for Relay {
     }
 }
 
-/// Appends the text of a chunk's `choices[].delta` (content, reasoning, tool arguments).
+/// Appends the text of a chunk's `choices[].delta` (content, reasoning, tool arguments), or of
+/// a text completion's `choices[].text`.
 fn delta_text(event: &str, text: &mut String) {
     #[derive(serde::Deserialize)]
     struct Chunk<'a> {
@@ -516,6 +517,9 @@ fn delta_text(event: &str, text: &mut String) {
     struct Choice<'a> {
         #[serde(default, borrow)]
         delta: Option<Delta<'a>>,
+        /// A text completion's chunk (`/v1/completions`) carries its text here.
+        #[serde(default, borrow)]
+        text: Option<std::borrow::Cow<'a, str>>,
     }
     #[derive(serde::Deserialize)]
     struct Delta<'a> {
@@ -529,6 +533,9 @@ fn delta_text(event: &str, text: &mut String) {
     let Ok(chunk) = serde_json::from_str::<Chunk<'_>>(event) else {
         return;
     };
+    for choice in &chunk.choices {
+        text.push_str(choice.text.as_deref().unwrap_or_default());
+    }
     for delta in chunk.choices.into_iter().filter_map(|c| c.delta) {
         for part in [delta.content, delta.reasoning_content]
             .into_iter()
@@ -629,7 +636,11 @@ mod tests {
         );
         delta_text(r#"{"choices":[],"usage":{"prompt_tokens":1}}"#, &mut text);
         delta_text("not json", &mut text);
-        assert_eq!(text, "Hello \"x\"{}");
+        delta_text(
+            r#"{"object":"text_completion","choices":[{"text":"!"}]}"#,
+            &mut text,
+        );
+        assert_eq!(text, "Hello \"x\"{}!");
     }
 
     #[test]

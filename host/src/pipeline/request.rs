@@ -25,6 +25,8 @@ pub struct ClientRequest {
     /// The end user, from the gateway-only `extra` object (never forwarded).
     pub user: UserInfo,
     body: Fields,
+    /// The file of a multipart upload (audio), beside its text fields in `body`.
+    pub upload: Option<crate::upstream::Upload>,
 }
 
 impl ClientRequest {
@@ -37,7 +39,30 @@ impl ClientRequest {
             client_wants_usage: false,
             user: UserInfo::default(),
             body: Fields::new(),
+            upload: None,
         }
+    }
+
+    /// A multipart upload's request: its text fields as `body`, its file beside them.
+    pub(super) fn from_form(
+        operation: Operation,
+        model: String,
+        stream: bool,
+        body: Fields,
+        upload: crate::upstream::Upload,
+    ) -> Self {
+        Self {
+            model,
+            stream,
+            body,
+            upload: Some(upload),
+            ..Self::unparsed(operation)
+        }
+    }
+
+    /// A top-level string field of the body (e.g. an upload's `response_format`).
+    pub fn string_field(&self, name: &str) -> Option<String> {
+        self.body.get(name).and_then(|raw| raw_json::string(raw))
     }
 
     /// Lets the body go once it has been sent (a stream's context lives as long as the
@@ -74,17 +99,29 @@ impl ClientRequest {
             Operation::ChatCompletions => validate_chat(&body)?,
             Operation::Embeddings => validate_embeddings(&body)?,
             Operation::ImageGenerations => validate_images(&body)?,
+            Operation::Completions => super::operations::completions(&body)?,
+            Operation::Moderations => super::operations::moderations(&body)?,
+            Operation::Rerank => super::operations::rerank(&body)?,
+            Operation::AudioSpeech => super::operations::speech(&body)?,
             // Dialect bodies are the dialect's to check; they do not come through here yet.
-            Operation::ListModels | Operation::Messages | Operation::Responses => {}
+            // Uploads are read by `upload.rs`, not here.
+            Operation::ListModels
+            | Operation::Messages
+            | Operation::Responses
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations => {}
         }
         let streams = matches!(
             operation,
-            Operation::ChatCompletions | Operation::Messages | Operation::Responses
+            Operation::ChatCompletions
+                | Operation::Messages
+                | Operation::Responses
+                | Operation::Completions
         );
         if stream && !streams {
             return Err(invalid(
                 "stream",
-                "Streaming is only supported for chat completions.",
+                "Streaming is only supported for chat and text completions.",
             ));
         }
         let mut options = match body.get("stream_options") {
@@ -129,6 +166,7 @@ impl ClientRequest {
             client_wants_usage,
             user,
             body,
+            upload: None,
         })
     }
 
@@ -313,7 +351,7 @@ fn validate_images(body: &Fields) -> Result<(), ApiError> {
 }
 
 #[derive(Clone, Copy)]
-enum Check {
+pub(super) enum Check {
     PositiveInteger,
     Number,
     Array,
@@ -321,7 +359,7 @@ enum Check {
 }
 
 impl Check {
-    fn apply(self, body: &Fields, field: &str) -> Result<(), ApiError> {
+    pub(super) fn apply(self, body: &Fields, field: &str) -> Result<(), ApiError> {
         let Some(raw) = body.get(field) else {
             return Ok(());
         };
@@ -347,14 +385,14 @@ impl Check {
     }
 }
 
-fn invalid(param: &str, message: &str) -> ApiError {
+pub(super) fn invalid(param: &str, message: &str) -> ApiError {
     ApiError::InvalidField {
         param: param.to_owned(),
         message: message.to_owned(),
     }
 }
 
-fn missing(param: &str) -> ApiError {
+pub(super) fn missing(param: &str) -> ApiError {
     invalid(param, &format!("Missing required parameter: '{param}'."))
 }
 

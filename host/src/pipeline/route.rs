@@ -90,6 +90,7 @@ async fn routed(
                 cx.trace.routed(model, id, n, "ok");
                 let usage = match &sent {
                     Sent::Whole { usage, .. } | Sent::Events { usage, .. } => *usage,
+                    Sent::Raw(raw) => raw.usage,
                     Sent::Stream(_) => None,
                 };
                 stats.succeeded(cx.request.stream, usage.map(|u| u.output_tokens));

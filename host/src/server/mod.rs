@@ -42,6 +42,15 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/v1/chat/completions", post(proxy::chat_completions))
         .route("/v1/embeddings", post(proxy::embeddings))
         .route("/v1/images/generations", post(proxy::image_generations))
+        .route("/v1/completions", post(proxy::completions))
+        .route("/v1/moderations", post(proxy::moderations))
+        .route("/v1/rerank", post(proxy::rerank))
+        .route(
+            "/v1/audio/transcriptions",
+            post(proxy::audio_transcriptions),
+        )
+        .route("/v1/audio/translations", post(proxy::audio_translations))
+        .route("/v1/audio/speech", post(proxy::audio_speech))
         .route(
             "/v1/responses/{id}",
             get(responses::retrieve).delete(responses::delete),

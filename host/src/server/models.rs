@@ -68,6 +68,12 @@ struct Pricing {
     cache_write_per_mtok: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     per_image: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    per_1k_searches: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    per_audio_minute: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    per_mchar: Option<f64>,
 }
 
 impl Pricing {
@@ -78,6 +84,9 @@ impl Pricing {
             self.cached_input_per_mtok,
             self.cache_write_per_mtok,
             self.per_image,
+            self.per_1k_searches,
+            self.per_audio_minute,
+            self.per_mchar,
         ]
         .iter()
         .all(Option::is_none)
@@ -104,6 +113,9 @@ impl Details {
                 cached_input_per_mtok: per_mtok(prices.cached_input),
                 cache_write_per_mtok: per_mtok(prices.cache_write),
                 per_image: per_unit(prices.per_image),
+                per_1k_searches: prices.per_search_unit.map(|p| p as f64 / 1e9),
+                per_audio_minute: prices.per_audio_second.map(|p| p as f64 * 60.0 / 1e12),
+                per_mchar: per_mtok(prices.per_character),
             },
         }
     }
@@ -237,6 +249,9 @@ async fn discover(state: &AppState, provider: &Provider, secrets: &Secrets) -> V
                     .map_err(|e| e.message)?
             }
             Ok(Ok(Prepared::LocalStream(_))) => return Err("unexpected stream".to_owned()),
+            Ok(Ok(Prepared::UpstreamForm(_) | Prepared::UpstreamRaw(_))) => {
+                return Err("unexpected upload or audio request".to_owned());
+            }
             Ok(Err(e)) => return Err(e.message),
             Err(e) => return Err(e.to_string()),
         };

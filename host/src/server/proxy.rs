@@ -41,6 +41,37 @@ pub async fn image_generations(
     proxy(&state, headers, id, Operation::ImageGenerations, body).await
 }
 
+/// The rest of OpenAI's API (and rerank in Cohere's shape): each its own operation through
+/// the same pipeline.
+macro_rules! operation_handler {
+    ($($(#[$doc:meta])* $name:ident => $operation:expr;)*) => {$(
+        $(#[$doc])*
+        pub async fn $name(
+            State(state): State<Arc<AppState>>,
+            headers: HeaderMap,
+            id: Option<Extension<RequestId>>,
+            body: Body,
+        ) -> Response {
+            proxy(&state, headers, id, $operation, body).await
+        }
+    )*};
+}
+
+operation_handler! {
+    /// `POST /v1/completions`: legacy text completions.
+    completions => Operation::Completions;
+    /// `POST /v1/moderations`.
+    moderations => Operation::Moderations;
+    /// `POST /v1/rerank`, Cohere's v2 shape.
+    rerank => Operation::Rerank;
+    /// `POST /v1/audio/transcriptions`: a multipart upload.
+    audio_transcriptions => Operation::AudioTranscriptions;
+    /// `POST /v1/audio/translations`: a multipart upload.
+    audio_translations => Operation::AudioTranslations;
+    /// `POST /v1/audio/speech`: audio streamed back.
+    audio_speech => Operation::AudioSpeech;
+}
+
 /// Proxies one request. Its log line is written when it ends (by `finish`, which knows the
 /// tokens), so the response is marked for the request-log middleware.
 async fn proxy(
@@ -85,6 +116,9 @@ pub(super) fn respond(reply: Reply) -> Response {
             body,
         )
             .into_response(),
+        AnswerBody::Typed { content_type, body } => {
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
     };
     let headers = response.headers_mut();
     for (name, value) in answer.headers {

@@ -32,7 +32,13 @@ pub fn is_dialect(operation: Operation) -> bool {
         Operation::ChatCompletions
         | Operation::Embeddings
         | Operation::ImageGenerations
-        | Operation::ListModels => false,
+        | Operation::ListModels
+        | Operation::Completions
+        | Operation::Moderations
+        | Operation::Rerank
+        | Operation::AudioTranscriptions
+        | Operation::AudioTranslations
+        | Operation::AudioSpeech => false,
     }
 }
 

@@ -4,8 +4,12 @@
 //! A plugin for such an upstream only builds the request (URL and headers) and delegates the
 //! rest: [`parse_response`] in `Provider::parse_response`, [`OpenAiStream`] as its decoder.
 
+mod audio;
+mod rerank;
 mod response;
 mod stream;
 
+pub use audio::{parse_transcription, speech, transcription_form, upstream_format};
+pub use rerank::parse_rerank;
 pub use response::parse_response;
 pub use stream::{OpenAiEvents, OpenAiStream};

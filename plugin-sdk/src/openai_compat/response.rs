@@ -20,6 +20,13 @@ pub fn parse_response(
     operation: Operation,
     response: HttpResponse,
 ) -> Result<Completion, PluginError> {
+    match operation {
+        Operation::AudioTranscriptions | Operation::AudioTranslations => {
+            return super::parse_transcription(response);
+        }
+        Operation::Rerank => return super::parse_rerank(response),
+        _ => {}
+    }
     if !response.is_success() {
         return Err(openai_error(response.status, &response.body));
     }
@@ -34,11 +41,18 @@ pub fn parse_response(
                 ..tokens.unwrap_or_default()
             })
         }
+        // Moderation is free and reports no usage: a zero usage prices it at what it costs.
+        Operation::Moderations => Some(tokens.unwrap_or_default()),
         Operation::ChatCompletions
+        | Operation::Completions
         | Operation::Embeddings
         | Operation::ListModels
         | Operation::Messages
-        | Operation::Responses => tokens,
+        | Operation::Responses
+        | Operation::Rerank
+        | Operation::AudioTranscriptions
+        | Operation::AudioTranslations
+        | Operation::AudioSpeech => tokens,
     };
     // The bytes were just parsed as JSON, which is UTF-8, so this moves them without a copy.
     let body = String::from_utf8(response.body)

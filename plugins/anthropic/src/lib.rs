@@ -70,7 +70,13 @@ impl Provider for Anthropic {
             Operation::Embeddings
             | Operation::ImageGenerations
             | Operation::ListModels
-            | Operation::Responses => {
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::Rerank
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => {
                 return Err(PluginError::invalid_request(
                     "Anthropic offers chat completions and Messages only",
                 ));
@@ -105,7 +111,13 @@ impl Provider for Anthropic {
             | Operation::Embeddings
             | Operation::ImageGenerations
             | Operation::ListModels
-            | Operation::Responses => response::parse(request, &response.body),
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::Rerank
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => response::parse(request, &response.body),
         }
     }
 }

@@ -78,6 +78,9 @@ impl AnthropicUsage {
             // Anthropic counts thinking in `output_tokens` without saying how much of it.
             reasoning_tokens: 0,
             images: 0,
+            search_units: 0,
+            audio_ms: 0,
+            characters: 0,
         }
     }
 }

@@ -16,13 +16,20 @@
 //! `responses: translate` turns that off for resources without the Responses API.
 //! <https://learn.microsoft.com/en-us/azure/ai-foundry/openai/how-to/responses>
 //!
+//! Completions and the audio endpoints go to the deployment as the others do (transcriptions
+//! and translations as a multipart form the host attaches the file to, speech streamed back).
+//! Azure serves no `/moderations` or `/rerank` (its content filters run on every deployment):
+//! those are refused.
+//!
 //! Modules: [`settings`] (base URL, API version, deployment names).
 
 mod settings;
 
 use serde_json::json;
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, with_model};
-use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, parse_response};
+use wasmgate_plugin_sdk::openai_compat::{
+    OpenAiStream, parse_response, speech, transcription_form,
+};
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
     Prepared, Provider, ProviderConfig, RequestInfo,
@@ -58,6 +65,32 @@ impl Provider for AzureOpenAi {
             Operation::ChatCompletions => "chat/completions",
             Operation::Embeddings => "embeddings",
             Operation::ImageGenerations => "images/generations",
+            Operation::Completions => "completions",
+            Operation::AudioTranscriptions | Operation::AudioTranslations => {
+                let path = match request.operation {
+                    Operation::AudioTranslations => "audio/translations",
+                    _ => "audio/transcriptions",
+                };
+                let mut prepared =
+                    transcription_form(settings.url(&request.model, path)?, &request)?;
+                if let Prepared::UpstreamForm(form) = &mut prepared {
+                    api_key(&mut form.request, config);
+                }
+                return Ok(prepared);
+            }
+            Operation::AudioSpeech => {
+                let mut prepared = speech(settings.url(&request.model, "audio/speech")?, &request)?;
+                if let Prepared::UpstreamRaw(raw) = &mut prepared {
+                    api_key(&mut raw.request, config);
+                }
+                return Ok(prepared);
+            }
+            Operation::Moderations | Operation::Rerank => {
+                return Err(PluginError::invalid_request(format!(
+                    "provider `{}` (Azure OpenAI) serves no moderations or rerank endpoint",
+                    config.name
+                )));
+            }
             // Azure lists models a resource could deploy, not its deployments, and
             // `/openai/deployments` left the data plane after 2022-12-01: the configured
             // deployments are the answer.
@@ -79,9 +112,7 @@ impl Provider for AzureOpenAi {
         if request.stream {
             http.set_header("accept", "text/event-stream");
         }
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            http.set_header("api-key", key);
-        }
+        api_key(&mut http, config);
         Ok(Prepared::Upstream(http))
     }
 
@@ -95,6 +126,13 @@ impl Provider for AzureOpenAi {
 }
 
 wasmgate_plugin_sdk::export_provider!(AzureOpenAi);
+
+/// Azure takes the key bare, in `api-key`.
+fn api_key(http: &mut HttpRequest, config: &ProviderConfig) {
+    if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
+        http.set_header("api-key", key);
+    }
+}
 
 /// A Responses request to the v1 API. The body goes on as the client wrote it unless the model
 /// maps to a deployment of another name, which only `model` is changed to.

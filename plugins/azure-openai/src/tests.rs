@@ -44,3 +44,66 @@ fn validate_names_the_bad_key() {
         assert_eq!(err.key.as_deref(), Some(key), "{options}");
     }
 }
+
+fn request(operation: Operation, body: &str) -> CanonicalRequest {
+    CanonicalRequest {
+        operation,
+        model: "whisper-1".into(),
+        body: body.into(),
+        stream: false,
+        headers: vec![],
+    }
+}
+
+#[test]
+fn completions_and_audio_go_to_the_deployment_and_the_rest_is_refused() {
+    let config = config(Some("https://res.openai.azure.com"), "{}");
+    let url = "https://res.openai.azure.com/openai/deployments/whisper-1";
+    let form = r#"{"model":"whisper-1","response_format":"srt","language":"en"}"#;
+    let Ok(Prepared::UpstreamForm(form)) =
+        AzureOpenAi::prepare(&config, request(Operation::AudioTranscriptions, form))
+    else {
+        panic!("a transcription is a form");
+    };
+    assert_eq!(
+        form.request.url,
+        format!("{url}/audio/transcriptions?api-version=2024-10-21")
+    );
+    assert_eq!(form.file_field, "file");
+    assert!(
+        form.request
+            .headers
+            .contains(&("api-key".into(), "k".into()))
+    );
+    // Whisper is asked for verbose_json: the duration it is billed by is only there.
+    assert!(
+        form.fields
+            .contains(&("response_format".into(), "verbose_json".into()))
+    );
+    assert!(form.fields.contains(&("language".into(), "en".into())));
+
+    let speech = r#"{"model":"whisper-1","input":"Hi there","voice":"alloy"}"#;
+    let Ok(Prepared::UpstreamRaw(raw)) =
+        AzureOpenAi::prepare(&config, request(Operation::AudioSpeech, speech))
+    else {
+        panic!("speech is passed through");
+    };
+    assert_eq!(
+        raw.request.url,
+        format!("{url}/audio/speech?api-version=2024-10-21")
+    );
+    assert_eq!(raw.usage.map(|u| u.characters), Some(8));
+
+    let Ok(Prepared::Upstream(http)) =
+        AzureOpenAi::prepare(&config, request(Operation::Completions, "{}"))
+    else {
+        panic!("a completion goes upstream");
+    };
+    assert_eq!(
+        http.url,
+        format!("{url}/completions?api-version=2024-10-21")
+    );
+    for operation in [Operation::Moderations, Operation::Rerank] {
+        assert!(AzureOpenAi::prepare(&config, request(operation, "{}")).is_err());
+    }
+}

@@ -71,6 +71,9 @@ pub fn parse(request: &RequestInfo, body: &[u8]) -> Result<Completion, PluginErr
         cache_write_tokens: 0,
         reasoning_tokens: 0,
         images: 0,
+        search_units: 0,
+        audio_ms: 0,
+        characters: 0,
     };
     let body = embeddings_body(
         &request.model,

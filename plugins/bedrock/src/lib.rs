@@ -77,7 +77,13 @@ impl Provider for Bedrock {
             Operation::ImageGenerations
             | Operation::ListModels
             | Operation::Messages
-            | Operation::Responses => Err(unsupported()),
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::Rerank
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => Err(unsupported()),
         }
     }
 }
@@ -119,7 +125,13 @@ fn prepare_at(
         Operation::ImageGenerations
         | Operation::ListModels
         | Operation::Messages
-        | Operation::Responses => return Err(unsupported()),
+        | Operation::Responses
+        | Operation::Completions
+        | Operation::Moderations
+        | Operation::Rerank
+        | Operation::AudioTranscriptions
+        | Operation::AudioTranslations
+        | Operation::AudioSpeech => return Err(unsupported()),
     };
     let body = body.map_err(|_| PluginError::upstream("could not write the upstream request"))?;
     let url = format!("{}/model/{model}/{action}", settings.base_url);

@@ -72,6 +72,9 @@ impl TokenUsage {
             // Converse's `TokenUsage` has no reasoning count: thinking is in `outputTokens`.
             reasoning_tokens: 0,
             images: 0,
+            search_units: 0,
+            audio_ms: 0,
+            characters: 0,
         }
     }
 }

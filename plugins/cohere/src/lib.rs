@@ -19,6 +19,7 @@ mod stream;
 
 use wasmgate_plugin_sdk::chat::ChatRequest;
 use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::openai_compat::parse_rerank;
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
@@ -52,12 +53,19 @@ impl Provider for Cohere {
                 "embed",
                 to_json(&embed::build(&request.body, &settings.input_type)?)?,
             ),
+            // Cohere's v2 rerank is the gateway's rerank shape: the body goes on as it came.
+            Operation::Rerank => ("rerank", request.body.into_bytes()),
             Operation::ImageGenerations
             | Operation::ListModels
             | Operation::Messages
-            | Operation::Responses => {
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => {
                 return Err(PluginError::invalid_request(
-                    "the Cohere provider offers chat completions and embeddings",
+                    "the Cohere provider offers chat completions, embeddings and rerank",
                 ));
             }
         };
@@ -82,11 +90,17 @@ impl Provider for Cohere {
         }
         match request.operation {
             Operation::Embeddings => embed::parse(request, &response.body),
+            Operation::Rerank => parse_rerank(response),
             Operation::ChatCompletions
             | Operation::ImageGenerations
             | Operation::ListModels
             | Operation::Messages
-            | Operation::Responses => response::parse(request, &response.body),
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => response::parse(request, &response.body),
         }
     }
 }

@@ -3,12 +3,14 @@
 //!
 //! Chat replies with the last user message (or the `reply` option), and turns
 //! `call <function> <json arguments>` into a tool call when the request offers tools. Embeddings
-//! are unit vectors derived from a hash of each input; images are a 1x1 PNG.
+//! are unit vectors derived from a hash of each input; images are a 1x1 PNG. Text completions
+//! echo their prompt, moderations flag nothing, rerank orders by shared words (`text_ops`).
 
 mod chat;
 mod chunks;
 mod embeddings;
 mod images;
+mod text_ops;
 
 use std::num::NonZeroU32;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -60,9 +62,21 @@ impl Provider for Echo {
                 images::answer(&parse_body(&request.body)?).map(Prepared::Local)
             }
             Operation::ListModels => Ok(Prepared::Local(list_models(config))),
+            Operation::Completions => {
+                text_ops::completion(&request, &parse_body(&request.body)?, now())
+            }
+            Operation::Moderations => {
+                text_ops::moderation(&request, &parse_body(&request.body)?).map(Prepared::Local)
+            }
+            Operation::Rerank => text_ops::rerank(&parse_body(&request.body)?).map(Prepared::Local),
             // `native-operations` is empty: the host never sends these here.
             Operation::Messages | Operation::Responses => Err(PluginError::invalid_request(
                 "the echo provider answers dialects through the host's translation",
+            )),
+            Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => Err(PluginError::invalid_request(
+                "the echo provider serves no audio",
             )),
         }
     }

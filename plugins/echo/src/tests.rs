@@ -32,7 +32,10 @@ fn request(operation: Operation, body: Value, stream: bool) -> CanonicalRequest 
 fn local(options: &str, operation: Operation, body: Value) -> (Value, Option<Usage>) {
     match Echo::prepare(&config(options), request(operation, body, false)).unwrap() {
         Prepared::Local(c) => (serde_json::from_str(&c.body).unwrap(), c.usage),
-        Prepared::Upstream(_) | Prepared::LocalStream(_) => panic!("expected a local answer"),
+        Prepared::Upstream(_)
+        | Prepared::LocalStream(_)
+        | Prepared::UpstreamForm(_)
+        | Prepared::UpstreamRaw(_) => panic!("expected a local answer"),
     }
 }
 
@@ -51,7 +54,10 @@ fn streamed(options: &str, body: Value) -> (Vec<Value>, StreamOutput) {
                 .collect();
             (events, out)
         }
-        Prepared::Upstream(_) | Prepared::Local(_) => panic!("expected a local stream"),
+        Prepared::Upstream(_)
+        | Prepared::Local(_)
+        | Prepared::UpstreamForm(_)
+        | Prepared::UpstreamRaw(_) => panic!("expected a local stream"),
     }
 }
 
@@ -357,4 +363,59 @@ fn models_are_the_configured_ones() {
             {"id": "echo-2", "object": "model", "created": 0, "owned_by": "echo"},
         ]})
     );
+}
+
+#[test]
+fn completions_echo_the_prompt_whole_or_word_by_word() {
+    let (answer, usage) = local(
+        "{}",
+        Operation::Completions,
+        json!({"prompt": "once upon a time"}),
+    );
+    assert_eq!(answer["object"], "text_completion");
+    assert_eq!(answer["choices"][0]["text"], "once upon a time");
+    assert_eq!(
+        answer["usage"]["prompt_tokens"],
+        usage.unwrap().input_tokens
+    );
+    let Ok(Prepared::LocalStream(output)) = Echo::prepare(
+        &config("{}"),
+        request(
+            Operation::Completions,
+            json!({"prompt": "once upon a time"}),
+            true,
+        ),
+    ) else {
+        panic!("a stream");
+    };
+    let text: String = output
+        .events
+        .iter()
+        .map(|e| serde_json::from_str::<Value>(e).unwrap())
+        .flat_map(|e| e["choices"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["text"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(text, "once upon a time");
+    assert!(output.usage.is_some());
+}
+
+#[test]
+fn moderation_flags_nothing_and_rerank_orders_by_shared_words() {
+    let (answer, usage) = local("{}", Operation::Moderations, json!({"input": ["a", "b"]}));
+    assert_eq!(answer["results"].as_array().unwrap().len(), 2);
+    assert_eq!(answer["results"][0]["flagged"], false);
+    assert_eq!(usage, Some(Usage::default()));
+    let (answer, usage) = local(
+        "{}",
+        Operation::Rerank,
+        json!({"query": "red apple", "documents": ["a banana", "a red apple", "red car"], "top_n": 2}),
+    );
+    let order: Vec<u64> = answer["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(order, [1, 2]);
+    assert_eq!(usage.map(|u| u.search_units), Some(1));
 }

@@ -82,7 +82,13 @@ impl Provider for Gemini {
                 Operation::ImageGenerations
                 | Operation::ListModels
                 | Operation::Messages
-                | Operation::Responses,
+                | Operation::Responses
+                | Operation::Completions
+                | Operation::Moderations
+                | Operation::Rerank
+                | Operation::AudioTranscriptions
+                | Operation::AudioTranslations
+                | Operation::AudioSpeech,
             ) => {
                 return Err(PluginError::invalid_request(
                     "the Gemini provider offers chat completions and embeddings",
@@ -115,7 +121,13 @@ impl Provider for Gemini {
             | Operation::ImageGenerations
             | Operation::ListModels
             | Operation::Messages
-            | Operation::Responses => response::parse(request, &response.body),
+            | Operation::Responses
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::Rerank
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => response::parse(request, &response.body),
         }
     }
 }

@@ -99,6 +99,9 @@ impl UsageMetadata {
             cache_write_tokens: 0,
             reasoning_tokens: self.thoughts_token_count,
             images: 0,
+            search_units: 0,
+            audio_ms: 0,
+            characters: 0,
         }
     }
 }

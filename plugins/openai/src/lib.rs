@@ -13,7 +13,9 @@ mod settings;
 
 use wasmgate_plugin_sdk::http::{check_header, join_url};
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, forwarded_header};
-use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, parse_response};
+use wasmgate_plugin_sdk::openai_compat::{
+    OpenAiStream, parse_response, speech, transcription_form,
+};
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
     Prepared, Provider, ProviderConfig, RequestInfo,
@@ -50,6 +52,13 @@ impl Provider for OpenAi {
             Operation::Embeddings => "embeddings",
             Operation::ImageGenerations => "images/generations",
             Operation::ListModels => "models",
+            Operation::Completions => "completions",
+            Operation::Moderations => "moderations",
+            // vLLM, Jina and Voyage serve Cohere's shape under the OpenAI base URL.
+            Operation::Rerank => "rerank",
+            Operation::AudioTranscriptions => "audio/transcriptions",
+            Operation::AudioTranslations => "audio/translations",
+            Operation::AudioSpeech => "audio/speech",
             Operation::Responses if settings.responses == ResponsesMode::Native => "responses",
             Operation::Responses | Operation::Messages => {
                 return Err(PluginError::invalid_request(format!(
@@ -70,6 +79,25 @@ impl Provider for OpenAi {
             Some(_) | None => None,
         };
         let url = join_url(&settings.base_url, path);
+        match request.operation {
+            Operation::AudioTranscriptions | Operation::AudioTranslations => {
+                return transcription_form(url, &request).map(|mut prepared| {
+                    if let Prepared::UpstreamForm(form) = &mut prepared {
+                        settings.apply_headers(&mut form.request, config.api_key.as_deref());
+                    }
+                    prepared
+                });
+            }
+            Operation::AudioSpeech => {
+                return speech(url, &request).map(|mut prepared| {
+                    if let Prepared::UpstreamRaw(raw) = &mut prepared {
+                        settings.apply_headers(&mut raw.request, config.api_key.as_deref());
+                    }
+                    prepared
+                });
+            }
+            _ => {}
+        }
         let mut http = match request.operation {
             Operation::ListModels => HttpRequest::get(url),
             // The host has validated the body already: re-serialising it would only cost time.
@@ -77,7 +105,13 @@ impl Provider for OpenAi {
             | Operation::Embeddings
             | Operation::ImageGenerations
             | Operation::Responses
-            | Operation::Messages => HttpRequest::post_json(url, request.body.into_bytes()),
+            | Operation::Messages
+            | Operation::Completions
+            | Operation::Moderations
+            | Operation::Rerank
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => HttpRequest::post_json(url, request.body.into_bytes()),
         };
         if request.stream {
             http.set_header("accept", "text/event-stream");

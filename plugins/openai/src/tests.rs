@@ -78,7 +78,10 @@ fn request(operation: Operation, body: &str, stream: bool) -> CanonicalRequest {
 fn upstream(prepared: Prepared) -> HttpRequest {
     match prepared {
         Prepared::Upstream(http) => http,
-        Prepared::Local(_) | Prepared::LocalStream(_) => panic!("expected an upstream request"),
+        Prepared::Local(_)
+        | Prepared::LocalStream(_)
+        | Prepared::UpstreamForm(_)
+        | Prepared::UpstreamRaw(_) => panic!("expected an upstream request"),
     }
 }
 

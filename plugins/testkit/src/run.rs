@@ -56,6 +56,12 @@ fn operation(name: &str) -> Result<Operation, String> {
         "list-models" => Operation::ListModels,
         "messages" => Operation::Messages,
         "responses" => Operation::Responses,
+        "completions" => Operation::Completions,
+        "moderations" => Operation::Moderations,
+        "rerank" => Operation::Rerank,
+        "audio-transcriptions" => Operation::AudioTranscriptions,
+        "audio-translations" => Operation::AudioTranslations,
+        "audio-speech" => Operation::AudioSpeech,
         other => return Err(format!("unknown operation `{other}`")),
     })
 }
@@ -100,6 +106,9 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
             return check_events(&expected, &output.events, output.usage.as_ref(), None);
         }
         Ok(Prepared::Upstream(http)) => http,
+        // The file part is the host's to attach; the case checks the request line and headers.
+        Ok(Prepared::UpstreamForm(form)) => form.request,
+        Ok(Prepared::UpstreamRaw(raw)) => raw.request,
     };
     let expected_upstream =
         expected_upstream.ok_or("prepare went upstream: no expected_upstream.json")?;

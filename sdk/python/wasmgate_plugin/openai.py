@@ -77,7 +77,7 @@ def openai_usage(usage: Any) -> Usage | None:
         if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
             reasoning = details["reasoning_tokens"]
             break
-    return Usage(inp or 0, out or 0, cached, 0, reasoning, 0)
+    return Usage(inp or 0, out or 0, cached, 0, reasoning, 0, 0, 0, 0)
 
 
 def parse_openai_response(operation: Operation, response: HttpResponse) -> Completion:
@@ -93,7 +93,7 @@ def parse_openai_response(operation: Operation, response: HttpResponse) -> Compl
     usage = openai_usage(parsed.get("usage")) if isinstance(parsed, dict) else None
     if operation == Operation.IMAGE_GENERATIONS:
         data = parsed.get("data") if isinstance(parsed, dict) else None
-        usage = usage or Usage(0, 0, 0, 0, 0, 0)
+        usage = usage or Usage(0, 0, 0, 0, 0, 0, 0, 0, 0)
         usage.images = len(data) if isinstance(data, list) else 0
     return Completion(body, usage)
 

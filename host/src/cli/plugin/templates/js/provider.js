@@ -5,6 +5,7 @@ import { defineProvider, get, joinUrl, postJson, upstream } from 'wasmgate-plugi
 const PATHS = {
   'chat-completions': 'chat/completions', embeddings: 'embeddings',
   'image-generations': 'images/generations', 'list-models': 'models',
+  completions: 'completions', moderations: 'moderations', rerank: 'rerank',
 };
 
 export const provider = defineProvider({

@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 from wasmgate_plugin.provider import Provider, export, get, join_url, post_json, upstream
 
 PATHS = {"chat-completions": "chat/completions", "embeddings": "embeddings",
-         "image-generations": "images/generations", "list-models": "models"}
+         "image-generations": "images/generations", "list-models": "models",
+         "completions": "completions", "moderations": "moderations", "rerank": "rerank"}
 
 
 @dataclass

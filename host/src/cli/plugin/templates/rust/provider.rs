@@ -31,10 +31,19 @@ impl Provider for Plugin {
             Operation::Embeddings => "embeddings",
             Operation::ImageGenerations => "images/generations",
             Operation::ListModels => "models",
+            Operation::Completions => "completions",
+            Operation::Moderations => "moderations",
+            Operation::Rerank => "rerank",
             // Served natively only by plugins that say so (`native_operations`); this one
             // gets them translated into chat completions.
             Operation::Messages | Operation::Responses => {
                 return Err(PluginError::invalid_request("this provider takes chat completions"));
+            }
+            // Uploads and audio: see `openai_compat::{transcription_form, speech}` in the SDK.
+            Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => {
+                return Err(PluginError::invalid_request("this provider serves no audio"));
             }
         };
         let url = join_url(base_url(config), path);
