@@ -225,7 +225,13 @@ impl Gateway {
                     Operation::ChatCompletions
                     | Operation::Embeddings
                     | Operation::ImageGenerations
-                    | Operation::ListModels => None,
+                    | Operation::ListModels
+                    | Operation::Completions
+                    | Operation::Moderations
+                    | Operation::Rerank
+                    | Operation::AudioTranscriptions
+                    | Operation::AudioTranslations
+                    | Operation::AudioSpeech => None,
                 })
                 .collect();
             native.extend(

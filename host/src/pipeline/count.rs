@@ -99,7 +99,11 @@ pub async fn upstream(
     let http = match prepared {
         Prepared::Upstream(http) => http,
         Prepared::Local(completion) => return Ok(Some(completion.body)),
-        Prepared::LocalStream(_) => return Ok(None),
+        // A count is JSON both ways: a plugin that would send it as a form or read it as raw
+        // bytes has no counting endpoint the gateway can use.
+        Prepared::LocalStream(_) | Prepared::UpstreamForm(_) | Prepared::UpstreamRaw(_) => {
+            return Ok(None);
+        }
     };
     let admitted = provider
         .scope

@@ -109,7 +109,13 @@ pub async fn decode(
         | Operation::ChatCompletions
         | Operation::Embeddings
         | Operation::ImageGenerations
-        | Operation::ListModels => None,
+        | Operation::ListModels
+        | Operation::Completions
+        | Operation::Moderations
+        | Operation::Rerank
+        | Operation::AudioTranscriptions
+        | Operation::AudioTranslations
+        | Operation::AudioSpeech => None,
     };
     let previous_id = fields
         .get("previous_response_id")
@@ -134,7 +140,13 @@ pub async fn decode(
         | Operation::ChatCompletions
         | Operation::Embeddings
         | Operation::ImageGenerations
-        | Operation::ListModels => "resp_",
+        | Operation::ListModels
+        | Operation::Completions
+        | Operation::Moderations
+        | Operation::Rerank
+        | Operation::AudioTranscriptions
+        | Operation::AudioTranslations
+        | Operation::AudioSpeech => "resp_",
     };
     cx.translation = Some(Translation {
         plugin,
