@@ -52,6 +52,7 @@ fn request(operation: Operation, body: &str) -> CanonicalRequest {
         body: body.into(),
         stream: false,
         headers: vec![],
+        native: None,
     }
 }
 

@@ -174,6 +174,7 @@ fn a_stream_encodes_text_as_it_comes_and_calls_whole_at_the_end() {
         cache_write_tokens: 0,
         reasoning_tokens: 0,
         images: 0,
+        ..wasmgate_plugin_sdk::Usage::default()
     };
     let last = encoder.finish(Some(usage)).unwrap();
     let data: Value = serde_json::from_str(&last[0].data).unwrap();
