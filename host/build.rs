@@ -32,6 +32,8 @@ const BUILT_IN: &[&str] = &[
     "conditional",
     "rate-limit",
     "budget",
+    "redact",
+    "deny",
 ];
 
 /// (guest workspace, where under target/ its components are copied)

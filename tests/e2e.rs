@@ -20,6 +20,7 @@ mod endpoints;
 mod errors;
 mod fault_isolation;
 mod fuzz;
+mod guards;
 mod hostile_input;
 mod journal;
 mod key_echo;

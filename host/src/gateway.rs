@@ -93,6 +93,8 @@ pub enum StartupError {
     Route { route: String, message: String },
     #[error("{message}")]
     Limits { message: String },
+    #[error("{message}")]
+    Guards { message: String },
     #[error("dialects.{dialect}.plugin: {source}")]
     Dialect {
         dialect: &'static str,
@@ -132,6 +134,8 @@ pub struct Gateway {
     pub secrets: Arc<Secrets>,
     /// The plugins translating Messages and Responses requests for other targets.
     pub dialects: Dialects,
+    /// Content policies on requests and answers, in order.
+    pub guards: crate::guards::Guards,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -242,8 +246,12 @@ impl Gateway {
             .await
             .map_err(|message| StartupError::Limits { message })?;
         let dialects = Dialects::load(&config, host)?;
+        let guards = crate::guards::Guards::load(&config.guards, host, &config.plugins.dir)
+            .await
+            .map_err(|message| StartupError::Guards { message })?;
         let mut gateway = Self {
             dialects,
+            guards,
             secrets: Arc::new(Secrets::from_config(&config)),
             limits: Arc::new(limits),
             routes: HashMap::new(),

@@ -11,6 +11,7 @@ mod bindings;
 mod cache;
 mod cpu;
 mod dialect;
+mod guard;
 mod limiter;
 mod provider;
 mod router;
@@ -27,6 +28,10 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 pub use bindings::counter_types::{Counter, Period};
 pub use bindings::dialect_types::{AnswerInfo, Decoded, Event as DialectEvent, Failure};
+pub use bindings::guard_types::{
+    AnswerEvent, Finding, GuardInfo, Refusal, Release, RequestVerdict, Rewrite, Stop,
+    StreamVerdict, TextDelta, ToolCallDelta,
+};
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
     CanonicalRequest, Completion, Operation, ProviderConfig, RequestInfo, StreamOutput,
@@ -36,6 +41,7 @@ pub use bindings::types::{
     ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,
 };
 pub use dialect::{DialectCall, DialectPlugin, DialectStream};
+pub use guard::{AnswerGuardCall, GuardPlugin};
 pub use limiter::LimiterPlugin;
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
 pub use router::RouterPlugin;
@@ -92,6 +98,8 @@ const BUILT_IN: &[(&str, &[u8])] = &[
     built_in!("conditional"),
     built_in!("rate-limit"),
     built_in!("budget"),
+    built_in!("redact"),
+    built_in!("deny"),
 ];
 
 /// Limits applied to every plugin call.
@@ -372,6 +380,15 @@ impl PluginHost {
         LimiterPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
             name: name.to_owned(),
             detail: format!("not a limiter plugin: {e:#}"),
+        })
+    }
+
+    /// Loads the guard plugin `name`, looked up like a provider plugin.
+    pub fn load_guard(&self, name: &str, dir: &Path) -> Result<GuardPlugin, LoadError> {
+        let component = self.load(name, dir)?;
+        GuardPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("not a guard plugin: {e:#}"),
         })
     }
 

@@ -25,8 +25,11 @@ fn any(_: &str) -> bool {
     true
 }
 
+/// A built-in kind: its name, its pattern, and the check of what the pattern matched.
+pub type Kind = (&'static str, &'static str, fn(&str) -> bool);
+
 /// The built-in kinds, in priority order (an earlier kind wins where two overlap).
-pub const BUILT_IN: &[(&str, &str, fn(&str) -> bool)] = &[
+pub const BUILT_IN: &[Kind] = &[
     (
         "private-key",
         r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
@@ -133,7 +136,7 @@ pub fn luhn_valid(text: &str) -> bool {
             _ => d,
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// An IBAN: its country, check digits and account, whose ISO 7064 mod-97 remainder is 1.
