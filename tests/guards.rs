@@ -305,3 +305,58 @@ guards:
         (&json!("error"), &json!("error"))
     );
 }
+
+/// A Messages request to an Anthropic target would pass through natively; with a guard it is
+/// translated, so both the request and the answer are checked in canonical form, and the client
+/// still gets Anthropic's own shapes.
+#[tokio::test]
+async fn a_native_target_is_no_way_around_a_guard() {
+    use common::mock_providers::{KEY, MockProvider, anthropic};
+    let mock = MockProvider::anthropic().await;
+    let config = format!(
+        r#"
+providers:
+  anthropic:
+    plugin: anthropic
+    base_url: {}
+    api_key: {KEY}
+    models: [claude-sonnet-4-5]
+guards:
+  - plugin: redact
+"#,
+        mock.base_url()
+    );
+    let gateway = TestGateway::start(&config).await;
+    for stream in [false, true] {
+        let id = format!("guard-native-{stream}");
+        let response = http()
+            .post(gateway.url("/v1/messages"))
+            .header("anthropic-version", anthropic::VERSION)
+            .header("x-request-id", &id)
+            .json(
+                &json!({"model": "anthropic/claude-sonnet-4-5", "max_tokens": 64,
+                          "stream": stream, "messages": [{"role": "user", "content": CARD}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        if stream {
+            assert!(body.contains("event: message_stop"), "{body}");
+        } else {
+            assert_eq!(
+                serde_json::from_str::<Value>(&body).unwrap()["type"],
+                "message"
+            );
+        }
+        let sent = mock.last_request().await.body;
+        let content = sent["messages"][0]["content"].to_string();
+        assert!(content.contains("[CARD]"), "{sent}");
+        assert!(!sent.to_string().contains("4111"), "{sent}");
+        let verdicts = guards_of(&gateway.record_of(&id).await);
+        assert_eq!(verdicts[0]["action"], "rewrite");
+        assert_eq!(verdicts[1]["side"], "answer", "the answer was guarded too");
+    }
+}
