@@ -321,7 +321,7 @@ routing:
 fn new_rust_projects_build_into_components() {
     let dir = common::binary::temp_dir("rust-new");
     let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
-    for kind in ["router", "limiter", "provider"] {
+    for kind in ["router", "limiter", "provider", "guard"] {
         let name = format!("my-rust-{kind}");
         let created = std::process::Command::new(wasmgate)
             .args(["plugin", "new", kind, &name, "--lang", "rust", "--dir"])

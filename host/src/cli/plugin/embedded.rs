@@ -11,7 +11,7 @@ macro_rules! files {
 
 /// The WIT package, `wasmgate:plugin@0.1.0`.
 pub const WIT: &[(&str, &str)] =
-    files!("wit": "types.wit", "router.wit", "limiter.wit", "provider.wit");
+    files!("wit": "types.wit", "router.wit", "limiter.wit", "provider.wit", "guard.wit");
 
 /// The Python SDK: `wasmgate_plugin/` and the `provider` module componentize-py looks for.
 pub const PYTHON: &[(&str, &str)] = files!("sdk/python":

@@ -58,6 +58,13 @@ pub fn files(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             ("src/lib.rs", template!("rust/limiter.rs")),
             ignore,
         ],
+        (Lang::Rust, Kind::Guard) => vec![
+            ("Cargo.toml", template!("rust/Cargo.toml")),
+            ("src/lib.rs", template!("rust/guard.rs")),
+            ignore,
+        ],
+        // Refused in `new` before it asks for files.
+        (Lang::Python | Lang::Js, Kind::Guard) => vec![ignore],
         (Lang::Rust, Kind::Provider) => vec![
             ("Cargo.toml", template!("rust/Cargo.toml")),
             ("src/lib.rs", template!("rust/provider.rs")),
