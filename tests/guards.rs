@@ -360,3 +360,37 @@ guards:
         assert_eq!(verdicts[1]["side"], "answer", "the answer was guarded too");
     }
 }
+
+/// Reversible redaction: the upstream sees only numbered placeholders, and the client gets its
+/// own card number back in the streamed answer that repeats the placeholder, split over deltas.
+#[tokio::test]
+async fn reversible_redaction_round_trips_through_a_stream() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        "{}\nguards:\n  - plugin: redact\n    options: {{reversible: true, window: 24}}\n",
+        providers(&mock.base_url())
+    );
+    let gateway = TestGateway::start(&config).await;
+    let output = run_client(
+        "guards.py",
+        &gateway.url(""),
+        "sk-client",
+        &[
+            "--scenario",
+            "stream",
+            "--model",
+            "openai/spell",
+            "--prompt",
+            CARD,
+            "--expect",
+            CARD,
+        ],
+    )
+    .await;
+    assert_passed(&output, &["stream"]);
+    let sent = mock.last_request().await.body;
+    assert_eq!(
+        sent["messages"][0]["content"],
+        "My card is [CARD_1], thanks."
+    );
+}

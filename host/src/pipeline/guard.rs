@@ -34,7 +34,7 @@ pub struct Guarded {
     /// Some guard applies: the answer must be canonical (no native pass-through).
     any: bool,
     verdicts: Vec<Verdict>,
-    /// The request as the guards let it go, for the answer guards' constructors.
+    /// The request as the client sent it (canonical), for the answer guards' constructors.
     request: Option<Arc<str>>,
     /// The chain a streamed answer goes through, taken by the relay. In a mutex only so that
     /// the context stays `Sync` (a plugin instance is not); nothing contends for it.
@@ -215,6 +215,12 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     }
     cx.guard.any = true;
     let mut body: Option<String> = None;
+    // The client's own request, for the answer guards: a guard that rewrote it (reversible
+    // redaction) finds in it what to give the client back.
+    let original: Option<Arc<str>> = applying
+        .iter()
+        .any(|&i| guards.get(i).is_some_and(|g| g.apply.answer()))
+        .then(|| cx.request.body_json().into());
     for &index in &applying {
         let Some(guard) = guards.get(index) else {
             continue;
@@ -284,7 +290,7 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         }
     }
     if !cx.guard.answer.is_empty() {
-        cx.guard.request = Some(body.unwrap_or_else(|| cx.request.body_json()).into());
+        cx.guard.request = original;
     }
     Ok(())
 }

@@ -49,6 +49,10 @@ pub struct Options {
     /// Characters of an answer's text held back to catch a value split over deltas.
     #[serde(default = "default_window")]
     window: u32,
+    /// Reversible: the upstream sees numbered placeholders (`[CARD_1]`), and the client gets its
+    /// own values back where the answer repeats them.
+    #[serde(default)]
+    reversible: bool,
 }
 
 /// An operator's pattern.
@@ -80,6 +84,46 @@ const SEGMENTS_HELD: u32 = 4;
 pub struct Policy {
     recognisers: Vec<(Recogniser, Action)>,
     window: usize,
+    reversible: bool,
+    /// A numbered placeholder, as a reversible request has them.
+    token: regex::Regex,
+}
+
+/// The values a reversible request had replaced, in order: (kind, value); `[KIND_n]` is the
+/// n-th value of its kind.
+#[derive(Default)]
+pub struct Replaced(Vec<(String, String)>);
+
+impl Replaced {
+    /// The placeholder of `value`, numbered on its first sight.
+    fn placeholder(&mut self, kind: &str, value: &str) -> String {
+        let same_kind = self.0.iter().filter(|(k, _)| k == kind);
+        let n = match same_kind.clone().position(|(_, v)| v == value) {
+            Some(at) => at + 1,
+            None => {
+                let n = same_kind.count() + 1;
+                self.0.push((kind.to_owned(), value.to_owned()));
+                n
+            }
+        };
+        format!("[{}_{n}]", kind.to_ascii_uppercase())
+    }
+
+    /// The value a placeholder stands for.
+    pub fn value(&self, token: &str) -> Option<&str> {
+        let inner = token.strip_prefix('[')?.strip_suffix(']')?;
+        let (kind, n) = inner.rsplit_once('_')?;
+        let n: usize = n.parse().ok()?;
+        self.0
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(kind))
+            .nth(n.checked_sub(1)?)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl Policy {
@@ -128,6 +172,9 @@ impl Policy {
         Ok(Self {
             recognisers,
             window: options.window as usize,
+            reversible: options.reversible,
+            token: regex::Regex::new(r"\[[A-Z][A-Z0-9_-]*_[0-9]+\]")
+                .map_err(|e| ConfigError::new(e.to_string()))?,
         })
     }
 
@@ -141,6 +188,16 @@ impl Policy {
     /// `text` with what it holds replaced, and what was found; `Err` with the kind when a kind
     /// to refuse was found.
     pub fn redact(&self, text: &str, findings: &mut Vec<Finding>) -> Result<String, String> {
+        self.redact_into(text, findings, None)
+    }
+
+    /// `redact`, numbering placeholders in `replaced` when given (a reversible request).
+    fn redact_into(
+        &self,
+        text: &str,
+        findings: &mut Vec<Finding>,
+        mut replaced: Option<&mut Replaced>,
+    ) -> Result<String, String> {
         let recognisers: Vec<&Recogniser> = self.recognisers.iter().map(|(r, _)| r).collect();
         let found = detect::find_refs(&recognisers, text);
         let mut out = String::with_capacity(text.len());
@@ -152,6 +209,11 @@ impl Policy {
             match action {
                 Action::Refuse => return Err(f.kind.clone()),
                 Action::Mask => out.push_str(&mask(&text[f.start..f.end])),
+                Action::Placeholder | Action::Off if replaced.is_some() => {
+                    if let Some(replaced) = replaced.as_deref_mut() {
+                        out.push_str(&replaced.placeholder(&f.kind, &text[f.start..f.end]));
+                    }
+                }
                 Action::Placeholder | Action::Off => {
                     out.push('[');
                     out.push_str(&f.kind.to_ascii_uppercase());
@@ -225,17 +287,30 @@ impl Guard for Redact {
     }
 }
 
+/// What a reversible request had replaced, found again in the client's own request.
+pub fn replaced_in(policy: &Policy, request: &str) -> Replaced {
+    let mut replaced = Replaced::default();
+    if let Ok(mut body) = serde_json::from_str::<Value>(request) {
+        request_texts(&mut body, |text| {
+            let _ = policy.redact_into(text, &mut Vec::new(), Some(&mut replaced));
+        });
+    }
+    replaced
+}
+
 fn check_request(policy: &Policy, request: &str) -> RequestVerdict {
     let Ok(mut body) = serde_json::from_str::<Value>(request) else {
         return RequestVerdict::Allow(Vec::new());
     };
     let mut findings = Vec::new();
     let mut refused = None;
+    let mut replaced = Replaced::default();
     request_texts(&mut body, |text| {
         if refused.is_some() {
             return;
         }
-        match policy.redact(text, &mut findings) {
+        let numbered = policy.reversible.then_some(&mut replaced);
+        match policy.redact_into(text, &mut findings, numbered) {
             Ok(redacted) => *text = redacted,
             Err(kind) => refused = Some(kind),
         }
@@ -305,6 +380,23 @@ mod tests {
             check_request(&p, r#"{"messages":[{"role":"user","content":"hi"}]}"#),
             RequestVerdict::Allow(f) if f.is_empty()
         ));
+    }
+
+    #[test]
+    fn a_reversible_request_gets_numbered_placeholders_found_again_from_the_original() {
+        let p = policy(r#"{"reversible": true}"#);
+        let request = r#"{"messages":[{"role":"user","content":"a@x.io, b@x.io, a@x.io"}]}"#;
+        let RequestVerdict::Rewrite(rewrite) = check_request(&p, request) else {
+            panic!("not rewritten");
+        };
+        assert!(
+            rewrite.body.contains("[EMAIL_1], [EMAIL_2], [EMAIL_1]"),
+            "{}",
+            rewrite.body
+        );
+        let replaced = replaced_in(&p, request);
+        assert_eq!(replaced.value("[EMAIL_2]"), Some("b@x.io"));
+        assert_eq!(replaced.value("[EMAIL_3]"), None);
     }
 
     #[test]

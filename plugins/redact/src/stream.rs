@@ -9,7 +9,7 @@ use wasmgate_plugin_sdk::{
     AnswerEvent, AnswerGuard, Finding, Stop, StreamVerdict, TextDelta, ToolCallDelta,
 };
 
-use crate::{Action, Options, Policy, SEGMENTS_HELD, refusal};
+use crate::{Action, Options, Policy, Replaced, SEGMENTS_HELD, refusal, replaced_in};
 
 const PEM_BEGIN: &str = "-----BEGIN ";
 const PEM_KEY: &str = "PRIVATE KEY-----";
@@ -30,15 +30,23 @@ struct Segment {
 pub struct Answer {
     policy: Option<Policy>,
     segments: Vec<Segment>,
+    /// A reversible request's values, given back where the answer names their placeholders.
+    replaced: Replaced,
 }
 
 impl AnswerGuard for Answer {
     type Options = Options;
 
-    fn new(options: Options, _request: &str) -> Self {
+    fn new(options: Options, request: &str) -> Self {
+        let policy = Policy::new(&options).ok();
+        let replaced = match &policy {
+            Some(policy) if options.reversible => replaced_in(policy, request),
+            _ => Replaced::default(),
+        };
         Self {
-            policy: Policy::new(&options).ok(),
+            policy,
             segments: Vec::new(),
+            replaced,
         }
     }
 
@@ -106,6 +114,7 @@ impl AnswerGuard for Answer {
                 return StreamVerdict::Stop(refusal(&kind, findings));
             }
         }
+        restore(policy, &self.replaced, &mut out);
         let held = u32::try_from(held(&self.segments)).unwrap_or(u32::MAX);
         StreamVerdict::release(out, held, findings)
     }
@@ -121,7 +130,34 @@ impl AnswerGuard for Answer {
                 return StreamVerdict::Stop(refusal(&kind, findings));
             }
         }
+        restore(policy, &self.replaced, &mut out);
         StreamVerdict::release(out, 0, findings)
+    }
+}
+
+/// Gives the client its own values back where the answer names their placeholders.
+fn restore(policy: &Policy, replaced: &Replaced, events: &mut [AnswerEvent]) {
+    if replaced.is_empty() {
+        return;
+    }
+    let swap = |text: &mut String| {
+        if !text.contains('[') {
+            return;
+        }
+        let restored = policy
+            .token
+            .replace_all(text, |token: &regex::Captures<'_>| {
+                let token = &token[0];
+                replaced.value(token).unwrap_or(token).to_owned()
+            });
+        *text = restored.into_owned();
+    };
+    for event in events {
+        match event {
+            AnswerEvent::Text(delta) => swap(&mut delta.text),
+            AnswerEvent::ToolCall(call) => swap(&mut call.arguments),
+            AnswerEvent::Usage(_) | AnswerEvent::Stop(_) => {}
+        }
     }
 }
 
@@ -275,6 +311,21 @@ fn take(
         {
             cut = at;
         }
+        if policy.reversible {
+            // A placeholder to give back may be arriving: hold from its bracket.
+            if let Some(at) = text.rfind('[')
+                && at < cut
+                && !text[at..].contains(']')
+                && text.len() - at <= 48
+            {
+                cut = at;
+            }
+            for token in policy.token.find_iter(text) {
+                if token.start() < cut && cut < token.end() {
+                    cut = token.start();
+                }
+            }
+        }
         for found in policy.find(text) {
             // A value to refuse stops the answer as soon as it is delimited, not a window later.
             if found.end < text.len() && policy.action(&found.kind) == Action::Refuse {
@@ -375,6 +426,26 @@ mod tests {
         assert_eq!(
             out,
             "Your card is [CARD] and that is all. Thanks for asking about it, have a nice day and see you soon|"
+        );
+    }
+
+    #[test]
+    fn a_reversible_answer_gives_the_clients_values_back_across_deltas() {
+        let options = wasmgate_plugin_sdk::parse_options(r#"{"reversible": true, "window": 16}"#);
+        let request = r#"{"messages":[{"role":"user","content":"card 4111 1111 1111 1111"}]}"#;
+        let mut guard = Answer::new(options.unwrap(), request);
+        let mut out = String::new();
+        for delta in [
+            "Your card [CA",
+            "RD_",
+            "1] is noted, and [CARD_2] is not yours.",
+        ] {
+            out.push_str(&released(guard.push(vec![text(delta)])).0);
+        }
+        out.push_str(&released(guard.finish()).0);
+        assert_eq!(
+            out,
+            "Your card 4111 1111 1111 1111 is noted, and [CARD_2] is not yours."
         );
     }
 
