@@ -233,7 +233,21 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         }
         let json = body.get_or_insert_with(|| cx.request.body_json());
         let monitor = guard.mode == GuardMode::Monitor;
-        let verdict = match guard.plugin.check_request(&guard.options, json).await {
+        // A span per guard, its plugin call a child of it.
+        let mut span = cx.trace.stage("guard");
+        span.set("wasmgate.guard", guard.name.to_string());
+        let checked = span
+            .scope(guard.plugin.check_request(&guard.options, json))
+            .await;
+        let action = match &checked {
+            Ok(RequestVerdict::Allow(_)) => "allow",
+            Ok(RequestVerdict::Rewrite(_)) => "rewrite",
+            Ok(RequestVerdict::Refuse(_)) => "refuse",
+            Err(_) => "error",
+        };
+        span.set("wasmgate.guard.action", action);
+        drop(span);
+        let verdict = match checked {
             Ok(verdict) => verdict,
             Err(failure) if guard.fail_open => {
                 tracing::warn!(guard = &*guard.name, "guard failed open: {failure}");
