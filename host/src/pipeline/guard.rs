@@ -309,8 +309,15 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// A guard's failure: no free instance is the gateway's capacity (503, retried by clients),
+/// anything else the guard's own fault, which fails the request closed.
 fn failed(guard: &str, failure: &PluginFailure) -> ApiError {
-    failed_with(guard, &failure.to_string())
+    match failure {
+        PluginFailure::Saturated { waited_ms, .. } => ApiError::Saturated(*waited_ms),
+        PluginFailure::Trapped { .. }
+        | PluginFailure::TimedOut { .. }
+        | PluginFailure::OutOfMemory { .. } => failed_with(guard, &failure.to_string()),
+    }
 }
 
 fn failed_with(guard: &str, detail: &str) -> ApiError {
