@@ -16,10 +16,12 @@ pub const WIT: &[(&str, &str)] =
 /// The Python SDK: `wasmgate_plugin/` and the `provider` module componentize-py looks for.
 pub const PYTHON: &[(&str, &str)] = files!("sdk/python":
     "provider.py",
+    "guard.py",
     "wasmgate_plugin/__init__.py",
     "wasmgate_plugin/_export.py",
     "wasmgate_plugin/_host.py",
     "wasmgate_plugin/errors.py",
+    "wasmgate_plugin/guard.py",
     "wasmgate_plugin/limiter.py",
     "wasmgate_plugin/openai.py",
     "wasmgate_plugin/options.py",

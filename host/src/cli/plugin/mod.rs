@@ -24,7 +24,7 @@ pub enum Kind {
     Router,
     Limiter,
     Provider,
-    /// A content policy on requests and answers (Rust only for now).
+    /// A content policy on requests and answers (Rust or Python for now).
     Guard,
 }
 
@@ -99,9 +99,9 @@ pub fn new(
     note: &mut dyn Write,
 ) -> anyhow::Result<PathBuf> {
     check_name(name)?;
-    if kind == Kind::Guard && lang != Lang::Rust {
-        // The guard's contract is new; its Python and JavaScript SDKs are still to come.
-        bail!("guards are written in Rust for now: use --lang rust");
+    if kind == Kind::Guard && lang == Lang::Js {
+        // The guard's contract is new; its JavaScript SDK is still to come.
+        bail!("guards are written in Rust or Python for now: use --lang rust or --lang python");
     }
     let dir = parent.join(name);
     if dir.exists() {

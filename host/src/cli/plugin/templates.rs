@@ -63,8 +63,13 @@ pub fn files(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             ("src/lib.rs", template!("rust/guard.rs")),
             ignore,
         ],
+        (Lang::Python, Kind::Guard) => vec![
+            ("app.py", template!("python/guard.py")),
+            ("app_test.py", template!("python/guard_test.py")),
+            ignore,
+        ],
         // Refused in `new` before it asks for files.
-        (Lang::Python | Lang::Js, Kind::Guard) => vec![ignore],
+        (Lang::Js, Kind::Guard) => vec![ignore],
         (Lang::Rust, Kind::Provider) => vec![
             ("Cargo.toml", template!("rust/Cargo.toml")),
             ("src/lib.rs", template!("rust/provider.rs")),
