@@ -33,6 +33,8 @@ const BUILT_IN: &[&str] = &[
     "conditional",
     "rate-limit",
     "budget",
+    "redact",
+    "deny",
 ];
 
 /// (guest workspace, where under target/ its components are copied)

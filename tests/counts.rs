@@ -35,6 +35,12 @@ const BOUNDS: &[(&str, u64, u64)] = &[
     ("plugin calls per request", 2, 2),
     ("plugin instantiations per stream", 1, 1),
     ("plugin calls per stream", 14, 17),
+    // With the `redact` guard on requests and answers: its request check, and its answer
+    // guard's instance, constructor, pushes and finish. Without a guard the two counts above
+    // are the whole cost: no guard is called.
+    ("plugin instantiations per request with redact", 2, 2),
+    ("plugin calls per request with redact", 6, 6),
+    ("plugin calls per stream with redact", 26, 33),
     // One read of the request, one write of the answer, per request, each way.
     ("client socket reads per 10 requests", 10, 12),
     ("client socket writes per 10 requests", 10, 12),
@@ -143,6 +149,11 @@ struct Rig {
 
 impl Rig {
     fn start() -> Self {
+        Self::start_with("")
+    }
+
+    /// A rig whose gateway config ends with `extra` (e.g. a `guards:` section).
+    fn start_with(extra: &str) -> Self {
         mark_uncounted();
         let client = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -157,7 +168,7 @@ impl Rig {
         let mock = client.block_on(MockOpenAi::start());
         let config = format!(
             "providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    \
-             api_key: sk-test\n    models: [{REQUEST_MODEL}, {STREAM_MODEL}]\n",
+             api_key: sk-test\n    models: [{REQUEST_MODEL}, {STREAM_MODEL}]\n{extra}",
             mock.base_url()
         );
         let gateway = server.block_on(TestGateway::start(&config));
@@ -267,6 +278,23 @@ fn allocations_and_plugin_calls_per_request_and_per_stream() {
         ("plugin calls per request", request.calls),
         ("plugin instantiations per stream", stream.instantiations),
         ("plugin calls per stream", stream.calls),
+    ]);
+}
+
+#[test]
+fn a_guard_costs_its_own_plugin_calls_and_nothing_else() {
+    let _alone = one_at_a_time();
+    let rig = Rig::start_with("guards:\n  - plugin: redact\n");
+    // Warm: the guard's request checks run on a warm instance after the first.
+    let request = rig.cost(&chat_body("Say hello.", false), 7);
+    let stream = rig.cost(&chat_body("Say hello.", true), 5);
+    check(&[
+        (
+            "plugin instantiations per request with redact",
+            request.instantiations,
+        ),
+        ("plugin calls per request with redact", request.calls),
+        ("plugin calls per stream with redact", stream.calls),
     ]);
 }
 

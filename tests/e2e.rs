@@ -22,6 +22,7 @@ mod errors;
 mod fault_isolation;
 mod fuzz;
 mod gemini;
+mod guards;
 mod hostile_input;
 mod journal;
 mod key_echo;

@@ -4,7 +4,7 @@
 //! cycle, naming the file and line. It prints the graph, so a failure shows the whole picture.
 //!
 //! The layers, lowest first: the leaves; `plugins` (the wasmtime host, which knows nothing of
-//! the server); what uses plugins (limits, routing, upstream); telemetry; the gateway (one loaded
+//! the server); what uses plugins (limits, routing, upstream, guards); telemetry; the gateway (one loaded
 //! config); the shared state; the request pipeline; the HTTP server; and the commands around it.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "auth",
     ],
     &["plugins"],
-    &["limits", "routing", "upstream"],
+    &["limits", "routing", "upstream", "guards"],
     &["telemetry"],
     &["gateway"],
     &["state"],

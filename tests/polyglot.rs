@@ -321,7 +321,7 @@ routing:
 fn new_rust_projects_build_into_components() {
     let dir = common::binary::temp_dir("rust-new");
     let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
-    for kind in ["router", "limiter", "provider"] {
+    for kind in ["router", "limiter", "provider", "guard"] {
         let name = format!("my-rust-{kind}");
         let created = std::process::Command::new(wasmgate)
             .args(["plugin", "new", kind, &name, "--lang", "rust", "--dir"])
@@ -371,7 +371,12 @@ fn new_python_and_javascript_projects_pass_their_own_tests() {
     let dir = common::binary::temp_dir("polyglot-new");
     let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
     for lang in ["python", "js"] {
-        for kind in ["router", "limiter", "provider"] {
+        // Guards have no JavaScript SDK yet (`plugin new` says so).
+        let kinds: &[&str] = match lang {
+            "python" => &["router", "limiter", "provider", "guard"],
+            _ => &["router", "limiter", "provider"],
+        };
+        for kind in kinds {
             let name = format!("my-{lang}-{kind}");
             let created = std::process::Command::new(wasmgate)
                 .args(["plugin", "new", kind, &name, "--lang", lang, "--dir"])

@@ -153,6 +153,9 @@ pub enum Setup {
     JournalFsync,
     /// And a router (`cheapest`), a `rate-limit` per user and a `budget` per project.
     Policies,
+    /// `Plain` with the built-in `redact` guard on requests and answers (issue 22's figures:
+    /// what a guard costs per request and per streamed event).
+    Redact,
 }
 
 impl Setup {
@@ -165,15 +168,16 @@ impl Setup {
                 Setup::NoJournal,
                 Setup::JournalFsync,
                 Setup::Policies,
+                Setup::Redact,
             ],
-            Api::Messages | Api::Responses => vec![Setup::Plain, Setup::Policies],
+            Api::Messages | Api::Responses => vec![Setup::Plain, Setup::Policies, Setup::Redact],
         }
     }
 
     /// More `ledger:` settings, after its `url`.
     pub fn ledger(self) -> &'static str {
         match self {
-            Setup::Plain | Setup::Policies => "",
+            Setup::Plain | Setup::Policies | Setup::Redact => "",
             Setup::NoJournal => ", journal: { enabled: false }",
             Setup::JournalFsync => ", journal: { fsync: true }",
         }
@@ -204,6 +208,7 @@ impl Setup {
         let policies = match self {
             Setup::Plain => String::new(),
             Setup::NoJournal | Setup::JournalFsync => String::new(),
+            Setup::Redact => "guards:\n  - plugin: redact\n".to_owned(),
             Setup::Policies => "routing:
   v-openai: { policy: cheapest, targets: [openai/gpt-4o-mini] }
   v-chat: { policy: cheapest, targets: [chat/gpt-4o-mini] }
@@ -227,6 +232,7 @@ limits:
             Setup::NoJournal => ("provider + ledger, journal off", false),
             Setup::JournalFsync => ("provider + ledger, journal fsync", false),
             Setup::Policies => ("+ router + rate-limit + budget", true),
+            Setup::Redact => ("provider + ledger + redact guard", false),
         };
         let model = |direct: &'static str, routed: &'static str| if virt { routed } else { direct };
         let row = |kind: &str, model: &'static str| Row {

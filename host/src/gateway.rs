@@ -93,6 +93,8 @@ pub enum StartupError {
     Route { route: String, message: String },
     #[error("{message}")]
     Limits { message: String },
+    #[error("{message}")]
+    Guards { message: String },
     #[error("dialects.{dialect}.plugin: {source}")]
     Dialect {
         dialect: String,
@@ -140,6 +142,8 @@ pub struct Gateway {
     pub secrets: Arc<Secrets>,
     /// The client dialects besides Chat Completions: their plugins, routes and key sources.
     pub dialects: DialectRegistry,
+    /// Content policies on requests and answers, in order.
+    pub guards: crate::guards::Guards,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -272,8 +276,12 @@ impl Gateway {
             .await
             .map_err(|message| StartupError::Limits { message })?;
         let dialects = load_dialects(&config, host).await?;
+        let guards = crate::guards::Guards::load(&config.guards, host, &config.plugins.dir)
+            .await
+            .map_err(|message| StartupError::Guards { message })?;
         let mut gateway = Self {
             dialects,
+            guards,
             secrets: Arc::new(Secrets::from_config(&config)),
             limits: Arc::new(limits),
             routes: HashMap::new(),

@@ -3,6 +3,7 @@
 //! - [`config`]: `config.yaml` and command-line overrides.
 //! - [`plugins`]: the wasmtime host, the only module that touches WebAssembly.
 //! - [`gateway`]: one loaded config, its providers and model resolution.
+//! - [`guards`]: the guards of one loaded config, in order, with the requests each applies to.
 //! - [`ledger`]: the usage ledger, written in batches off the request path.
 //! - [`auth`]: API keys (stored hashed) and the projects they belong to.
 //! - [`credentials`]: provider keys kept by `wasmgate login`, outside the config.
@@ -24,6 +25,7 @@ pub mod clip;
 pub mod config;
 pub mod credentials;
 pub mod gateway;
+pub mod guards;
 pub mod ledger;
 pub mod limits;
 pub mod pipeline;

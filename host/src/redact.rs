@@ -199,6 +199,8 @@ impl Redactor {
             status: _,
             estimated: _,
             cache_write_tokens: _,
+            // Guard names and kinds only, both bounded; never matched text.
+            guards: _,
         } = record;
         for text in [request_id, project, operation] {
             *text = self.string(std::mem::take(text));

@@ -188,6 +188,8 @@ mod dialect;
 #[cfg(feature = "provider")]
 pub mod embeddings;
 mod error;
+#[cfg(feature = "guard")]
+pub mod guard;
 mod host;
 #[cfg(feature = "provider")]
 pub mod http;
@@ -219,11 +221,12 @@ mod usage;
     feature = "provider",
     feature = "router",
     feature = "limiter",
-    feature = "dialect"
+    feature = "dialect",
+    feature = "guard"
 )))]
 compile_error!(
-    "enable the feature of the kind of plugin being built: `provider`, `router`, `limiter` or \
-     `dialect`"
+    "enable the feature of the kind of plugin being built: `provider`, `router`, `limiter`, \
+     `dialect` or `guard`"
 );
 
 /// The generated bindings. Each world imports `host` (and with it `types`), so whichever world is
@@ -343,11 +346,73 @@ mod wit {
         any(feature = "provider", feature = "router", feature = "limiter")
     ))]
     pub use dialect_world::exports::wasmgate::plugin::dialect;
+
+    #[cfg(all(
+        feature = "guard",
+        not(any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect"
+        ))
+    ))]
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "guard-plugin",
+        pub_export_macro: true,
+        additional_derives: [PartialEq],
+    });
+    #[cfg(all(
+        feature = "guard",
+        not(any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect"
+        ))
+    ))]
+    pub use exports::wasmgate::plugin::guard;
+
+    /// With another kind's feature, the guard's own exports, in a module of their own so that
+    /// its `exports` does not clash with the other world's.
+    #[cfg(all(
+        feature = "guard",
+        any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect"
+        )
+    ))]
+    pub mod guard_world {
+        wit_bindgen::generate!({
+            path: "../wit",
+            world: "guard-plugin",
+            pub_export_macro: true,
+            additional_derives: [PartialEq],
+            with: {
+                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
+                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
+            },
+        });
+    }
+    #[cfg(all(
+        feature = "guard",
+        any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect"
+        )
+    ))]
+    pub use guard_world::exports::wasmgate::plugin::guard;
 }
 
 #[cfg(feature = "dialect")]
 pub use dialect::{Dialect, NoStreamEncoder, StreamEncoder, openai_type};
 pub use error::error_kind_for_status;
+#[cfg(feature = "guard")]
+pub use guard::{AnswerGuard, Guard, PassAnswers};
 pub use host::count_tokens;
 #[cfg(feature = "limiter")]
 pub use limiter::Limiter;
@@ -374,6 +439,11 @@ pub use wit::dialect::{
 pub use wit::exports::wasmgate::plugin::provider::{
     CanonicalRequest, Completion, FormRequest, NativeCall, Operation, Prepared, ProviderConfig,
     RawRequest, RequestInfo, StreamOutput,
+};
+#[cfg(feature = "guard")]
+pub use wit::guard::{
+    AnswerEvent, Finding, GuardInfo, Refusal, Release, RequestVerdict, Rewrite, Stop,
+    StreamVerdict, TextDelta, ToolCallDelta,
 };
 #[cfg(feature = "limiter")]
 pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};
@@ -423,6 +493,26 @@ pub mod __private {
         pub use crate::wit::dialect_world::exports;
         #[cfg(not(any(feature = "provider", feature = "router", feature = "limiter")))]
         pub use crate::wit::exports;
+    }
+
+    /// The guard's bindings, apart: with another feature they are not under `crate::wit`.
+    #[cfg(feature = "guard")]
+    pub mod guard {
+        pub use crate::guard::GuardAdapter;
+        #[cfg(not(any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect"
+        )))]
+        pub use crate::wit::exports;
+        #[cfg(any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect"
+        ))]
+        pub use crate::wit::guard_world::exports;
     }
 
     /// The limiter's bindings, apart: with another feature they are not under `crate::wit`.
@@ -489,6 +579,21 @@ macro_rules! export_dialect {
             type __WasmgateExport = $crate::__private::dialect::DialectAdapter<$dialect>;
             $crate::__export_dialect_plugin_impl!(
                 __WasmgateExport with_types_in $crate::__private::dialect
+            );
+        };
+    };
+}
+
+/// Exports a `Guard` as the plugin's `wasmgate:plugin/guard` implementation. Call it once, in the
+/// plugin crate, with the type that implements `Guard`.
+#[cfg(feature = "guard")]
+#[macro_export]
+macro_rules! export_guard {
+    ($guard:ty) => {
+        const _: () = {
+            type __WasmgateExport = $crate::__private::guard::GuardAdapter<$guard>;
+            $crate::__export_guard_plugin_impl!(
+                __WasmgateExport with_types_in $crate::__private::guard
             );
         };
     };

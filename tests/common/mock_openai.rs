@@ -10,6 +10,7 @@
 //! | `endless` | a stream that never ends (a chunk every 20 ms) until the client goes away |
 //! | `paced-<ms>` | a stream of a chunk every 20 ms for about `<ms>` ms, then usage and `[DONE]` |
 //! | `garbage` | 200 with a body that is not JSON |
+//! | `spell` | the last user message's text as the reply; streamed 3 characters a chunk |
 //!
 //! The Responses API (`/v1/responses`) is strict, as the real one: see `mock_openai/responses.rs`.
 
@@ -245,8 +246,21 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     if let Some(ms) = model.strip_prefix("paced-").and_then(|ms| ms.parse().ok()) {
         return paced(&model, ms);
     }
+    let spelled = (model == "spell").then(|| {
+        let last = request["messages"].as_array().and_then(|m| m.last());
+        last.and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    });
+    let reply = spelled.as_deref().unwrap_or(REPLY);
     if stream {
-        return stream_chat(&model, tool.as_deref(), include_usage);
+        return stream_chat(
+            &model,
+            tool.as_deref(),
+            include_usage,
+            reply,
+            spelled.is_some(),
+        );
     }
     let message = match &tool {
         Some(name) => {
@@ -254,7 +268,7 @@ async fn chat(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
             "id": "call_abc123", "type": "function",
             "function": {"name": name, "arguments": "{\"city\":\"Paris\"}"}}]})
         }
-        None => json!({"role": "assistant", "content": REPLY, "refusal": null}),
+        None => json!({"role": "assistant", "content": reply, "refusal": null}),
     };
     axum::Json(json!({
         "id": "chatcmpl-mock123",
@@ -295,7 +309,13 @@ fn chunk(model: &str, delta: Value, finish: Option<&str>, include_usage: bool) -
 
 /// A stream as OpenAI sends it, delivered in 7-byte pieces so that events, `data:` prefixes and
 /// the blank lines between events are all split across reads.
-fn stream_chat(model: &str, tool: Option<&str>, include_usage: bool) -> Response {
+fn stream_chat(
+    model: &str,
+    tool: Option<&str>,
+    include_usage: bool,
+    reply: &str,
+    spell: bool,
+) -> Response {
     let mut events = vec![chunk(
         model,
         json!({"role": "assistant", "content": ""}),
@@ -322,8 +342,14 @@ fn stream_chat(model: &str, tool: Option<&str>, include_usage: bool) -> Response
             events.push(chunk(model, json!({}), Some("tool_calls"), include_usage));
         }
         None => {
-            for word in REPLY.split_inclusive(' ') {
-                events.push(chunk(model, json!({"content": word}), None, include_usage));
+            let chars: Vec<char> = reply.chars().collect();
+            let pieces: Vec<String> = if spell {
+                chars.chunks(3).map(|c| c.iter().collect()).collect()
+            } else {
+                reply.split_inclusive(' ').map(str::to_owned).collect()
+            };
+            for piece in pieces {
+                events.push(chunk(model, json!({"content": piece}), None, include_usage));
             }
             events.push(chunk(model, json!({}), Some("stop"), include_usage));
         }

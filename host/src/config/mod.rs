@@ -1,6 +1,7 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
 mod catalog;
+pub mod guards;
 mod interpolate;
 pub mod presets;
 pub mod reference;
@@ -89,6 +90,10 @@ pub struct Config {
     /// The plugins that translate the client APIs other than Chat Completions.
     #[serde(default)]
     pub dialects: DialectsConfig,
+    /// Content policies on requests and answers (guard plugins), in order.
+    #[serde(default)]
+    #[schemars(extend("examples" = [[{"plugin": "redact", "options": {"kinds": {"card": "placeholder"}}}]]))]
+    pub guards: Vec<guards::GuardEntry>,
 }
 
 /// `dialects:`: the client APIs the gateway serves besides Chat Completions, each by the dialect
@@ -764,6 +769,7 @@ impl Config {
             ));
         }
         resources::validate(self)?;
+        guards::validate(self)?;
         if self.server.max_body_bytes == 0 {
             return Err(ConfigError::key(
                 "server.max_body_bytes",

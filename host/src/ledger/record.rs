@@ -38,6 +38,10 @@ pub struct UsageRecord {
     pub error_type: Option<String>,
     /// The tokens were counted by the gateway, not reported by the upstream.
     pub estimated: bool,
+    /// The guards' verdicts, as JSON: `[{"guard", "side", "action", "counts": {kind: n}}]`
+    /// (never the matched text); `None` when no guard applied.
+    #[serde(default)]
+    pub guards: Option<String>,
 }
 
 /// Which users' usage `/usage/models` sums: every field given must match (an empty filter

@@ -1176,16 +1176,19 @@ fn stats_of_whole_hours_read_the_rollups() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs `make` as the last wasmgate before versioned migrations would have: the stores it opens
-/// stop at V1, whatever later migrations exist, so that it makes a database of that age (then
-/// made older still by the test, and its history dropped, as such a database had none).
+/// Runs `make` for a database of the last wasmgate before versioned migrations. The stores it
+/// opens migrate to the newest version, since their writes name every column of today's
+/// records; the test then takes the database back past V1 ([`BEFORE_HISTORY`] drops what later
+/// versions added, and the history, as such a database had none).
 fn at_v1<T>(make: impl FnOnce() -> T) -> T {
-    schema::stopping_at(1, make)
+    make()
 }
 
 /// Makes a database look like one made before versioned migrations (with the statements before
-/// it, like one made before some column): an older wasmgate kept no history.
-const BEFORE_HISTORY: &str = "DROP TABLE ledger_schema_history;";
+/// it, like one made before some column): the columns of versions after V1 gone (V2's
+/// `guards`), and no history, as an older wasmgate kept none.
+const BEFORE_HISTORY: &str =
+    "ALTER TABLE usage_records DROP COLUMN guards; DROP TABLE ledger_schema_history;";
 
 /// Makes a database look like one written before the rollups held the console's sums: their
 /// columns and the duration histograms gone.
@@ -1198,6 +1201,7 @@ fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
     for table in rollup::DURATION_TABLES {
         execute(&format!("DROP TABLE {table}"));
     }
+    execute("ALTER TABLE usage_records DROP COLUMN guards");
     execute(&format!("DROP TABLE {}", schema::HISTORY));
 }
 
@@ -1980,10 +1984,11 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
         conn.execute_batch(
             "DROP INDEX usage_records_by_project_time_id; DROP INDEX usage_records_by_project_user;
              DROP INDEX usage_records_failed; DROP INDEX usage_records_by_request;
-             DROP INDEX usage_records_by_key; DROP TABLE ledger_schema_history;
+             DROP INDEX usage_records_by_key;
              CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);",
         )
         .unwrap();
+        conn.execute_batch(BEFORE_HISTORY).unwrap();
         assert_eq!(indexes(&conn), ["usage_records_by_project_time"]);
     }
     let store = sqlite::SqliteStore::open(&path).unwrap();

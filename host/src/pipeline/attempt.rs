@@ -88,11 +88,12 @@ async fn send(
 ) -> Result<Sent, ApiError> {
     let request = &mut cx.request;
     let provider = target.provider;
-    // A target that speaks the client's dialect gets the client's own body.
+    // A target that speaks the client's dialect gets the client's own body, unless a guard
+    // applies: guards check the canonical form, so the request is translated then.
     let native = cx
         .translation
         .as_ref()
-        .filter(|t| provider.native.contains(&t.dialect.name));
+        .filter(|t| provider.native.contains(&t.dialect.name) && !cx.guard.forces_translation());
     let canonical = match native {
         Some(translation) => translation.native_request(cx.operation, target.model, request.stream),
         None => request.canonical(target.model),

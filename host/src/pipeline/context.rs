@@ -70,6 +70,8 @@ pub struct Context {
     pub(super) admission: Option<Admission>,
     /// The target tried last (the one that answered, if any).
     pub(super) target: Option<Tried>,
+    /// The guards that apply to it, and their verdicts.
+    pub guard: super::guard::Guarded,
     /// When it arrived, and when its first output went to the client.
     pub(super) started: Instant,
     pub(super) arrived_us: i64,
@@ -131,6 +133,7 @@ impl Context {
             trace: telemetry.trace().clone(),
             admission: None,
             target: None,
+            guard: super::guard::Guarded::default(),
             started: Instant::now(),
             arrived_us: crate::ledger::time::now_us(),
             first_output_us: None,

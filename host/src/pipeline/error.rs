@@ -135,6 +135,24 @@ pub enum ApiError {
     Saturated(u64),
     #[error("The request body did not arrive within {0} ms.")]
     BodyTimeout(u64),
+    /// A guard refused the request.
+    #[error("Refused by guard `{guard}`: {reason}")]
+    GuardRefused {
+        guard: String,
+        status: u16,
+        reason: String,
+    },
+    /// A guard stopped the answer.
+    #[error("The answer was stopped by guard `{guard}`: {reason}")]
+    AnswerStopped {
+        guard: String,
+        status: u16,
+        reason: String,
+    },
+    /// A guard failed (trapped, ran out of time or memory, broke its contract), so the request
+    /// fails closed.
+    #[error("Guard `{guard}` failed, so the request was refused.")]
+    GuardFailed { guard: String, detail: String },
 }
 
 #[derive(Serialize)]
@@ -210,6 +228,10 @@ impl ApiError {
             Self::KeyNotFound(_) => StatusCode::NOT_FOUND,
             Self::Saturated(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::GuardRefused { status, .. } | Self::AnswerStopped { status, .. } => {
+                StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST)
+            }
+            Self::GuardFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
@@ -310,6 +332,12 @@ impl ApiError {
             Self::WrongProject(_) => ("permission_error", None, Some("project_mismatch")),
             Self::Saturated(_) => ("api_error", None, Some("gateway_saturated")),
             Self::BodyTimeout(_) => ("invalid_request_error", None, Some("request_timeout")),
+            Self::GuardRefused { status, .. } if *status >= 500 => {
+                ("api_error", None, Some("guard_refused"))
+            }
+            Self::GuardRefused { .. } => ("invalid_request_error", None, Some("guard_refused")),
+            Self::AnswerStopped { .. } => ("api_error", None, Some("answer_stopped")),
+            Self::GuardFailed { .. } => ("api_error", None, Some("guard_failed")),
         };
         let message = match self {
             // The plugin failure's own text names the plugin and the limit it hit; it holds no
@@ -508,7 +536,10 @@ impl ApiError {
             // Every target needs an instance from the same pool; and a busy gateway says nothing
             // about a target's health.
             | Self::Saturated(_)
-            | Self::BodyTimeout(_) => false,
+            | Self::BodyTimeout(_)
+            | Self::GuardRefused { .. }
+            | Self::AnswerStopped { .. }
+            | Self::GuardFailed { .. } => false,
         }
     }
 
@@ -530,7 +561,8 @@ impl ApiError {
             Self::PluginFailed(failure) | Self::LimitsUnavailable(failure) => failure.to_string(),
             Self::UpstreamUnreachable { detail, .. }
             | Self::BadUpstreamRequest { detail, .. }
-            | Self::LedgerUnavailable(detail) => detail.clone(),
+            | Self::LedgerUnavailable(detail)
+            | Self::GuardFailed { detail, .. } => detail.clone(),
             _ => return None,
         };
         Some(clip(&detail, crate::clip::MESSAGE).into_owned())

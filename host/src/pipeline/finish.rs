@@ -151,6 +151,7 @@ impl Context {
             // A stream that failed midway or whose client went away.
             record.error_type = Some("stream_incomplete".to_owned());
         }
+        record.guards = self.guard.summary(self.trace.metrics());
         // What the log line, the span and the ledger get: no secret of the config or the request.
         let redactor = &self.redactor;
         redactor.record(&mut record);

@@ -1,7 +1,8 @@
 //! The request path of `/v1/*`, as stages over one [`Context`] passed forward:
 //!
 //! 1. [`auth`]: who sent it (its key, its project).
-//! 2. [`parse`]: the body read under the budget and checked into the canonical request.
+//! 2. [`parse`]: the body read under the budget and checked into the canonical request; then
+//!    the [`guard`]s that apply check it (and later the answer, whole or streamed).
 //! 3. [`admit`]: the limit rules check it (and reserve).
 //! 4. [`route`]: its model leads to a target, or a router orders a virtual model's targets.
 //! 5. [`attempt`]: one try at one target, through its provider plugin and the upstream.
@@ -22,6 +23,8 @@ pub mod error;
 pub mod finish;
 mod json_array;
 mod operations;
+pub mod guard;
+mod guard_events;
 pub mod parse;
 mod passthrough;
 mod raw_json;
@@ -91,6 +94,7 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         auth::auth(state, &mut cx, &incoming.headers).await?;
         // The body's share of the budget is kept while its parsed form is being answered.
         let _body = parse::parse(state, &mut cx, &incoming.headers, incoming.body).await?;
+        guard::request(&mut cx).await?;
         admit::admit(&mut cx).await?;
         route::route(state, &mut cx).await
     }
@@ -140,6 +144,10 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             usage,
             native,
         } => {
+            let body = match guard::whole(&mut cx, body).await {
+                Ok(body) => body,
+                Err(error) => return failed(cx, error).await,
+            };
             let body = match &cx.translation {
                 Some(_) if !native => match dialect::encode(&mut cx, &body, usage).await {
                     Ok(body) => body,
@@ -185,6 +193,10 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             })
         }
         Sent::Events { events, usage } => {
+            let events = match guard::events(&mut cx, events).await {
+                Ok(events) => events,
+                Err(error) => return failed(cx, error).await,
+            };
             let framing = match framing(&mut cx, false).await {
                 Ok(framing) => framing,
                 Err(error) => return failed(cx, error).await,
@@ -199,6 +211,9 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
                 Ok(framing) => framing,
                 Err(error) => return failed(cx, error).await,
             };
+            if let Err(error) = guard::open_stream(&mut cx).await {
+                return failed(cx, error).await;
+            }
             // Counted now, for the record of a stream whose upstream reports no usage, so that
             // the body can go while the stream lasts.
             cx.prompt_tokens();

@@ -75,7 +75,10 @@ pub struct Upstream {
 pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
     let upstream = *upstream;
     let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
+    let mut cx = cx;
+    let guard = cx.guard.take_chain();
     let relay = Relay {
+        guard,
         framing,
         keeper,
         redactor: cx.redactor.clone(),
@@ -100,6 +103,8 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
 }
 
 struct Relay {
+    /// The answer's guards, which the canonical chunks pass through before they are framed.
+    guard: Option<super::guard::AnswerChain>,
     /// The request, finished when the relay is dropped (taken there, once).
     cx: Option<Context>,
     /// Keeps the request's secrets out of an error event relayed from the upstream.
@@ -196,7 +201,14 @@ impl Relay {
                             .iter()
                             .for_each(|e| delta_text(e, &mut self.text));
                     }
-                    let buf = match self.frame(output.events).await {
+                    let events = match self.guarded(output.events).await {
+                        Ok(events) => events,
+                        Err(error) => {
+                            self.fail(&error).await;
+                            continue;
+                        }
+                    };
+                    let buf = match self.frame(events).await {
                         Ok(buf) => buf,
                         Err(error) => {
                             self.fail(&error).await;
@@ -481,6 +493,18 @@ fn write_named(buf: &mut Vec<u8>, events: &[DialectEvent]) {
 }
 
 impl Relay {
+    /// Canonical chunks through the answer's guards (all they hold, once the upstream ended).
+    async fn guarded(&mut self, events: Vec<String>) -> Result<Vec<String>, ApiError> {
+        let Some(chain) = &mut self.guard else {
+            return Ok(events);
+        };
+        let mut passed = chain.push(events).await?;
+        if self.ended {
+            passed.extend(chain.finish().await?);
+        }
+        Ok(passed)
+    }
+
     /// Ends the request (once); the record is written to the journal before this returns.
     async fn finish(&mut self) {
         if let Some(written) = self.end() {
@@ -489,7 +513,10 @@ impl Relay {
     }
 
     fn end(&mut self) -> Option<crate::ledger::Written> {
-        let cx = self.cx.take()?;
+        let mut cx = self.cx.take()?;
+        if let Some(chain) = &mut self.guard {
+            cx.guard.verdicts_from(chain);
+        }
         Some(cx.finish(End::Streamed {
             usage: self.usage,
             text: std::mem::take(&mut self.text),

@@ -199,6 +199,28 @@ impl ClientRequest {
             .unwrap_or_default()
     }
 
+    /// The request as Chat Completions JSON, as guards see it.
+    pub fn body_json(&self) -> String {
+        serde_json::to_string(&self.body).unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// The request a guard rewrote into `body`, checked like a client's; its model, stream and
+    /// user stay the client's own.
+    pub fn rewritten(&self, body: &str) -> Result<Self, ApiError> {
+        let mut request = Self::parse(Operation::ChatCompletions, body.as_bytes())?;
+        request.operation = self.operation;
+        request.model.clone_from(&self.model);
+        request.client_wants_usage = self.client_wants_usage;
+        request.user = self.user.clone();
+        if let Ok(model) = serde_json::value::to_raw_value(&self.model) {
+            request.body.insert("model".to_owned(), model);
+        }
+        if request.stream != self.stream {
+            return Err(invalid("stream", "a guard may not change `stream`."));
+        }
+        Ok(request)
+    }
+
     /// The canonical request for the upstream model name `upstream_model`.
     pub fn canonical(&mut self, upstream_model: &str) -> CanonicalRequest {
         if let Ok(model) = serde_json::value::to_raw_value(upstream_model) {

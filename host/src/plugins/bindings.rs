@@ -54,8 +54,23 @@ pub mod dialect_world {
     });
 }
 
+/// The guard world, reusing the provider world's shared interfaces.
+pub mod guard_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "guard-plugin",
+        exports: { default: async },
+        with: {
+            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+        },
+    });
+}
+
 pub use dialect_world::exports::wasmgate::plugin::dialect as dialect_types;
 pub use dialect_world::{DialectPlugin, DialectPluginPre};
+pub use guard_world::exports::wasmgate::plugin::guard as guard_types;
+pub use guard_world::{GuardPlugin, GuardPluginPre};
 pub use limiter_world::exports::wasmgate::plugin::limiter as limiter_types;
 pub use limiter_world::wasmgate::plugin::counters as counter_types;
 pub use limiter_world::{LimiterPlugin, LimiterPluginPre};

@@ -11,6 +11,7 @@ mod bindings;
 mod cache;
 mod cpu;
 mod dialect;
+mod guard;
 mod limiter;
 mod provider;
 mod registry;
@@ -31,6 +32,10 @@ pub use bindings::dialect_types::{
     AnswerInfo, Call as DialectCallRequest, Canonical, Declaration, Decoded, Event as DialectEvent,
     Failure, Framing, KeySource, Route as DialectRoute, RouteKind,
 };
+pub use bindings::guard_types::{
+    AnswerEvent, Finding, GuardInfo, Refusal, Release, RequestVerdict, Rewrite, Stop,
+    StreamVerdict, TextDelta, ToolCallDelta,
+};
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
     CanonicalRequest, Completion, NativeCall, Operation, ProviderConfig, RequestInfo, StreamOutput,
@@ -40,6 +45,7 @@ pub use bindings::types::{
     ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,
 };
 pub use dialect::{DialectCall, DialectPlugin, DialectStream};
+pub use guard::{AnswerGuardCall, GuardPlugin};
 pub use limiter::LimiterPlugin;
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
 pub use registry::{DialectRegistry, Matched, Mounted, MountedRoute, RegistryError, Unmatched};
@@ -98,6 +104,8 @@ const BUILT_IN: &[(&str, &[u8])] = &[
     built_in!("conditional"),
     built_in!("rate-limit"),
     built_in!("budget"),
+    built_in!("redact"),
+    built_in!("deny"),
 ];
 
 /// Limits applied to every plugin call.
@@ -378,6 +386,15 @@ impl PluginHost {
         LimiterPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
             name: name.to_owned(),
             detail: format!("not a limiter plugin: {e:#}"),
+        })
+    }
+
+    /// Loads the guard plugin `name`, looked up like a provider plugin.
+    pub fn load_guard(&self, name: &str, dir: &Path) -> Result<GuardPlugin, LoadError> {
+        let component = self.load(name, dir)?;
+        GuardPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("not a guard plugin: {e:#}"),
         })
     }
 

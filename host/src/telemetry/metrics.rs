@@ -368,6 +368,7 @@ pub struct Metrics {
     pub limit_denials: Family<1, Counter>,
     pub plugin_duration: Family<2, Histogram>,
     pub plugin_failures: Family<2, Counter>,
+    pub guard_verdicts: Family<2, Counter>,
 }
 
 impl Default for Metrics {
@@ -432,6 +433,11 @@ impl Default for Metrics {
                 "Plugin calls that failed: trapped, timeout or out_of_memory.",
                 ["plugin", "kind"],
             ),
+            guard_verdicts: Family::new(
+                "wasmgate_guard_verdicts_total",
+                "Guard verdicts, by guard (its config name) and action (allow, rewrite, refuse, stop, error; monitor_* in monitor mode).",
+                ["guard", "action"],
+            ),
         }
     }
 }
@@ -450,6 +456,7 @@ impl Metrics {
         self.limit_denials.write(out);
         self.plugin_duration.write(out);
         self.plugin_failures.write(out);
+        self.guard_verdicts.write(out);
     }
 }
 

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{ObservabilityConfig, TracesConfig};
 use crate::ledger::UsageRecord;
-use metrics::Metrics;
+pub use metrics::Metrics;
 use trace::{Span, SpanKind, TraceContext, Tracer};
 
 pub use logging::init;

@@ -11,15 +11,17 @@ macro_rules! files {
 
 /// The WIT package, `wasmgate:plugin@0.1.0`.
 pub const WIT: &[(&str, &str)] =
-    files!("wit": "types.wit", "router.wit", "limiter.wit", "provider.wit");
+    files!("wit": "types.wit", "router.wit", "limiter.wit", "provider.wit", "guard.wit");
 
 /// The Python SDK: `wasmgate_plugin/` and the `provider` module componentize-py looks for.
 pub const PYTHON: &[(&str, &str)] = files!("sdk/python":
     "provider.py",
+    "guard.py",
     "wasmgate_plugin/__init__.py",
     "wasmgate_plugin/_export.py",
     "wasmgate_plugin/_host.py",
     "wasmgate_plugin/errors.py",
+    "wasmgate_plugin/guard.py",
     "wasmgate_plugin/limiter.py",
     "wasmgate_plugin/openai.py",
     "wasmgate_plugin/options.py",

@@ -24,6 +24,8 @@ pub enum Kind {
     Router,
     Limiter,
     Provider,
+    /// A content policy on requests and answers (Rust or Python for now).
+    Guard,
 }
 
 impl Kind {
@@ -32,6 +34,7 @@ impl Kind {
             Kind::Router => "router",
             Kind::Limiter => "limiter",
             Kind::Provider => "provider",
+            Kind::Guard => "guard",
         }
     }
 
@@ -96,6 +99,10 @@ pub fn new(
     note: &mut dyn Write,
 ) -> anyhow::Result<PathBuf> {
     check_name(name)?;
+    if kind == Kind::Guard && lang == Lang::Js {
+        // The guard's contract is new; its JavaScript SDK is still to come.
+        bail!("guards are written in Rust or Python for now: use --lang rust or --lang python");
+    }
     let dir = parent.join(name);
     if dir.exists() {
         bail!("{} already exists", dir.display());

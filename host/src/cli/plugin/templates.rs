@@ -58,6 +58,18 @@ pub fn files(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             ("src/lib.rs", template!("rust/limiter.rs")),
             ignore,
         ],
+        (Lang::Rust, Kind::Guard) => vec![
+            ("Cargo.toml", template!("rust/Cargo.toml")),
+            ("src/lib.rs", template!("rust/guard.rs")),
+            ignore,
+        ],
+        (Lang::Python, Kind::Guard) => vec![
+            ("app.py", template!("python/guard.py")),
+            ("app_test.py", template!("python/guard_test.py")),
+            ignore,
+        ],
+        // Refused in `new` before it asks for files.
+        (Lang::Js, Kind::Guard) => vec![ignore],
         (Lang::Rust, Kind::Provider) => vec![
             ("Cargo.toml", template!("rust/Cargo.toml")),
             ("src/lib.rs", template!("rust/provider.rs")),

@@ -1,0 +1,167 @@
+//! `guards:`: content policies (guard plugins) applied to requests before they leave and to
+//! answers as they come back, in order, each in a scope and a mode.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{Config, ConfigError};
+
+/// One entry of `guards:`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GuardEntry {
+    /// The guard plugin: `redact`, `deny`, or one of the operator's own in `plugins.dir`.
+    #[schemars(extend("examples" = ["redact"]))]
+    pub plugin: String,
+    /// The name its verdicts are recorded and counted under; the plugin's name by default.
+    /// Letters, digits, `-` and `_`, at most 64 bytes, unique among the guards.
+    #[serde(default)]
+    #[schemars(extend("examples" = ["no-cards"]))]
+    pub name: Option<String>,
+    /// Passed to the plugin, which validates it.
+    #[serde(default)]
+    #[schemars(extend("examples" = [{"kinds": {"card": "placeholder", "email": "mask"}}]))]
+    pub options: serde_json::Map<String, serde_json::Value>,
+    /// What it checks: the request, the answer, or both.
+    #[serde(default)]
+    pub apply: GuardApply,
+    /// Which requests it applies to; every request when empty.
+    #[serde(default)]
+    pub scope: GuardScope,
+    /// Guards run in ascending order (then in the order they are listed).
+    #[serde(default)]
+    #[schemars(extend("examples" = [10]))]
+    pub order: i32,
+    /// `enforce`, or `monitor`: the verdict is recorded and nothing is changed.
+    #[serde(default)]
+    pub mode: GuardMode,
+    /// A guard that traps, runs out of time or memory fails its request (closed) unless this is
+    /// set: then its verdict is recorded as `error` and the request goes on without it.
+    #[serde(default)]
+    pub fail_open: bool,
+}
+
+/// What a guard checks.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GuardApply {
+    Request,
+    Answer,
+    #[default]
+    Both,
+}
+
+impl GuardApply {
+    pub fn request(self) -> bool {
+        matches!(self, Self::Request | Self::Both)
+    }
+
+    pub fn answer(self) -> bool {
+        matches!(self, Self::Answer | Self::Both)
+    }
+}
+
+/// Whether a guard's verdicts are carried out.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GuardMode {
+    #[default]
+    Enforce,
+    Monitor,
+}
+
+/// The requests a guard applies to: those matching every list given (a list matches when it
+/// names the request's value).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GuardScope {
+    /// Projects, by name.
+    #[serde(default)]
+    #[schemars(extend("examples" = [["support"]]))]
+    pub projects: Vec<String>,
+    /// API keys, by id (never the key itself).
+    #[serde(default)]
+    #[schemars(extend("examples" = [["key_7f3a"]]))]
+    pub keys: Vec<String>,
+    /// Models as clients name them: `provider/model`, a bare model name, or a virtual model of
+    /// `routing:`.
+    #[serde(default)]
+    #[schemars(extend("examples" = [["openai/gpt-4o", "smart"]]))]
+    pub models: Vec<String>,
+}
+
+/// The longest guard name: it becomes a metric label and a ledger value.
+pub const NAME_MAX: usize = 64;
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= NAME_MAX
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+impl GuardEntry {
+    /// The name its verdicts are recorded under.
+    pub fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.plugin)
+    }
+}
+
+/// Checks `guards:`, naming the key at fault.
+pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
+    let mut names = std::collections::HashSet::new();
+    for (i, guard) in config.guards.iter().enumerate() {
+        if !valid_name(&guard.plugin) {
+            return Err(ConfigError::key(
+                format!("guards[{i}].plugin"),
+                "must be a plugin name (letters, digits, `-`, `_`)",
+            ));
+        }
+        if !valid_name(guard.name()) {
+            return Err(ConfigError::key(
+                format!("guards[{i}].name"),
+                "must be 1 to 64 letters, digits, `-` or `_`",
+            ));
+        }
+        if !names.insert(guard.name().to_owned()) {
+            return Err(ConfigError::key(
+                format!("guards[{i}].name"),
+                format!("`{}` names another guard too (set `name`)", guard.name()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn entries_are_read_with_their_defaults_and_checked() {
+        let config = Config::from_yaml(
+            "guards:\n  - plugin: redact\n  - plugin: deny\n    options: {phrases: [x]}\n    apply: request\n    mode: monitor\n    scope: {models: [smart]}\n",
+        )
+        .unwrap();
+        let [redact, deny] = &config.guards[..] else {
+            panic!("two guards");
+        };
+        assert_eq!(
+            (redact.apply, redact.mode),
+            (GuardApply::Both, GuardMode::Enforce)
+        );
+        assert_eq!(
+            (deny.apply, deny.mode),
+            (GuardApply::Request, GuardMode::Monitor)
+        );
+        assert_eq!(deny.scope.models, ["smart"]);
+
+        let twice = Config::from_yaml("guards:\n  - plugin: redact\n  - plugin: redact\n");
+        assert!(twice.unwrap_err().to_string().contains("guards[1].name"));
+        let bad = Config::from_yaml("guards:\n  - plugin: redact\n    mode: audit\n");
+        assert!(bad.unwrap_err().to_string().contains("guards[0].mode"));
+    }
+}

@@ -1,0 +1,117 @@
+//! The guards of one loaded config: each entry's plugin, validated options, what it checks and
+//! for whom, in the order they run. The pipeline (`pipeline/guard.rs`) runs them.
+
+use std::sync::Arc;
+
+use crate::config::guards::{GuardApply, GuardEntry, GuardMode, GuardScope};
+use crate::plugins::{GuardPlugin, PluginHost};
+
+/// One guard, ready to run.
+pub struct Guard {
+    /// Its entry's name (bounded and plain: see `config::guards`).
+    pub name: Arc<str>,
+    pub plugin: GuardPlugin,
+    /// The entry's `options` as JSON.
+    pub options: String,
+    pub apply: GuardApply,
+    pub mode: GuardMode,
+    pub fail_open: bool,
+    /// The most text its answer guard holds back, as it declared.
+    pub max_hold_chars: u32,
+    scope: GuardScope,
+}
+
+/// Who a request is, as scopes see it.
+pub struct Who<'a> {
+    pub project: &'a str,
+    pub key_id: Option<&'a str>,
+    /// The model as the client named it.
+    pub model: &'a str,
+}
+
+impl Guard {
+    /// Whether it applies to a request from `who`.
+    pub fn applies(&self, who: &Who<'_>) -> bool {
+        let scope = &self.scope;
+        (scope.projects.is_empty() || scope.projects.iter().any(|p| p == who.project))
+            && (scope.keys.is_empty()
+                || who
+                    .key_id
+                    .is_some_and(|k| scope.keys.iter().any(|s| s == k)))
+            && (scope.models.is_empty() || scope.models.iter().any(|m| m == who.model))
+    }
+}
+
+/// The guards of a config, in the order they run.
+#[derive(Default)]
+pub struct Guards {
+    list: Vec<Guard>,
+}
+
+impl Guards {
+    /// Loads each entry's plugin (once per plugin) and has it validate the entry's options.
+    /// An error names the entry.
+    pub async fn load(
+        entries: &[GuardEntry],
+        host: &PluginHost,
+        dir: &std::path::Path,
+    ) -> Result<Self, String> {
+        let mut order: Vec<(usize, &GuardEntry)> = entries.iter().enumerate().collect();
+        order.sort_by_key(|(i, entry)| (entry.order, *i));
+        let mut plugins: std::collections::HashMap<&str, GuardPlugin> = Default::default();
+        let mut list = Vec::with_capacity(entries.len());
+        for (i, entry) in order {
+            let at = |key: &str, message: String| format!("guards[{i}].{key}: {message}");
+            let plugin = match plugins.get(entry.plugin.as_str()) {
+                Some(plugin) => plugin.clone(),
+                None => {
+                    let plugin = host
+                        .load_guard(&entry.plugin, dir)
+                        .map_err(|e| at("plugin", e.to_string()))?;
+                    plugins.insert(&entry.plugin, plugin.clone());
+                    plugin
+                }
+            };
+            let options = serde_json::Value::Object(entry.options.clone()).to_string();
+            let info = match plugin.validate(&options).await {
+                Ok(Ok(info)) => info,
+                Ok(Err(e)) => {
+                    let key = e
+                        .key
+                        .map(|k| format!("options.{k}"))
+                        .unwrap_or("options".into());
+                    return Err(at(&key, e.message));
+                }
+                Err(failure) => return Err(at("plugin", failure.to_string())),
+            };
+            list.push(Guard {
+                name: entry.name().into(),
+                plugin,
+                options,
+                apply: entry.apply,
+                mode: entry.mode,
+                fail_open: entry.fail_open,
+                max_hold_chars: info.max_hold_chars,
+                scope: entry.scope.clone(),
+            });
+        }
+        Ok(Self { list })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The guard at `index` (as [`Guards::applying`] gave it).
+    pub fn get(&self, index: usize) -> Option<&Guard> {
+        self.list.get(index)
+    }
+
+    /// The indices of the guards that apply to `who`, in order.
+    pub fn applying(&self, who: &Who<'_>) -> Vec<usize> {
+        (self.list.iter().enumerate())
+            .filter(|(_, g)| g.applies(who))
+            .map(|(i, _)| i)
+            .collect()
+    }
+}

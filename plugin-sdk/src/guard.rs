@@ -1,0 +1,169 @@
+//! The trait a guard plugin implements, and its adapter to the generated bindings.
+
+use core::cell::RefCell;
+use core::marker::PhantomData;
+
+use serde::de::DeserializeOwned;
+
+use crate::wit::guard::{Guest, GuestAnswerGuard};
+use crate::{AnswerEvent, ConfigError, Finding, GuardInfo, RequestVerdict, StreamVerdict};
+use crate::{Release, parse_options};
+
+/// A guard plugin: a content policy on requests before they leave and on answers as they come
+/// back. Request checks run on an instance that may serve other requests, so implementations
+/// are types without values (`struct MyGuard;`); an answer's state lives in its
+/// [`Guard::Answer`].
+pub trait Guard: 'static {
+    /// The entry's `options`, read with [`parse_options`] before every call. Give it
+    /// `#[serde(deny_unknown_fields)]` so that a misspelt option fails when the config loads.
+    type Options: DeserializeOwned;
+    /// What guards one answer.
+    type Answer: AnswerGuard<Options = Self::Options>;
+
+    /// Checks the options once, when the config loads, and says how much text the answer guard
+    /// may hold back. The default accepts anything and holds nothing.
+    fn validate(options: &Self::Options) -> Result<GuardInfo, ConfigError> {
+        let _ = options;
+        Ok(GuardInfo { max_hold_chars: 0 })
+    }
+
+    /// Checks a request (Chat Completions JSON). The default allows it.
+    fn check_request(options: &Self::Options, request: &str) -> RequestVerdict {
+        let _ = (options, request);
+        RequestVerdict::Allow(Vec::new())
+    }
+}
+
+/// Guards one answer: takes its events in order, returns what may go now.
+pub trait AnswerGuard: Sized + 'static {
+    /// The guard's options.
+    type Options: DeserializeOwned;
+    /// Starts guarding an answer to `request` (Chat Completions JSON).
+    fn new(options: Self::Options, request: &str) -> Self;
+    /// Takes the next events.
+    fn push(&mut self, events: Vec<AnswerEvent>) -> StreamVerdict;
+    /// The answer ended: release all that is held.
+    fn finish(&mut self) -> StreamVerdict;
+}
+
+/// An answer guard that releases every event as it comes: for guards of requests only.
+pub struct PassAnswers<O>(PhantomData<O>);
+
+impl<O: DeserializeOwned + 'static> AnswerGuard for PassAnswers<O> {
+    type Options = O;
+    fn new(_: O, _: &str) -> Self {
+        Self(PhantomData)
+    }
+    fn push(&mut self, events: Vec<AnswerEvent>) -> StreamVerdict {
+        StreamVerdict::release(events, 0, Vec::new())
+    }
+    fn finish(&mut self) -> StreamVerdict {
+        StreamVerdict::release(Vec::new(), 0, Vec::new())
+    }
+}
+
+impl StreamVerdict {
+    /// Lets `events` go, holding `held_chars` of text, having found `findings`.
+    pub fn release(events: Vec<AnswerEvent>, held_chars: u32, findings: Vec<Finding>) -> Self {
+        StreamVerdict::Release(Release {
+            events,
+            held_chars,
+            findings,
+        })
+    }
+}
+
+/// The type [`export_guard!`](crate::export_guard) exports for a guard `G`.
+pub struct GuardAdapter<G>(PhantomData<G>);
+
+impl<G: Guard> Guest for GuardAdapter<G> {
+    type AnswerGuard = AnswerResource<G::Answer>;
+
+    fn validate(options: String) -> Result<GuardInfo, ConfigError> {
+        G::validate(&parse_options(&options)?)
+    }
+
+    fn check_request(options: String, request: String) -> RequestVerdict {
+        match parse_options(&options) {
+            Ok(options) => G::check_request(&options, &request),
+            // Refused when the config loaded; failing closed is all that is left.
+            Err(err) => panic!("invalid guard options: {}", err.message),
+        }
+    }
+}
+
+/// The resource the host holds for one answer. The host calls it from one task at a time, so a
+/// `RefCell` gives the guard the `&mut self` it wants.
+pub struct AnswerResource<A>(RefCell<A>);
+
+impl<A: AnswerGuard> GuestAnswerGuard for AnswerResource<A> {
+    fn new(options: String, request: String) -> Self {
+        match parse_options(&options) {
+            Ok(options) => AnswerResource(RefCell::new(A::new(options, &request))),
+            Err(err) => panic!("invalid guard options: {}", err.message),
+        }
+    }
+
+    fn push(&self, events: Vec<AnswerEvent>) -> StreamVerdict {
+        self.0.borrow_mut().push(events)
+    }
+
+    fn finish(&self) -> StreamVerdict {
+        self.0.borrow_mut().finish()
+    }
+}
+
+/// Adds `n` findings of `kind` to `findings`, one entry per kind.
+pub fn count(findings: &mut Vec<Finding>, kind: &str, n: u32) {
+    if n == 0 {
+        return;
+    }
+    match findings.iter_mut().find(|f| f.kind == kind) {
+        Some(f) => f.count = f.count.saturating_add(n),
+        None => findings.push(Finding {
+            kind: kind.to_owned(),
+            count: n,
+        }),
+    }
+}
+
+/// The texts of a Chat Completions request a guard reads and may rewrite: each message's
+/// content (a string, or the `text` of its parts), its tool calls' arguments, and each tool's
+/// description. `f` is called on each in place.
+pub fn request_texts(request: &mut serde_json::Value, mut f: impl FnMut(&mut String)) {
+    use serde_json::Value;
+    let mut text = |v: &mut Value| {
+        if let Value::String(s) = v {
+            f(s);
+        }
+    };
+    if let Some(Value::Array(messages)) = request.get_mut("messages") {
+        for message in messages {
+            match message.get_mut("content") {
+                Some(Value::Array(parts)) => {
+                    for part in parts {
+                        if let Some(t) = part.get_mut("text") {
+                            text(t);
+                        }
+                    }
+                }
+                Some(content) => text(content),
+                None => {}
+            }
+            if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
+                for call in calls {
+                    if let Some(args) = call.pointer_mut("/function/arguments") {
+                        text(args);
+                    }
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(tools)) = request.get_mut("tools") {
+        for tool in tools {
+            if let Some(d) = tool.pointer_mut("/function/description") {
+                text(d);
+            }
+        }
+    }
+}

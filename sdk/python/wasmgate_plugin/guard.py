@@ -1,0 +1,214 @@
+"""Guard plugins: a content policy on requests before they leave and on answers as they come
+back, streamed or whole.
+
+A guard subclasses :class:`Guard`, names its options dataclass in ``Options``, may override
+``check_request`` (return :func:`allow`, :func:`rewrite` or :func:`refuse`), and names in
+``Answer`` a class that guards one answer: ``push(events)`` returns :func:`release` (the events
+to send now; the rest is held) or :func:`stop`, and ``finish()`` releases what is held::
+
+    from dataclasses import dataclass
+    from wasmgate_plugin.guard import Guard, PassAnswers, allow, export, refuse, request_texts
+
+    @dataclass
+    class Options:
+        words: list[str]
+
+    class Words(Guard):
+        Options = Options
+        Answer = PassAnswers
+
+        def check_request(self, options, request):
+            texts = request_texts(request)
+            if any(w in t for t in texts for w in options.words):
+                return refuse("this topic is not allowed here")
+            return allow()
+
+    export(Words)
+
+The request is Chat Completions JSON (text); events are ``AnswerEvent_Text``,
+``AnswerEvent_ToolCall``, ``AnswerEvent_Usage`` and ``AnswerEvent_Stop``. See ``wit/guard.wit``.
+"""
+
+import json
+from typing import Any, Generic, TypeVar
+
+from componentize_py_types import Err
+from wit_world.exports.guard import (
+    AnswerEvent,
+    AnswerEvent_Stop,
+    AnswerEvent_Text,
+    AnswerEvent_ToolCall,
+    AnswerEvent_Usage,
+    Finding,
+    GuardInfo,
+    Refusal,
+    Release,
+    RequestVerdict,
+    RequestVerdict_Allow,
+    RequestVerdict_Refuse,
+    RequestVerdict_Rewrite,
+    Rewrite,
+    Stop,
+    StreamVerdict,
+    StreamVerdict_Release,
+    StreamVerdict_Stop,
+    TextDelta,
+    ToolCallDelta,
+)
+from wit_world.imports.types import ConfigError as _WitConfigError
+
+from . import _export
+from ._host import count_tokens, log
+from .options import ConfigError, NoOptions, parse_options
+
+__all__ = [
+    "AnswerEvent", "AnswerEvent_Stop", "AnswerEvent_Text", "AnswerEvent_ToolCall",
+    "AnswerEvent_Usage", "ConfigError", "Finding", "Guard", "PassAnswers", "RequestVerdict",
+    "RequestVerdict_Allow", "RequestVerdict_Refuse", "RequestVerdict_Rewrite", "Stop",
+    "StreamVerdict", "StreamVerdict_Release", "StreamVerdict_Stop", "TextDelta", "ToolCallDelta",
+    "allow", "count_tokens", "export", "log", "refuse", "release", "request_texts", "rewrite",
+    "stop", "text", "validate",
+]
+
+O = TypeVar("O")
+
+
+class PassAnswers:
+    """An answer guard that releases every event as it comes: for guards of requests only."""
+
+    def __init__(self, options: Any, request: str):
+        pass
+
+    def push(self, events: list[AnswerEvent]) -> StreamVerdict:
+        return release(events)
+
+    def finish(self) -> StreamVerdict:
+        return release([])
+
+
+class Guard(Generic[O]):
+    """A guard plugin. Override :meth:`check_request`; name the answer guard in ``Answer``."""
+
+    #: The dataclass the entry's ``options`` are read into, checked when the config loads.
+    Options: type = NoOptions
+    #: The class that guards one answer: ``Answer(options, request)``, ``push``, ``finish``.
+    Answer: type = PassAnswers
+
+    def validate(self, options: O) -> int:
+        """Checks the options once, when the config loads (raise :class:`ConfigError` to refuse
+        them), and returns the most text the answer guard holds back. The default: 0."""
+        return 0
+
+    def check_request(self, options: O, request: str) -> RequestVerdict:
+        """Allows, rewrites or refuses a request (Chat Completions JSON). The default allows."""
+        return allow()
+
+
+def _findings(findings: dict[str, int] | None) -> list[Finding]:
+    return [Finding(kind, int(n)) for kind, n in (findings or {}).items()]
+
+
+def allow(findings: dict[str, int] | None = None) -> RequestVerdict:
+    """Sends the request on as it is, recording ``findings`` (kind: count)."""
+    return RequestVerdict_Allow(_findings(findings))
+
+
+def rewrite(body: str, findings: dict[str, int] | None = None) -> RequestVerdict:
+    """Sends ``body`` (Chat Completions JSON) instead."""
+    return RequestVerdict_Rewrite(Rewrite(body, _findings(findings)))
+
+
+def refuse(reason: str, status: int = 400, findings: dict[str, int] | None = None) -> RequestVerdict:
+    """Refuses the request with ``reason`` and ``status``, in the client's own error shape."""
+    return RequestVerdict_Refuse(Refusal(reason, status, _findings(findings)))
+
+
+def release(events: list[AnswerEvent], held_chars: int = 0, findings: dict[str, int] | None = None) -> StreamVerdict:
+    """Sends ``events`` now; the guard holds ``held_chars`` of text (at most what it declared)."""
+    return StreamVerdict_Release(Release(list(events), int(held_chars), _findings(findings)))
+
+
+def stop(reason: str, findings: dict[str, int] | None = None) -> StreamVerdict:
+    """Ends the answer here, with the client's API's own error."""
+    return StreamVerdict_Stop(Refusal(reason, 400, _findings(findings)))
+
+
+def text(value: str, choice: int = 0) -> AnswerEvent:
+    """A text event, for unit tests and for answer guards that write text."""
+    return AnswerEvent_Text(TextDelta(choice, value))
+
+
+def request_texts(request: str) -> list[str]:
+    """The texts of a Chat Completions request a guard reads: each message's content (a string,
+    or the text of its parts), its tool calls' arguments, and each tool's description."""
+    body = json.loads(request)
+    texts: list[str] = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            texts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        for call in message.get("tool_calls") or []:
+            arguments = (call.get("function") or {}).get("arguments")
+            if isinstance(arguments, str):
+                texts.append(arguments)
+    for tool in body.get("tools") or []:
+        description = (tool.get("function") or {}).get("description")
+        if isinstance(description, str):
+            texts.append(description)
+    return texts
+
+
+_EXPORTED: list[Any] = []
+
+
+def export(cls: type[Guard]) -> type:
+    """Makes ``cls`` the component's guard. Call it once, at the end of the app module."""
+    plugin = cls()
+    _EXPORTED[:] = [cls, plugin]
+
+    class Adapter:
+        def validate(self, text: str) -> GuardInfo:
+            try:
+                held = plugin.validate(parse_options(text, cls.Options))
+            except ConfigError as err:
+                raise Err(_WitConfigError(err.key, err.message)) from None
+            return GuardInfo(int(held or 0))
+
+        def check_request(self, text: str, request: str) -> RequestVerdict:
+            # Options the config accepted cannot fail here; if they do, the call traps and the
+            # host fails the request closed.
+            return plugin.check_request(parse_options(text, cls.Options), request)
+
+    return _export.install(cls, "Guard", Adapter)
+
+
+class _AnswerGuardAdapter:
+    """The `answer-guard` resource componentize-py exports (see the `guard` shim module)."""
+
+    def __init__(self, options: str, request: str):
+        cls, _ = _EXPORTED
+        self._answer = cls.Answer(parse_options(options, cls.Options), request)
+
+    def push(self, events: list[AnswerEvent]) -> StreamVerdict:
+        return self._answer.push(events)
+
+    def finish(self) -> StreamVerdict:
+        return self._answer.finish()
+
+
+def validate(adapter: type, options: str) -> ConfigError | None:
+    """Checks ``options`` as the host does when the config loads, through the exported
+    ``adapter`` (the value :func:`export` returned): the error, or ``None``."""
+    try:
+        adapter().validate(options)
+    except Err as err:
+        return ConfigError(err.value.message, err.value.key)
+    return None
+
+
+def answer(cls: type[Guard], options: str, request: str = "{}") -> Any:
+    """An answer guard of ``cls`` as the host starts one, for unit tests."""
+    _EXPORTED[:] = [cls, cls()]
+    return _AnswerGuardAdapter(options, request)

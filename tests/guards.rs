@@ -1,0 +1,396 @@
+//! Guards end to end, against the strict mock upstream and with the official SDKs: a card
+//! number spread over many stream deltas redacted in order (OpenAI's Python SDK); refusals in
+//! the Messages and Responses APIs' own error shapes (Anthropic's SDK, OpenAI's); a stop
+//! mid-stream ending with the dialect's error event; monitor mode changing only the record; and
+//! a guard that traps, loops or eats memory failing closed for its own request only.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+use crate::sdk_clients::{assert_passed, run_client};
+
+use common::mock_openai::MockOpenAi;
+use common::{TestGateway, http, test_plugins_dir};
+use serde_json::{Value, json};
+
+const CARD: &str = "My card is 4111 1111 1111 1111, thanks.";
+
+fn providers(base_url: &str) -> String {
+    format!(
+        r#"
+providers:
+  openai:
+    plugin: openai
+    base_url: {base_url}
+    api_key: sk-upstream-secret
+    models: [gpt-4o-mini, spell]
+"#
+    )
+}
+
+/// A chat request with `x-request-id: id`; the status and the body (SSE text for a stream).
+async fn chat(
+    gateway: &TestGateway,
+    id: &str,
+    model: &str,
+    text: &str,
+    stream: bool,
+) -> (u16, String) {
+    let response = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .header("x-request-id", id)
+        .json(&json!({"model": model, "stream": stream,
+                      "messages": [{"role": "user", "content": text}]}))
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+fn guards_of(record: &wasmgate::ledger::UsageRecord) -> Value {
+    serde_json::from_str(record.guards.as_deref().expect("guards recorded")).unwrap()
+}
+
+#[tokio::test]
+async fn a_card_spread_over_stream_deltas_is_redacted_in_order_for_the_openai_sdk() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        "{}\nguards:\n  - plugin: redact\n    name: answers\n    apply: answer\n    options: {{window: 24}}\n",
+        providers(&mock.base_url())
+    );
+    let gateway = TestGateway::start(&config).await;
+    let expect = "My card is [CARD], thanks.";
+    let output = run_client(
+        "guards.py",
+        &gateway.url(""),
+        "sk-client",
+        &[
+            "--scenario",
+            "stream",
+            "--model",
+            "openai/spell",
+            "--prompt",
+            CARD,
+            "--expect",
+            expect,
+        ],
+    )
+    .await;
+    assert_passed(&output, &["stream"]);
+
+    // The upstream saw the request as the client sent it (the guard checks answers only), and
+    // the record names the verdict and what was found, never the number.
+    let (status, body) = chat(&gateway, "guard-card", "openai/spell", CARD, true).await;
+    assert_eq!(status, 200);
+    assert!(!body.contains("4111") && body.contains("[CARD]"), "{body}");
+    assert_eq!(
+        mock.last_request().await.body["messages"][0]["content"],
+        CARD
+    );
+    let record = gateway.record_of("guard-card").await;
+    assert_eq!(
+        guards_of(&record),
+        json!([{"guard": "answers", "side": "answer", "action": "rewrite", "counts": {"card": 1}}])
+    );
+    assert_eq!(record.status, 200);
+
+    // A whole answer goes through the same path.
+    let (status, body) = chat(&gateway, "guard-card-whole", "openai/spell", CARD, false).await;
+    assert_eq!(status, 200, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], expect);
+    assert_eq!(body["usage"]["prompt_tokens"], 13, "nothing else changed");
+    let metrics = gateway.metrics().await;
+    assert!(
+        metrics.contains(r#"wasmgate_guard_verdicts_total{guard="answers",action="rewrite"} 3"#),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn requests_are_redacted_before_they_leave() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        "{}\nguards:\n  - plugin: redact\n",
+        providers(&mock.base_url())
+    );
+    let gateway = TestGateway::start(&config).await;
+    let (status, body) = chat(&gateway, "guard-req", "openai/gpt-4o-mini", CARD, false).await;
+    assert_eq!(status, 200, "{body}");
+    let sent = mock.last_request().await.body;
+    assert_eq!(sent["messages"][0]["content"], "My card is [CARD], thanks.");
+    let record = gateway.record_of("guard-req").await;
+    let verdicts = guards_of(&record);
+    assert_eq!(verdicts[0]["side"], "request");
+    assert_eq!(verdicts[0]["action"], "rewrite");
+    assert_eq!(verdicts[1]["side"], "answer");
+    assert_eq!(verdicts[1]["action"], "allow");
+}
+
+#[tokio::test]
+async fn the_anthropic_sdk_and_the_responses_api_are_refused_in_their_own_shapes() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        "{}\nguards:\n  - plugin: deny\n    apply: request\n    options: {{phrases: [Project Falcon]}}\n",
+        providers(&mock.base_url())
+    );
+    let gateway = TestGateway::start(&config).await;
+    let prompt = "Tell me about project falcon";
+    for scenario in ["messages-refused", "responses-refused"] {
+        let output = run_client(
+            "guards.py",
+            &gateway.url(""),
+            "sk-client",
+            &["--scenario", scenario, "--prompt", prompt],
+        )
+        .await;
+        assert_passed(&output, &[scenario]);
+    }
+    assert!(
+        mock.requests().await.is_empty(),
+        "nothing left for the upstream"
+    );
+}
+
+#[tokio::test]
+async fn a_stop_mid_stream_ends_with_the_dialects_error_event() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        "{}\nguards:\n  - plugin: deny\n    apply: answer\n    options: {{phrases: [Project Falcon]}}\n",
+        providers(&mock.base_url())
+    );
+    let gateway = TestGateway::start(&config).await;
+    let prompt = "The first part is fine. Then: Project Falcon launches soon.";
+    let response = http()
+        .post(gateway.url("/v1/messages"))
+        .header("x-request-id", "guard-stop")
+        .header("anthropic-version", "2023-06-01")
+        .json(
+            &json!({"model": "openai/spell", "max_tokens": 64, "stream": true,
+                      "messages": [{"role": "user", "content": prompt}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap();
+    let text: String = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|e| e["delta"]["text"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        text.starts_with("The first part is fine."),
+        "released before the stop: {body}"
+    );
+    assert!(!text.to_lowercase().contains("falcon"), "{body}");
+    let last = body.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(last.starts_with("event: error\ndata: "), "{body}");
+    let error: Value = serde_json::from_str(last.split_once("data: ").unwrap().1).unwrap();
+    assert_eq!(error["type"], "error");
+    assert!(
+        error["error"]["message"].as_str().unwrap().contains("deny"),
+        "{error}"
+    );
+    let record = gateway.record_of("guard-stop").await;
+    assert_eq!(guards_of(&record)[0]["action"], "stop");
+    assert_eq!(record.error_type.as_deref(), Some("stream_incomplete"));
+}
+
+#[tokio::test]
+async fn monitor_mode_changes_nothing_but_the_record() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        "{}\nguards:\n  - plugin: redact\n    name: watch\n    mode: monitor\n  - plugin: deny\n    mode: monitor\n    options: {{phrases: [card]}}\n",
+        providers(&mock.base_url())
+    );
+    let gateway = TestGateway::start(&config).await;
+    let (status, body) = chat(&gateway, "guard-monitor", "openai/spell", CARD, true).await;
+    assert_eq!(status, 200);
+    let text: String = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, CARD, "the answer is the upstream's");
+    assert_eq!(
+        mock.last_request().await.body["messages"][0]["content"],
+        CARD
+    );
+    let verdicts = guards_of(&gateway.record_of("guard-monitor").await);
+    let actions: Vec<(&str, &str, &str)> = verdicts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["guard"].as_str().unwrap(),
+                v["side"].as_str().unwrap(),
+                v["action"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("watch", "request", "monitor_rewrite"),
+            ("deny", "request", "monitor_refuse"),
+            ("watch", "answer", "monitor_rewrite"),
+            ("deny", "answer", "monitor_stop"),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_guard_that_traps_loops_or_eats_memory_fails_closed_for_that_request_only() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        r#"
+plugins:
+  dir: {dir}
+  call_timeout_ms: 100
+  memory_limit_mib: 32
+  max_instances: 16
+{providers}
+guards:
+  - plugin: faulty-guard
+    scope: {{models: [openai/gpt-4o-mini]}}
+  - plugin: faulty-guard
+    name: lenient
+    fail_open: true
+    scope: {{models: [openai/spell]}}
+"#,
+        dir = test_plugins_dir().display(),
+        providers = providers(&mock.base_url()),
+    );
+    let gateway = TestGateway::start(&config).await;
+    for (i, fault) in ["guard-trap", "guard-loop", "guard-hog"].iter().enumerate() {
+        let started = std::time::Instant::now();
+        let id = format!("guard-fault-{i}");
+        let (status, body) = chat(&gateway, &id, "openai/gpt-4o-mini", fault, false).await;
+        assert_eq!(status, 500, "{fault}: {body}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["error"]["code"], "guard_failed", "{body}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{fault} failed fast"
+        );
+        let (status, body) = chat(&gateway, "ok", "openai/gpt-4o-mini", "hello", false).await;
+        assert_eq!(status, 200, "the next request after {fault}: {body}");
+        let record = gateway.record_of(&id).await;
+        assert_eq!(record.status, 500);
+        assert_eq!(guards_of(&record)[0]["action"], "error");
+    }
+    assert_eq!(
+        mock.requests().await.len(),
+        3,
+        "only the good requests went upstream"
+    );
+
+    // `fail_open`: the failure is recorded and the request goes on without the guard, on the
+    // request and on the streamed answer (which echoes the trigger).
+    let (status, body) = chat(&gateway, "guard-open", "openai/spell", "guard-trap", true).await;
+    assert_eq!(status, 200);
+    assert!(body.contains("gua") && body.contains("[DONE]"), "{body}");
+    let verdicts = guards_of(&gateway.record_of("guard-open").await);
+    assert_eq!(verdicts[0]["guard"], "lenient");
+    assert_eq!(
+        (&verdicts[0]["action"], &verdicts[1]["action"]),
+        (&json!("error"), &json!("error"))
+    );
+}
+
+/// A Messages request to an Anthropic target would pass through natively; with a guard it is
+/// translated, so both the request and the answer are checked in canonical form, and the client
+/// still gets Anthropic's own shapes.
+#[tokio::test]
+async fn a_native_target_is_no_way_around_a_guard() {
+    use common::mock_providers::{KEY, MockProvider, anthropic};
+    let mock = MockProvider::anthropic().await;
+    let config = format!(
+        r#"
+providers:
+  anthropic:
+    plugin: anthropic
+    base_url: {}
+    api_key: {KEY}
+    models: [claude-sonnet-4-5]
+guards:
+  - plugin: redact
+"#,
+        mock.base_url()
+    );
+    let gateway = TestGateway::start(&config).await;
+    for stream in [false, true] {
+        let id = format!("guard-native-{stream}");
+        let response = http()
+            .post(gateway.url("/v1/messages"))
+            .header("anthropic-version", anthropic::VERSION)
+            .header("x-request-id", &id)
+            .json(
+                &json!({"model": "anthropic/claude-sonnet-4-5", "max_tokens": 64,
+                          "stream": stream, "messages": [{"role": "user", "content": CARD}]}),
+            )
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        if stream {
+            assert!(body.contains("event: message_stop"), "{body}");
+        } else {
+            assert_eq!(
+                serde_json::from_str::<Value>(&body).unwrap()["type"],
+                "message"
+            );
+        }
+        let sent = mock.last_request().await.body;
+        let content = sent["messages"][0]["content"].to_string();
+        assert!(content.contains("[CARD]"), "{sent}");
+        assert!(!sent.to_string().contains("4111"), "{sent}");
+        let verdicts = guards_of(&gateway.record_of(&id).await);
+        assert_eq!(verdicts[0]["action"], "rewrite");
+        assert_eq!(verdicts[1]["side"], "answer", "the answer was guarded too");
+    }
+}
+
+/// Reversible redaction: the upstream sees only numbered placeholders, and the client gets its
+/// own card number back in the streamed answer that repeats the placeholder, split over deltas.
+#[tokio::test]
+async fn reversible_redaction_round_trips_through_a_stream() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        "{}\nguards:\n  - plugin: redact\n    options: {{reversible: true, window: 24}}\n",
+        providers(&mock.base_url())
+    );
+    let gateway = TestGateway::start(&config).await;
+    let output = run_client(
+        "guards.py",
+        &gateway.url(""),
+        "sk-client",
+        &[
+            "--scenario",
+            "stream",
+            "--model",
+            "openai/spell",
+            "--prompt",
+            CARD,
+            "--expect",
+            CARD,
+        ],
+    )
+    .await;
+    assert_passed(&output, &["stream"]);
+    let sent = mock.last_request().await.body;
+    assert_eq!(
+        sent["messages"][0]["content"],
+        "My card is [CARD_1], thanks."
+    );
+}
