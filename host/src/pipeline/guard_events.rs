@@ -117,6 +117,9 @@ fn usage_of(usage: &Value) -> Usage {
         cache_write_tokens: 0,
         reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
         images: 0,
+        search_units: 0,
+        audio_ms: 0,
+        characters: 0,
     }
 }
 
