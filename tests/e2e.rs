@@ -10,6 +10,7 @@ mod accounting;
 mod auth;
 mod auth_matrix;
 mod bedrock;
+mod cache;
 mod chat;
 mod cli;
 mod cli_help;

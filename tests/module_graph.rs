@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "auth",
     ],
     &["plugins"],
-    &["limits", "routing", "upstream"],
+    &["limits", "routing", "upstream", "cache"],
     &["telemetry"],
     &["gateway"],
     &["state"],

@@ -199,6 +199,8 @@ impl Redactor {
             status: _,
             estimated: _,
             cache_write_tokens: _,
+            cache_hit: _,
+            saved_cost_micros: _,
         } = record;
         for text in [request_id, project, operation] {
             *text = self.string(std::mem::take(text));

@@ -1,5 +1,6 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
+pub mod cache;
 mod catalog;
 mod interpolate;
 pub mod presets;
@@ -89,6 +90,9 @@ pub struct Config {
     /// The plugins that translate the client APIs other than Chat Completions.
     #[serde(default)]
     pub dialects: DialectsConfig,
+    /// The response cache: exact answers kept by a key of everything that shapes them.
+    #[serde(default)]
+    pub cache: cache::CacheConfig,
 }
 
 /// `dialects:`: which dialect plugin translates each client API the gateway serves besides Chat
@@ -801,6 +805,7 @@ impl Config {
                 ));
             }
         }
+        self.cache.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

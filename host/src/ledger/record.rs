@@ -38,6 +38,13 @@ pub struct UsageRecord {
     pub error_type: Option<String>,
     /// The tokens were counted by the gateway, not reported by the upstream.
     pub estimated: bool,
+    /// Answered from the response cache: no upstream call, `cost_micros` 0.
+    #[serde(default)]
+    pub cache_hit: bool,
+    /// A hit's saving: what the kept answer cost when it was made (micro-USD); `None` for a
+    /// miss, or when its model has no known price.
+    #[serde(default)]
+    pub saved_cost_micros: Option<i64>,
 }
 
 /// Which users' usage `/usage/models` sums: every field given must match (an empty filter

@@ -400,6 +400,8 @@ pub fn record_row(row: &dyn Row) -> anyhow::Result<UsageRecord> {
         ttft_us: row.int(18)?,
         reasoning_tokens: count(19)?,
         cache_write_tokens: count(20)?,
+        cache_hit: int(row, 21)? != 0,
+        saved_cost_micros: row.int(22)?,
     })
 }
 
@@ -427,7 +429,7 @@ impl Type {
 /// The columns of `usage_records` a batch writes, in the order of [`insert_values`]. A new
 /// column is a line here and one there (and one in [`super::requests::COLUMNS`] and
 /// [`record_row`] to read it back).
-pub const INSERT_COLUMNS: [(&str, Type); 22] = [
+pub const INSERT_COLUMNS: [(&str, Type); 24] = [
     ("request_id", Type::Text),
     ("time_us", Type::BigInt),
     ("project", Type::Text),
@@ -450,6 +452,8 @@ pub const INSERT_COLUMNS: [(&str, Type); 22] = [
     ("ttft_us", Type::BigInt),
     ("reasoning_tokens", Type::BigInt),
     ("cache_write_tokens", Type::BigInt),
+    ("cache_hit", Type::Boolean),
+    ("saved_cost_micros", Type::BigInt),
 ];
 
 /// One record's values for [`INSERT_COLUMNS`]: `user_key` names its user in `usage_users`,
@@ -458,7 +462,7 @@ pub fn insert_values<'a>(
     r: &'a UsageRecord,
     user_key: i64,
     tags: &'a str,
-) -> anyhow::Result<[Value<'a>; 22]> {
+) -> anyhow::Result<[Value<'a>; 24]> {
     let count = |n: u64| -> anyhow::Result<Value<'a>> { Ok(i64::try_from(n)?.into()) };
     Ok([
         r.request_id.as_str().into(),
@@ -483,6 +487,8 @@ pub fn insert_values<'a>(
         r.ttft_us.into(),
         count(r.reasoning_tokens)?,
         count(r.cache_write_tokens)?,
+        Value::Bool(r.cache_hit),
+        r.saved_cost_micros.into(),
     ])
 }
 

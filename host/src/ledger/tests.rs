@@ -1176,20 +1176,44 @@ fn stats_of_whole_hours_read_the_rollups() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs `make` as the last wasmgate before versioned migrations would have: the stores it opens
-/// stop at V1, whatever later migrations exist, so that it makes a database of that age (then
-/// made older still by the test, and its history dropped, as such a database had none).
+/// Runs `make`, whose stores write the records of the database the test then makes older: the
+/// records are written with today's columns (a store stopped at V1 could not write them), and
+/// [`BEFORE_HISTORY`] drops what the versions after V1 added, as such a database never had it.
 fn at_v1<T>(make: impl FnOnce() -> T) -> T {
-    schema::stopping_at(1, make)
+    make()
 }
 
+/// Drops what the migrations after V1 added (V3: the response cache's columns).
+const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
+    ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
+    ALTER TABLE usage_hourly_models DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN cache_hits;
+    ALTER TABLE usage_daily_models DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN cache_hits;
+    ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
+    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;";
+
 /// Makes a database look like one made before versioned migrations (with the statements before
-/// it, like one made before some column): an older wasmgate kept no history.
-const BEFORE_HISTORY: &str = "DROP TABLE ledger_schema_history;";
+/// it, like one made before some column): an older wasmgate kept no history, nor what later
+/// versions added.
+const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
+    ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
+    ALTER TABLE usage_hourly_models DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN cache_hits;
+    ALTER TABLE usage_daily_models DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN cache_hits;
+    ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
+    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
+    DROP TABLE ledger_schema_history;";
 
 /// Makes a database look like one written before the rollups held the console's sums: their
 /// columns and the duration histograms gone.
 fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
+    execute(AFTER_V1);
     for (table, ..) in rollup::ROLLUP_TABLES {
         for column in rollup::STATS_COLUMNS {
             execute(&format!("ALTER TABLE {table} DROP COLUMN {column}"));
@@ -1925,7 +1949,7 @@ fn an_older_sqlite_file_gains_the_daily_model_rollup() {
     drop(store);
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch(&format!("DROP TABLE usage_daily_models; {BEFORE_HISTORY}"))
+        .execute_batch(&format!("{BEFORE_HISTORY} DROP TABLE usage_daily_models;"))
         .unwrap();
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let after = store
@@ -1977,12 +2001,12 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
     };
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch(
+        conn.execute_batch(&format!(
             "DROP INDEX usage_records_by_project_time_id; DROP INDEX usage_records_by_project_user;
              DROP INDEX usage_records_failed; DROP INDEX usage_records_by_request;
-             DROP INDEX usage_records_by_key; DROP TABLE ledger_schema_history;
-             CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);",
-        )
+             DROP INDEX usage_records_by_key; {BEFORE_HISTORY}
+             CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);"
+        ))
         .unwrap();
         assert_eq!(indexes(&conn), ["usage_records_by_project_time"]);
     }

@@ -14,6 +14,7 @@ pub mod admit;
 pub mod attempt;
 pub mod auth;
 pub mod body;
+pub mod cache;
 pub mod context;
 pub mod dialect;
 pub mod end_user;
@@ -80,7 +81,10 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         // The body's share of the budget is kept while its parsed form is being answered.
         let _body = parse::parse(state, &mut cx, &incoming.headers, incoming.body).await?;
         admit::admit(&mut cx).await?;
-        route::route(state, &mut cx).await
+        if let Some(hit) = cache::lookup(state, &mut cx, &incoming.headers).await {
+            return Ok(Err(hit));
+        }
+        route::route(state, &mut cx).await.map(Ok)
     }
     .await;
     let Answered {
@@ -89,7 +93,8 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         model,
         attempts,
     } = match answered {
-        Ok(answered) => answered,
+        Ok(Ok(answered)) => answered,
+        Ok(Err(hit)) => return cache::serve(cx, hit).await,
         Err(error) => {
             cx.finish(End::Failed(&error)).wait().await;
             return Reply {
@@ -99,6 +104,14 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         }
     };
     let headers = answer_headers(&cx, &provider, &model, attempts);
+    if let Sent::Whole {
+        body,
+        usage,
+        native: false,
+    } = &sent
+    {
+        cx.cache.keep_whole(&provider, &model, body, *usage);
+    }
     Reply {
         dialect,
         result: answer(cx, sent).await.map(|body| Answer { headers, body }),
@@ -144,6 +157,9 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             Ok(AnswerBody::Events(Body::from(body)))
         }
         Sent::Stream(upstream) => {
+            if upstream.native {
+                cx.cache.native_stream();
+            }
             let framing = match framing(&mut cx, upstream.native).await {
                 Ok(framing) => framing,
                 Err(error) => return failed(cx, error).await,
@@ -194,6 +210,7 @@ fn answer_headers(
     if let Ok(v) = HeaderValue::from_str(model) {
         headers.push((HeaderName::from_static("x-wasmgate-model"), v));
     }
+    headers.extend(cx.cache.header());
     for (name, value) in cx.admission.iter().flat_map(|a| &a.headers) {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),

@@ -59,6 +59,24 @@ pub async fn local(events: Vec<String>, usage: Option<Usage>, framing: Framing) 
     body
 }
 
+/// The SSE body of a cached answer's chunks re-encoded in the client's dialect, whose final
+/// Responses object is kept as a live stream's is.
+pub async fn replay_kept(
+    mut encoder: DialectStream,
+    events: Vec<String>,
+    usage: Option<Usage>,
+    keeper: &Keeper,
+) -> Result<Vec<u8>, ApiError> {
+    let mut encoded = answered(encoder.push(&events).await)?;
+    encoded.extend(answered(encoder.finish(usage).await)?);
+    for event in &encoded {
+        keep_final(keeper, &event.data).await;
+    }
+    let mut body = Vec::new();
+    write_named(&mut body, &encoded);
+    Ok(body)
+}
+
 /// An upstream stream the attempt opened, for the relay to pass on.
 pub struct Upstream {
     pub provider: Arc<str>,
@@ -187,6 +205,9 @@ impl Relay {
             };
             match decoded {
                 Ok(Ok(output)) => {
+                    if let Some(cx) = &mut self.cx {
+                        cx.cache.push(&output.events);
+                    }
                     if output.usage.is_some() {
                         self.usage = output.usage;
                         self.text = String::new();
@@ -471,7 +492,15 @@ impl Relay {
     }
 
     fn end(&mut self) -> Option<crate::ledger::Written> {
-        let cx = self.cx.take()?;
+        let mut cx = self.cx.take()?;
+        if self.ended && !self.failed {
+            let model = cx
+                .target
+                .as_ref()
+                .map(|t| t.model.clone())
+                .unwrap_or_default();
+            cx.cache.streamed(&self.provider, &model, self.usage);
+        }
         Some(cx.finish(End::Streamed {
             usage: self.usage,
             text: std::mem::take(&mut self.text),
