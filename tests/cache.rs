@@ -8,6 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::mock_openai::MockOpenAi;
+use common::mock_providers::MockProvider;
 use common::{TestGateway, http};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -355,4 +356,122 @@ async fn two_gateways_share_answers_through_one_redis() {
     assert_eq!(replay.cache(), "hit");
     assert!(chat_stream(&replay.body).2, "a whole stream");
     assert_eq!(calls(&mock, "/v1/chat/completions").await, 1);
+}
+
+/// A gateway whose targets speak the clients' dialects: Messages pass through to the Anthropic
+/// mock, Responses to the OpenAI mock (the `openai` plugin's default).
+async fn native_gateway() -> (MockOpenAi, MockProvider, TestGateway) {
+    let openai = MockOpenAi::start().await;
+    let anthropic = MockProvider::anthropic().await;
+    let yaml = format!(
+        r#"
+auth: {{ required: true }}
+providers:
+  anthropic:
+    plugin: anthropic
+    base_url: {}
+    api_key: {}
+    models: [claude-sonnet-4-5]
+  openai:
+    plugin: openai
+    base_url: {}
+    api_key: {}
+    models: [gpt-4.1-mini]
+    options: {{ responses: native }}
+cache: {{ enabled: true }}
+"#,
+        anthropic.base_url(),
+        common::mock_providers::KEY,
+        openai.base_url(),
+        common::mock_openai::responses::API_KEY,
+    );
+    let gateway = TestGateway::start(&yaml).await;
+    (openai, anthropic, gateway)
+}
+
+/// The `data:` payloads of an SSE body, and their `event:` names.
+fn sse(body: &str) -> (Vec<String>, Vec<Value>) {
+    let events = common::sse::events(body);
+    let names = common::sse::types(&events);
+    let data = events.iter().map(|e| e.data.clone()).collect();
+    (names, data)
+}
+
+#[tokio::test]
+async fn native_answers_are_kept_and_replayed_to_their_own_dialect() {
+    let (openai, anthropic, gateway) = native_gateway().await;
+    let key = gateway.api_key("p").await;
+
+    let messages = json!({
+        "model": "anthropic/claude-sonnet-4-5",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "Hello, Claude"}],
+    });
+    let first = post(&gateway, "/v1/messages", &key, &messages, &[]).await;
+    let second = post(&gateway, "/v1/messages", &key, &messages, &[]).await;
+    assert_eq!(
+        (first.cache(), second.cache()),
+        ("miss", "hit"),
+        "{}",
+        second.body
+    );
+    let (a, b) = (first.json(), second.json());
+    assert_eq!(a["content"], b["content"]);
+    assert_eq!(a["usage"], b["usage"]);
+    assert_ne!(a["id"], b["id"], "a fresh id");
+
+    // Streamed: a native whole answer does not answer a stream; the stream is kept itself.
+    let mut streamed = messages.clone();
+    streamed["stream"] = json!(true);
+    let first = post(&gateway, "/v1/messages", &key, &streamed, &[]).await;
+    assert_eq!(first.cache(), "miss");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = post(&gateway, "/v1/messages", &key, &streamed, &[]).await;
+    assert_eq!(second.cache(), "hit", "{}", second.body);
+    let ((names_a, data_a), (names_b, data_b)) = (sse(&first.body), sse(&second.body));
+    assert_eq!(names_a, names_b, "the same events in the same order");
+    assert_eq!(names_b.first().map(String::as_str), Some("message_start"));
+    assert_eq!(names_b.last().map(String::as_str), Some("message_stop"));
+    assert_ne!(data_a[0]["message"]["id"], data_b[0]["message"]["id"]);
+    assert_eq!(data_a[1..], data_b[1..], "the same content and usage");
+    assert_eq!(anthropic.requests().await.len(), 2);
+
+    let responses = json!({"model": "openai/gpt-4.1-mini", "input": "Hello, GPT", "store": false});
+    let first = post(&gateway, "/v1/responses", &key, &responses, &[]).await;
+    let second = post(&gateway, "/v1/responses", &key, &responses, &[]).await;
+    assert_eq!(
+        (first.cache(), second.cache()),
+        ("miss", "hit"),
+        "{}",
+        second.body
+    );
+    let (a, b) = (first.json(), second.json());
+    assert_eq!(a["output"][0]["content"], b["output"][0]["content"]);
+    assert_ne!(a["id"], b["id"]);
+    let mut streamed = responses.clone();
+    streamed["stream"] = json!(true);
+    let first = post(&gateway, "/v1/responses", &key, &streamed, &[]).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let second = post(&gateway, "/v1/responses", &key, &streamed, &[]).await;
+    assert_eq!(
+        (first.cache(), second.cache()),
+        ("miss", "hit"),
+        "{}",
+        second.body
+    );
+    let ((names_a, data_a), (names_b, data_b)) = (sse(&first.body), sse(&second.body));
+    assert_eq!(names_a, names_b);
+    assert_eq!(
+        names_b.last().map(String::as_str),
+        Some("response.completed")
+    );
+    let (last_a, last_b) = (&data_a[data_a.len() - 1], &data_b[data_b.len() - 1]);
+    assert_eq!(last_a["response"]["output"], last_b["response"]["output"]);
+    assert_ne!(last_a["response"]["id"], last_b["response"]["id"]);
+    assert_eq!(
+        calls(&openai, "/v1/responses").await,
+        2,
+        "{:?}",
+        openai.targets().await
+    );
 }

@@ -11,8 +11,17 @@ use crate::plugins::Usage;
 /// What the store keeps for one key.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
-    /// The canonical chat completion (`object: chat.completion`), as the target's plugin wrote it.
+    /// What `completion` (and `events`) hold.
+    pub form: Form,
+    /// The canonical chat completion (`object: chat.completion`), as the target's plugin wrote
+    /// it; or, for a native answer, the dialect's own answer object.
     pub completion: String,
+    /// A native stream's events, as the target sent them (their data).
+    #[serde(default)]
+    pub events: Vec<String>,
+    /// A native answer's id, replaced by a fresh one in each replay.
+    #[serde(default)]
+    pub answer_id: Option<String>,
     pub usage: Option<StoredUsage>,
     /// The target that answered, named in the hit's headers and record.
     pub provider: String,
@@ -21,6 +30,77 @@ pub struct Entry {
     /// hit reports, and the TTL every store checks again on read.
     pub stored_ms: u64,
     pub expires_ms: u64,
+}
+
+/// How a kept answer was given, and so what it can answer. A canonical completion answers in
+/// any form; a native answer (a target that spoke the client's dialect, passed through) answers
+/// the same dialect (its key has the dialect in it) in the same form only: whole for whole,
+/// streamed for streamed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Form {
+    Canonical,
+    NativeWhole,
+    NativeStream,
+}
+
+impl Entry {
+    /// Whether it answers a request that is (or is not) streamed.
+    pub fn serves(&self, stream: bool) -> bool {
+        match self.form {
+            Form::Canonical => true,
+            Form::NativeWhole => !stream,
+            Form::NativeStream => stream,
+        }
+    }
+
+    /// `text` with the kept answer's id replaced by `fresh`: an answer replayed is a new answer
+    /// (a Responses id is kept under it, once).
+    pub fn with_fresh_id(&self, text: &str, fresh: &str) -> String {
+        match &self.answer_id {
+            Some(old) if !old.is_empty() => {
+                text.replace(&format!("\"{old}\""), &format!("\"{fresh}\""))
+            }
+            _ => text.to_owned(),
+        }
+    }
+}
+
+/// The id of a native answer: a whole one's `id`, or in a stream the id of the message
+/// (`message_start`) or response (`response.created`) it opens with.
+pub fn native_id(whole: Option<&str>, events: &[String]) -> Option<String> {
+    if let Some(body) = whole {
+        let value: Value = serde_json::from_str(body).ok()?;
+        return value.get("id")?.as_str().map(str::to_owned);
+    }
+    let first: Value = serde_json::from_str(events.first()?).ok()?;
+    ["message", "response"]
+        .iter()
+        .find_map(|k| first.get(*k)?.get("id")?.as_str().map(str::to_owned))
+}
+
+/// Whether a native whole answer finished: a Messages answer with its stop reason, a Responses
+/// object `completed`.
+pub fn native_cacheable(body: &str) -> bool {
+    let Ok(value) = serde_json::from_str::<Value>(body) else {
+        return false;
+    };
+    let message = value.get("type").and_then(Value::as_str) == Some("message")
+        && value.get("stop_reason").is_some_and(|r| !r.is_null());
+    let response = value.get("object").and_then(Value::as_str) == Some("response")
+        && value.get("status").and_then(Value::as_str) == Some("completed");
+    message || response
+}
+
+/// Whether a native stream finished well: it has the dialect's closing event of success.
+pub fn native_stream_finished(events: &[String]) -> bool {
+    events.iter().rev().take(4).any(|e| {
+        serde_json::from_str::<Value>(e).is_ok_and(|v| {
+            matches!(
+                v.get("type").and_then(Value::as_str),
+                Some("message_stop" | "response.completed")
+            )
+        })
+    })
 }
 
 /// [`Usage`], as kept.

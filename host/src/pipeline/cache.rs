@@ -4,10 +4,10 @@
 //! saved); a miss carries its key forward, so that the answer is kept once it is whole: a
 //! whole answer at once, a stream once it ended normally.
 //!
-//! What is kept is the canonical completion only. An answer a target gave in the client's own
-//! dialect (a native pass-through) is not kept: replaying it would repeat the upstream's ids
-//! (a Responses id must be new for each answer that is stored under it), and it could only
-//! serve the same dialect.
+//! What is kept is the canonical completion, which answers any form of the request. An answer a
+//! target gave in the client's own dialect (a native pass-through: Messages to Anthropic,
+//! Responses to OpenAI) is kept as it came, and answers the same dialect (the key has it) in the
+//! same form (whole, or streamed), its id replaced by a fresh one in each replay.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,7 @@ use axum::http::{HeaderName, HeaderValue};
 use super::context::{Context, Dialect, Tried};
 use super::finish::End;
 use super::{Answer, AnswerBody, Reply, relay};
-use crate::cache::answer::{self, Assembler, Entry, StoredUsage};
+use crate::cache::answer::{self, Assembler, Entry, Form, StoredUsage};
 use crate::cache::key::{self, Key, Scope, Shape};
 use crate::cache::{Cache, now_ms};
 use crate::config::cache::{CacheConfig, CacheScope};
@@ -43,6 +43,8 @@ pub struct Fill {
     ttl: Duration,
     background: tokio_util::task::TaskTracker,
     assembler: Option<Assembler>,
+    /// A native stream's events and their bytes so far (`None` when it outgrew the limit).
+    native: Option<(Vec<String>, usize)>,
 }
 
 /// A kept answer found for the request.
@@ -120,7 +122,7 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
         let span = cx.trace.stage("cache");
         let found = span.scope(state.cache.get(&key)).await;
         drop(span);
-        if let Some(entry) = found {
+        if let Some(entry) = found.filter(|e| e.serves(cx.request.stream)) {
             cx.cache.outcome = Some("hit");
             return Some(Hit { entry });
         }
@@ -137,6 +139,7 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
             key,
             ttl: Duration::from_secs(ttl),
             background: cx.background.clone(),
+            native: None,
         });
     }
     None
@@ -222,33 +225,58 @@ impl Slot {
         })
     }
 
-    /// Keeps a whole canonical answer (a miss's, not a native pass-through's).
+    /// Keeps a whole answer that finished: canonical, or (`native`) in the client's dialect.
     pub fn keep_whole(
         &mut self,
         provider: &str,
         model: &str,
-        completion: &str,
+        body: &str,
         usage: Option<Usage>,
+        native: bool,
     ) {
         let Some(fill) = self.fill.take() else { return };
-        if fill.assembler.is_some() || !answer::cacheable(completion) {
+        let (form, finished) = match native {
+            false => (Form::Canonical, answer::cacheable(body)),
+            true => (Form::NativeWhole, answer::native_cacheable(body)),
+        };
+        if fill.assembler.is_some() || !finished {
             return;
         }
-        fill.keep(provider, model, completion.to_owned(), usage);
+        let answer_id = native.then(|| answer::native_id(Some(body), &[])).flatten();
+        let kept = Kept {
+            form,
+            completion: body.to_owned(),
+            events: Vec::new(),
+            answer_id,
+        };
+        fill.keep(provider, model, kept, usage);
     }
 
-    /// A stream's canonical chunks, as they pass.
+    /// A stream's events as they pass: canonical chunks, or a native stream's own events.
     pub fn push(&mut self, events: &[String]) {
         let Some(fill) = &mut self.fill else { return };
-        match &mut fill.assembler {
-            Some(assembler) if !assembler.given_up() => assembler.push(events),
-            Some(_) | None => {}
+        if let Some(assembler) = &mut fill.assembler
+            && !assembler.given_up()
+        {
+            assembler.push(events);
+        }
+        let limit = fill.cache.max_entry_bytes();
+        if let Some((kept, bytes)) = &mut fill.native {
+            *bytes += events.iter().map(String::len).sum::<usize>();
+            if *bytes > limit {
+                fill.native = None;
+            } else {
+                kept.extend(events.iter().cloned());
+            }
         }
     }
 
-    /// A stream that passed in the client's dialect untouched: nothing of it is kept.
+    /// The stream passes in the client's dialect untouched: its events are kept as they are.
     pub fn native_stream(&mut self) {
-        self.fill = None;
+        if let Some(fill) = &mut self.fill {
+            fill.assembler = None;
+            fill.native = Some((Vec::new(), 0));
+        }
     }
 
     /// The stream ended normally: what it made is kept.
@@ -256,20 +284,50 @@ impl Slot {
         let Some(mut fill) = self.fill.take() else {
             return;
         };
+        if let Some((events, _)) = fill.native.take() {
+            if !answer::native_stream_finished(&events) {
+                return;
+            }
+            let kept = Kept {
+                form: Form::NativeStream,
+                completion: String::new(),
+                answer_id: answer::native_id(None, &events),
+                events,
+            };
+            fill.keep(provider, model, kept, usage);
+            return;
+        }
         let Some(completion) = fill.assembler.take().and_then(Assembler::finish) else {
             return;
         };
-        fill.keep(provider, model, completion, usage);
+        let kept = Kept {
+            form: Form::Canonical,
+            completion,
+            events: Vec::new(),
+            answer_id: None,
+        };
+        fill.keep(provider, model, kept, usage);
     }
+}
+
+/// The answer's part of an entry.
+struct Kept {
+    form: Form,
+    completion: String,
+    events: Vec<String>,
+    answer_id: Option<String>,
 }
 
 impl Fill {
     /// Writes the entry off the answer's path (a Redis write must not delay the last byte); the
     /// shutdown waits for it with the other background work.
-    fn keep(self, provider: &str, model: &str, completion: String, usage: Option<Usage>) {
+    fn keep(self, provider: &str, model: &str, kept: Kept, usage: Option<Usage>) {
         let stored_ms = now_ms();
         let entry = Entry {
-            completion,
+            form: kept.form,
+            completion: kept.completion,
+            events: kept.events,
+            answer_id: kept.answer_id,
             usage: usage.map(StoredUsage::from),
             provider: provider.to_owned(),
             model: model.to_owned(),
@@ -309,10 +367,10 @@ pub(super) async fn serve(mut cx: Context, hit: Hit) -> Reply {
     let mut headers = super::answer_headers(&cx, &entry.provider, &entry.model, 0);
     let age = now_ms().saturating_sub(entry.stored_ms) / 1000;
     headers.push((http::header::AGE, HeaderValue::from(age)));
-    let body = if cx.request.stream {
-        replay(&mut cx, &entry.completion, usage).await
-    } else {
-        whole(&mut cx, &entry.completion, usage).await
+    let body = match entry.form {
+        Form::Canonical if cx.request.stream => replay(&mut cx, &entry.completion, usage).await,
+        Form::Canonical => whole(&mut cx, &entry.completion, usage).await,
+        Form::NativeWhole | Form::NativeStream => Ok(native(&cx, &entry).await),
     };
     match body {
         Ok(body) => {
@@ -349,6 +407,37 @@ async fn whole(
         keeper.keep(&body).await;
     }
     Ok(AnswerBody::Json(body))
+}
+
+/// A native answer as it came, under a fresh id; a Responses one kept as a live one would be.
+async fn native(cx: &Context, entry: &Entry) -> AnswerBody {
+    let fresh = fresh_id(entry.answer_id.as_deref());
+    let translation = cx.translation.as_ref();
+    let keeper = translation.and_then(|t| t.keeper.as_ref());
+    let own = |text: &str| {
+        let text = entry.with_fresh_id(text, &fresh);
+        match translation {
+            Some(translation) => translation.with_previous_id(text),
+            None => text,
+        }
+    };
+    if entry.form == Form::NativeWhole {
+        let body = own(&entry.completion);
+        if let Some(keeper) = keeper {
+            keeper.keep(&body).await;
+        }
+        return AnswerBody::Json(body);
+    }
+    let events: Vec<String> = entry.events.iter().map(|e| own(e)).collect();
+    AnswerBody::Events(Body::from(relay::replay_native(&events, keeper).await))
+}
+
+/// A new id in the style of `old` (`msg_…`, `resp_…`).
+fn fresh_id(old: Option<&str>) -> String {
+    let prefix = old
+        .and_then(|old| old.split_once('_'))
+        .map_or("cached", |(prefix, _)| prefix);
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
 }
 
 /// The answer as the stream a live one would be, framed as the relay frames one.

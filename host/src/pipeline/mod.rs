@@ -107,10 +107,11 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
     if let Sent::Whole {
         body,
         usage,
-        native: false,
+        native,
     } = &sent
     {
-        cx.cache.keep_whole(&provider, &model, body, *usage);
+        cx.cache
+            .keep_whole(&provider, &model, body, *usage, *native);
     }
     Reply {
         dialect,

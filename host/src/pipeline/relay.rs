@@ -77,6 +77,19 @@ pub async fn replay_kept(
     Ok(body)
 }
 
+/// The SSE body of a cached native stream's events, named by their type as the relay names a
+/// live one's; a Responses object they end with is kept.
+pub async fn replay_native(events: &[String], keeper: Option<&Keeper>) -> Vec<u8> {
+    if let Some(keeper) = keeper {
+        for event in events {
+            keep_final(keeper, event).await;
+        }
+    }
+    let mut body = Vec::new();
+    write_typed(&mut body, events);
+    body
+}
+
 /// An upstream stream the attempt opened, for the relay to pass on.
 pub struct Upstream {
     pub provider: Arc<str>,
