@@ -475,3 +475,34 @@ async fn native_answers_are_kept_and_replayed_to_their_own_dialect() {
         openai.targets().await
     );
 }
+
+/// The official SDKs get a hit as they got the live answer, in every dialect, whole and
+/// streamed (`tests/sdk/cache_replay.py`); each scenario's pair costs one upstream call.
+#[tokio::test]
+async fn the_sdks_cannot_tell_a_hit_from_a_live_answer() {
+    let (mock, gateway) = start("{ enabled: true }").await;
+    let key = gateway.api_key("p").await;
+    let model = "openai/gpt-4o-mini";
+    let output = crate::sdk_clients::run_client(
+        "cache_replay.py",
+        &gateway.url(""),
+        &key,
+        &["--chat-model", model, "--messages-model", model],
+    )
+    .await;
+    let scenarios = [
+        "chat",
+        "chat_stream",
+        "chat_stream_tools",
+        "messages",
+        "messages_stream",
+        "responses",
+        "responses_stream",
+    ];
+    crate::sdk_clients::assert_passed(&output, &scenarios);
+    // One call for each scenario, and one for the conversation continued from a hit.
+    assert_eq!(
+        calls(&mock, "/v1/chat/completions").await,
+        scenarios.len() + 1
+    );
+}
