@@ -129,6 +129,20 @@ async fn a_repeated_chat_request_is_answered_once_and_recorded_as_a_hit() {
         "the saving is recorded: {record:?}"
     );
     assert_eq!(record.provider.as_deref(), Some("openai"));
+    // The usage API reads the hit and its saving (the miss's record is written before its answer).
+    let usage = post(&gateway, "/usage/total", &key, &json!({}), &[])
+        .await
+        .json();
+    assert_eq!(usage["cache"]["hits"], 1, "{usage}");
+    assert_eq!(usage["cache"]["hit_rate"], 0.5, "{usage}");
+    assert!(
+        usage["cache"]["saved_cost"].as_f64().unwrap() > 0.0,
+        "{usage}"
+    );
+    assert_eq!(
+        usage["cache"]["saved_cost"], usage["total"]["total_cost"],
+        "the hit saved what the miss cost"
+    );
     let metrics = gateway.metrics().await;
     assert!(
         metrics.contains("wasmgate_cache_lookups_total{outcome=\"hit\"} 1"),

@@ -457,6 +457,8 @@ pub fn totals(
         output_tokens: count(output),
         cost_micros: cost.unwrap_or(0),
         requests: count(n),
+        cache_hits: 0,
+        saved_cost_micros: 0,
     }
 }
 

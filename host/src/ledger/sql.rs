@@ -576,12 +576,11 @@ pub fn total(
 ) -> anyhow::Result<Totals> {
     let plan = rollup::plan(start_us, end_us, None);
     let sums = |row: &dyn Row| -> anyhow::Result<Totals> {
-        Ok(rollup::totals(
-            row.int(0)?,
-            row.int(1)?,
-            row.int(2)?,
-            row.int(3)?,
-        ))
+        Ok(Totals {
+            cache_hits: u64::try_from(row.int(4)?.unwrap_or(0)).unwrap_or(0),
+            saved_cost_micros: row.int(5)?.unwrap_or(0),
+            ..rollup::totals(row.int(0)?, row.int(1)?, row.int(2)?, row.int(3)?)
+        })
     };
     let mut totals = Totals::default();
     for RollupSpan {
@@ -594,7 +593,8 @@ pub fn total(
         // PostgreSQL sums BIGINTs as NUMERIC: the casts bring the sums back.
         let sql = format!(
             "SELECT CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT),
-                CAST(SUM(cost_micros) AS BIGINT), CAST(SUM(requests) AS BIGINT)
+                CAST(SUM(cost_micros) AS BIGINT), CAST(SUM(requests) AS BIGINT),
+                CAST(SUM(cache_hits) AS BIGINT), CAST(SUM(saved_cost_micros) AS BIGINT)
              FROM {table} WHERE project = $1 AND {time} >= $2 AND {time} < $3"
         );
         if let Some(sum) = first(db, &sql, &[project.into(), a.into(), b.into()], sums)? {
@@ -605,7 +605,9 @@ pub fn total(
         let sum = first(
             db,
             "SELECT CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT),
-                CAST(SUM(cost_micros) AS BIGINT), COUNT(*)
+                CAST(SUM(cost_micros) AS BIGINT), COUNT(*),
+                CAST(SUM(CAST(cache_hit AS INTEGER)) AS BIGINT),
+                CAST(SUM(saved_cost_micros) AS BIGINT)
              FROM usage_records WHERE project = $1 AND time_us >= $2 AND time_us < $3",
             &[project.into(), s.into(), e.into()],
             sums,

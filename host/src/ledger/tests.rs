@@ -37,6 +37,7 @@ macro_rules! on_every_store {
 on_every_store!(
     check_record,
     check_totals,
+    check_cache_hits,
     check_model_buckets,
     check_keys,
     check_key_limits_and_spend,
@@ -101,6 +102,31 @@ fn check_totals(store: &dyn Store) {
     // Inside one hour: raw rows only.
     let t = store.total("p", H + 5, H + 20).unwrap();
     assert_eq!(t.input_tokens, 10);
+}
+
+/// Cache hits and their savings read back on a record, and sum in totals from the rollups (a
+/// whole hour) and from the raw edges alike.
+fn check_cache_hits(store: &dyn Store) {
+    let hit = |time_us: i64, saved: i64| {
+        let mut r = record(time_us, "a", 0, 0, 0);
+        r.cache_hit = true;
+        r.saved_cost_micros = Some(saved);
+        r
+    };
+    let records = [
+        record(H + 10, "a", 10, 20, 30),
+        hit(H + 11, 30),
+        hit(H + HOUR_US + 1, 300),
+        record(H + HOUR_US + 2, "a", 100, 200, 300),
+    ];
+    store.write(&records).unwrap();
+    assert_eq!(
+        store.record(&records[1].request_id).unwrap().as_ref(),
+        Some(&records[1])
+    );
+    let t = store.total("p", H + 1, H + 2 * HOUR_US).unwrap();
+    assert_eq!((t.requests, t.cache_hits, t.saved_cost_micros), (4, 2, 330));
+    assert_eq!(t.cost_micros, 330, "hits cost nothing");
 }
 
 fn key(id: &str, project: &str, created_us: i64) -> ApiKey {
@@ -449,6 +475,7 @@ fn check_rollups_agree_with_records(store: &dyn Store) {
                 output_tokens: r.output_tokens,
                 cost_micros: r.cost_micros.unwrap_or(0),
                 requests: 1,
+                ..Totals::default()
             });
         }
         sums.into_iter()
@@ -583,7 +610,8 @@ fn check_many_users_one_bucket(store: &dyn Store) {
             input_tokens: 120,
             output_tokens: 180,
             cost_micros: 300,
-            requests: 60
+            requests: 60,
+            ..Totals::default()
         }
     );
     let one = UserFilter {
