@@ -35,6 +35,8 @@ pub struct Cache {
 /// How lookups and writes went, for `/metrics`.
 #[derive(Default)]
 pub struct Counts {
+    /// Keys computed (the hashing of a request: the cache's main cost on a request's path).
+    pub keys: AtomicU64,
     pub hits: AtomicU64,
     pub misses: AtomicU64,
     pub bypasses: AtomicU64,
@@ -43,6 +45,24 @@ pub struct Counts {
     pub not_stored: AtomicU64,
     /// Reads that failed (the store was unreachable, or an entry unreadable): served as misses.
     pub errors: AtomicU64,
+}
+
+impl Counts {
+    /// Every key computed, lookup and write so far: what the cache did at all.
+    pub fn work(&self) -> u64 {
+        [
+            &self.keys,
+            &self.hits,
+            &self.misses,
+            &self.bypasses,
+            &self.stored,
+            &self.not_stored,
+            &self.errors,
+        ]
+        .iter()
+        .map(|c| c.load(Ordering::Relaxed))
+        .sum()
+    }
 }
 
 impl Cache {

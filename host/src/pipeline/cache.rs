@@ -114,6 +114,11 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
             key::key(&scope, &shape, cx.request.fields())
         }
     };
+    state
+        .cache
+        .counts
+        .keys
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let ttl = match control.ttl_s {
         Some(s) => policy.ttl_s.min(s),
         None => policy.ttl_s,

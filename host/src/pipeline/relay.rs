@@ -507,12 +507,8 @@ impl Relay {
     fn end(&mut self) -> Option<crate::ledger::Written> {
         let mut cx = self.cx.take()?;
         if self.ended && !self.failed {
-            let model = cx
-                .target
-                .as_ref()
-                .map(|t| t.model.clone())
-                .unwrap_or_default();
-            cx.cache.streamed(&self.provider, &model, self.usage);
+            let model = cx.target.as_ref().map_or("", |t| t.model.as_str());
+            cx.cache.streamed(&self.provider, model, self.usage);
         }
         Some(cx.finish(End::Streamed {
             usage: self.usage,
