@@ -124,14 +124,16 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
         None => policy.ttl_s,
     };
     if !control.no_cache {
-        let span = cx.trace.stage("cache");
+        let mut span = cx.trace.stage("cache");
         let found = span.scope(state.cache.get(&key)).await;
+        let hit = found.filter(|e| e.serves(cx.request.stream));
+        let outcome = if hit.is_some() { "hit" } else { "miss" };
+        span.set("wasmgate.cache", outcome.to_owned());
         drop(span);
-        if let Some(entry) = found.filter(|e| e.serves(cx.request.stream)) {
-            cx.cache.outcome = Some("hit");
+        cx.cache.outcome = Some(outcome);
+        if let Some(entry) = hit {
             return Some(Hit { entry });
         }
-        cx.cache.outcome = Some("miss");
     }
     if !control.no_store {
         let cache = Arc::clone(&state.cache);
