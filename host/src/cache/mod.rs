@@ -203,8 +203,16 @@ impl Cache {
             self.counts.errors.load(Ordering::Relaxed)
         );
         if let Some((bytes, entries)) = self.memory_usage() {
+            let _ = writeln!(
+                out,
+                "# HELP wasmgate_cache_memory_bytes Bytes the in-memory cache holds, by its own count."
+            );
             let _ = writeln!(out, "# TYPE wasmgate_cache_memory_bytes gauge");
             let _ = writeln!(out, "wasmgate_cache_memory_bytes {bytes}");
+            let _ = writeln!(
+                out,
+                "# HELP wasmgate_cache_entries Answers the in-memory cache holds."
+            );
             let _ = writeln!(out, "# TYPE wasmgate_cache_entries gauge");
             let _ = writeln!(out, "wasmgate_cache_entries {entries}");
         }
