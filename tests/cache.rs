@@ -520,3 +520,96 @@ async fn the_sdks_cannot_tell_a_hit_from_a_live_answer() {
         scenarios.len() + 1
     );
 }
+
+/// A hit counts as a request for the rate limits (it is admitted before the lookup), and
+/// spends no tokens: a token budget the miss used up is not charged again by the hits.
+#[tokio::test]
+async fn a_hit_counts_as_a_request_and_spends_no_tokens() {
+    let mock = MockOpenAi::start().await;
+    let yaml = format!(
+        "{}limits:\n  store: memory\n  rules:\n    - {{ policy: rate-limit, scope: project, options: {{ requests_per_minute: 3 }} }}\n",
+        config(&mock, "{ enabled: true }")
+    );
+    let gateway = TestGateway::start(&yaml).await;
+    let key = gateway.api_key("p").await;
+    let body = chat("Limits?");
+    let path = "/v1/chat/completions";
+    let ids = ["limit-1", "limit-2", "limit-3", "limit-4"];
+    let mut outcomes = Vec::new();
+    for id in ids {
+        let answer = post(&gateway, path, &key, &body, &[("x-request-id", id)]).await;
+        outcomes.push((answer.status, answer.cache().to_owned()));
+    }
+    assert_eq!(
+        outcomes,
+        [
+            (200, "miss".to_owned()),
+            (200, "hit".to_owned()),
+            (200, "hit".to_owned()),
+            (429, "(none)".to_owned()),
+        ]
+    );
+    let hit = gateway.record_of("limit-2").await;
+    assert!(hit.cache_hit);
+    assert_eq!((hit.input_tokens, hit.output_tokens), (0, 0));
+    assert_eq!(calls(&mock, "/v1/chat/completions").await, 1);
+}
+
+/// Through the whole path, a Messages request that differs from a kept one in any field that
+/// shapes the answer misses (also a field its translation drops, `top_k`); one that differs in
+/// who asked (`metadata`) or how it is delivered hits.
+#[tokio::test]
+async fn a_request_differing_in_any_shaping_field_misses() {
+    let (mock, gateway) = start("{ enabled: true }").await;
+    let key = gateway.api_key("p").await;
+    let base = json!({
+        "model": "openai/gpt-4o-mini",
+        "max_tokens": 64,
+        "system": "Be brief.",
+        "temperature": 0.5,
+        "messages": [{"role": "user", "content": "Which fields count?"}],
+    });
+    let path = "/v1/messages";
+    assert_eq!(post(&gateway, path, &key, &base, &[]).await.cache(), "miss");
+    let tool = json!([{"name": "f", "description": "d", "input_schema": {"type": "object"}}]);
+    let changes = [
+        ("system", json!("Be long.")),
+        ("temperature", json!(0.6)),
+        ("top_p", json!(0.9)),
+        ("top_k", json!(5)),
+        ("max_tokens", json!(65)),
+        ("stop_sequences", json!(["END"])),
+        ("tools", tool.clone()),
+        (
+            "messages",
+            json!([{"role": "user", "content": "Which fields count!"}]),
+        ),
+        ("model", json!("gpt-4o-mini")),
+    ];
+    let mut misses = 1;
+    for (field, value) in changes {
+        let mut changed = base.clone();
+        changed[field] = value;
+        let answer = post(&gateway, path, &key, &changed, &[]).await;
+        assert_eq!(answer.status, 200, "{field}: {}", answer.body);
+        // `model` written another way resolves to the same target: the same request.
+        let expected = if field == "model" { "hit" } else { "miss" };
+        assert_eq!(answer.cache(), expected, "{field}");
+        misses += usize::from(expected == "miss");
+    }
+    let mut tool_choice = base.clone();
+    tool_choice["tools"] = tool;
+    tool_choice["tool_choice"] = json!({"type": "any"});
+    assert_eq!(
+        post(&gateway, path, &key, &tool_choice, &[]).await.cache(),
+        "miss"
+    );
+    misses += 1;
+    let mut metadata = base.clone();
+    metadata["metadata"] = json!({"user_id": "someone"});
+    assert_eq!(
+        post(&gateway, path, &key, &metadata, &[]).await.cache(),
+        "hit"
+    );
+    assert_eq!(calls(&mock, "/v1/chat/completions").await, misses);
+}
