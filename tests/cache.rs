@@ -613,3 +613,27 @@ async fn a_request_differing_in_any_shaping_field_misses() {
     );
     assert_eq!(calls(&mock, "/v1/chat/completions").await, misses);
 }
+
+/// A Redis that goes away makes lookups misses, counted, never errors: the answer still comes.
+#[tokio::test]
+async fn a_redis_gone_is_a_miss_not_an_error() {
+    let redis = common::redis::RedisServer::start();
+    let mock = MockOpenAi::start().await;
+    let cache = format!("{{ enabled: true, store: \"{}\" }}", redis.url());
+    let gateway = TestGateway::start(&config(&mock, &cache)).await;
+    let key = gateway.api_key("p").await;
+    drop(redis);
+    let body = chat("Is Redis there?");
+    for _ in 0..2 {
+        let answer = post(&gateway, "/v1/chat/completions", &key, &body, &[]).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(answer.cache(), "miss");
+    }
+    assert!(
+        gateway
+            .metrics()
+            .await
+            .contains("wasmgate_cache_errors_total 2"),
+        "the failed reads are counted"
+    );
+}

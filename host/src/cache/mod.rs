@@ -226,3 +226,66 @@ pub fn now_ms() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::cache::answer::Form;
+
+    fn entry(completion: String, ttl_ms: u64) -> Entry {
+        let now = now_ms();
+        Entry {
+            form: Form::Canonical,
+            completion,
+            events: Vec::new(),
+            answer_id: None,
+            usage: None,
+            provider: "p".to_owned(),
+            model: "m".to_owned(),
+            stored_ms: now,
+            expires_ms: now + ttl_ms,
+        }
+    }
+
+    async fn cache(yaml: &str) -> Cache {
+        Cache::open(&serde_yaml::from_str(yaml).unwrap())
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn keeps_compressed_within_the_entry_limit() {
+        let cache = cache("{ max_entry_bytes: 4096 }").await;
+        let small = entry("x".repeat(1000), 60_000);
+        cache.put(&Key("a".to_owned()), &small).await;
+        assert_eq!(cache.get(&Key("a".to_owned())).await, Some(small));
+        let (bytes, _) = cache.memory_usage().unwrap();
+        assert!(bytes < 600, "compressed: {bytes} bytes");
+        cache
+            .put(&Key("b".to_owned()), &entry("y".repeat(5000), 60_000))
+            .await;
+        assert_eq!(
+            cache.get(&Key("b".to_owned())).await,
+            None,
+            "over the limit"
+        );
+        assert_eq!(cache.counts.not_stored.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn an_expired_entry_is_not_served() {
+        let cache = cache("{}").await;
+        let mut stale = entry("z".to_owned(), 60_000);
+        // Kept for a minute by the store, but its own expiry is past (another replica's
+        // clock, or a store's expiry running late).
+        cache.put(&Key("s".to_owned()), &stale).await;
+        stale.expires_ms = now_ms() - 1;
+        let bytes = zstd::bulk::compress(&serde_json::to_vec(&stale).unwrap(), 1).unwrap();
+        if let Store::Memory(store) = &cache.store {
+            store.put("s".to_owned(), bytes, Duration::from_secs(60));
+        }
+        assert_eq!(cache.get(&Key("s".to_owned())).await, None);
+    }
+}
