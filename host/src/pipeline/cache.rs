@@ -32,8 +32,30 @@ const TTL_HEADER: &str = "x-wasmgate-cache-ttl";
 /// answer is to be kept under.
 #[derive(Default)]
 pub struct Slot {
-    outcome: Option<&'static str>,
+    /// `None` while the cache is off altogether (no header then).
+    outcome: Option<Outcome>,
     fill: Option<Fill>,
+}
+
+/// What `x-wasmgate-cache` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Answered from the cache.
+    Hit,
+    /// Looked up, not found (or not in the form asked for).
+    Miss,
+    /// Not looked up: the cache is off for the request, or the client said `no-cache`.
+    Bypass,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Hit => "hit",
+            Outcome::Miss => "miss",
+            Outcome::Bypass => "bypass",
+        }
+    }
 }
 
 /// An answer to be kept: its key, its TTL, and (for a stream) the completion being assembled.
@@ -60,17 +82,17 @@ pub async fn lookup(state: &AppState, cx: &mut Context, headers: &http::HeaderMa
     }
     let outcome = lookup_in(state, cx, headers).await;
     let counts = &state.cache.counts;
-    let count = match (&outcome, cx.cache.outcome) {
-        (Some(_), _) => &counts.hits,
-        (None, Some("miss")) => &counts.misses,
-        (None, _) => &counts.bypasses,
+    let count = match cx.cache.outcome {
+        Some(Outcome::Hit) => &counts.hits,
+        Some(Outcome::Miss) => &counts.misses,
+        Some(Outcome::Bypass) | None => &counts.bypasses,
     };
     count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     outcome
 }
 
 async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap) -> Option<Hit> {
-    cx.cache.outcome = Some("bypass");
+    cx.cache.outcome = Some(Outcome::Bypass);
     let config = &cx.gateway.config.cache;
     let policy = policy(config, &cx.request.model, cx.caller.key_id.as_deref())?;
     let operation = match cx.operation {
@@ -127,8 +149,11 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
         let mut span = cx.trace.stage("cache");
         let found = span.scope(state.cache.get(&key)).await;
         let hit = found.filter(|e| e.serves(cx.request.stream));
-        let outcome = if hit.is_some() { "hit" } else { "miss" };
-        span.set("wasmgate.cache", outcome.to_owned());
+        let outcome = match hit {
+            Some(_) => Outcome::Hit,
+            None => Outcome::Miss,
+        };
+        span.set("wasmgate.cache", outcome.as_str());
         drop(span);
         cx.cache.outcome = Some(outcome);
         if let Some(entry) = hit {
@@ -227,7 +252,7 @@ impl Slot {
         self.outcome.map(|outcome| {
             (
                 HeaderName::from_static("x-wasmgate-cache"),
-                HeaderValue::from_static(outcome),
+                HeaderValue::from_static(outcome.as_str()),
             )
         })
     }
