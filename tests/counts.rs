@@ -41,6 +41,12 @@ const BOUNDS: &[(&str, u64, u64)] = &[
     ("plugin instantiations per request with redact", 2, 2),
     ("plugin calls per request with redact", 6, 6),
     ("plugin calls per stream with redact", 26, 33),
+    // The response cache, off (no `cache:` section): no key computed, no lookup, no write.
+    (
+        "cache operations per request and stream with the cache off",
+        0,
+        0,
+    ),
     // One read of the request, one write of the answer, per request, each way.
     ("client socket reads per 10 requests", 10, 12),
     ("client socket writes per 10 requests", 10, 12),
@@ -258,8 +264,10 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 fn allocations_and_plugin_calls_per_request_and_per_stream() {
     let _alone = one_at_a_time();
     let rig = Rig::start();
+    let cache_before = rig.gateway.state.cache.counts.work();
     let request = rig.cost(&chat_body("Say hello.", false), 7);
     let stream = rig.cost(&chat_body("Say hello.", true), 5);
+    let cache_work = rig.gateway.state.cache.counts.work() - cache_before;
 
     // Bytes allocated per byte of a large request body: how many times the path copies (or
     // re-encodes) the body. The small request's cost is taken off, so what is left is the
@@ -278,6 +286,10 @@ fn allocations_and_plugin_calls_per_request_and_per_stream() {
         ("plugin calls per request", request.calls),
         ("plugin instantiations per stream", stream.instantiations),
         ("plugin calls per stream", stream.calls),
+        (
+            "cache operations per request and stream with the cache off",
+            cache_work,
+        ),
     ]);
 }
 

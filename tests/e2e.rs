@@ -11,6 +11,7 @@ mod api_endpoints;
 mod auth;
 mod auth_matrix;
 mod bedrock;
+mod cache;
 mod chat;
 mod cli;
 mod cli_help;

@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "auth",
     ],
     &["plugins"],
-    &["limits", "routing", "upstream", "guards"],
+    &["limits", "routing", "upstream", "guards", "cache"],
     &["telemetry"],
     &["gateway"],
     &["state"],

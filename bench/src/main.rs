@@ -161,10 +161,41 @@ fn main() -> anyhow::Result<()> {
                     Some((idle, gateway.peak_kib()?)),
                 );
             }
+            if matches!(setup, scenario::Setup::Cache) {
+                cache_full(&gateway)?;
+            }
         }
         println!();
     }
     std::fs::remove_dir_all(&dir).ok();
+    Ok(())
+}
+
+/// The gateway's memory with its cache filled past its bound: RSS before and after, and the
+/// bytes the store counts (its `wasmgate_cache_memory_bytes`).
+fn cache_full(gateway: &Gateway) -> anyhow::Result<()> {
+    let before = gateway.rss_kib()?;
+    // About three times what fits (an entry is ~1 KiB with its key and bookkeeping).
+    let n = usize::try_from(scenario::CACHE_BYTES / 1024 * 3)?;
+    let started = std::time::Instant::now();
+    scenario::fill_cache(&gateway.addr, n)?;
+    let metrics = scenario::get_body(&gateway.addr, "/metrics").unwrap_or_default();
+    let gauge = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    println!(
+        "\ncache filled with {n} distinct answers in {:.1} s: {} entries, {:.1} MiB by the store's \
+         count (bound {} MiB); RSS {:.0} MiB before, {:.0} MiB after",
+        started.elapsed().as_secs_f64(),
+        gauge("wasmgate_cache_entries "),
+        gauge("wasmgate_cache_memory_bytes ") / 1048576.0,
+        scenario::CACHE_BYTES >> 20,
+        before as f64 / 1024.0,
+        gateway.rss_kib()? as f64 / 1024.0,
+    );
     Ok(())
 }
 

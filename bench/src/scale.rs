@@ -44,6 +44,7 @@ pub fn streams(
     let server = format!(", max_connections: {}", n + 256);
     let gateway = Gateway::start_with(gateway_bin, dir, &server, "", &config(&mock.addr, n))?;
     let row = Row {
+        no_cache: false,
         name: format!("{n} open streams"),
         api: Api::Chat,
         model: "openai/gpt-4o-mini",
@@ -108,6 +109,7 @@ pub fn soak(
     let mock = Mock::start(mock_bin)?;
     let gateway = Gateway::start(gateway_bin, dir, &config(&mock.addr, 64))?;
     let row = Row {
+        no_cache: false,
         name: "soak".to_owned(),
         api: Api::Chat,
         model: "openai/gpt-4o-mini",

@@ -53,6 +53,9 @@ pub struct Row {
     pub name: String,
     pub api: Api,
     pub model: &'static str,
+    /// Sends `Cache-Control: no-cache`: the response cache computes the key and keeps the
+    /// answer, but does not read (a miss's work, on a body that would otherwise hit).
+    pub no_cache: bool,
 }
 
 impl Row {
@@ -65,6 +68,7 @@ impl Row {
             name: format!("mock called directly ({})", api.path()),
             api,
             model,
+            no_cache: false,
         }
     }
 
@@ -75,6 +79,9 @@ impl Row {
     /// The headers its API's clients send (the gateway needs no key: auth is off).
     pub fn headers(&self) -> Vec<(&'static str, &'static str)> {
         let mut headers = vec![("content-type", "application/json")];
+        if self.no_cache {
+            headers.push(("cache-control", "no-cache"));
+        }
         match self.api {
             Api::Chat | Api::Responses => headers.push(("authorization", "Bearer sk-bench")),
             Api::Messages => {
@@ -156,7 +163,12 @@ pub enum Setup {
     /// `Plain` with the built-in `redact` guard on requests and answers (issue 22's figures:
     /// what a guard costs per request and per streamed event).
     Redact,
+    /// Plain, with the response cache on (in memory, bounded at [`CACHE_BYTES`]).
+    Cache,
 }
+
+/// The in-memory cache's bound in the `Cache` setup: small, so that filling it is quick.
+pub const CACHE_BYTES: u64 = 8 << 20;
 
 impl Setup {
     /// The journal's two variants are measured on chat alone: the other APIs write the same
@@ -169,6 +181,7 @@ impl Setup {
                 Setup::JournalFsync,
                 Setup::Policies,
                 Setup::Redact,
+                Setup::Cache,
             ],
             Api::Messages | Api::Responses => vec![Setup::Plain, Setup::Policies, Setup::Redact],
         }
@@ -177,7 +190,7 @@ impl Setup {
     /// More `ledger:` settings, after its `url`.
     pub fn ledger(self) -> &'static str {
         match self {
-            Setup::Plain | Setup::Policies | Setup::Redact => "",
+            Setup::Plain | Setup::Policies | Setup::Redact | Setup::Cache => "",
             Setup::NoJournal => ", journal: { enabled: false }",
             Setup::JournalFsync => ", journal: { fsync: true }",
         }
@@ -207,6 +220,7 @@ impl Setup {
         );
         let policies = match self {
             Setup::Plain => String::new(),
+            Setup::Cache => format!("cache: {{ enabled: true, memory_bytes: {CACHE_BYTES} }}\n"),
             Setup::NoJournal | Setup::JournalFsync => String::new(),
             Setup::Redact => "guards:\n  - plugin: redact\n".to_owned(),
             Setup::Policies => "routing:
@@ -233,12 +247,24 @@ limits:
             Setup::JournalFsync => ("provider + ledger, journal fsync", false),
             Setup::Policies => ("+ router + rate-limit + budget", true),
             Setup::Redact => ("provider + ledger + redact guard", false),
+            Setup::Cache => {
+                // The same body every time: after the first, every request is a hit; with
+                // `no-cache`, every one a miss that is kept again.
+                let row = |kind: &str, no_cache| Row {
+                    name: format!("wasmgate {}, cache {kind}", api.name()),
+                    api,
+                    model: "openai/gpt-4o-mini",
+                    no_cache,
+                };
+                return vec![row("hits", false), row("misses (no-cache)", true)];
+            }
         };
         let model = |direct: &'static str, routed: &'static str| if virt { routed } else { direct };
         let row = |kind: &str, model: &'static str| Row {
             name: format!("wasmgate {}{kind}, {label}", api.name()),
             api,
             model,
+            no_cache: false,
         };
         match api {
             Api::Chat => vec![row("", model("openai/gpt-4o-mini", "v-openai"))],
@@ -255,6 +281,26 @@ limits:
             ],
         }
     }
+}
+
+/// Fills the gateway's cache past [`CACHE_BYTES`] with `n` distinct chat requests (each its own
+/// key), for the memory a full cache holds. Sequential and bounded by `n`.
+pub fn fill_cache(addr: &str, n: usize) -> anyhow::Result<()> {
+    let row = Row {
+        name: "fill".to_owned(),
+        api: Api::Chat,
+        model: "openai/gpt-4o-mini",
+        no_cache: false,
+    };
+    for i in 0..n {
+        let body = json!({"model": row.model, "messages": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": format!("{i} {}", prompt())}]})
+        .to_string();
+        let (status, _) = post(addr, row.path(), &row.headers(), &body)?;
+        anyhow::ensure!(status == 200, "filling the cache: {status}");
+    }
+    Ok(())
 }
 
 /// One HTTP/1.1 exchange on a connection closed after it: the answer, head and body, read for

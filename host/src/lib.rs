@@ -19,6 +19,7 @@
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
 pub mod auth;
+pub mod cache;
 pub mod catalog;
 pub mod cli;
 pub mod clip;
@@ -68,6 +69,9 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     let max_body_bytes = config.server.max_body_bytes;
     let body_budget = config.server.max_body_bytes_in_flight;
     let ledger = ledger::Ledger::open(&config.ledger)?;
+    let cache = cache::Cache::open(&config.cache)
+        .await
+        .map_err(|e| anyhow::anyhow!("cache.store: {e}"))?;
     let gateway = Gateway::load(config, &host).await?;
     Ok(Arc::new(AppState {
         gateway: ArcSwap::from_pointee(gateway),
@@ -82,6 +86,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         background: tokio_util::task::TaskTracker::new(),
         keys: auth::Keys::new(ledger.store()),
         ledger,
+        cache: Arc::new(cache),
         telemetry,
     }))
 }

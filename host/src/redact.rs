@@ -201,6 +201,8 @@ impl Redactor {
             cache_write_tokens: _,
             // Guard names and kinds only, both bounded; never matched text.
             guards: _,
+            cache_hit: _,
+            saved_cost_micros: _,
         } = record;
         for text in [request_id, project, operation] {
             *text = self.string(std::mem::take(text));

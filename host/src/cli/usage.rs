@@ -180,7 +180,7 @@ fn sums(value: &Value) -> anyhow::Result<Totals> {
             .context("total_cost is missing")?
             * 1e6)
             .round() as i64,
-        requests: 0,
+        ..Totals::default()
     })
 }
 

@@ -1,5 +1,6 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
+pub mod cache;
 mod catalog;
 pub mod guards;
 mod interpolate;
@@ -94,6 +95,9 @@ pub struct Config {
     #[serde(default)]
     #[schemars(extend("examples" = [[{"plugin": "redact", "options": {"kinds": {"card": "placeholder"}}}]]))]
     pub guards: Vec<guards::GuardEntry>,
+    /// The response cache: exact answers kept by a key of everything that shapes them.
+    #[serde(default)]
+    pub cache: cache::CacheConfig,
 }
 
 /// `dialects:`: the client APIs the gateway serves besides Chat Completions, each by the dialect
@@ -830,6 +834,7 @@ impl Config {
                 ));
             }
         }
+        self.cache.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

@@ -42,6 +42,13 @@ pub struct UsageRecord {
     /// (never the matched text); `None` when no guard applied.
     #[serde(default)]
     pub guards: Option<String>,
+    /// Answered from the response cache: no upstream call, `cost_micros` 0.
+    #[serde(default)]
+    pub cache_hit: bool,
+    /// A hit's saving: what the kept answer cost when it was made (micro-USD); `None` for a
+    /// miss, or when its model has no known price.
+    #[serde(default)]
+    pub saved_cost_micros: Option<i64>,
 }
 
 /// Which users' usage `/usage/models` sums: every field given must match (an empty filter

@@ -73,6 +73,9 @@ pub struct Sums {
     pub latency_us: i64,
     pub ttft_us: i64,
     pub ttft_count: i64,
+    /// Requests answered from the response cache, and what they would have cost.
+    pub cache_hits: i64,
+    pub saved_cost_micros: i64,
 }
 
 impl Sums {
@@ -86,11 +89,13 @@ impl Sums {
         self.latency_us += r.latency_us;
         self.ttft_us += r.ttft_us.unwrap_or(0);
         self.ttft_count += i64::from(r.ttft_us.is_some());
+        self.cache_hits += i64::from(r.cache_hit);
+        self.saved_cost_micros += r.saved_cost_micros.unwrap_or(0);
         Ok(())
     }
 
     /// The sums in the order of [`SUM_COLUMNS`].
-    pub fn columns(&self) -> [i64; 9] {
+    pub fn columns(&self) -> [i64; 11] {
         [
             self.input_tokens,
             self.output_tokens,
@@ -101,12 +106,14 @@ impl Sums {
             self.latency_us,
             self.ttft_us,
             self.ttft_count,
+            self.cache_hits,
+            self.saved_cost_micros,
         ]
     }
 }
 
 /// The summed columns of every rollup table, in [`Sums::columns`]' order.
-pub const SUM_COLUMNS: [&str; 9] = [
+pub const SUM_COLUMNS: [&str; 11] = [
     "input_tokens",
     "output_tokens",
     "cost_micros",
@@ -116,7 +123,12 @@ pub const SUM_COLUMNS: [&str; 9] = [
     "latency_us",
     "ttft_us",
     "ttft_count",
+    "cache_hits",
+    "saved_cost_micros",
 ];
+
+/// How many of [`SUM_COLUMNS`] V1 has (V3 added the cache's).
+const SUM_COLUMNS_V1: usize = 9;
 
 /// The columns added to the four rollup tables after the first release (the console's
 /// figures), each `NOT NULL DEFAULT 0`: older databases get them and [`backfill_sql`] fills them.
@@ -263,8 +275,14 @@ pub fn steps(a: i64, b: i64, step: i64) -> Vec<i64> {
 /// The statement that fills `usage_daily_models` from `usage_hourly_models`, for a database
 /// written before the daily rollup existed (the same SQL in SQLite and PostgreSQL).
 pub fn days_from_hours() -> String {
-    let columns = SUM_COLUMNS.join(", ");
-    let sums = SUM_COLUMNS.map(|c| format!("SUM({c})")).join(", ");
+    // It runs on the way to V1: the columns later versions add are not there yet.
+    let v1 = &SUM_COLUMNS[..SUM_COLUMNS_V1];
+    let columns = v1.join(", ");
+    let sums = v1
+        .iter()
+        .map(|c| format!("SUM({c})"))
+        .collect::<Vec<_>>()
+        .join(", ");
     format!(
         "INSERT INTO usage_daily_models (project, day_us, provider, model, {columns})
          SELECT project, (hour_us / {DAY_US}) * {DAY_US}, provider, model, {sums}
@@ -439,6 +457,8 @@ pub fn totals(
         output_tokens: count(output),
         cost_micros: cost.unwrap_or(0),
         requests: count(n),
+        cache_hits: 0,
+        saved_cost_micros: 0,
     }
 }
 

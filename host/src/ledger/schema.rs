@@ -30,11 +30,23 @@ const SHARED: &[(&str, &str)] = &[("V2__guards.sql", SHARED_V2)];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
 
 /// Migrations written for SQLite alone.
-const SQLITE: &[(&str, &str)] = &[("V1__schema.sql", SQLITE_V1)];
+const SQLITE: &[(&str, &str)] = &[
+    ("V1__schema.sql", SQLITE_V1),
+    (
+        "V3__cache.sql",
+        include_str!("migrations/sqlite/V3__cache.sql"),
+    ),
+];
 const SQLITE_V1: &str = include_str!("migrations/sqlite/V1__schema.sql");
 
 /// Migrations written for PostgreSQL alone.
-const POSTGRES: &[(&str, &str)] = &[("V1__schema.sql", POSTGRES_V1)];
+const POSTGRES: &[(&str, &str)] = &[
+    ("V1__schema.sql", POSTGRES_V1),
+    (
+        "V3__cache.sql",
+        include_str!("migrations/postgres/V3__cache.sql"),
+    ),
+];
 const POSTGRES_V1: &str = include_str!("migrations/postgres/V1__schema.sql");
 
 /// Which database a migration is for.

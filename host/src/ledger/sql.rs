@@ -401,6 +401,8 @@ pub fn record_row(row: &dyn Row) -> anyhow::Result<UsageRecord> {
         reasoning_tokens: count(19)?,
         cache_write_tokens: count(20)?,
         guards: row.text(21)?,
+        cache_hit: int(row, 22)? != 0,
+        saved_cost_micros: row.int(23)?,
     })
 }
 
@@ -428,7 +430,7 @@ impl Type {
 /// The columns of `usage_records` a batch writes, in the order of [`insert_values`]. A new
 /// column is a line here and one there (and one in [`super::requests::COLUMNS`] and
 /// [`record_row`] to read it back).
-pub const INSERT_COLUMNS: [(&str, Type); 23] = [
+pub const INSERT_COLUMNS: [(&str, Type); 25] = [
     ("request_id", Type::Text),
     ("time_us", Type::BigInt),
     ("project", Type::Text),
@@ -452,6 +454,8 @@ pub const INSERT_COLUMNS: [(&str, Type); 23] = [
     ("reasoning_tokens", Type::BigInt),
     ("cache_write_tokens", Type::BigInt),
     ("guards", Type::Text),
+    ("cache_hit", Type::Boolean),
+    ("saved_cost_micros", Type::BigInt),
 ];
 
 /// One record's values for [`INSERT_COLUMNS`]: `user_key` names its user in `usage_users`,
@@ -460,7 +464,7 @@ pub fn insert_values<'a>(
     r: &'a UsageRecord,
     user_key: i64,
     tags: &'a str,
-) -> anyhow::Result<[Value<'a>; 23]> {
+) -> anyhow::Result<[Value<'a>; 25]> {
     let count = |n: u64| -> anyhow::Result<Value<'a>> { Ok(i64::try_from(n)?.into()) };
     Ok([
         r.request_id.as_str().into(),
@@ -486,6 +490,8 @@ pub fn insert_values<'a>(
         count(r.reasoning_tokens)?,
         count(r.cache_write_tokens)?,
         r.guards.as_deref().into(),
+        Value::Bool(r.cache_hit),
+        r.saved_cost_micros.into(),
     ])
 }
 
@@ -573,12 +579,11 @@ pub fn total(
 ) -> anyhow::Result<Totals> {
     let plan = rollup::plan(start_us, end_us, None);
     let sums = |row: &dyn Row| -> anyhow::Result<Totals> {
-        Ok(rollup::totals(
-            row.int(0)?,
-            row.int(1)?,
-            row.int(2)?,
-            row.int(3)?,
-        ))
+        Ok(Totals {
+            cache_hits: u64::try_from(row.int(4)?.unwrap_or(0)).unwrap_or(0),
+            saved_cost_micros: row.int(5)?.unwrap_or(0),
+            ..rollup::totals(row.int(0)?, row.int(1)?, row.int(2)?, row.int(3)?)
+        })
     };
     let mut totals = Totals::default();
     for RollupSpan {
@@ -591,7 +596,8 @@ pub fn total(
         // PostgreSQL sums BIGINTs as NUMERIC: the casts bring the sums back.
         let sql = format!(
             "SELECT CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT),
-                CAST(SUM(cost_micros) AS BIGINT), CAST(SUM(requests) AS BIGINT)
+                CAST(SUM(cost_micros) AS BIGINT), CAST(SUM(requests) AS BIGINT),
+                CAST(SUM(cache_hits) AS BIGINT), CAST(SUM(saved_cost_micros) AS BIGINT)
              FROM {table} WHERE project = $1 AND {time} >= $2 AND {time} < $3"
         );
         if let Some(sum) = first(db, &sql, &[project.into(), a.into(), b.into()], sums)? {
@@ -602,7 +608,9 @@ pub fn total(
         let sum = first(
             db,
             "SELECT CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT),
-                CAST(SUM(cost_micros) AS BIGINT), COUNT(*)
+                CAST(SUM(cost_micros) AS BIGINT), COUNT(*),
+                CAST(SUM(CAST(cache_hit AS INTEGER)) AS BIGINT),
+                CAST(SUM(saved_cost_micros) AS BIGINT)
              FROM usage_records WHERE project = $1 AND time_us >= $2 AND time_us < $3",
             &[project.into(), s.into(), e.into()],
             sums,

@@ -37,6 +37,7 @@ macro_rules! on_every_store {
 on_every_store!(
     check_record,
     check_totals,
+    check_cache_hits,
     check_model_buckets,
     check_keys,
     check_key_limits_and_spend,
@@ -101,6 +102,31 @@ fn check_totals(store: &dyn Store) {
     // Inside one hour: raw rows only.
     let t = store.total("p", H + 5, H + 20).unwrap();
     assert_eq!(t.input_tokens, 10);
+}
+
+/// Cache hits and their savings read back on a record, and sum in totals from the rollups (a
+/// whole hour) and from the raw edges alike.
+fn check_cache_hits(store: &dyn Store) {
+    let hit = |time_us: i64, saved: i64| {
+        let mut r = record(time_us, "a", 0, 0, 0);
+        r.cache_hit = true;
+        r.saved_cost_micros = Some(saved);
+        r
+    };
+    let records = [
+        record(H + 10, "a", 10, 20, 30),
+        hit(H + 11, 30),
+        hit(H + HOUR_US + 1, 300),
+        record(H + HOUR_US + 2, "a", 100, 200, 300),
+    ];
+    store.write(&records).unwrap();
+    assert_eq!(
+        store.record(&records[1].request_id).unwrap().as_ref(),
+        Some(&records[1])
+    );
+    let t = store.total("p", H + 1, H + 2 * HOUR_US).unwrap();
+    assert_eq!((t.requests, t.cache_hits, t.saved_cost_micros), (4, 2, 330));
+    assert_eq!(t.cost_micros, 330, "hits cost nothing");
 }
 
 fn key(id: &str, project: &str, created_us: i64) -> ApiKey {
@@ -449,6 +475,7 @@ fn check_rollups_agree_with_records(store: &dyn Store) {
                 output_tokens: r.output_tokens,
                 cost_micros: r.cost_micros.unwrap_or(0),
                 requests: 1,
+                ..Totals::default()
             });
         }
         sums.into_iter()
@@ -583,7 +610,8 @@ fn check_many_users_one_bucket(store: &dyn Store) {
             input_tokens: 120,
             output_tokens: 180,
             cost_micros: 300,
-            requests: 60
+            requests: 60,
+            ..Totals::default()
         }
     );
     let one = UserFilter {
@@ -1176,23 +1204,45 @@ fn stats_of_whole_hours_read_the_rollups() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs `make` for a database of the last wasmgate before versioned migrations. The stores it
-/// opens migrate to the newest version, since their writes name every column of today's
-/// records; the test then takes the database back past V1 ([`BEFORE_HISTORY`] drops what later
-/// versions added, and the history, as such a database had none).
+/// Runs `make`, whose stores write the records of the database the test then makes older: the
+/// records are written with today's columns (a store stopped at V1 could not write them), and
+/// [`BEFORE_HISTORY`] drops what the versions after V1 added, as such a database never had it.
 fn at_v1<T>(make: impl FnOnce() -> T) -> T {
     make()
 }
 
+/// Drops what the migrations after V1 added (V3: the response cache's columns).
+const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
+    ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
+    ALTER TABLE usage_hourly_models DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN cache_hits;
+    ALTER TABLE usage_daily_models DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN cache_hits;
+    ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
+    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;";
+
 /// Makes a database look like one made before versioned migrations (with the statements before
-/// it, like one made before some column): the columns of versions after V1 gone (V2's
-/// `guards`), and no history, as an older wasmgate kept none.
-const BEFORE_HISTORY: &str =
-    "ALTER TABLE usage_records DROP COLUMN guards; DROP TABLE ledger_schema_history;";
+/// it, like one made before some column): an older wasmgate kept no history, nor what later
+/// versions added (V2's `guards`, V3's cache columns).
+const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
+    ALTER TABLE usage_records DROP COLUMN cache_hit;
+    ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
+    ALTER TABLE usage_hourly_models DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN cache_hits;
+    ALTER TABLE usage_daily_models DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN cache_hits;
+    ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
+    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
+    DROP TABLE ledger_schema_history;";
 
 /// Makes a database look like one written before the rollups held the console's sums: their
 /// columns and the duration histograms gone.
 fn strip_stats_sums(execute: &mut dyn FnMut(&str)) {
+    execute(AFTER_V1);
     for (table, ..) in rollup::ROLLUP_TABLES {
         for column in rollup::STATS_COLUMNS {
             execute(&format!("ALTER TABLE {table} DROP COLUMN {column}"));
@@ -1929,7 +1979,7 @@ fn an_older_sqlite_file_gains_the_daily_model_rollup() {
     drop(store);
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch(&format!("DROP TABLE usage_daily_models; {BEFORE_HISTORY}"))
+        .execute_batch(&format!("{BEFORE_HISTORY} DROP TABLE usage_daily_models;"))
         .unwrap();
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let after = store

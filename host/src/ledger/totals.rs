@@ -7,6 +7,10 @@ pub struct Totals {
     pub output_tokens: u64,
     pub cost_micros: i64,
     pub requests: u64,
+    /// Requests answered from the response cache, and what they would have cost (`/usage/total`
+    /// reads them; the model buckets leave them 0).
+    pub cache_hits: u64,
+    pub saved_cost_micros: i64,
 }
 
 impl Totals {
@@ -15,6 +19,8 @@ impl Totals {
         self.output_tokens += other.output_tokens;
         self.cost_micros += other.cost_micros;
         self.requests += other.requests;
+        self.cache_hits += other.cache_hits;
+        self.saved_cost_micros += other.saved_cost_micros;
     }
 }
 

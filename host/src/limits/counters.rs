@@ -79,6 +79,21 @@ impl CounterStore for MemoryCounters {
     }
 }
 
+/// A connection to the Redis at `url`, as the gateway's Redis stores (counters, the response
+/// cache) use it: bounded, so a request waits at most about a second on an unreachable store,
+/// and start-up fails fast rather than retrying for minutes.
+pub async fn redis_connection(url: &str) -> Result<redis::aio::ConnectionManager, String> {
+    let client = redis::Client::open(url).map_err(|e| format!("bad Redis URL: {e}"))?;
+    let config = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(std::time::Duration::from_millis(1_000))
+        .set_response_timeout(std::time::Duration::from_millis(1_000))
+        .set_number_of_retries(2)
+        .set_max_delay(200);
+    redis::aio::ConnectionManager::new_with_config(client, config)
+        .await
+        .map_err(|e| format!("cannot connect to Redis: {e}"))
+}
+
 /// Counters in Redis, shared by every replica that points at the same server.
 pub struct RedisCounters {
     clock: Clock,
@@ -97,17 +112,7 @@ return value
 
 impl RedisCounters {
     pub async fn connect(url: &str) -> Result<Self, String> {
-        let client = redis::Client::open(url).map_err(|e| format!("bad Redis URL: {e}"))?;
-        // Bounded: a request waits at most about a second on an unreachable store (and is then
-        // refused with 503), and start-up fails fast rather than retrying for minutes.
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(std::time::Duration::from_millis(1_000))
-            .set_response_timeout(std::time::Duration::from_millis(1_000))
-            .set_number_of_retries(2)
-            .set_max_delay(200);
-        let connection = redis::aio::ConnectionManager::new_with_config(client, config)
-            .await
-            .map_err(|e| format!("cannot connect to Redis: {e}"))?;
+        let connection = redis_connection(url).await?;
         Ok(Self {
             clock: Clock::new(),
             connection,

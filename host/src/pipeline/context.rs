@@ -78,6 +78,8 @@ pub struct Context {
     pub(super) first_output_us: Option<u64>,
     /// The request's span, metrics and log line, ended by `finish`.
     pub(super) telemetry: Option<RequestTelemetry>,
+    /// What the response cache did for it, and what a miss's answer is kept under.
+    pub(super) cache: super::cache::Slot,
     /// Where the end writes: the ledger, and the tracker that settling limits runs under.
     pub(super) ledger: crate::ledger::Ledger,
     pub(super) background: tokio_util::task::TaskTracker,
@@ -138,6 +140,7 @@ impl Context {
             arrived_us: crate::ledger::time::now_us(),
             first_output_us: None,
             telemetry: Some(telemetry),
+            cache: super::cache::Slot::default(),
             ledger: state.ledger.clone(),
             background: state.background.clone(),
         }

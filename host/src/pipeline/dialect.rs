@@ -350,6 +350,12 @@ impl Translation {
         }
     }
 
+    /// The client's own body and the headers forwarded with it: what a target that speaks the
+    /// dialect gets, and so what the cache's key is made of.
+    pub fn native_parts(&self) -> (&Fields, &[(String, String)]) {
+        (&self.native, &self.headers)
+    }
+
     fn info(&self, model: &str, estimated_input_tokens: u32) -> AnswerInfo {
         AnswerInfo {
             route: self.route.clone(),

@@ -32,6 +32,9 @@ pub enum End<'a> {
         text: String,
         completed: bool,
     },
+    /// Answered from the response cache: nothing was spent; `usage` is what the kept answer
+    /// cost when it was made (the saving).
+    Cached(Option<Usage>),
     /// Dropped before its end was known.
     Cancelled,
 }
@@ -54,11 +57,16 @@ impl Context {
                 usage, completed, ..
             } => (*usage, *completed),
             End::Failed(_) | End::Cancelled => (None, false),
+            // A hit spends nothing: it counts as a request, its tokens and cost as none.
+            End::Cached(_) => (None, true),
         };
         let price = self.target.as_ref().and_then(|t| t.price.clone());
-        let cost = usage
-            .zip(price.as_deref())
-            .map(|(u, info)| usage_cost(info, u));
+        let cost = match &end {
+            End::Cached(_) => Some(0),
+            _ => usage
+                .zip(price.as_deref())
+                .map(|(u, info)| usage_cost(info, u)),
+        };
         if let Some(admission) = self.admission.take()
             && tokio::runtime::Handle::try_current().is_ok()
         {
@@ -98,6 +106,14 @@ impl Context {
                 error = Some((detail.message, failure.internal_detail()));
             }
             End::Answered(_) | End::Streamed { .. } => record.status = 200,
+            End::Cached(saved) => {
+                record.status = 200;
+                record.cache_hit = true;
+                record.cost_micros = Some(0);
+                record.saved_cost_micros = saved
+                    .zip(price.as_deref())
+                    .map(|(u, info)| usage_cost(info, u));
+            }
             End::Cancelled => {
                 // As nginx logs a request its client closed.
                 record.status = 499;
@@ -119,11 +135,15 @@ impl Context {
             }
             // A stream whose upstream reported no usage (or whose client left before it did):
             // the gateway's own count of the prompt and of the text it relayed, marked so.
-            None if record.status < 400 && target.is_some() && self.request.stream => {
+            None if record.status < 400
+                && target.is_some()
+                && self.request.stream
+                && !record.cache_hit =>
+            {
                 let input = u64::from(self.prompt_tokens());
                 let output = match &end {
                     End::Streamed { text, .. } => u64::from(Tokenizer.count(text)),
-                    End::Failed(_) | End::Answered(_) | End::Cancelled => 0,
+                    End::Failed(_) | End::Answered(_) | End::Cached(_) | End::Cancelled => 0,
                 };
                 record.input_tokens = input;
                 record.output_tokens = output;

@@ -15,6 +15,7 @@ pub mod admit;
 pub mod attempt;
 pub mod auth;
 pub mod body;
+pub mod cache;
 pub mod context;
 pub mod count;
 pub mod dialect;
@@ -96,7 +97,10 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         let _body = parse::parse(state, &mut cx, &incoming.headers, incoming.body).await?;
         guard::request(&mut cx).await?;
         admit::admit(&mut cx).await?;
-        route::route(state, &mut cx).await
+        if let Some(hit) = cache::lookup(state, &mut cx, &incoming.headers).await {
+            return Ok(Err(hit));
+        }
+        route::route(state, &mut cx).await.map(Ok)
     }
     .await;
     let Answered {
@@ -105,7 +109,8 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         model,
         attempts,
     } = match answered {
-        Ok(answered) => answered,
+        Ok(Ok(answered)) => answered,
+        Ok(Err(hit)) => return cache::serve(cx, hit).await,
         Err(error) => {
             cx.finish(End::Failed(&error)).wait().await;
             return Reply {
@@ -119,6 +124,15 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         .translation
         .as_ref()
         .is_some_and(|t| t.framing == crate::plugins::Framing::JsonArray);
+    if let Sent::Whole {
+        body,
+        usage,
+        native,
+    } = &sent
+    {
+        cx.cache
+            .keep_whole(&provider, &model, body, *usage, *native);
+    }
     let result = answer(cx, sent).await.map(|body| Answer { headers, body });
     Reply {
         dialect,
@@ -207,6 +221,9 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             Ok(AnswerBody::Events(Body::from(body)))
         }
         Sent::Stream(upstream) => {
+            if upstream.native {
+                cx.cache.native_stream();
+            }
             let framing = match framing(&mut cx, upstream.native).await {
                 Ok(framing) => framing,
                 Err(error) => return failed(cx, error).await,
@@ -272,6 +289,7 @@ fn answer_headers(
     if let Ok(v) = HeaderValue::from_str(model) {
         headers.push((HeaderName::from_static("x-wasmgate-model"), v));
     }
+    headers.extend(cx.cache.header());
     for (name, value) in cx.admission.iter().flat_map(|a| &a.headers) {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),

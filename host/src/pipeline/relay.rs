@@ -59,6 +59,37 @@ pub async fn local(events: Vec<String>, usage: Option<Usage>, framing: Framing) 
     body
 }
 
+/// The SSE body of a cached answer's chunks re-encoded in the client's dialect, whose final
+/// Responses object is kept as a live stream's is.
+pub async fn replay_kept(
+    mut encoder: DialectStream,
+    events: Vec<String>,
+    usage: Option<Usage>,
+    keeper: &Keeper,
+) -> Result<Vec<u8>, ApiError> {
+    let mut encoded = answered(encoder.push(&events).await)?;
+    encoded.extend(answered(encoder.finish(usage).await)?);
+    for event in &encoded {
+        keep_final(keeper, &event.data).await;
+    }
+    let mut body = Vec::new();
+    write_named(&mut body, &encoded);
+    Ok(body)
+}
+
+/// The SSE body of a cached native stream's events, named by their type as the relay names a
+/// live one's; a Responses object they end with is kept.
+pub async fn replay_native(events: &[String], keeper: Option<&Keeper>) -> Vec<u8> {
+    if let Some(keeper) = keeper {
+        for event in events {
+            keep_final(keeper, event).await;
+        }
+    }
+    let mut body = Vec::new();
+    write_typed(&mut body, events);
+    body
+}
+
 /// An upstream stream the attempt opened, for the relay to pass on.
 pub struct Upstream {
     pub provider: Arc<str>,
@@ -192,6 +223,9 @@ impl Relay {
             };
             match decoded {
                 Ok(Ok(output)) => {
+                    if let Some(cx) = &mut self.cx {
+                        cx.cache.push(&output.events);
+                    }
                     if output.usage.is_some() {
                         self.usage = output.usage;
                         self.text = String::new();
@@ -516,6 +550,10 @@ impl Relay {
         let mut cx = self.cx.take()?;
         if let Some(chain) = &mut self.guard {
             cx.guard.verdicts_from(chain);
+        }
+        if self.ended && !self.failed {
+            let model = cx.target.as_ref().map_or("", |t| t.model.as_str());
+            cx.cache.streamed(&self.provider, model, self.usage);
         }
         Some(cx.finish(End::Streamed {
             usage: self.usage,

@@ -170,6 +170,11 @@ impl ClientRequest {
         })
     }
 
+    /// The body's top-level fields as the target would get them (the cache's key).
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &RawValue)> {
+        self.body.iter().map(|(name, raw)| (name.as_str(), &**raw))
+    }
+
     /// The output cap the client asked for (`max_completion_tokens`, else `max_tokens`).
     pub fn max_output_tokens(&self) -> Option<u32> {
         ["max_completion_tokens", "max_tokens"]

@@ -172,6 +172,7 @@ async fn metrics(
             stats: &state.stats,
             plugins: &state.plugins,
             ledger: &state.ledger,
+            cache: &state.cache,
         }),
     )
 }

@@ -154,8 +154,18 @@ pub async fn total(
     let (project, query): (_, TotalQuery) = asked(&state, &headers, body).await?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let totals = blocking(&state, move |store| store.total(&project, start, end)).await?;
+    // What the response cache answered: hits, their share of the requests, the cost they saved.
+    let hit_rate = match totals.requests {
+        0 => 0.0,
+        n => totals.cache_hits as f64 / n as f64,
+    };
     Ok(Json(json!({
         "total": sums(totals),
+        "cache": {
+            "hits": totals.cache_hits,
+            "hit_rate": hit_rate,
+            "saved_cost": totals.saved_cost_micros as f64 / 1_000_000.0,
+        },
         "period_start": start,
         "period_end": end,
     })))

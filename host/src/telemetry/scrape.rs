@@ -17,6 +17,7 @@ pub struct Sources<'a> {
     pub stats: &'a Stats,
     pub plugins: &'a PluginHost,
     pub ledger: &'a crate::ledger::Ledger,
+    pub cache: &'a crate::cache::Cache,
 }
 
 /// The whole scrape.
@@ -27,8 +28,10 @@ pub fn render(sources: &Sources<'_>) -> String {
         stats,
         plugins,
         ledger,
+        cache,
     } = sources;
     telemetry.metrics.write(&mut out);
+    cache.write_metrics(&mut out);
 
     let mut breakers = Vec::new();
     let now = Instant::now();

@@ -1,0 +1,511 @@
+//! A cached answer: one canonical chat completion, whether it came whole or as a stream. A
+//! stream's chunks are assembled into it as they pass; a streamed request served from the cache
+//! gets it back as chunks in the order Chat Completions defines (the role, the text, the tool
+//! calls, the finish reason, the usage), which the client's dialect then encodes like a live
+//! stream's.
+
+use serde_json::{Map, Value, json};
+
+use crate::plugins::Usage;
+
+/// What the store keeps for one key.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Entry {
+    /// What `completion` (and `events`) hold.
+    pub form: Form,
+    /// The canonical chat completion (`object: chat.completion`), as the target's plugin wrote
+    /// it; or, for a native answer, the dialect's own answer object.
+    pub completion: String,
+    /// A native stream's events, as the target sent them (their data).
+    #[serde(default)]
+    pub events: Vec<String>,
+    /// A native answer's id, replaced by a fresh one in each replay.
+    #[serde(default)]
+    pub answer_id: Option<String>,
+    pub usage: Option<StoredUsage>,
+    /// The target that answered, named in the hit's headers and record.
+    pub provider: String,
+    pub model: String,
+    /// When it was stored and until when it may be served (ms since the Unix epoch): the age a
+    /// hit reports, and the TTL every store checks again on read.
+    pub stored_ms: u64,
+    pub expires_ms: u64,
+}
+
+/// How a kept answer was given, and so what it can answer. A canonical completion answers in
+/// any form; a native answer (a target that spoke the client's dialect, passed through) answers
+/// the same dialect (its key has the dialect in it) in the same form only: whole for whole,
+/// streamed for streamed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Form {
+    Canonical,
+    NativeWhole,
+    NativeStream,
+}
+
+impl Entry {
+    /// Whether it answers a request that is (or is not) streamed.
+    pub fn serves(&self, stream: bool) -> bool {
+        match self.form {
+            Form::Canonical => true,
+            Form::NativeWhole => !stream,
+            Form::NativeStream => stream,
+        }
+    }
+
+    /// `text` with the kept answer's id replaced by `fresh`: an answer replayed is a new answer
+    /// (a Responses id is kept under it, once).
+    pub fn with_fresh_id(&self, text: &str, fresh: &str) -> String {
+        match &self.answer_id {
+            Some(old) if !old.is_empty() => {
+                text.replace(&format!("\"{old}\""), &format!("\"{fresh}\""))
+            }
+            _ => text.to_owned(),
+        }
+    }
+}
+
+/// The id of a native answer: a whole one's `id`, or in a stream the id of the message
+/// (`message_start`) or response (`response.created`) it opens with.
+pub fn native_id(whole: Option<&str>, events: &[String]) -> Option<String> {
+    if let Some(body) = whole {
+        let value: Value = serde_json::from_str(body).ok()?;
+        return value.get("id")?.as_str().map(str::to_owned);
+    }
+    let first: Value = serde_json::from_str(events.first()?).ok()?;
+    ["message", "response"]
+        .iter()
+        .find_map(|k| first.get(*k)?.get("id")?.as_str().map(str::to_owned))
+}
+
+/// Whether a native whole answer finished: a Messages answer with its stop reason, a Responses
+/// object `completed`.
+pub fn native_cacheable(body: &str) -> bool {
+    let Ok(value) = serde_json::from_str::<Value>(body) else {
+        return false;
+    };
+    let message = value.get("type").and_then(Value::as_str) == Some("message")
+        && value.get("stop_reason").is_some_and(|r| !r.is_null());
+    let response = value.get("object").and_then(Value::as_str) == Some("response")
+        && value.get("status").and_then(Value::as_str) == Some("completed");
+    message || response
+}
+
+/// Whether a native stream finished well: it has the dialect's closing event of success.
+pub fn native_stream_finished(events: &[String]) -> bool {
+    events.iter().rev().take(4).any(|e| {
+        serde_json::from_str::<Value>(e).is_ok_and(|v| {
+            matches!(
+                v.get("type").and_then(Value::as_str),
+                Some("message_stop" | "response.completed")
+            )
+        })
+    })
+}
+
+/// [`Usage`], as kept.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StoredUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub images: u32,
+}
+
+impl From<Usage> for StoredUsage {
+    fn from(u: Usage) -> Self {
+        Self {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+            cache_write_tokens: u.cache_write_tokens,
+            reasoning_tokens: u.reasoning_tokens,
+            images: u.images,
+        }
+    }
+}
+
+impl From<StoredUsage> for Usage {
+    fn from(u: StoredUsage) -> Self {
+        Self {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+            cache_write_tokens: u.cache_write_tokens,
+            reasoning_tokens: u.reasoning_tokens,
+            images: u.images,
+        }
+    }
+}
+
+/// Whether a whole answer is one a later request may get: a chat completion whose every choice
+/// has finished.
+pub fn cacheable(completion: &str) -> bool {
+    let Ok(Value::Object(body)) = serde_json::from_str::<Value>(completion) else {
+        return false;
+    };
+    match body.get("choices") {
+        Some(Value::Array(choices)) if !choices.is_empty() => choices
+            .iter()
+            .all(|c| c.get("finish_reason").is_some_and(|f| !f.is_null())),
+        _ => false,
+    }
+}
+
+/// Assembles a stream's canonical chunks into the completion they make, or gives up (and then
+/// nothing is kept) on what it cannot rebuild exactly or past `limit` bytes of chunks.
+pub struct Assembler {
+    limit: usize,
+    seen: usize,
+    head: Map<String, Value>,
+    choices: Vec<Choice>,
+    usage: Option<Value>,
+    given_up: bool,
+}
+
+#[derive(Default)]
+struct Choice {
+    role: Option<String>,
+    content: Option<String>,
+    reasoning: Option<String>,
+    refusal: Option<String>,
+    tool_calls: Vec<Map<String, Value>>,
+    finish_reason: Option<Value>,
+}
+
+/// Choices a stream may have (`n`), at most.
+const CHOICES_MAX: usize = 128;
+
+impl Assembler {
+    pub fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            seen: 0,
+            head: Map::new(),
+            choices: Vec::new(),
+            usage: None,
+            given_up: false,
+        }
+    }
+
+    pub fn given_up(&self) -> bool {
+        self.given_up
+    }
+
+    /// Takes in the next canonical chunks.
+    pub fn push(&mut self, events: &[String]) {
+        for event in events {
+            if self.given_up {
+                return;
+            }
+            self.seen += event.len();
+            if self.seen > self.limit || self.take(event).is_none() {
+                self.give_up();
+            }
+        }
+    }
+
+    fn give_up(&mut self) {
+        self.given_up = true;
+        self.choices = Vec::new();
+        self.head = Map::new();
+    }
+
+    fn take(&mut self, event: &str) -> Option<()> {
+        let Value::Object(mut chunk) = serde_json::from_str::<Value>(event).ok()? else {
+            return None;
+        };
+        if let Some(usage) = chunk.remove("usage").filter(|u| !u.is_null()) {
+            self.usage = Some(usage);
+        }
+        let Value::Array(choices) = chunk.remove("choices").unwrap_or(Value::Array(Vec::new()))
+        else {
+            return None;
+        };
+        for key in [
+            "id",
+            "created",
+            "model",
+            "system_fingerprint",
+            "service_tier",
+        ] {
+            if let Some(value) = chunk.remove(key) {
+                self.head.entry(key).or_insert(value);
+            }
+        }
+        chunk.remove("object");
+        for choice in choices {
+            self.choice(choice)?;
+        }
+        Some(())
+    }
+
+    fn choice(&mut self, choice: Value) -> Option<()> {
+        let Value::Object(mut choice) = choice else {
+            return None;
+        };
+        let index = usize::try_from(choice.get("index")?.as_u64()?).ok()?;
+        if index >= CHOICES_MAX {
+            return None;
+        }
+        if self.choices.len() <= index {
+            self.choices.resize_with(index + 1, Choice::default);
+        }
+        let slot = &mut self.choices[index];
+        // Log probabilities are not kept: a stream that carries them is not cached.
+        if choice.get("logprobs").is_some_and(|l| !l.is_null()) {
+            return None;
+        }
+        if let Some(reason) = choice.remove("finish_reason").filter(|r| !r.is_null()) {
+            slot.finish_reason = Some(reason);
+        }
+        let Some(Value::Object(delta)) = choice.remove("delta") else {
+            return Some(());
+        };
+        for (name, value) in delta {
+            match (name.as_str(), value) {
+                (_, Value::Null) => {}
+                ("role", Value::String(role)) => slot.role = Some(role),
+                ("content", Value::String(text)) => append(&mut slot.content, &text),
+                ("reasoning_content", Value::String(text)) => append(&mut slot.reasoning, &text),
+                ("refusal", Value::String(text)) => append(&mut slot.refusal, &text),
+                ("tool_calls", Value::Array(calls)) => {
+                    for call in calls {
+                        tool_call(&mut slot.tool_calls, call)?;
+                    }
+                }
+                // Something this assembler cannot put back as it was.
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+
+    /// The completion the stream made, if it was taken in whole and every choice finished.
+    pub fn finish(self) -> Option<String> {
+        if self.given_up
+            || self.choices.is_empty()
+            || self.choices.iter().any(|c| c.finish_reason.is_none())
+        {
+            return None;
+        }
+        let mut body = self.head;
+        body.insert("object".to_owned(), Value::from("chat.completion"));
+        let choices = self
+            .choices
+            .into_iter()
+            .enumerate()
+            .map(|(index, c)| {
+                let mut message = Map::new();
+                message.insert(
+                    "role".to_owned(),
+                    Value::from(c.role.unwrap_or_else(|| "assistant".to_owned())),
+                );
+                message.insert(
+                    "content".to_owned(),
+                    c.content.map_or(Value::Null, Value::from),
+                );
+                if let Some(reasoning) = c.reasoning {
+                    message.insert("reasoning_content".to_owned(), Value::from(reasoning));
+                }
+                if let Some(refusal) = c.refusal {
+                    message.insert("refusal".to_owned(), Value::from(refusal));
+                }
+                if !c.tool_calls.is_empty() {
+                    let calls = c.tool_calls.into_iter().map(Value::Object).collect();
+                    message.insert("tool_calls".to_owned(), Value::Array(calls));
+                }
+                json!({
+                    "index": index,
+                    "message": message,
+                    "logprobs": null,
+                    "finish_reason": c.finish_reason,
+                })
+            })
+            .collect();
+        body.insert("choices".to_owned(), Value::Array(choices));
+        if let Some(usage) = self.usage {
+            body.insert("usage".to_owned(), usage);
+        }
+        Some(Value::Object(body).to_string())
+    }
+}
+
+fn append(slot: &mut Option<String>, text: &str) {
+    slot.get_or_insert_with(String::new).push_str(text);
+}
+
+/// Adds one tool-call delta: the first for an index names the call, later ones extend its
+/// arguments.
+fn tool_call(calls: &mut Vec<Map<String, Value>>, delta: Value) -> Option<()> {
+    let Value::Object(mut delta) = delta else {
+        return None;
+    };
+    let index = usize::try_from(delta.remove("index")?.as_u64()?).ok()?;
+    if index > calls.len() || index >= CHOICES_MAX {
+        return None;
+    }
+    if index == calls.len() {
+        calls.push(Map::new());
+    }
+    let call = &mut calls[index];
+    for (name, value) in delta {
+        match (name.as_str(), value) {
+            ("function", Value::Object(function)) => {
+                let Value::Object(into) = call
+                    .entry("function")
+                    .or_insert_with(|| json!({"name": "", "arguments": ""}))
+                else {
+                    return None;
+                };
+                for (field, part) in function {
+                    let Value::String(part) = part else {
+                        continue;
+                    };
+                    let slot = into.entry(field).or_insert_with(|| Value::from(""));
+                    let Value::String(text) = slot else {
+                        return None;
+                    };
+                    text.push_str(&part);
+                }
+            }
+            (_, Value::Null) => {}
+            ("id" | "type", value) => {
+                call.insert(name, value);
+            }
+            _ => return None,
+        }
+    }
+    Some(())
+}
+
+/// A completion as the chunks of a stream: per choice its role, its reasoning, its text or
+/// refusal, its tool calls, then its finish reason; the usage in a last chunk of its own.
+pub fn chunks(completion: &str) -> Option<Vec<String>> {
+    let Value::Object(body) = serde_json::from_str::<Value>(completion).ok()? else {
+        return None;
+    };
+    let mut head = Map::new();
+    for key in [
+        "id",
+        "created",
+        "model",
+        "system_fingerprint",
+        "service_tier",
+    ] {
+        if let Some(value) = body.get(key) {
+            head.insert(key.to_owned(), value.clone());
+        }
+    }
+    head.insert("object".to_owned(), Value::from("chat.completion.chunk"));
+    let chunk = |choices: Value| {
+        let mut chunk = head.clone();
+        chunk.insert("choices".to_owned(), choices);
+        Value::Object(chunk).to_string()
+    };
+    let delta = |index: &Value, delta: Value, finish: Value| {
+        chunk(json!([{"index": index, "delta": delta, "logprobs": null, "finish_reason": finish}]))
+    };
+    let mut events = Vec::new();
+    for choice in body.get("choices")?.as_array()? {
+        let index = choice.get("index")?;
+        let message = choice.get("message")?;
+        let role = message
+            .get("role")
+            .cloned()
+            .unwrap_or(Value::from("assistant"));
+        events.push(delta(
+            index,
+            json!({"role": role, "content": ""}),
+            Value::Null,
+        ));
+        for field in ["reasoning_content", "content", "refusal"] {
+            if let Some(Value::String(text)) = message.get(field)
+                && !text.is_empty()
+            {
+                events.push(delta(index, json!({ field: text }), Value::Null));
+            }
+        }
+        if let Some(Value::Array(calls)) = message.get("tool_calls") {
+            for (i, call) in calls.iter().enumerate() {
+                let mut call = call.as_object()?.clone();
+                call.insert("index".to_owned(), Value::from(i));
+                events.push(delta(index, json!({"tool_calls": [call]}), Value::Null));
+            }
+        }
+        let finish = choice.get("finish_reason").cloned().unwrap_or(Value::Null);
+        events.push(delta(index, json!({}), finish));
+    }
+    if let Some(usage) = body.get("usage").filter(|u| !u.is_null()) {
+        let mut last = head.clone();
+        last.insert("choices".to_owned(), json!([]));
+        last.insert("usage".to_owned(), usage.clone());
+        events.push(Value::Object(last).to_string());
+    }
+    Some(events)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    const STREAM: &[&str] = &[
+        r#"{"id":"c1","object":"chat.completion.chunk","created":5,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","created":5,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","created":5,"model":"m","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","created":5,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\""}}]},"finish_reason":null}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","created":5,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":":1}"}}]},"finish_reason":null}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","created":5,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+        r#"{"id":"c1","object":"chat.completion.chunk","created":5,"model":"m","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}"#,
+    ];
+
+    fn events(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_stream_assembles_into_its_completion_and_back() {
+        let mut assembler = Assembler::new(1 << 20);
+        assembler.push(&events(STREAM));
+        let completion = assembler.finish().expect("assembled");
+        let body: Value = serde_json::from_str(&completion).unwrap();
+        assert_eq!(body["object"], "chat.completion");
+        let message = &body["choices"][0]["message"];
+        assert_eq!(message["content"], "Hello");
+        assert_eq!(
+            message["tool_calls"][0]["function"]["arguments"],
+            "{\"a\":1}"
+        );
+        assert_eq!(message["tool_calls"][0]["id"], "call_1");
+        assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
+        assert_eq!(body["usage"]["total_tokens"], 7);
+        assert!(cacheable(&completion));
+
+        // Replayed and assembled again: the same completion.
+        let replayed = chunks(&completion).unwrap();
+        assert!(replayed.last().unwrap().contains("\"choices\":[]"));
+        let mut again = Assembler::new(1 << 20);
+        again.push(&replayed);
+        assert_eq!(again.finish().unwrap(), completion);
+    }
+
+    #[test]
+    fn an_unfinished_or_oversized_stream_is_not_kept() {
+        let mut cut = Assembler::new(1 << 20);
+        cut.push(&events(&STREAM[..3]));
+        assert!(cut.finish().is_none(), "no finish reason");
+        let mut big = Assembler::new(200);
+        big.push(&events(STREAM));
+        assert!(big.given_up());
+        assert!(big.finish().is_none());
+        let mut odd = Assembler::new(1 << 20);
+        odd.push(&events(&[
+            r#"{"id":"c","choices":[{"index":0,"delta":{"audio":{"id":"a"}},"finish_reason":null}]}"#,
+        ]));
+        assert!(odd.given_up(), "an unknown delta field");
+    }
+}

@@ -1,0 +1,38 @@
+//! The store shared by replicas: Redis, through the same bounded connection manager the limit
+//! counters use. Each answer is one key with its TTL (`SET .. PX`), so Redis expires it.
+
+use std::time::Duration;
+
+use redis::AsyncCommands;
+
+pub struct RedisStore {
+    connection: redis::aio::ConnectionManager,
+}
+
+/// The prefix of every cache key in Redis (counters have `wasmgate:counter:`).
+const PREFIX: &str = "wasmgate:cache:";
+
+impl RedisStore {
+    pub async fn connect(url: &str) -> Result<Self, String> {
+        Ok(Self {
+            connection: crate::limits::counters::redis_connection(url).await?,
+        })
+    }
+
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        let mut connection = self.connection.clone();
+        connection
+            .get(format!("{PREFIX}{key}"))
+            .await
+            .map_err(|e| format!("Redis: {e}"))
+    }
+
+    pub async fn put(&self, key: &str, bytes: &[u8], ttl: Duration) -> Result<(), String> {
+        let mut connection = self.connection.clone();
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+        connection
+            .pset_ex::<_, _, ()>(format!("{PREFIX}{key}"), bytes, ms)
+            .await
+            .map_err(|e| format!("Redis: {e}"))
+    }
+}

@@ -1,0 +1,535 @@
+//! The cache stage, between admission and routing: a request the cache may answer is looked up
+//! under its key (see `cache::key`); a hit is answered from the kept canonical completion in the
+//! client's dialect, whole or as a replayed stream, and ends as a hit (cost 0, the cost it
+//! saved); a miss carries its key forward, so that the answer is kept once it is whole: a
+//! whole answer at once, a stream once it ended normally.
+//!
+//! What is kept is the canonical completion, which answers any form of the request. An answer a
+//! target gave in the client's own dialect (a native pass-through: Messages to Anthropic,
+//! Responses to OpenAI) is kept as it came, and answers the same dialect (the key has it) in the
+//! same form (whole, or streamed), its id replaced by a fresh one in each replay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderName, HeaderValue};
+
+use super::context::{Context, Dialect, Tried};
+use super::finish::End;
+use super::{Answer, AnswerBody, Reply, relay};
+use crate::cache::answer::{self, Assembler, Entry, Form, StoredUsage};
+use crate::cache::key::{self, Key, Scope, Shape};
+use crate::cache::{Cache, now_ms};
+use crate::config::cache::{CacheConfig, CacheScope};
+use crate::plugins::{Operation, Usage};
+use crate::state::AppState;
+
+/// Our header for a client's own TTL in seconds (it may shorten the configured one).
+const TTL_HEADER: &str = "x-wasmgate-cache-ttl";
+
+/// What the cache did for a request: what its answer's `x-wasmgate-cache` says, and the key its
+/// answer is to be kept under.
+#[derive(Default)]
+pub struct Slot {
+    /// `None` while the cache is off altogether (no header then).
+    outcome: Option<Outcome>,
+    fill: Option<Fill>,
+}
+
+/// What `x-wasmgate-cache` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Answered from the cache.
+    Hit,
+    /// Looked up, not found (or not in the form asked for).
+    Miss,
+    /// Not looked up: the cache is off for the request, or the client said `no-cache`.
+    Bypass,
+}
+
+impl Outcome {
+    fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Hit => "hit",
+            Outcome::Miss => "miss",
+            Outcome::Bypass => "bypass",
+        }
+    }
+}
+
+/// An answer to be kept: its key, its TTL, and (for a stream) the completion being assembled.
+pub struct Fill {
+    cache: Arc<Cache>,
+    key: Key,
+    ttl: Duration,
+    background: tokio_util::task::TaskTracker,
+    assembler: Option<Assembler>,
+    /// A native stream's events and their bytes so far (`None` when it outgrew the limit).
+    native: Option<(Vec<String>, usize)>,
+}
+
+/// A kept answer found for the request.
+pub struct Hit {
+    entry: Entry,
+}
+
+/// Looks the request up. Sets what the answer's header will say, and what a miss keeps.
+pub async fn lookup(state: &AppState, cx: &mut Context, headers: &http::HeaderMap) -> Option<Hit> {
+    let config = &cx.gateway.config.cache;
+    if !config.in_use() {
+        return None;
+    }
+    let outcome = lookup_in(state, cx, headers).await;
+    let counts = &state.cache.counts;
+    let count = match cx.cache.outcome {
+        Some(Outcome::Hit) => &counts.hits,
+        Some(Outcome::Miss) => &counts.misses,
+        Some(Outcome::Bypass) | None => &counts.bypasses,
+    };
+    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    outcome
+}
+
+async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap) -> Option<Hit> {
+    cx.cache.outcome = Some(Outcome::Bypass);
+    let config = &cx.gateway.config.cache;
+    let policy = policy(config, &cx.request.model, cx.caller.key_id.as_deref())?;
+    let operation = match cx.operation {
+        Operation::ChatCompletions => "chat.completions",
+        Operation::Messages => "messages",
+        Operation::Responses => "responses",
+        Operation::Embeddings | Operation::ImageGenerations | Operation::ListModels => return None,
+    };
+    let control = Control::of(headers);
+    if control.no_cache && control.no_store {
+        return None;
+    }
+    let target = resolved(cx)?;
+    let scope = Scope {
+        namespace: policy.namespace,
+        project: &cx.caller.project,
+        api_key: match config.scope {
+            CacheScope::Project => None,
+            CacheScope::Key => Some(cx.caller.key_id.as_deref().unwrap_or("")),
+        },
+    };
+    // A dialect's request by its own body: what a native target gets, with everything its
+    // canonical form may have dropped.
+    let key = match &cx.translation {
+        Some(translation) => {
+            let (fields, headers) = translation.native_parts();
+            let shape = Shape {
+                operation,
+                target: &target,
+                headers,
+            };
+            let fields = fields.iter().map(|(k, v)| (k.as_str(), &**v));
+            key::key(&scope, &shape, fields)
+        }
+        None => {
+            let shape = Shape {
+                operation,
+                target: &target,
+                headers: &[],
+            };
+            key::key(&scope, &shape, cx.request.fields())
+        }
+    };
+    state
+        .cache
+        .counts
+        .keys
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ttl = match control.ttl_s {
+        Some(s) => policy.ttl_s.min(s),
+        None => policy.ttl_s,
+    };
+    if !control.no_cache {
+        let mut span = cx.trace.stage("cache");
+        let found = span.scope(state.cache.get(&key)).await;
+        let hit = found.filter(|e| e.serves(cx.request.stream));
+        let outcome = match hit {
+            Some(_) => Outcome::Hit,
+            None => Outcome::Miss,
+        };
+        span.set("wasmgate.cache", outcome.as_str());
+        drop(span);
+        cx.cache.outcome = Some(outcome);
+        if let Some(entry) = hit {
+            return Some(Hit { entry });
+        }
+    }
+    if !control.no_store {
+        let cache = Arc::clone(&state.cache);
+        cx.cache.fill = Some(Fill {
+            assembler: cx
+                .request
+                .stream
+                .then(|| Assembler::new(cache.max_entry_bytes())),
+            cache,
+            key,
+            ttl: Duration::from_secs(ttl),
+            background: cx.background.clone(),
+            native: None,
+        });
+    }
+    None
+}
+
+/// What the config says for a request to `model` with `key_id`: `None` when the cache is off
+/// for it.
+struct Policy<'a> {
+    ttl_s: u64,
+    namespace: &'a str,
+}
+
+fn policy<'a>(config: &'a CacheConfig, model: &str, key_id: Option<&str>) -> Option<Policy<'a>> {
+    let rule = config.rules.iter().find(|rule| {
+        (rule.models.is_empty() || rule.models.iter().any(|m| m == model))
+            && (rule.keys.is_empty() || key_id.is_some_and(|k| rule.keys.iter().any(|r| r == k)))
+    });
+    let enabled = rule.and_then(|r| r.enabled).unwrap_or(config.enabled);
+    enabled.then(|| Policy {
+        ttl_s: rule.and_then(|r| r.ttl_s).unwrap_or(config.ttl_s),
+        namespace: rule
+            .and_then(|r| r.namespace.as_deref())
+            .unwrap_or(&config.namespace),
+    })
+}
+
+/// The model as resolved: a virtual model by its name (any of its targets may answer it), a
+/// direct one by the target it leads to (so its aliases share answers). `None` when it leads
+/// nowhere: the route stage names the error.
+fn resolved(cx: &Context) -> Option<String> {
+    let model = &cx.request.model;
+    if cx.gateway.routes.contains_key(model) {
+        return Some(format!("route:{model}"));
+    }
+    let target = cx.gateway.resolve(model).ok()?;
+    Some(format!("{}/{}", target.provider.name, target.model))
+}
+
+/// The client's cache directives.
+#[derive(Debug, Default, PartialEq)]
+struct Control {
+    /// `Cache-Control: no-cache`: not answered from the cache (the answer may still be kept).
+    no_cache: bool,
+    /// `Cache-Control: no-store`: the answer is not kept.
+    no_store: bool,
+    /// `x-wasmgate-cache-ttl`: seconds, at most the configured TTL.
+    ttl_s: Option<u64>,
+}
+
+impl Control {
+    fn of(headers: &http::HeaderMap) -> Self {
+        let mut control = Self::default();
+        for value in headers.get_all(http::header::CACHE_CONTROL) {
+            let Ok(value) = value.to_str() else { continue };
+            for directive in value.split(',').map(str::trim) {
+                if directive.eq_ignore_ascii_case("no-cache") {
+                    control.no_cache = true;
+                } else if directive.eq_ignore_ascii_case("no-store") {
+                    control.no_store = true;
+                }
+            }
+        }
+        control.ttl_s = headers
+            .get(TTL_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if control.ttl_s == Some(0) {
+            // A TTL of nothing: do not keep it.
+            control.no_store = true;
+        }
+        control
+    }
+}
+
+impl Slot {
+    /// The `x-wasmgate-cache` header of the answer: none when the cache is off altogether.
+    pub fn header(&self) -> Option<(HeaderName, HeaderValue)> {
+        self.outcome.map(|outcome| {
+            (
+                HeaderName::from_static("x-wasmgate-cache"),
+                HeaderValue::from_static(outcome.as_str()),
+            )
+        })
+    }
+
+    /// Keeps a whole answer that finished: canonical, or (`native`) in the client's dialect.
+    pub fn keep_whole(
+        &mut self,
+        provider: &str,
+        model: &str,
+        body: &str,
+        usage: Option<Usage>,
+        native: bool,
+    ) {
+        let Some(fill) = self.fill.take() else { return };
+        let (form, finished) = match native {
+            false => (Form::Canonical, answer::cacheable(body)),
+            true => (Form::NativeWhole, answer::native_cacheable(body)),
+        };
+        if fill.assembler.is_some() || !finished {
+            return;
+        }
+        let answer_id = native.then(|| answer::native_id(Some(body), &[])).flatten();
+        let kept = Kept {
+            form,
+            completion: body.to_owned(),
+            events: Vec::new(),
+            answer_id,
+        };
+        fill.keep(provider, model, kept, usage);
+    }
+
+    /// A stream's events as they pass: canonical chunks, or a native stream's own events.
+    pub fn push(&mut self, events: &[String]) {
+        let Some(fill) = &mut self.fill else { return };
+        if let Some(assembler) = &mut fill.assembler
+            && !assembler.given_up()
+        {
+            assembler.push(events);
+        }
+        let limit = fill.cache.max_entry_bytes();
+        if let Some((kept, bytes)) = &mut fill.native {
+            *bytes += events.iter().map(String::len).sum::<usize>();
+            if *bytes > limit {
+                fill.native = None;
+            } else {
+                kept.extend(events.iter().cloned());
+            }
+        }
+    }
+
+    /// The stream passes in the client's dialect untouched: its events are kept as they are.
+    pub fn native_stream(&mut self) {
+        if let Some(fill) = &mut self.fill {
+            fill.assembler = None;
+            fill.native = Some((Vec::new(), 0));
+        }
+    }
+
+    /// The stream ended normally: what it made is kept.
+    pub fn streamed(&mut self, provider: &str, model: &str, usage: Option<Usage>) {
+        let Some(mut fill) = self.fill.take() else {
+            return;
+        };
+        if let Some((events, _)) = fill.native.take() {
+            if !answer::native_stream_finished(&events) {
+                return;
+            }
+            let kept = Kept {
+                form: Form::NativeStream,
+                completion: String::new(),
+                answer_id: answer::native_id(None, &events),
+                events,
+            };
+            fill.keep(provider, model, kept, usage);
+            return;
+        }
+        let Some(completion) = fill.assembler.take().and_then(Assembler::finish) else {
+            return;
+        };
+        let kept = Kept {
+            form: Form::Canonical,
+            completion,
+            events: Vec::new(),
+            answer_id: None,
+        };
+        fill.keep(provider, model, kept, usage);
+    }
+}
+
+/// The answer's part of an entry.
+struct Kept {
+    form: Form,
+    completion: String,
+    events: Vec<String>,
+    answer_id: Option<String>,
+}
+
+impl Fill {
+    /// Writes the entry off the answer's path (a Redis write must not delay the last byte); the
+    /// shutdown waits for it with the other background work.
+    fn keep(self, provider: &str, model: &str, kept: Kept, usage: Option<Usage>) {
+        let stored_ms = now_ms();
+        let entry = Entry {
+            form: kept.form,
+            completion: kept.completion,
+            events: kept.events,
+            answer_id: kept.answer_id,
+            usage: usage.map(StoredUsage::from),
+            provider: provider.to_owned(),
+            model: model.to_owned(),
+            stored_ms,
+            expires_ms: stored_ms
+                .saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let Self {
+            cache,
+            key,
+            background,
+            ..
+        } = self;
+        background.spawn(async move { cache.put(&key, &entry).await });
+    }
+}
+
+/// Answers the request from `hit` in the client's dialect, and ends it as a hit.
+pub(super) async fn serve(mut cx: Context, hit: Hit) -> Reply {
+    let dialect = cx.dialect;
+    let Hit { entry } = hit;
+    let usage = entry.usage.map(Usage::from);
+    let id = format!("{}/{}", entry.provider, entry.model);
+    let (price, system) = match cx.gateway.resolve(&id) {
+        Ok(target) => (
+            target.provider.price(target.model),
+            crate::telemetry::gen_ai_system(target.provider.plugin.name()),
+        ),
+        Err(_) => (None, std::borrow::Cow::Borrowed("unknown")),
+    };
+    cx.target = Some(Tried {
+        provider: entry.provider.clone(),
+        model: entry.model.clone(),
+        price,
+        system,
+    });
+    let mut headers = super::answer_headers(&cx, &entry.provider, &entry.model, 0);
+    let age = now_ms().saturating_sub(entry.stored_ms) / 1000;
+    headers.push((http::header::AGE, HeaderValue::from(age)));
+    let body = match entry.form {
+        Form::Canonical if cx.request.stream => replay(&mut cx, &entry.completion, usage).await,
+        Form::Canonical => whole(&mut cx, &entry.completion, usage).await,
+        Form::NativeWhole | Form::NativeStream => Ok(native(&cx, &entry).await),
+    };
+    match body {
+        Ok(body) => {
+            cx.finish(End::Cached(usage)).wait().await;
+            Reply {
+                dialect,
+                result: Ok(Answer { headers, body }),
+            }
+        }
+        Err(error) => {
+            cx.finish(End::Failed(&error)).wait().await;
+            Reply {
+                dialect,
+                result: Err(error),
+            }
+        }
+    }
+}
+
+/// A whole answer in the client's dialect (a fresh id for Messages and Responses, kept for
+/// `previous_response_id` as a live one would be).
+async fn whole(
+    cx: &mut Context,
+    completion: &str,
+    usage: Option<Usage>,
+) -> Result<AnswerBody, super::ApiError> {
+    let body = match cx.dialect {
+        Dialect::Chat => completion.to_owned(),
+        Dialect::Messages | Dialect::Responses => {
+            super::dialect::encode(cx, completion, usage).await?
+        }
+    };
+    if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
+        keeper.keep(&body).await;
+    }
+    Ok(AnswerBody::Json(body))
+}
+
+/// A native answer as it came, under a fresh id; a Responses one kept as a live one would be.
+async fn native(cx: &Context, entry: &Entry) -> AnswerBody {
+    let fresh = fresh_id(entry.answer_id.as_deref());
+    let translation = cx.translation.as_ref();
+    let keeper = translation.and_then(|t| t.keeper.as_ref());
+    let own = |text: &str| {
+        let text = entry.with_fresh_id(text, &fresh);
+        match translation {
+            Some(translation) => translation.with_previous_id(text),
+            None => text,
+        }
+    };
+    if entry.form == Form::NativeWhole {
+        let body = own(&entry.completion);
+        if let Some(keeper) = keeper {
+            keeper.keep(&body).await;
+        }
+        return AnswerBody::Json(body);
+    }
+    let events: Vec<String> = entry.events.iter().map(|e| own(e)).collect();
+    AnswerBody::Events(Body::from(relay::replay_native(&events, keeper).await))
+}
+
+/// A new id in the style of `old` (`msg_…`, `resp_…`).
+fn fresh_id(old: Option<&str>) -> String {
+    let prefix = old
+        .and_then(|old| old.split_once('_'))
+        .map_or("cached", |(prefix, _)| prefix);
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The answer as the stream a live one would be, framed as the relay frames one.
+async fn replay(
+    cx: &mut Context,
+    completion: &str,
+    usage: Option<Usage>,
+) -> Result<AnswerBody, super::ApiError> {
+    let events = answer::chunks(completion).unwrap_or_default();
+    let framing = super::framing(cx, false).await?;
+    let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
+    let body = match (framing, keeper) {
+        (relay::Framing::Translated(encoder), Some(keeper)) => {
+            relay::replay_kept(*encoder, events, usage, &keeper).await?
+        }
+        (framing, _) => relay::local(events, usage, framing).await,
+    };
+    cx.first_output();
+    Ok(AnswerBody::Events(Body::from(body)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
+        let mut map = http::HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(
+                HeaderName::from_bytes(k.as_bytes()).unwrap_or(http::header::ACCEPT),
+                HeaderValue::from_str(v).unwrap_or(HeaderValue::from_static("")),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn reads_the_clients_directives() {
+        assert_eq!(Control::of(&headers(&[])), Control::default());
+        let both = Control::of(&headers(&[("cache-control", "No-Cache, no-store")]));
+        assert!(both.no_cache && both.no_store);
+        let ttl = Control::of(&headers(&[("x-wasmgate-cache-ttl", " 30 ")]));
+        assert_eq!(ttl.ttl_s, Some(30));
+        assert!(Control::of(&headers(&[("x-wasmgate-cache-ttl", "0")])).no_store);
+        assert_eq!(
+            Control::of(&headers(&[("x-wasmgate-cache-ttl", "soon")])).ttl_s,
+            None
+        );
+    }
+
+    #[test]
+    fn the_first_matching_rule_decides() {
+        let config: CacheConfig = serde_yaml::from_str(
+            "{ enabled: true, ttl_s: 100, rules: [ { models: [a], enabled: false }, { keys: [k1], ttl_s: 5, namespace: eval } ] }",
+        )
+        .unwrap_or_default();
+        assert!(policy(&config, "a", Some("k1")).is_none());
+        let p = policy(&config, "b", Some("k1")).map(|p| (p.ttl_s, p.namespace));
+        assert_eq!(p, Some((5, "eval")));
+        let p = policy(&config, "b", None).map(|p| (p.ttl_s, p.namespace));
+        assert_eq!(p, Some((100, "")));
+    }
+}
