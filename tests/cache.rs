@@ -637,3 +637,28 @@ async fn a_redis_gone_is_a_miss_not_an_error() {
         "the failed reads are counted"
     );
 }
+
+/// With a guard on, answers are neither served from the cache nor kept: a guard may rewrite an
+/// answer for its own request (reversible redaction gives each client its own values back), so
+/// an answer kept before the guards could hand one client what was held from another.
+#[tokio::test]
+async fn a_guarded_request_bypasses_the_cache() {
+    let mock = MockOpenAi::start().await;
+    let yaml = format!(
+        "{}guards:\n  - plugin: redact\n",
+        config(&mock, "{ enabled: true }")
+    );
+    let gateway = TestGateway::start(&yaml).await;
+    let key = gateway.api_key("team-a").await;
+    let body = chat("What is the capital of France?");
+    for _ in 0..2 {
+        let answer = post(&gateway, "/v1/chat/completions", &key, &body, &[]).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(answer.cache(), "bypass");
+    }
+    assert_eq!(
+        calls(&mock, "/v1/chat/completions").await,
+        2,
+        "each guarded request went upstream"
+    );
+}

@@ -136,6 +136,10 @@ impl From<StoredUsage> for Usage {
             cache_write_tokens: u.cache_write_tokens,
             reasoning_tokens: u.reasoning_tokens,
             images: u.images,
+            // Only chat answers are kept, and they carry none of these.
+            search_units: 0,
+            audio_ms: 0,
+            characters: 0,
         }
     }
 }

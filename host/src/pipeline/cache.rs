@@ -95,11 +95,21 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
     cx.cache.outcome = Some(Outcome::Bypass);
     let config = &cx.gateway.config.cache;
     let policy = policy(config, &cx.request.model, cx.caller.key_id.as_deref())?;
-    let operation = match cx.operation {
-        Operation::ChatCompletions => "chat.completions",
-        Operation::Messages => "messages",
-        Operation::Responses => "responses",
-        Operation::Embeddings | Operation::ImageGenerations | Operation::ListModels => return None,
+    // Guards may rewrite the answer (and reversible redaction gives each client its own values
+    // back): an answer kept before them could hand one client what a guard held from another.
+    if cx.guard.forces_translation() {
+        return None;
+    }
+    let dialect_operation;
+    let operation = match (&cx.translation, cx.operation) {
+        // A dialect's request is keyed by the dialect and the route it came on, so that its
+        // own body (below) cannot meet another dialect's or another route's.
+        (Some(translation), _) => {
+            dialect_operation = format!("{}.{}", translation.dialect.name, translation.route);
+            dialect_operation.as_str()
+        }
+        (None, Operation::ChatCompletions) => "chat.completions",
+        (None, _) => return None,
     };
     let control = Control::of(headers);
     if control.no_cache && control.no_store {
@@ -431,9 +441,7 @@ async fn whole(
 ) -> Result<AnswerBody, super::ApiError> {
     let body = match cx.dialect {
         Dialect::Chat => completion.to_owned(),
-        Dialect::Messages | Dialect::Responses => {
-            super::dialect::encode(cx, completion, usage).await?
-        }
+        Dialect::Plugin => super::dialect::encode(cx, completion, usage).await?,
     };
     if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
         keeper.keep(&body).await;

@@ -56,7 +56,7 @@ pub struct Translation {
     plugin: DialectPlugin,
     /// The dialect, its route's name and parameters (for a native target).
     pub dialect: Arc<Mounted>,
-    route: String,
+    pub(super) route: String,
     params: Vec<(String, String)>,
     /// How a streamed answer is framed for the client.
     pub framing: Framing,

@@ -22,10 +22,10 @@ pub mod dialect;
 pub mod end_user;
 pub mod error;
 pub mod finish;
-mod json_array;
-mod operations;
 pub mod guard;
 mod guard_events;
+mod json_array;
+mod operations;
 pub mod parse;
 mod passthrough;
 mod raw_json;
@@ -103,6 +103,12 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         route::route(state, &mut cx).await.map(Ok)
     }
     .await;
+    // A stream the client asked for as one JSON array (Google's `streamGenerateContent` without
+    // `alt=sse`), live or from the cache.
+    let array = cx
+        .translation
+        .as_ref()
+        .is_some_and(|t| t.framing == crate::plugins::Framing::JsonArray);
     let Answered {
         sent,
         provider,
@@ -110,7 +116,7 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         attempts,
     } = match answered {
         Ok(Ok(answered)) => answered,
-        Ok(Err(hit)) => return cache::serve(cx, hit).await,
+        Ok(Err(hit)) => return framed(cache::serve(cx, hit).await, array),
         Err(error) => {
             cx.finish(End::Failed(&error)).wait().await;
             return Reply {
@@ -120,10 +126,6 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         }
     };
     let headers = answer_headers(&cx, &provider, &model, attempts);
-    let array = cx
-        .translation
-        .as_ref()
-        .is_some_and(|t| t.framing == crate::plugins::Framing::JsonArray);
     if let Sent::Whole {
         body,
         usage,
@@ -134,13 +136,17 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
             .keep_whole(&provider, &model, body, *usage, *native);
     }
     let result = answer(cx, sent).await.map(|body| Answer { headers, body });
+    framed(Reply { dialect, result }, array)
+}
+
+/// `reply`, its stream reframed as one JSON array when `array`.
+fn framed(reply: Reply, array: bool) -> Reply {
+    if !array {
+        return reply;
+    }
     Reply {
-        dialect,
-        result: if array {
-            result.map(json_array::reframe)
-        } else {
-            result
-        },
+        dialect: reply.dialect,
+        result: reply.result.map(json_array::reframe),
     }
 }
 
