@@ -34,6 +34,7 @@ pub struct CacheConfig {
     pub ttl_s: u64,
     /// Who shares answers: `project` (every key of a project) or `key` (each key alone).
     #[serde(default)]
+    #[schemars(extend("examples" = ["key"]))]
     pub scope: CacheScope,
     /// Part of every key: change it to start afresh without clearing the store.
     #[serde(default)]
