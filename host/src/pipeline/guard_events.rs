@@ -6,6 +6,40 @@ use serde_json::{Map, Value, json};
 
 use crate::plugins::{AnswerEvent, Stop, TextDelta, ToolCallDelta, Usage};
 
+/// Model text the guard contract has no event for (a reasoning model's thoughts, which providers
+/// name these ways): withheld from a guarded answer rather than passed on unchecked, since a
+/// model may think the very value a guard keeps out of its answer.
+const UNGUARDED_TEXT: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_details"];
+
+/// Removes [`UNGUARDED_TEXT`] from a delta or a message; whether there was any.
+fn withhold(object: &mut Map<String, Value>) -> bool {
+    let mut any = false;
+    for field in UNGUARDED_TEXT {
+        any |= object.remove(field).is_some();
+    }
+    any
+}
+
+/// `chunk` with the unguarded text of its deltas withheld, re-serialised only when it had some.
+fn withheld(mut value: Map<String, Value>, chunk: String) -> String {
+    let mut any = false;
+    let deltas = (value.get_mut("choices").and_then(Value::as_array_mut))
+        .into_iter()
+        .flatten()
+        .filter_map(|choice| match choice.get_mut("delta") {
+            Some(Value::Object(delta)) => Some(delta),
+            _ => None,
+        });
+    for delta in deltas {
+        any |= withhold(delta);
+    }
+    if any {
+        Value::Object(value).to_string()
+    } else {
+        chunk
+    }
+}
+
 /// What rewritten chunks are written with: the stream's id, model and time, from the chunks
 /// read so far, and whether each choice has been given its role.
 #[derive(Default)]
@@ -43,7 +77,7 @@ pub fn read_chunks(
                     template.roles_sent.push(index);
                 }
             }
-            plain.push(chunk);
+            plain.push(withheld(value, chunk));
         }
     }
     (events, plain)
@@ -283,6 +317,7 @@ pub fn write_completion(completion: &mut Value, events: &[AnswerEvent]) {
         let Some(Value::Object(message)) = choice.get_mut("message") else {
             continue;
         };
+        withhold(message);
         if message.get("content").is_some_and(Value::is_string) {
             let text: String = (events.iter())
                 .filter_map(|e| match e {
@@ -317,6 +352,31 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    /// A reasoning model's thoughts have no guard event: a guarded answer, streamed or whole,
+    /// goes on without them rather than with them unchecked.
+    #[test]
+    fn reasoning_is_withheld_from_a_guarded_answer() {
+        let mut template = Template::default();
+        let chunks = vec![
+            r#"{"id":"c1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"the card is 4111 1111 1111 1111"},"finish_reason":null}]}"#.to_owned(),
+            r#"{"id":"c1","object":"chat.completion.chunk","created":7,"model":"m","choices":[{"index":0,"delta":{"reasoning":"so 4111"},"finish_reason":null}]}"#.to_owned(),
+        ];
+        let (events, plain) = read_chunks(&mut template, chunks);
+        assert!(events.is_empty());
+        assert_eq!(plain.len(), 2);
+        for chunk in &plain {
+            assert!(!chunk.contains("4111"), "{chunk}");
+        }
+        assert!(plain[0].contains(r#""role":"assistant""#), "{}", plain[0]);
+
+        let mut completion = json!({"choices": [{"index": 0, "finish_reason": "stop", "message":
+            {"role": "assistant", "content": "ok", "reasoning_content": "4111 1111 1111 1111"}}]});
+        let events = read_completion(&completion);
+        write_completion(&mut completion, &events);
+        assert!(!completion.to_string().contains("4111"), "{completion}");
+        assert_eq!(completion["choices"][0]["message"]["content"], "ok");
+    }
 
     #[test]
     fn chunks_read_into_events_are_written_back_with_the_streams_identity() {
