@@ -226,16 +226,7 @@ impl Gateway {
                 .filter_map(|op| match op {
                     Operation::Messages => Some("messages".to_owned()),
                     Operation::Responses => Some("responses".to_owned()),
-                    Operation::ChatCompletions
-                    | Operation::Embeddings
-                    | Operation::ImageGenerations
-                    | Operation::ListModels
-                    | Operation::Completions
-                    | Operation::Moderations
-                    | Operation::Rerank
-                    | Operation::AudioTranscriptions
-                    | Operation::AudioTranslations
-                    | Operation::AudioSpeech => None,
+                    _ => None,
                 })
                 .collect();
             native.extend(

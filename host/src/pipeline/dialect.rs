@@ -103,19 +103,11 @@ pub async fn decode(
         | Unreadable::TooDeep
         | Unreadable::TooManyFields => ApiError::InvalidJson(e.to_string()),
     })?;
-    let keeper = match cx.operation {
-        Operation::Responses => replay(cx, &mut fields).await?,
-        Operation::Messages
-        | Operation::ChatCompletions
-        | Operation::Embeddings
-        | Operation::ImageGenerations
-        | Operation::ListModels
-        | Operation::Completions
-        | Operation::Moderations
-        | Operation::Rerank
-        | Operation::AudioTranscriptions
-        | Operation::AudioTranslations
-        | Operation::AudioSpeech => None,
+    // Only the Responses API chains turns (`previous_response_id`) through the store.
+    let keeper = if cx.operation == Operation::Responses {
+        replay(cx, &mut fields).await?
+    } else {
+        None
     };
     let previous_id = fields
         .get("previous_response_id")
@@ -134,19 +126,10 @@ pub async fn decode(
     }
     let request = ClientRequest::parse(canonical, decoded.body.as_bytes())?;
     fields.shift_remove("previous_response_id");
-    let prefix = match cx.operation {
-        Operation::Messages => "msg_",
-        Operation::Responses
-        | Operation::ChatCompletions
-        | Operation::Embeddings
-        | Operation::ImageGenerations
-        | Operation::ListModels
-        | Operation::Completions
-        | Operation::Moderations
-        | Operation::Rerank
-        | Operation::AudioTranscriptions
-        | Operation::AudioTranslations
-        | Operation::AudioSpeech => "resp_",
+    let prefix = if cx.operation == Operation::Messages {
+        "msg_"
+    } else {
+        "resp_"
     };
     cx.translation = Some(Translation {
         plugin,
