@@ -24,7 +24,7 @@ pub enum Kind {
     Router,
     Limiter,
     Provider,
-    /// A content policy on requests and answers (Rust or Python for now).
+    /// A content policy on requests and answers.
     Guard,
 }
 
