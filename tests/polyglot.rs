@@ -371,12 +371,7 @@ fn new_python_and_javascript_projects_pass_their_own_tests() {
     let dir = common::binary::temp_dir("polyglot-new");
     let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
     for lang in ["python", "js"] {
-        // Guards have no JavaScript SDK yet (`plugin new` says so).
-        let kinds: &[&str] = match lang {
-            "python" => &["router", "limiter", "provider", "guard"],
-            _ => &["router", "limiter", "provider"],
-        };
-        for kind in kinds {
+        for kind in ["router", "limiter", "provider", "guard"] {
             let name = format!("my-{lang}-{kind}");
             let created = std::process::Command::new(wasmgate)
                 .args(["plugin", "new", kind, &name, "--lang", lang, "--dir"])
@@ -412,5 +407,98 @@ fn new_python_and_javascript_projects_pass_their_own_tests() {
         !again.status.success(),
         "an existing project is not overwritten"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The JavaScript guard `plugin new guard --lang js` writes, built by `plugin build` and loaded
+/// from `plugins.dir`: it refuses a request naming its word, and its answer guard (the exported
+/// `answer-guard` resource, a class componentize-js must find by its WIT name) stops an answer
+/// that names it, while everything else passes unchanged.
+#[tokio::test]
+async fn a_javascript_guard_built_from_the_template_refuses_and_stops_in_the_gateway() {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/polyglot");
+    assert!(
+        tools.join("js/node_modules").exists(),
+        "the JavaScript toolchain is missing: run scripts/polyglot.sh"
+    );
+    let dir = common::binary::temp_dir("js-guard");
+    let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
+    let created = std::process::Command::new(wasmgate)
+        .args([
+            "plugin", "new", "guard", "js-words", "--lang", "js", "--dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let plugins = dir.join("plugins");
+    let built = std::process::Command::new(wasmgate)
+        .args(["plugin", "build"])
+        .arg(dir.join("js-words"))
+        .arg("--out")
+        .arg(&plugins)
+        .env("WASMGATE_JS_TOOLCHAIN", tools.join("js"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&built.stdout),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let gateway = TestGateway::start(&format!(
+        r#"
+plugins: {{ dir: "{dir}", cache_dir: "{cache}", max_instances: 16 }}
+providers:
+  a: {{ plugin: echo, models: [m] }}
+  b: {{ plugin: echo, models: [m], options: {{ reply: "The falcon flies at dawn." }} }}
+guards:
+  - plugin: js-words
+    options: {{ words: [Falcon] }}
+"#,
+        dir = plugins.display(),
+        cache = plugin_cache_dir().display(),
+    ))
+    .await;
+    let chat = |model: &'static str, text: &'static str| {
+        http()
+            .post(gateway.url("/v1/chat/completions"))
+            .json(&json!({"model": model, "messages": [{"role": "user", "content": text}]}))
+            .send()
+    };
+
+    let passed = chat("a/m", "hello there").await.unwrap();
+    assert_eq!(passed.status(), 200);
+    let body: Value = passed.json().await.unwrap();
+    assert!(
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello there"),
+        "{body}"
+    );
+
+    let refused = chat("a/m", "tell me about the FALCON").await.unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "guard_refused", "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("this topic is not allowed here"),
+        "{body}"
+    );
+
+    let stopped = chat("b/m", "hello there").await.unwrap();
+    let status = stopped.status().as_u16();
+    let body = stopped.text().await.unwrap();
+    assert_ne!(status, 200, "{body}");
+    assert!(body.contains("answer_stopped"), "{body}");
+    assert!(!body.to_lowercase().contains("falcon flies"), "{body}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -35,6 +35,7 @@ pub const JS: &[(&str, &str)] = files!("sdk/js":
     "build.mjs",
     "_export.js",
     "errors.js",
+    "guard.js",
     "host.js",
     "limiter.js",
     "openai.js",

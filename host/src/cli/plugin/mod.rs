@@ -1,6 +1,6 @@
-//! `wasmgate plugin new|build|test`: start a router, limiter or provider from a template in Rust,
-//! Python or JavaScript, build it into the component that `plugins.dir` loads (hot reload picks
-//! a new file up), and run its unit tests.
+//! `wasmgate plugin new|build|test`: start a router, limiter, provider or guard from a template in
+//! Rust, Python or JavaScript, build it into the component that `plugins.dir` loads (hot reload
+//! picks a new file up), and run its unit tests.
 //!
 //! A project is a directory with a `wasmgate-plugin.yaml` (`name`, `kind`, `lang`). Python and
 //! JavaScript builds write this gateway's WIT and SDK into the project's `.wasmgate/` first, then
@@ -24,7 +24,7 @@ pub enum Kind {
     Router,
     Limiter,
     Provider,
-    /// A content policy on requests and answers (Rust or Python for now).
+    /// A content policy on requests and answers.
     Guard,
 }
 
@@ -99,10 +99,6 @@ pub fn new(
     note: &mut dyn Write,
 ) -> anyhow::Result<PathBuf> {
     check_name(name)?;
-    if kind == Kind::Guard && lang == Lang::Js {
-        // The guard's contract is new; its JavaScript SDK is still to come.
-        bail!("guards are written in Rust or Python for now: use --lang rust or --lang python");
-    }
     let dir = parent.join(name);
     if dir.exists() {
         bail!("{} already exists", dir.display());

@@ -68,8 +68,12 @@ pub fn files(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             ("app_test.py", template!("python/guard_test.py")),
             ignore,
         ],
-        // Refused in `new` before it asks for files.
-        (Lang::Js, Kind::Guard) => vec![ignore],
+        (Lang::Js, Kind::Guard) => vec![
+            ("app.js", template!("js/guard.js")),
+            ("app.test.js", template!("js/guard.test.js")),
+            ("package.json", template!("js/package.json")),
+            ignore,
+        ],
         (Lang::Rust, Kind::Provider) => vec![
             ("Cargo.toml", template!("rust/Cargo.toml")),
             ("src/lib.rs", template!("rust/provider.rs")),

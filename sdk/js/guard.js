@@ -1,0 +1,150 @@
+//! Guard plugins: a content policy on requests before they leave and on answers as they come
+//! back, streamed or whole.
+//!
+//! ```js
+//! import { o } from 'wasmgate-plugin/options';
+//! import { allow, defineGuard, refuse, requestTexts } from 'wasmgate-plugin/guard';
+//!
+//! export const guard = defineGuard({
+//!   options: o.object({ words: o.list(o.string()) }),
+//!   checkRequest(options, request) {
+//!     const texts = requestTexts(request);
+//!     if (texts.some((t) => options.words.some((w) => t.includes(w)))) return refuse('this topic is not allowed here');
+//!     return allow();
+//!   },
+//! });
+//! ```
+//!
+//! `validate(options)` may throw `ConfigError` and returns the most text the answer guard holds
+//! back (default 0). `answer(options, request)` starts guarding one answer: it returns an object
+//! whose `push(events)` returns `release(...)` (the events to send now; the rest is held) or
+//! `stop(...)`, and whose `finish()` releases what is held; without `answer`, every event passes.
+//!
+//! The request is Chat Completions JSON (text); an event is `{ tag: 'text', val: { choice, text } }`,
+//! `{ tag: 'tool-call', val: { choice, index, id?, name?, arguments } }`, `{ tag: 'usage', val }`
+//! or `{ tag: 'stop', val: { choice, reason } }`. See `wit/guard.wit`.
+
+import { ConfigError, NoOptions, optionsCache, parseOptions } from './options.js';
+import { asTrap, configErrorPayload, witError } from './_export.js';
+
+export { ConfigError } from './options.js';
+export { countTokens, log } from './host.js';
+
+/** An answer guard that releases every event as it comes: for guards of requests only. */
+export function passAnswers() {
+  return { push: (events) => release(events), finish: () => release([]) };
+}
+
+/**
+ * The `guard` export of a component: `export const guard = defineGuard({...})`.
+ * @param {{ options?: Function, validate?: (options: any) => number | void,
+ *           checkRequest?: (options: any, request: string) => object,
+ *           answer?: (options: any, request: string) => { push(events: object[]): object, finish?(): object } }} plugin
+ */
+export function defineGuard(plugin) {
+  const schema = plugin.options ?? NoOptions;
+  // Options the config accepted cannot fail here; if they do, the call traps and the host fails
+  // the request closed (or open, as the entry says).
+  const options = optionsCache(schema);
+  const start = plugin.answer ?? passAnswers;
+
+  // componentize-js exports the WIT resource `answer-guard` as the class `AnswerGuard` of the
+  // interface's object; the host constructs one per answer.
+  class AnswerGuard {
+    #answer;
+    constructor(text, request) {
+      this.#answer = start(options(text), request);
+    }
+    push(events) {
+      return this.#answer.push(events);
+    }
+    finish() {
+      return this.#answer.finish ? this.#answer.finish() : release([]);
+    }
+  }
+
+  return {
+    validate(text) {
+      try {
+        // Read first: `plugin.validate?.(...)` would skip its argument without a validate.
+        const parsed = parseOptions(text, schema);
+        const held = plugin.validate?.(parsed) ?? 0;
+        if (!Number.isSafeInteger(held) || held < 0 || held > 0xffffffff) {
+          throw new Error(`validate returned ${held}, not a count of characters`);
+        }
+        return { maxHoldChars: held };
+      } catch (err) {
+        if (err instanceof ConfigError) throw witError(configErrorPayload(err));
+        throw asTrap(err);
+      }
+    },
+    checkRequest(text, request) {
+      return plugin.checkRequest ? plugin.checkRequest(options(text), request) : allow();
+    },
+    AnswerGuard,
+  };
+}
+
+const findingList = (findings = {}) => Object.entries(findings).map(([kind, count]) => ({ kind, count: Number(count) }));
+
+/** Sends the request on as it is, recording `findings` (`{ kind: count }`). */
+export function allow(findings) {
+  return { tag: 'allow', val: findingList(findings) };
+}
+
+/** Sends `body` (Chat Completions JSON) instead. */
+export function rewrite(body, findings) {
+  return { tag: 'rewrite', val: { body: String(body), findings: findingList(findings) } };
+}
+
+/** Refuses the request with `reason` and `status`, in the client's own error shape. */
+export function refuse(reason, status = 400, findings) {
+  return { tag: 'refuse', val: { reason: String(reason), status, findings: findingList(findings) } };
+}
+
+/** Sends `events` now; the guard holds `heldChars` of text (at most what it declared), counted in
+ * Unicode scalar values: `charCount` counts them (a string's `length` counts UTF-16 units). */
+export function release(events, heldChars = 0, findings) {
+  return { tag: 'release', val: { events: [...events], heldChars, findings: findingList(findings) } };
+}
+
+/** Ends the answer here, with the client's API's own error. */
+export function stop(reason, findings) {
+  return { tag: 'stop', val: { reason: String(reason), status: 400, findings: findingList(findings) } };
+}
+
+/** A text event, for unit tests and for answer guards that write text. */
+export function text(value, choice = 0) {
+  return { tag: 'text', val: { choice, text: String(value) } };
+}
+
+/** The length of `value` in Unicode scalar values, as `heldChars` and `maxHoldChars` count. */
+export function charCount(value) {
+  let n = 0;
+  for (const _ of value) n++;
+  return n;
+}
+
+/** The texts of a Chat Completions request a guard reads: each message's content (a string, or the
+ * text of its parts), its tool calls' arguments, and each tool's description. */
+export function requestTexts(request) {
+  const body = JSON.parse(request);
+  const texts = [];
+  const isString = (v) => typeof v === 'string';
+  for (const message of body?.messages ?? []) {
+    const content = message?.content;
+    if (isString(content)) texts.push(content);
+    else if (Array.isArray(content)) {
+      for (const part of content) if (part && isString(part.text)) texts.push(part.text);
+    }
+    for (const call of message?.tool_calls ?? []) {
+      const args = call?.function?.arguments;
+      if (isString(args)) texts.push(args);
+    }
+  }
+  for (const tool of body?.tools ?? []) {
+    const description = tool?.function?.description;
+    if (isString(description)) texts.push(description);
+  }
+  return texts;
+}
