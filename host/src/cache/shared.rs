@@ -12,6 +12,11 @@ pub struct RedisStore {
 /// The prefix of every cache key in Redis (counters have `wasmgate:counter:`).
 const PREFIX: &str = "wasmgate:cache:";
 
+/// How long a read may take before it counts as a miss. The connection's own timeouts (a second
+/// to connect, a second to answer, two retries) suit the limit counters, which must be right;
+/// the cache only saves time, and a Redis that is gone cost every request 1 to 3 s before this.
+const READ_DEADLINE: Duration = Duration::from_millis(250);
+
 impl RedisStore {
     pub async fn connect(url: &str) -> Result<Self, String> {
         Ok(Self {
@@ -21,10 +26,14 @@ impl RedisStore {
 
     pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
         let mut connection = self.connection.clone();
-        connection
-            .get(format!("{PREFIX}{key}"))
-            .await
-            .map_err(|e| format!("Redis: {e}"))
+        let read = connection.get(format!("{PREFIX}{key}"));
+        match tokio::time::timeout(READ_DEADLINE, read).await {
+            Ok(answer) => answer.map_err(|e| format!("Redis: {e}")),
+            Err(_) => Err(format!(
+                "Redis: no answer within {} ms",
+                READ_DEADLINE.as_millis()
+            )),
+        }
     }
 
     pub async fn put(&self, key: &str, bytes: &[u8], ttl: Duration) -> Result<(), String> {
