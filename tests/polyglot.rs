@@ -502,3 +502,72 @@ guards:
     assert!(!body.to_lowercase().contains("falcon flies"), "{body}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The Python example guard (`examples/plugins/py-guard`, built by `scripts/polyglot.sh`): a
+/// request naming an internal host is refused before it leaves; an answer's internal host names
+/// are masked, whole or streamed in 3-character deltas that split the name, and nothing else in
+/// the answer changes.
+#[tokio::test]
+async fn the_python_example_guard_masks_internal_hosts_streamed_and_whole() {
+    let dir = polyglot_plugins();
+    assert!(
+        dir.join("py-guard.wasm").exists(),
+        "py-guard.wasm is missing: run scripts/polyglot.sh"
+    );
+    let gateway = TestGateway::start(&format!(
+        r#"
+plugins: {{ dir: "{dir}", cache_dir: "{cache}", max_instances: 16 }}
+providers:
+  a: {{ plugin: echo, models: [m] }}
+  b: {{ plugin: echo, models: [m], options: {{ reply: "Ask db1.corp.example or example.com.", chunk_size: 3 }} }}
+guards:
+  - plugin: py-guard
+    options: {{ domains: [corp.example] }}
+"#,
+        dir = dir.display(),
+        cache = plugin_cache_dir().display(),
+    ))
+    .await;
+    let chat = |model: &'static str, text: &'static str, stream: bool| {
+        http()
+            .post(gateway.url("/v1/chat/completions"))
+            .json(&json!({"model": model, "stream": stream,
+                "messages": [{"role": "user", "content": text}]}))
+            .send()
+    };
+    const MASKED: &str = "Ask [internal host] or example.com.";
+
+    let refused = chat("a/m", "Why is DB1.Corp.Example slow?", false)
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "guard_refused", "{body}");
+
+    let whole: Value = chat("b/m", "hello", false)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(whole["choices"][0]["message"]["content"], MASKED, "{whole}");
+
+    let streamed = chat("b/m", "hello", true).await.unwrap();
+    assert_eq!(streamed.status(), 200);
+    let body = streamed.text().await.unwrap();
+    let chunks: Vec<Value> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|data| *data != "[DONE]")
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| {
+            c.pointer("/choices/0/delta/content")
+                .and_then(Value::as_str)
+        })
+        .collect();
+    assert_eq!(text, MASKED, "{body}");
+    assert!(body.contains("[DONE]"), "{body}");
+}
