@@ -571,3 +571,67 @@ guards:
     assert_eq!(text, MASKED, "{body}");
     assert!(body.contains("[DONE]"), "{body}");
 }
+
+/// The JavaScript example guard (`examples/plugins/js-guard`, built by `scripts/polyglot.sh`):
+/// ticket keys in a request are rewritten before it leaves (the echo upstream answers with what
+/// it was sent), and an answer's keys are masked, streamed in 3-character deltas that split them.
+#[tokio::test]
+async fn the_javascript_example_guard_rewrites_requests_and_masks_streamed_answers() {
+    let dir = polyglot_plugins();
+    assert!(
+        dir.join("js-guard.wasm").exists(),
+        "js-guard.wasm is missing: run scripts/polyglot.sh"
+    );
+    let gateway = TestGateway::start(&format!(
+        r#"
+plugins: {{ dir: "{dir}", cache_dir: "{cache}", max_instances: 16 }}
+providers:
+  a: {{ plugin: echo, models: [m] }}
+  b: {{ plugin: echo, models: [m], options: {{ reply: "See OPS-1234 today.", chunk_size: 3 }} }}
+guards:
+  # On requests to `a` alone, so that its echoed answer shows what the upstream was sent.
+  - {{ plugin: js-guard, name: tickets-in, apply: request, scope: {{ models: [a/m] }}, options: {{ projects: [OPS] }} }}
+  - {{ plugin: js-guard, name: tickets-out, apply: answer, scope: {{ models: [b/m] }}, options: {{ projects: [OPS] }} }}
+"#,
+        dir = dir.display(),
+        cache = plugin_cache_dir().display(),
+    ))
+    .await;
+    let chat = |model: &'static str, text: &'static str, stream: bool| {
+        http()
+            .post(gateway.url("/v1/chat/completions"))
+            .json(&json!({"model": model, "stream": stream,
+                "messages": [{"role": "user", "content": text}]}))
+            .send()
+    };
+
+    let echoed: Value = chat("a/m", "Is OPS-1234 fixed?", false)
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        echoed["choices"][0]["message"]["content"], "Is [ticket] fixed?",
+        "the upstream saw the rewritten request: {echoed}"
+    );
+
+    let body = chat("b/m", "hello", true)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let text: String = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter(|data| *data != "[DONE]")
+        .map(|data| serde_json::from_str::<Value>(data).unwrap())
+        .filter_map(|c| {
+            c.pointer("/choices/0/delta/content")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(text, "See [ticket] today.", "{body}");
+}
