@@ -503,127 +503,29 @@ guards:
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The Python example guard (`examples/plugins/py-guard`, built by `scripts/polyglot.sh`): a
-/// request naming an internal host is refused before it leaves; an answer's internal host names
-/// are masked, whole or streamed in 3-character deltas that split the name, and nothing else in
-/// the answer changes.
-#[tokio::test]
-async fn the_python_example_guard_masks_internal_hosts_streamed_and_whole() {
-    let dir = polyglot_plugins();
-    assert!(
-        dir.join("py-guard.wasm").exists(),
-        "py-guard.wasm is missing: run scripts/polyglot.sh"
-    );
-    let gateway = TestGateway::start(&format!(
-        r#"
-plugins: {{ dir: "{dir}", cache_dir: "{cache}", max_instances: 16 }}
-providers:
-  a: {{ plugin: echo, models: [m] }}
-  b: {{ plugin: echo, models: [m], options: {{ reply: "Ask db1.corp.example or example.com.", chunk_size: 3 }} }}
-guards:
-  - plugin: py-guard
-    options: {{ domains: [corp.example] }}
-"#,
-        dir = dir.display(),
-        cache = plugin_cache_dir().display(),
-    ))
-    .await;
-    let chat = |model: &'static str, text: &'static str, stream: bool| {
-        http()
-            .post(gateway.url("/v1/chat/completions"))
-            .json(&json!({"model": model, "stream": stream,
-                "messages": [{"role": "user", "content": text}]}))
-            .send()
-    };
-    const MASKED: &str = "Ask [internal host] or example.com.";
-
-    let refused = chat("a/m", "Why is DB1.Corp.Example slow?", false)
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 400);
-    let body: Value = refused.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "guard_refused", "{body}");
-
-    let whole: Value = chat("b/m", "hello", false)
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(whole["choices"][0]["message"]["content"], MASKED, "{whole}");
-
-    let streamed = chat("b/m", "hello", true).await.unwrap();
-    assert_eq!(streamed.status(), 200);
-    let body = streamed.text().await.unwrap();
-    let chunks: Vec<Value> = body
-        .lines()
-        .filter_map(|line| line.strip_prefix("data: "))
-        .filter(|data| *data != "[DONE]")
-        .map(|data| serde_json::from_str(data).unwrap())
-        .collect();
-    let text: String = chunks
-        .iter()
-        .filter_map(|c| {
-            c.pointer("/choices/0/delta/content")
-                .and_then(Value::as_str)
-        })
-        .collect();
-    assert_eq!(text, MASKED, "{body}");
-    assert!(body.contains("[DONE]"), "{body}");
+/// A gateway with [`config`]'s echo providers, a third (`c`) whose answer is always `reply` in
+/// 3-character deltas, and `guards` (the items of a `guards:` list).
+async fn guarded(reply: &str, guards: &str) -> TestGateway {
+    TestGateway::start(&config(&format!(
+        "  c: {{ plugin: echo, models: [m], options: {{ reply: \"{reply}\", chunk_size: 3 }} }}\nguards:\n{guards}"
+    )))
+    .await
 }
 
-/// The JavaScript example guard (`examples/plugins/js-guard`, built by `scripts/polyglot.sh`):
-/// ticket keys in a request are rewritten before it leaves (the echo upstream answers with what
-/// it was sent), and an answer's keys are masked, streamed in 3-character deltas that split them.
-#[tokio::test]
-async fn the_javascript_example_guard_rewrites_requests_and_masks_streamed_answers() {
-    let dir = polyglot_plugins();
-    assert!(
-        dir.join("js-guard.wasm").exists(),
-        "js-guard.wasm is missing: run scripts/polyglot.sh"
-    );
-    let gateway = TestGateway::start(&format!(
-        r#"
-plugins: {{ dir: "{dir}", cache_dir: "{cache}", max_instances: 16 }}
-providers:
-  a: {{ plugin: echo, models: [m] }}
-  b: {{ plugin: echo, models: [m], options: {{ reply: "See OPS-1234 today.", chunk_size: 3 }} }}
-guards:
-  # On requests to `a` alone, so that its echoed answer shows what the upstream was sent.
-  - {{ plugin: js-guard, name: tickets-in, apply: request, scope: {{ models: [a/m] }}, options: {{ projects: [OPS] }} }}
-  - {{ plugin: js-guard, name: tickets-out, apply: answer, scope: {{ models: [b/m] }}, options: {{ projects: [OPS] }} }}
-"#,
-        dir = dir.display(),
-        cache = plugin_cache_dir().display(),
-    ))
-    .await;
-    let chat = |model: &'static str, text: &'static str, stream: bool| {
-        http()
-            .post(gateway.url("/v1/chat/completions"))
-            .json(&json!({"model": model, "stream": stream,
-                "messages": [{"role": "user", "content": text}]}))
-            .send()
-    };
-
-    let echoed: Value = chat("a/m", "Is OPS-1234 fixed?", false)
+/// One user turn to `model`, whole or streamed.
+async fn say(gateway: &TestGateway, model: &str, text: &str, stream: bool) -> reqwest::Response {
+    http()
+        .post(gateway.url("/v1/chat/completions"))
+        .json(&json!({"model": model, "stream": stream,
+            "messages": [{"role": "user", "content": text}]}))
+        .send()
         .await
         .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(
-        echoed["choices"][0]["message"]["content"], "Is [ticket] fixed?",
-        "the upstream saw the rewritten request: {echoed}"
-    );
+}
 
-    let body = chat("b/m", "hello", true)
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let text: String = body
-        .lines()
+/// The text of a streamed chat answer: its choice 0 deltas' content, joined.
+fn streamed_text(body: &str) -> String {
+    body.lines()
         .filter_map(|line| line.strip_prefix("data: "))
         .filter(|data| *data != "[DONE]")
         .map(|data| serde_json::from_str::<Value>(data).unwrap())
@@ -632,6 +534,77 @@ guards:
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         })
-        .collect();
-    assert_eq!(text, "See [ticket] today.", "{body}");
+        .collect()
+}
+
+/// The Python example guard (`examples/plugins/py-guard`, built by `scripts/polyglot.sh`): a
+/// request naming an internal host is refused before it leaves; an answer's internal host names
+/// are masked, whole or streamed in 3-character deltas that split the name, and nothing else in
+/// the answer changes.
+#[tokio::test]
+async fn the_python_example_guard_masks_internal_hosts_streamed_and_whole() {
+    assert!(
+        polyglot_plugins().join("py-guard.wasm").exists(),
+        "py-guard.wasm is missing: run scripts/polyglot.sh"
+    );
+    let gateway = guarded(
+        "Ask db1.corp.example or example.com.",
+        "  - { plugin: py-guard, options: { domains: [corp.example] } }\n",
+    )
+    .await;
+    const MASKED: &str = "Ask [internal host] or example.com.";
+
+    let refused = say(&gateway, "a/m", "Why is DB1.Corp.Example slow?", false).await;
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "guard_refused", "{body}");
+
+    let whole: Value = say(&gateway, "c/m", "hello", false)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(whole["choices"][0]["message"]["content"], MASKED, "{whole}");
+
+    let streamed = say(&gateway, "c/m", "hello", true).await;
+    assert_eq!(streamed.status(), 200);
+    let body = streamed.text().await.unwrap();
+    assert_eq!(streamed_text(&body), MASKED, "{body}");
+    assert!(body.contains("[DONE]"), "{body}");
+}
+
+/// The JavaScript example guard (`examples/plugins/js-guard`, built by `scripts/polyglot.sh`):
+/// ticket keys in a request are rewritten before it leaves (the echo upstream answers with what
+/// it was sent), and an answer's keys are masked, streamed in 3-character deltas that split them.
+#[tokio::test]
+async fn the_javascript_example_guard_rewrites_requests_and_masks_streamed_answers() {
+    assert!(
+        polyglot_plugins().join("js-guard.wasm").exists(),
+        "js-guard.wasm is missing: run scripts/polyglot.sh"
+    );
+    // On requests to `a` alone, so that its echoed answer shows what the upstream was sent.
+    let gateway = guarded(
+        "See OPS-1234 today.",
+        "  - { plugin: js-guard, name: tickets-in, apply: request, scope: { models: [a/m] }, options: { projects: [OPS] } }
+  - { plugin: js-guard, name: tickets-out, apply: answer, scope: { models: [c/m] }, options: { projects: [OPS] } }
+",
+    )
+    .await;
+
+    let echoed: Value = say(&gateway, "a/m", "Is OPS-1234 fixed?", false)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        echoed["choices"][0]["message"]["content"], "Is [ticket] fixed?",
+        "the upstream saw the rewritten request: {echoed}"
+    );
+
+    let body = say(&gateway, "c/m", "hello", true)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(streamed_text(&body), "See [ticket] today.", "{body}");
 }
