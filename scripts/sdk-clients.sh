@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the official API clients that tests/sdk/ drives (tests/sdk_clients.rs) into
 # target/sdk-clients/, pinned, once (skipped when the pinned versions are there): the Python
-# `anthropic`, `openai` and `google-genai` packages in a virtual environment and the Node
-# `@anthropic-ai/sdk`, `openai` and `@google/genai`.
+# `anthropic`, `openai`, `google-genai` and `mcp` packages in a virtual environment, and the Node
+# `@anthropic-ai/sdk`, `openai`, `@google/genai`, `@modelcontextprotocol/sdk` and Claude Code
+# (`@anthropic-ai/claude-code`, whose `claude` lands in target/sdk-clients/js/node_modules/.bin).
 # Needs python3 (3.9+, with venv), node (20+) and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,9 @@ GOOGLE_GENAI_PY=3.6.1
 ANTHROPIC_JS=1.12.0
 GOOGLE_GENAI_JS=3.3.0
 OPENAI_JS=7.57.0
+MCP_PY=2.3.0
+MCP_JS=1.32.2
+CLAUDE_CODE=2.1.332
 
 tools=$PWD/target/sdk-clients
 py=$tools/py
@@ -24,10 +28,11 @@ for tool in python3 node npm; do
 done
 pip_version() { "$py/bin/python" -c "import importlib.metadata as m; print(m.version('$1'))" 2>/dev/null; }
 if [ "$(pip_version anthropic)" != "$ANTHROPIC_PY" ] || [ "$(pip_version openai)" != "$OPENAI_PY" ] \
-   || [ "$(pip_version google-genai)" != "$GOOGLE_GENAI_PY" ]; then
+   || [ "$(pip_version google-genai)" != "$GOOGLE_GENAI_PY" ] || [ "$(pip_version mcp)" != "$MCP_PY" ]; then
   rm -rf "$py"
   python3 -m venv "$py"
-  "$py/bin/pip" install -q "anthropic==$ANTHROPIC_PY" "openai==$OPENAI_PY" "google-genai==$GOOGLE_GENAI_PY"
+  "$py/bin/pip" install -q "anthropic==$ANTHROPIC_PY" "openai==$OPENAI_PY" "google-genai==$GOOGLE_GENAI_PY" \
+    "mcp==$MCP_PY"
 fi
 installed() { node -p "require('$js/node_modules/$1/package.json').version" 2>/dev/null; }
 if [ "$(installed @anthropic-ai/sdk)" != "$ANTHROPIC_JS" ] || [ "$(installed openai)" != "$OPENAI_JS" ]; then
@@ -39,4 +44,11 @@ if [ "$(installed @google/genai)" != "$GOOGLE_GENAI_JS" ]; then
   mkdir -p "$js"
   [ -f "$js/package.json" ] || echo '{"name":"wasmgate-sdk-clients","private":true}' > "$js/package.json"
   (cd "$js" && npm install --silent --no-audit --no-fund "@google/genai@$GOOGLE_GENAI_JS")
+fi
+if [ "$(installed @modelcontextprotocol/sdk)" != "$MCP_JS" ] \
+   || [ "$(installed @anthropic-ai/claude-code)" != "$CLAUDE_CODE" ]; then
+  mkdir -p "$js"
+  [ -f "$js/package.json" ] || echo '{"name":"wasmgate-sdk-clients","private":true}' > "$js/package.json"
+  (cd "$js" && npm install --silent --no-audit --no-fund "@modelcontextprotocol/sdk@$MCP_JS" \
+    "@anthropic-ai/claude-code@$CLAUDE_CODE")
 fi
