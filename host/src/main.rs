@@ -208,6 +208,10 @@ struct KeyLimitArgs {
     /// day (the default), month or total.
     #[arg(long, value_name = "PERIOD")]
     budget_period: Option<String>,
+    /// The only MCP tools it may list and call, comma-separated `<server>/<tool>` patterns:
+    /// `search/*,files/read_*`. Empty: every tool its project may use.
+    #[arg(long)]
+    tools: Option<String>,
 }
 
 impl KeyLimitArgs {
@@ -220,6 +224,7 @@ impl KeyLimitArgs {
             tpm: self.tpm,
             budget: self.budget,
             budget_period: self.budget_period,
+            tools: self.tools,
         }
     }
 }
@@ -482,6 +487,7 @@ fn fill_provider_keys(config: &mut Config) -> Vec<String> {
         }
         None => Credentials::default(),
     };
+    wasmgate::config::mcp::fill_tokens(&mut config.mcp, |var| std::env::var(var).ok(), &file);
     credentials::fill_keys(config, |var| std::env::var(var).ok(), &file)
 }
 

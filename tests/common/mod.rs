@@ -5,6 +5,7 @@
 
 pub mod binary;
 pub mod cost;
+pub mod mcp;
 pub mod mock_api;
 pub mod mock_bedrock;
 pub mod mock_leaky;

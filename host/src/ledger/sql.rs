@@ -111,10 +111,10 @@ fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
 }
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
-                           models, expires_us, rpm, tpm, budget_micros, budget_period";
+                           models, expires_us, rpm, tpm, budget_micros, budget_period, tools";
 
 fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
-    Ok(ApiKey {
+    let mut key = ApiKey {
         id: text(row, 0)?,
         project: text(row, 1)?,
         name: row.text(2)?,
@@ -130,7 +130,19 @@ fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
             row.int(11)?,
             row.text(12)?.as_deref(),
         ),
-    })
+    };
+    key.limits.tools = tool_patterns(row.text(13)?.as_deref().unwrap_or_default());
+    Ok(key)
+}
+
+/// A key's MCP tool patterns as stored: joined by newlines (a pattern holds no control
+/// character).
+fn tool_patterns(column: &str) -> Vec<String> {
+    column
+        .split('\n')
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 const ADMIN_KEY_COLUMNS: &str = "id, name, key_hash, prefix, created_us, revoked_us";
@@ -168,7 +180,7 @@ impl<S: SqlStore> KeyStore for S {
             db.execute(
                 &format!(
                     "INSERT INTO api_keys ({KEY_COLUMNS})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
                 ),
                 &[
                     key.id.as_str().into(),
@@ -184,6 +196,7 @@ impl<S: SqlStore> KeyStore for S {
                     tpm,
                     budget,
                     period.into(),
+                    key.limits.tools.join("\n").as_str().into(),
                 ],
             )
             .map(drop)
@@ -240,7 +253,7 @@ impl<S: SqlStore> KeyStore for S {
         self.write_sql(|db| {
             Ok(db.execute(
                 "UPDATE api_keys SET name = $2, models = $3, expires_us = $4, rpm = $5, tpm = $6,
-                     budget_micros = $7, budget_period = $8
+                     budget_micros = $7, budget_period = $8, tools = $9
                  WHERE id = $1 AND revoked_us IS NULL",
                 &[
                     id.into(),
@@ -251,6 +264,7 @@ impl<S: SqlStore> KeyStore for S {
                     tpm,
                     budget,
                     period.into(),
+                    limits.tools.join("\n").as_str().into(),
                 ],
             )? > 0)
         })
@@ -403,6 +417,8 @@ pub fn record_row(row: &dyn Row) -> anyhow::Result<UsageRecord> {
         guards: row.text(21)?,
         cache_hit: int(row, 22)? != 0,
         saved_cost_micros: row.int(23)?,
+        bytes_in: row.int(24)?,
+        bytes_out: row.int(25)?,
     })
 }
 
@@ -430,7 +446,7 @@ impl Type {
 /// The columns of `usage_records` a batch writes, in the order of [`insert_values`]. A new
 /// column is a line here and one there (and one in [`super::requests::COLUMNS`] and
 /// [`record_row`] to read it back).
-pub const INSERT_COLUMNS: [(&str, Type); 25] = [
+pub const INSERT_COLUMNS: [(&str, Type); 27] = [
     ("request_id", Type::Text),
     ("time_us", Type::BigInt),
     ("project", Type::Text),
@@ -456,6 +472,8 @@ pub const INSERT_COLUMNS: [(&str, Type); 25] = [
     ("guards", Type::Text),
     ("cache_hit", Type::Boolean),
     ("saved_cost_micros", Type::BigInt),
+    ("bytes_in", Type::BigInt),
+    ("bytes_out", Type::BigInt),
 ];
 
 /// One record's values for [`INSERT_COLUMNS`]: `user_key` names its user in `usage_users`,
@@ -464,7 +482,7 @@ pub fn insert_values<'a>(
     r: &'a UsageRecord,
     user_key: i64,
     tags: &'a str,
-) -> anyhow::Result<[Value<'a>; 25]> {
+) -> anyhow::Result<[Value<'a>; 27]> {
     let count = |n: u64| -> anyhow::Result<Value<'a>> { Ok(i64::try_from(n)?.into()) };
     Ok([
         r.request_id.as_str().into(),
@@ -492,6 +510,8 @@ pub fn insert_values<'a>(
         r.guards.as_deref().into(),
         Value::Bool(r.cache_hit),
         r.saved_cost_micros.into(),
+        r.bytes_in.into(),
+        r.bytes_out.into(),
     ])
 }
 

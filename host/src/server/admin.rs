@@ -87,6 +87,9 @@ struct KeyBody {
     budget_usd: Option<Option<f64>>,
     #[serde(default)]
     budget_period: Option<String>,
+    /// MCP tool patterns (`<server>/<tool>`); `null` or `[]` allows every tool.
+    #[serde(default, deserialize_with = "field")]
+    tools: Option<Option<Vec<String>>>,
 }
 
 impl KeyBody {
@@ -124,6 +127,7 @@ impl KeyBody {
             tokens_per_minute: self.tpm,
             budget_micros,
             budget_period,
+            tools: self.tools.map(Option::unwrap_or_default),
         })
     }
 }
@@ -307,6 +311,7 @@ fn shown(key: &ApiKey, spend: Option<Spend>, now: i64) -> Value {
         "revoked_at": key.revoked_us.map(format_utc),
         "state": state,
         "models": limits.models,
+        "tools": limits.tools,
         "expires_at": limits.expires_us.map(format_utc),
         "rpm": limits.requests_per_minute,
         "tpm": limits.tokens_per_minute,

@@ -68,6 +68,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/stats", post(usage_stats::stats))
         .merge(console::routes())
         .merge(admin::routes())
+        .merge(crate::mcp::routes())
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         // After the routes: it applies to those registered before it. axum adds `Allow`.
@@ -146,6 +147,8 @@ pub async fn run_until(
             BACKGROUND_GRACE.as_secs()
         );
     }
+    // Stdio MCP servers are stopped with the gateway.
+    state.mcp.shutdown().await;
     state.ledger.shutdown().await;
     // The spans of the last requests, sent while the collector may still be waiting for them.
     state

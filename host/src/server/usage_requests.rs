@@ -207,6 +207,8 @@ fn record_json(r: &UsageRecord) -> Value {
         "latency_us": r.latency_us,
         "ttft_us": r.ttft_us,
         "estimated": r.estimated,
+        "bytes_in": r.bytes_in,
+        "bytes_out": r.bytes_out,
     })
 }
 
