@@ -29,6 +29,7 @@ mod journal;
 mod key_echo;
 mod keys;
 mod limits;
+mod mcp_claude_code;
 mod mcp_gateway;
 mod messages;
 mod module_graph;

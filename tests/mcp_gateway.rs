@@ -8,39 +8,17 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::mcp::{HttpMcpServer, config, python_client, typescript_client};
+use crate::common::mcp::{HttpMcpServer, calls, config, connected, python_client, typescript_client};
 use crate::common::{TestGateway, http};
 
 /// The token the HTTP server demands, which the gateway holds in its config.
 const TOKEN: &str = "upstream-token-7f3a";
 
-/// The MCP calls of `key`'s project, newest first, once `n` are recorded.
-async fn calls(gateway: &TestGateway, key: &str, n: usize) -> Vec<Value> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let page: Value = http()
-            .post(gateway.url("/usage/requests"))
-            .bearer_auth(key)
-            .json(&json!({"dialect": "mcp"}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let data = page["data"].as_array().cloned().unwrap_or_default();
-        if data.len() >= n {
-            return data;
-        }
-        assert!(std::time::Instant::now() < deadline, "{n} MCP calls not recorded: {page}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 #[tokio::test]
 async fn the_python_sdk_lists_and_calls_the_tools_of_two_servers_through_one_endpoint() {
     let server = HttpMcpServer::start(Some(TOKEN)).await;
     let gateway = TestGateway::start(&config(&server, TOKEN, "  page_size: 3")).await;
+    connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let out = python_client(
         &gateway.url("/mcp"),
@@ -108,6 +86,7 @@ async fn the_python_sdk_lists_and_calls_the_tools_of_two_servers_through_one_end
 async fn the_typescript_sdk_lists_and_calls_tools() {
     let server = HttpMcpServer::start(Some(TOKEN)).await;
     let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
+    connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let out = typescript_client(
         &gateway.url("/mcp"),
@@ -126,6 +105,7 @@ async fn a_key_that_may_not_see_a_tool_neither_lists_nor_calls_it() {
     let server = HttpMcpServer::start(Some(TOKEN)).await;
     let extra = "  projects:\n    support:\n      tools: [\"search/*\", \"files/*\"]";
     let gateway = TestGateway::start(&config(&server, TOKEN, extra)).await;
+    connected(&gateway).await;
     let key = gateway.api_key("support").await;
     // The key is narrowed further than its project: one tool of `files`, all of `search`.
     let (status, _) = admin_patch_tools(&gateway, &key, &["files/add", "search/*"]).await;
@@ -153,6 +133,7 @@ async fn a_key_that_may_not_see_a_tool_neither_lists_nor_calls_it() {
         "  projects:\n    support:\n      tools: [\"search/search\"]",
     ))
     .await;
+    connected(&other).await;
     let key = other.api_key("support").await;
     let out = python_client(&other.url("/mcp"), &key, json!([["tools"], ["call", "files_add", {"a": 1, "b": 1}]])).await;
     assert_eq!(out[0]["names"], json!(["search_search"]));
@@ -209,6 +190,7 @@ guards:
 "#;
     let yaml = format!("{}{guards}", config(&server, TOKEN, ""));
     let gateway = TestGateway::start(&yaml).await;
+    connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let out = python_client(
         &gateway.url("/mcp"),
@@ -240,6 +222,7 @@ guards:
 async fn a_server_that_dies_mid_session_is_restarted_without_disturbing_the_other() {
     let server = HttpMcpServer::start(Some(TOKEN)).await;
     let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
+    connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let out = python_client(
         &gateway.url("/mcp"),
@@ -248,7 +231,7 @@ async fn a_server_that_dies_mid_session_is_restarted_without_disturbing_the_othe
             ["call", "files_pid", {}],
             ["call", "files_crash", {}],
             ["call", "search_search", {"query": "still here"}],
-            ["sleep", 4],
+            ["sleep", 8],
             ["call", "files_pid", {}],
             ["tools"],
         ]),
@@ -287,6 +270,7 @@ async fn a_server_that_is_down_is_left_out_of_listings_and_reported() {
 async fn an_expired_upstream_session_is_reestablished_without_the_client_noticing() {
     let mut server = HttpMcpServer::start(Some(TOKEN)).await;
     let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
+    connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let url = gateway.url("/mcp");
     let first = python_client(&url, &key, json!([["call", "search_search", {"query": "a"}], ["call", "search_count", {}]])).await;
@@ -304,6 +288,7 @@ async fn an_expired_upstream_session_is_reestablished_without_the_client_noticin
 async fn calls_past_the_keys_limit_are_refused() {
     let server = HttpMcpServer::start(Some(TOKEN)).await;
     let gateway = TestGateway::start(&config(&server, TOKEN, "  calls_per_minute: 2")).await;
+    connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let call = json!(["call", "files_add", {"a": 1, "b": 1}]);
     let out = python_client(&gateway.url("/mcp"), &key, json!([call, call, call, ["tools"]])).await;
@@ -342,9 +327,11 @@ async fn sessions_are_served_by_any_replica_and_bound_to_their_key() {
     let server = HttpMcpServer::start(Some(TOKEN)).await;
     let yaml = config(&server, TOKEN, "");
     let a = TestGateway::start(&yaml).await;
+    connected(&a).await;
     // A second replica on the same ledger database would share keys; an in-memory one does not,
     // so the key is issued in both with the same secret.
     let b = TestGateway::start(&yaml).await;
+    connected(&b).await;
     let (key, stored) = wasmgate::auth::generate("acme", None, 0);
     for gateway in [&a, &b] {
         let (store, stored) = (gateway.state.ledger.store(), stored.clone());
@@ -376,4 +363,30 @@ async fn sessions_are_served_by_any_replica_and_bound_to_their_key() {
     assert_eq!(status, 202);
     a.stop().await;
     b.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_on_the_older_sse_transport_is_merged_too() {
+    let server = HttpMcpServer::start(Some(TOKEN)).await;
+    let legacy = HttpMcpServer::start_legacy(Some("legacy-token")).await;
+    let extra = format!(
+        "  servers:\n    legacy:\n      transport: sse\n      url: {}\n      token: legacy-token\n      prefix: old_",
+        legacy.url()
+    );
+    // `servers:` given twice would be a YAML error: the legacy server joins the others' map.
+    let yaml = config(&server, TOKEN, "").replace("  servers:\n", &format!("{extra}\n"));
+    let gateway = TestGateway::start(&yaml).await;
+    connected(&gateway).await;
+    let key = gateway.api_key("acme").await;
+    let out = python_client(
+        &gateway.url("/mcp"),
+        &key,
+        json!([["sleep", 1], ["tools"], ["call", "old_search", {"query": "legacy"}]]),
+    )
+    .await;
+    let names = out[1]["names"].as_array().unwrap();
+    assert_eq!(names.len(), 12, "{names:?}");
+    assert!(names.contains(&json!("old_search")) && names.contains(&json!("search_search")));
+    assert_eq!(out[2]["texts"], json!(["results for legacy"]));
+    gateway.stop().await;
 }

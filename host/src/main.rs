@@ -487,7 +487,7 @@ fn fill_provider_keys(config: &mut Config) -> Vec<String> {
         }
         None => Credentials::default(),
     };
-    wasmgate::config::mcp::fill_tokens(&mut config.mcp, |var| std::env::var(var).ok(), &file);
+    credentials::fill_mcp_tokens(&mut config.mcp, |var| std::env::var(var).ok(), &file);
     credentials::fill_keys(config, |var| std::env::var(var).ok(), &file)
 }
 

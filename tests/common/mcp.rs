@@ -44,30 +44,44 @@ fn free_port() -> u16 {
 pub struct HttpMcpServer {
     pub port: u16,
     token: Option<String>,
+    /// It speaks the older HTTP+SSE transport.
+    legacy: bool,
     child: tokio::process::Child,
 }
 
 impl HttpMcpServer {
     /// Starts it on a free port; with `token`, it refuses requests without that bearer token.
     pub async fn start(token: Option<&str>) -> Self {
+        Self::start_with(token, false).await
+    }
+
+    /// The same server over the older HTTP+SSE transport.
+    pub async fn start_legacy(token: Option<&str>) -> Self {
+        Self::start_with(token, true).await
+    }
+
+    async fn start_with(token: Option<&str>, legacy: bool) -> Self {
         let port = free_port();
-        let child = spawn(port, token).await;
+        let child = spawn(port, token, legacy).await;
         Self {
             port,
             token: token.map(str::to_owned),
+            legacy,
             child,
         }
     }
 
+    /// Where a client reaches it: the endpoint, or the event stream of the older transport.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+        let path = if self.legacy { "sse" } else { "mcp" };
+        format!("http://127.0.0.1:{}/{path}", self.port)
     }
 
     /// Kills the process and starts a new one on the same port: every upstream session it
     /// handed out is gone (it answers them 404), as when a server expires its sessions.
     pub async fn restart(&mut self) {
         self.stop().await;
-        self.child = spawn(self.port, self.token.as_deref()).await;
+        self.child = spawn(self.port, self.token.as_deref(), self.legacy).await;
     }
 
     /// Kills the process (the server is down until [`Self::restart`]).
@@ -77,12 +91,13 @@ impl HttpMcpServer {
     }
 }
 
-async fn spawn(port: u16, token: Option<&str>) -> tokio::process::Child {
+async fn spawn(port: u16, token: Option<&str>, legacy: bool) -> tokio::process::Child {
     let mut command = tokio::process::Command::new(python());
     command
         .arg(script("http_server.py"))
         .arg(port.to_string())
-        .args(token)
+        .arg(token.unwrap_or("-"))
+        .args(legacy.then_some("sse"))
         .kill_on_drop(true)
         .stdout(std::process::Stdio::null());
     let child = command.spawn().unwrap();
@@ -153,4 +168,38 @@ async fn run(mut command: tokio::process::Command) -> Value {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "MCP client failed:\n{stdout}\n{stderr}");
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// The MCP calls of `key`'s project in the gateway's request log, newest first, once `n` are
+/// recorded (records are written in batches).
+pub async fn calls(gateway: &super::TestGateway, key: &str, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let page: Value = super::http()
+            .post(gateway.url("/usage/requests"))
+            .bearer_auth(key)
+            .json(&serde_json::json!({"dialect": "mcp"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let data = page["data"].as_array().cloned().unwrap_or_default();
+        if data.len() >= n {
+            return data;
+        }
+        assert!(std::time::Instant::now() < deadline, "{n} MCP calls not recorded: {page}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until every MCP server of the gateway is connected (it connects in the background, and
+/// a stdio server's Python takes a second or two to start).
+pub async fn connected(gateway: &super::TestGateway) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !gateway.state.mcp.servers().iter().all(|s| s.peer().is_some()) {
+        assert!(std::time::Instant::now() < deadline, "the MCP servers did not connect");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -1,8 +1,9 @@
 """An MCP server over Streamable HTTP, written with the official Python SDK (MCPServer, once
 FastMCP), for the gateway's end-to-end tests (tests/mcp_gateway.rs).
 
-Usage: http_server.py PORT [TOKEN]. With TOKEN, every request must carry
-`Authorization: Bearer TOKEN` (the credential the gateway sends for it), else 401. Its tools:
+Usage: http_server.py PORT [TOKEN] [sse]. With TOKEN (`-` for none), every request must carry
+`Authorization: Bearer TOKEN` (the credential the gateway sends for it), else 401. With `sse` it
+speaks the older HTTP+SSE transport (`GET /sse`, `POST /messages/`) instead. Its tools:
 `search` (echoes its query), `config` (returns text holding a fake OpenAI key, for the guard
 test), `slow` (sleeps), `count` (how many calls this process served); a prompt and a resource.
 """
@@ -14,7 +15,8 @@ import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 port = int(sys.argv[1])
-token = sys.argv[2] if len(sys.argv) > 2 else None
+token = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] != "-" else None
+legacy = len(sys.argv) > 3 and sys.argv[3] == "sse"
 calls = 0
 
 mcp = MCPServer("search-server")
@@ -59,7 +61,7 @@ def readme() -> str:
     return "The search server's readme."
 
 
-app = mcp.streamable_http_app(host="127.0.0.1")
+app = mcp.sse_app(host="127.0.0.1") if legacy else mcp.streamable_http_app(host="127.0.0.1")
 
 
 async def guarded(scope, receive, send):

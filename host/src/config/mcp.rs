@@ -227,26 +227,6 @@ pub(super) fn validate(mcp: &McpConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Fills each server's missing `token`: from `<NAME>_MCP_TOKEN` in `env`, else from the
-/// credentials file's `mcp-<name>` entry.
-pub fn fill_tokens(
-    mcp: &mut McpConfig,
-    env: impl Fn(&str) -> Option<String>,
-    file: &crate::credentials::Credentials,
-) {
-    for (name, server) in &mut mcp.servers {
-        if server.token.is_some() || server.transport == McpTransport::Stdio {
-            continue;
-        }
-        let var = format!("{}_MCP_TOKEN", name.replace('-', "_").to_ascii_uppercase());
-        if let Some(token) = env(&var).filter(|t| !t.is_empty()) {
-            server.token = Some(Secret::new(token));
-        } else if let Some(token) = file.get(&format!("mcp-{name}")) {
-            server.token = Some(token.clone());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

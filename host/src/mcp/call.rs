@@ -12,21 +12,27 @@ use super::error::{McpError, from_service};
 use super::guard::{self, Verdicts};
 use super::permit::Permit;
 use crate::auth::Caller;
-use crate::ledger::UsageRecord;
+use crate::guards::Guards;
 use crate::ledger::time::now_us;
-use crate::limits::Refusal;
-use crate::state::AppState;
-use crate::telemetry::RequestEnd;
+use crate::ledger::{Ledger, UsageRecord};
+use crate::limits::{Limits, Refusal};
+use crate::telemetry::{RequestEnd, Telemetry};
 
 /// The operation tool calls are recorded under.
 pub const OPERATION: &str = "mcp.tools.call";
 /// Bytes of a tool name a record keeps.
 const TOOL_NAME_MAX: usize = 128;
 
-/// Who calls, and how the call is known.
+/// Who calls, how the call is known, and what it passes through (the config snapshot's limits
+/// and guards, taken when the request arrived).
 pub struct Call<'a> {
-    pub state: &'a AppState,
     pub hub: &'a Hub,
+    pub ledger: &'a Ledger,
+    pub telemetry: &'a Arc<Telemetry>,
+    pub limits: &'a Arc<Limits>,
+    pub guards: &'a Guards,
+    /// Work that outlives the call (settling its limit), waited for on shutdown.
+    pub background: &'a tokio_util::task::TaskTracker,
     pub caller: &'a Caller,
     pub permit: &'a Permit,
     pub request_id: &'a str,
@@ -51,7 +57,7 @@ impl Call<'_> {
     pub async fn run(&self, params: Option<Value>) -> Result<Value, McpError> {
         let started = Instant::now();
         let time_us = now_us();
-        let telemetry = self.state.telemetry.request(self.headers, "/mcp", OPERATION, self.request_id);
+        let telemetry = self.telemetry.request(self.headers, "/mcp", OPERATION, self.request_id);
         let mut facts = Facts::default();
         let outcome = self.attempt(params, &mut facts).await;
         let (status, error_type, message) = match &outcome {
@@ -70,7 +76,7 @@ impl Call<'_> {
             latency_us: i64::try_from(started.elapsed().as_micros()).unwrap_or(i64::MAX),
             status,
             error_type,
-            guards: std::mem::take(&mut facts.verdicts).summary(&self.state.telemetry.metrics),
+            guards: std::mem::take(&mut facts.verdicts).summary(&self.telemetry.metrics),
             bytes_in: facts.bytes_in,
             bytes_out: facts.bytes_out,
             ..UsageRecord::default()
@@ -81,7 +87,7 @@ impl Call<'_> {
             error: message.as_deref().map(|m| (m, None)),
         });
         // With a journal, the answer waits until its record is safe on disk.
-        self.state.ledger.record(record).wait().await;
+        self.ledger.record(record).wait().await;
         outcome
     }
 
@@ -103,8 +109,8 @@ impl Call<'_> {
 
         let admission = match (self.hub.config.calls_per_minute, &self.caller.key_id) {
             (Some(per_minute), Some(key_id)) => {
-                let limits = Arc::clone(&self.state.gateway.load().limits);
-                match limits
+                match self
+                    .limits
                     .admit_tool_call(&self.caller.project, key_id, per_minute)
                     .await
                 {
@@ -134,15 +140,14 @@ impl Call<'_> {
             }
         };
         let arguments = arguments.to_string();
-        let gateway = self.state.gateway.load();
         let applying = guard::applying(
-            &gateway.guards,
+            self.guards,
             &self.caller.project,
             self.caller.key_id.as_deref(),
             &server.name,
         );
         let arguments = guard::arguments(
-            &gateway.guards,
+            self.guards,
             &applying,
             &server.name,
             tool,
@@ -169,7 +174,7 @@ impl Call<'_> {
         let called = tokio::time::timeout(server.timeout, peer.call_tool(request)).await;
         let succeeded = matches!(called, Ok(Ok(_)));
         if let Some(admission) = admission {
-            self.state.background.spawn(admission.settle(crate::plugins::Settlement {
+            self.background.spawn(admission.settle(crate::plugins::Settlement {
                 input_tokens: 0,
                 output_tokens: 0,
                 cost_micros: Some(0),
@@ -180,7 +185,7 @@ impl Call<'_> {
             Ok(Ok(result)) => result,
             Ok(Err(e)) => {
                 if !matches!(e, rmcp::ServiceError::McpError(_)) {
-                    server.mark_broken();
+                    server.mark_broken(&peer);
                 }
                 return Err(from_service(&server.name, e));
             }
@@ -193,7 +198,7 @@ impl Call<'_> {
             // A field of a protocol version newer than the ones `/mcp` speaks.
             object.remove("resultType");
         }
-        guard::result(&gateway.guards, &applying, &server.name, &mut result, &mut facts.verdicts)
+        guard::result(self.guards, &applying, &server.name, &mut result, &mut facts.verdicts)
             .await?;
         facts.bytes_out = i64::try_from(result.to_string().len()).ok();
         Ok(result)

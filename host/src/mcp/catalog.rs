@@ -69,7 +69,7 @@ pub async fn list(
                     Ok(Ok(items)) => Ok(items),
                     Ok(Err(e)) => {
                         if !matches!(e, rmcp::ServiceError::McpError(_)) {
-                            server.mark_broken();
+                            server.mark_broken(&peer);
                         }
                         Err(from_service(&server.name, e))
                     }

@@ -5,7 +5,6 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::clip::{clip, echo};
-use crate::pipeline::error::ApiError;
 
 /// JSON-RPC's own codes, and the server-error range (-32000 to -32099) for the gateway's.
 const PARSE_ERROR: i64 = -32700;
@@ -22,8 +21,9 @@ const REFUSED: i64 = -32005;
 /// Everything an MCP request can fail with before or instead of an upstream's answer.
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
-    #[error("{0}")]
-    Auth(ApiError),
+    /// The key or the request's headers were refused (401, 403, 400), or its body (413, 408).
+    #[error("{message}")]
+    Http { status: StatusCode, message: String },
     #[error("The body is not a JSON-RPC message: {}", clip(.0, 200))]
     Parse(String),
     #[error("{0}")]
@@ -68,7 +68,7 @@ impl McpError {
     /// usage record keeps.
     pub fn code_and_status(&self) -> (i64, StatusCode) {
         match self {
-            Self::Auth(e) => (UNAUTHORIZED, e.status()),
+            Self::Http { status, .. } => (UNAUTHORIZED, *status),
             Self::Parse(_) => (PARSE_ERROR, StatusCode::BAD_REQUEST),
             Self::InvalidRequest(_) => (INVALID_REQUEST, StatusCode::BAD_REQUEST),
             Self::NoSession => (SESSION, StatusCode::BAD_REQUEST),
@@ -90,7 +90,7 @@ impl McpError {
     /// The status a tool call's usage record keeps (as an HTTP status would say it).
     pub fn record_status(&self) -> u16 {
         match self {
-            Self::Auth(e) => e.status().as_u16(),
+            Self::Http { status, .. } => status.as_u16(),
             Self::Parse(_) | Self::InvalidRequest(_) | Self::InvalidParams(_) => 400,
             Self::NoSession | Self::UnknownSession => 400,
             Self::MethodNotFound(_)
@@ -102,6 +102,8 @@ impl McpError {
             Self::Unavailable(_) | Self::LimitsUnavailable => 503,
             Self::Timeout(_) => 504,
             Self::GuardFailed => 500,
+            // The server refused the call itself (an unknown tool, bad arguments).
+            Self::Upstream { code, .. } if matches!(*code, METHOD_NOT_FOUND | INVALID_PARAMS) => 400,
             Self::Upstream { .. } => 502,
         }
     }
@@ -109,7 +111,7 @@ impl McpError {
     /// The short name a usage record and a log line keep.
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::Auth(_) => "unauthorized",
+            Self::Http { .. } => "unauthorized",
             Self::Parse(_) | Self::InvalidRequest(_) => "invalid_request",
             Self::NoSession | Self::UnknownSession => "session",
             Self::MethodNotFound(_) => "method_not_found",

@@ -1,8 +1,8 @@
 //! The MCP gateway: `/mcp` (Streamable HTTP), one authenticated endpoint in front of the
 //! configured MCP servers, their tools, prompts and resources merged into one view.
 //!
-//! A request passes, in order: [`endpoint`] (the transport: key, session, JSON-RPC envelope) →
-//! [`dispatch`] (the method) → [`catalog`] (listings, merged and filtered by [`permit`]) or
+//! A request passes, in order: the router's `/mcp` handler (`server::mcp`: the transport, the
+//! key, the session, the JSON-RPC envelope) → [`dispatch`] (the method) → [`catalog`] (listings, merged and filtered by [`permit`]) or
 //! [`call`] (one tool call: permission, limit, guards on its arguments, the upstream, guards on
 //! its result, its record) → [`upstream`] (the server's connection, kept up by a supervisor).
 //! The chat pipeline knows nothing of this module; it takes from below it only what any request
@@ -11,11 +11,11 @@
 pub mod call;
 pub mod catalog;
 pub mod dispatch;
-pub mod endpoint;
 pub mod error;
 pub mod guard;
 pub mod permit;
 pub mod session;
+pub mod sse;
 pub mod upstream;
 
 use std::sync::Arc;
@@ -25,7 +25,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::mcp::McpConfig;
-pub use endpoint::routes;
 use upstream::{Changed, Upstream};
 
 /// The protocol versions `/mcp` speaks (those with the `initialize` handshake), newest first.
@@ -39,6 +38,8 @@ pub struct Hub {
     pub config: McpConfig,
     changes: broadcast::Sender<Changed>,
     stop: CancellationToken,
+    /// Ends the clients' notification streams (when the gateway starts draining).
+    streams: CancellationToken,
     tasks: TaskTracker,
 }
 
@@ -74,6 +75,7 @@ impl Hub {
             config: config.clone(),
             changes,
             stop,
+            streams: CancellationToken::new(),
             tasks,
         }
     }
@@ -109,9 +111,15 @@ impl Hub {
         self.changes.subscribe()
     }
 
-    /// Cancelled when the gateway stops (client streams end then).
-    pub fn stopping(&self) -> CancellationToken {
-        self.stop.clone()
+    /// Cancelled when the gateway starts draining: the clients' notification streams end then,
+    /// rather than hold the drain until its deadline.
+    pub fn draining(&self) -> CancellationToken {
+        self.streams.clone()
+    }
+
+    /// Ends the clients' notification streams.
+    pub fn end_streams(&self) {
+        self.streams.cancel();
     }
 
     pub fn signer(&self) -> &session::Signer {

@@ -3,9 +3,10 @@
 //! with a growing pause. Calls go to the connection of the moment; while there is none the server
 //! is "down": listings leave it out and calls to it fail at once, without waiting.
 //!
-//! The connection is rmcp's client (its Streamable HTTP transport re-establishes an upstream
-//! session that expired, a 404 on its session id, and retries the request once, so the client
-//! of the gateway never notices). One connection per server and replica serves every client
+//! The connection is rmcp's client, on rmcp's transports (the older HTTP+SSE one is ours, in
+//! [`super::sse`]). Its Streamable HTTP transport re-establishes an upstream session that
+//! expired (a 404 on its session id) and retries the request once, so the gateway's client never
+//! notices. One connection per server and replica serves every client
 //! session: an MCP server answers each request on its own, and the gateway's sessions live in
 //! their ids, not in upstream state.
 
@@ -134,10 +135,17 @@ impl Upstream {
         self.connections.load(Ordering::Relaxed)
     }
 
-    /// A call failed in a way that says the connection is gone: drop it and reconnect.
-    pub fn mark_broken(&self) {
-        self.peer.store(None);
-        self.broken.notify_one();
+    /// A call on `peer` failed in a way that says its connection is gone: drop it and connect
+    /// again. Only if it is still the connection of the moment: a call that failed on an older
+    /// one must not cut the new one.
+    pub fn mark_broken(&self, peer: &Arc<Peer<RoleClient>>) {
+        let current = self.peer.load();
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, peer)) {
+            let previous = self.peer.compare_and_swap(&current, None);
+            if previous.as_ref().is_some_and(|p| Arc::ptr_eq(p, peer)) {
+                self.broken.notify_one();
+            }
+        }
     }
 
     /// Keeps the server connected until `stop`: connects, waits for the connection to end,
@@ -219,7 +227,9 @@ impl Upstream {
                 listener.serve(TokioChildProcess::new(self.command())?).await?
             }
             McpTransport::Sse => {
-                anyhow::bail!("the SSE transport is not built yet")
+                let token = self.config.token.as_ref().map(|t| t.expose().to_owned());
+                let transport = super::sse::SseTransport::connect(http.clone(), &url, token).await?;
+                listener.serve(transport).await?
             }
         })
     }

@@ -6,7 +6,7 @@
 //! Every request presents a gateway key (`Authorization: Bearer`); after `initialize` it also
 //! presents the session id it was given, which must belong to the same key. An `Origin` header,
 //! when sent, must name the host the request was sent to (the transport's guard against DNS
-//! rebinding). Sessions are in [`super::session`]; methods in [`super::dispatch`].
+//! rebinding). Sessions are in [`crate::mcp::session`]; methods in [`crate::mcp::dispatch`].
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -22,11 +22,11 @@ use axum::routing::post;
 use futures_util::Stream;
 use serde_json::{Value, json};
 
-use super::call::Call;
-use super::error::McpError;
-use super::permit::Permit;
-use super::session::{Session, new_session};
-use super::{Hub, PROTOCOL_VERSIONS};
+use crate::mcp::call::Call;
+use crate::mcp::error::McpError;
+use crate::mcp::permit::Permit;
+use crate::mcp::session::{Session, new_session};
+use crate::mcp::{Hub, PROTOCOL_VERSIONS};
 use crate::auth::Caller;
 use crate::pipeline::error::ApiError;
 use crate::server::RequestId;
@@ -56,7 +56,7 @@ async fn post_message(
     };
     let bytes = match crate::pipeline::body::read(&state, body).await {
         Ok((bytes, _reservation)) => bytes,
-        Err(e) => return error(&Value::Null, &McpError::Auth(e)),
+        Err(e) => return error(&Value::Null, &refused(&e)),
     };
     let message: Value = match serde_json::from_slice(&bytes) {
         Ok(Value::Object(message)) => Value::Object(message),
@@ -94,15 +94,20 @@ async fn post_message(
         return error(&id, &e);
     }
     let permit = Permit::of(&caller, &hub.config);
+    let gateway = state.gateway.load();
     let call = Call {
-        state: &state,
         hub: &hub,
+        ledger: &state.ledger,
+        telemetry: &state.telemetry,
+        limits: &gateway.limits,
+        guards: &gateway.guards,
+        background: &state.background,
         caller: &caller,
         permit: &permit,
         request_id: &request_id,
         headers: &headers,
     };
-    match super::dispatch::dispatch(&call, &method, params).await {
+    match crate::mcp::dispatch::dispatch(&call, &method, params).await {
         Ok(result) => json_response(StatusCode::OK, &json!({"jsonrpc": "2.0", "id": id, "result": result}), None),
         Err(e) => error(&id, &e),
     }
@@ -162,7 +167,7 @@ async fn open_stream(State(state): State<Arc<AppState>>, headers: HeaderMap) -> 
 
 fn notifications(hub: &Hub) -> impl Stream<Item = Result<Event, Infallible>> + use<> {
     let changes = hub.subscribe();
-    let stop = hub.stopping();
+    let stop = hub.draining();
     futures_util::stream::unfold((changes, stop), |(mut changes, stop)| async move {
         loop {
             let changed = tokio::select! {
@@ -204,7 +209,7 @@ async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Caller, McpError
             .and_then(|o| o.split_once("://"))
             .map(|(_, rest)| rest.trim_end_matches('/'));
         if origin_host != Some(host) {
-            return Err(McpError::Auth(ApiError::InvalidHeader {
+            return Err(refused(&ApiError::InvalidHeader {
                 header: "origin",
                 message: "The `Origin` of this request is not the host it was sent to.".to_owned(),
             }));
@@ -212,7 +217,15 @@ async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Caller, McpError
     }
     crate::pipeline::auth::caller(state, headers, true)
         .await
-        .map_err(McpError::Auth)
+        .map_err(|e| refused(&e))
+}
+
+/// A refusal of the gateway's own (a key, a header, a body), as MCP clients read it.
+fn refused(e: &ApiError) -> McpError {
+    McpError::Http {
+        status: e.status(),
+        message: e.to_string(),
+    }
 }
 
 /// The request's session: present, ours, unexpired, of this caller's key.
