@@ -32,8 +32,12 @@ type Seen = Arc<Mutex<Vec<Value>>>;
 /// `tool_result` gets a `tool_use` of it; one with a `tool_result` gets a text quoting it;
 /// anything else (titles, summaries) a short text. Streamed when asked.
 async fn messages(State(seen): State<Seen>, headers: HeaderMap, body: Bytes) -> Response {
-    let key = headers.get("x-api-key").or_else(|| headers.get("authorization"));
-    let keyed = key.and_then(|k| k.to_str().ok()).is_some_and(|k| k.ends_with(UPSTREAM_KEY));
+    let key = headers
+        .get("x-api-key")
+        .or_else(|| headers.get("authorization"));
+    let keyed = key
+        .and_then(|k| k.to_str().ok())
+        .is_some_and(|k| k.ends_with(UPSTREAM_KEY));
     let Ok(request) = serde_json::from_slice::<Value>(&body) else {
         return error(400, "invalid_request_error", "invalid JSON");
     };
@@ -41,20 +45,39 @@ async fn messages(State(seen): State<Seen>, headers: HeaderMap, body: Bytes) -> 
         return error(401, "authentication_error", "invalid x-api-key");
     }
     if headers.get("anthropic-version").is_none() {
-        return error(400, "invalid_request_error", "anthropic-version header is required");
+        return error(
+            400,
+            "invalid_request_error",
+            "anthropic-version header is required",
+        );
     }
-    if !request["model"].is_string() || !request["messages"].is_array() || !request["max_tokens"].is_u64() {
-        return error(400, "invalid_request_error", "model, messages and max_tokens are required");
+    if !request["model"].is_string()
+        || !request["messages"].is_array()
+        || !request["max_tokens"].is_u64()
+    {
+        return error(
+            400,
+            "invalid_request_error",
+            "model, messages and max_tokens are required",
+        );
     }
     seen.lock().await.push(request.clone());
-    let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+    let last = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
     let result = last["content"]
         .as_array()
         .and_then(|c| c.iter().find(|b| b["type"] == "tool_result"))
         .map(|b| match &b["content"] {
             Value::String(s) => s.clone(),
             // Claude Code appends reminders of its own as further blocks: the tool's is first.
-            Value::Array(blocks) => blocks.iter().find_map(|b| b["text"].as_str()).unwrap_or_default().to_owned(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .find_map(|b| b["text"].as_str())
+                .unwrap_or_default()
+                .to_owned(),
             _ => String::new(),
         });
     let offers_tool = request["tools"]
@@ -62,10 +85,16 @@ async fn messages(State(seen): State<Seen>, headers: HeaderMap, body: Bytes) -> 
         .is_some_and(|tools| tools.iter().any(|t| t["name"] == TOOL));
     let block = match result {
         Some(text) => json!({"type": "text", "text": format!("The sum is {text}.")}),
-        None if offers_tool => json!({"type": "tool_use", "id": "toolu_01", "name": TOOL, "input": {"a": 2, "b": 3}}),
+        None if offers_tool => {
+            json!({"type": "tool_use", "id": "toolu_01", "name": TOOL, "input": {"a": 2, "b": 3}})
+        }
         None => json!({"type": "text", "text": "Adding numbers"}),
     };
-    let stop = if block["type"] == "tool_use" { "tool_use" } else { "end_turn" };
+    let stop = if block["type"] == "tool_use" {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
     let model = request["model"].clone();
     if request["stream"] != true {
         return axum::Json(json!({
@@ -81,17 +110,35 @@ async fn messages(State(seen): State<Seen>, headers: HeaderMap, body: Bytes) -> 
             json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}),
         )
     } else {
-        (json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": block["text"]}))
+        (
+            json!({"type": "text", "text": ""}),
+            json!({"type": "text_delta", "text": block["text"]}),
+        )
     };
     let events = [
-        ("message_start", json!({"type": "message_start", "message": {
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {
             "id": "msg_01", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 20, "output_tokens": 1}}})),
-        ("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": start})),
-        ("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": delta})),
-        ("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
-        ("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
-                                  "usage": {"output_tokens": 8}})),
+            "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
+                                  "usage": {"output_tokens": 8}}),
+        ),
         ("message_stop", json!({"type": "message_stop"})),
     ];
     let body: String = events
@@ -107,14 +154,21 @@ async fn count_tokens() -> Response {
 
 fn error(status: u16, kind: &str, message: &str) -> Response {
     let status = axum::http::StatusCode::from_u16(status).unwrap();
-    (status, axum::Json(json!({"type": "error", "error": {"type": kind, "message": message}}))).into_response()
+    (
+        status,
+        axum::Json(json!({"type": "error", "error": {"type": kind, "message": message}})),
+    )
+        .into_response()
 }
 
 #[tokio::test]
 async fn claude_code_calls_a_tool_of_the_gateways_mcp_server() {
     let claude = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../target/sdk-clients/js/node_modules/.bin/claude");
-    assert!(claude.exists(), "run scripts/sdk-clients.sh to install Claude Code");
+    assert!(
+        claude.exists(),
+        "run scripts/sdk-clients.sh to install Claude Code"
+    );
     let seen = Seen::default();
     let app = Router::new()
         .route("/v1/messages", post(messages))
@@ -139,7 +193,12 @@ async fn claude_code_calls_a_tool_of_the_gateways_mcp_server() {
         "type": "http", "url": gateway.url("/mcp"), "headers": {"Authorization": format!("Bearer {key}")}}}});
     let mut command = tokio::process::Command::new(&claude);
     command
-        .args(["-p", "What is 2 + 3? Use the add tool.", "--output-format", "json"])
+        .args([
+            "-p",
+            "What is 2 + 3? Use the add tool.",
+            "--output-format",
+            "json",
+        ])
         .args(["--model", MODEL, "--tools", "", "--strict-mcp-config"])
         .arg("--mcp-config")
         .arg(mcp_config.to_string())
@@ -163,7 +222,10 @@ async fn claude_code_calls_a_tool_of_the_gateways_mcp_server() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let seen = seen.lock().await.clone();
-    let asked: Vec<&Value> = seen.iter().filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty())).collect();
+    let asked: Vec<&Value> = seen
+        .iter()
+        .filter(|r| r["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
     // The MCP server's result for an `int` is structured (`{"result": 5}`), which Claude Code
     // hands the model as its text.
     let answer: Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
@@ -176,11 +238,21 @@ async fn claude_code_calls_a_tool_of_the_gateways_mcp_server() {
     );
     // It saw the gateway's merged tools under its own server name, and the call went through
     // `/mcp`, recorded as any tool call.
-    let names: Vec<&str> = asked[0]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
-    assert!(names.contains(&TOOL) && names.contains(&"mcp__gw__search_search"), "{names:?}");
+    let names: Vec<&str> = asked[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&TOOL) && names.contains(&"mcp__gw__search_search"),
+        "{names:?}"
+    );
     let records = calls(&gateway, &key, 1).await;
     assert!(
-        records.iter().any(|r| r["model"] == "add" && r["status"] == 200),
+        records
+            .iter()
+            .any(|r| r["model"] == "add" && r["status"] == 200),
         "{records:?}"
     );
     let _ = std::fs::remove_dir_all(&home);

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::mcp::{HttpMcpServer, calls, config, connected, python_client, typescript_client};
+use crate::common::mcp::{
+    HttpMcpServer, calls, config, connected, python_client, typescript_client,
+};
 use crate::common::{TestGateway, http};
 
 /// The token the HTTP server demands, which the gateway holds in its config.
@@ -45,16 +47,32 @@ async fn the_python_sdk_lists_and_calls_the_tools_of_two_servers_through_one_end
     assert_eq!(
         names,
         [
-            "files_add", "files_crash", "files_delete_all", "files_pid", "search_config",
-            "search_count", "search_search", "search_slow",
+            "files_add",
+            "files_crash",
+            "files_delete_all",
+            "files_pid",
+            "search_config",
+            "search_count",
+            "search_search",
+            "search_slow",
         ]
     );
     assert_eq!(out[0]["pages"], 3, "8 tools in pages of 3");
     assert_eq!(out[1], json!({"texts": ["5"], "is_error": false}));
-    assert_eq!(out[2], json!({"texts": ["results for wasm"], "is_error": false}));
-    assert!(out[3]["error"].is_object() || out[3]["is_error"] == true, "{}", out[3]);
+    assert_eq!(
+        out[2],
+        json!({"texts": ["results for wasm"], "is_error": false})
+    );
+    assert!(
+        out[3]["error"].is_object() || out[3]["is_error"] == true,
+        "{}",
+        out[3]
+    );
     assert_eq!(out[4]["names"], json!(["search_summarize"]));
-    assert_eq!(out[5]["messages"], json!(["Summarize what is known about MCP."]));
+    assert_eq!(
+        out[5]["messages"],
+        json!(["Summarize what is known about MCP."])
+    );
     assert_eq!(out[6]["uris"], json!(["search+docs://readme"]));
     assert_eq!(
         out[7]["contents"],
@@ -96,7 +114,10 @@ async fn the_typescript_sdk_lists_and_calls_tools() {
     .await;
     assert_eq!(out[0]["names"].as_array().unwrap().len(), 8, "{out}");
     assert_eq!(out[1], json!({"texts": ["42"], "is_error": false}));
-    assert_eq!(out[2], json!({"texts": ["results for ts"], "is_error": false}));
+    assert_eq!(
+        out[2],
+        json!({"texts": ["results for ts"], "is_error": false})
+    );
     gateway.stop().await;
 }
 
@@ -121,7 +142,12 @@ async fn a_key_that_may_not_see_a_tool_neither_lists_nor_calls_it() {
     assert!(!names.contains(&json!("files_delete_all")), "{names:?}");
     assert!(!names.contains(&json!("files_crash")));
     assert_eq!(out[1]["error"]["code"], -32602, "{}", out[1]);
-    assert!(out[1]["error"]["message"].as_str().unwrap().contains("Unknown tool"));
+    assert!(
+        out[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unknown tool")
+    );
     assert_eq!(out[2]["texts"], json!(["2"]));
     // `search/*` lets it read the search server's resources.
     assert_eq!(out[3]["uris"], json!(["search+docs://readme"]));
@@ -135,7 +161,12 @@ async fn a_key_that_may_not_see_a_tool_neither_lists_nor_calls_it() {
     .await;
     connected(&other).await;
     let key = other.api_key("support").await;
-    let out = python_client(&other.url("/mcp"), &key, json!([["tools"], ["call", "files_add", {"a": 1, "b": 1}]])).await;
+    let out = python_client(
+        &other.url("/mcp"),
+        &key,
+        json!([["tools"], ["call", "files_add", {"a": 1, "b": 1}]]),
+    )
+    .await;
     assert_eq!(out[0]["names"], json!(["search_search"]));
     assert_eq!(out[1]["error"]["code"], -32602);
     let records = calls(&other, &key, 1).await;
@@ -199,20 +230,37 @@ guards:
     )
     .await;
     let text = out[0]["texts"][0].as_str().unwrap();
-    assert!(!text.contains("sk-proj-"), "the key reached the client: {text}");
-    assert!(text.contains("endpoint=https://api.example.com") && text.contains("OPENAI-KEY"), "{text}");
+    assert!(
+        !text.contains("sk-proj-"),
+        "the key reached the client: {text}"
+    );
+    assert!(
+        text.contains("endpoint=https://api.example.com") && text.contains("OPENAI-KEY"),
+        "{text}"
+    );
     assert_eq!(out[1]["error"]["code"], -32005, "{}", out[1]);
-    assert!(out[1]["error"]["message"].as_str().unwrap().contains("no SQL in searches"));
+    assert!(
+        out[1]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no SQL in searches")
+    );
     assert_eq!(out[2]["texts"], json!(["results for fine"]));
 
     let records = calls(&gateway, &key, 3).await;
     let config_call = records.iter().find(|r| r["model"] == "config").unwrap();
     let refused = records.iter().find(|r| r["status"] == 403).unwrap();
     assert_eq!(refused["error_type"], "guard_refused");
-    let record = gateway.record_of(config_call["request_id"].as_str().unwrap()).await;
+    let record = gateway
+        .record_of(config_call["request_id"].as_str().unwrap())
+        .await;
     let verdicts: Value = serde_json::from_str(record.guards.as_deref().unwrap()).unwrap();
     assert!(
-        verdicts.as_array().unwrap().iter().any(|v| v["guard"] == "redact" && v["side"] == "answer" && v["action"] == "rewrite"),
+        verdicts
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["guard"] == "redact" && v["side"] == "answer" && v["action"] == "rewrite"),
         "{verdicts}"
     );
     gateway.stop().await;
@@ -238,12 +286,27 @@ async fn a_server_that_dies_mid_session_is_restarted_without_disturbing_the_othe
     )
     .await;
     let first = out[0]["texts"][0].as_str().unwrap().to_owned();
-    assert_eq!(out[1]["error"]["code"], -32003, "the crash is an unavailable server: {}", out[1]);
+    assert_eq!(
+        out[1]["error"]["code"], -32003,
+        "the crash is an unavailable server: {}",
+        out[1]
+    );
     assert_eq!(out[2]["texts"], json!(["results for still here"]));
     let second = out[4]["texts"][0].as_str().unwrap_or_default();
-    assert!(!second.is_empty() && second != first, "restarted: {first} then {}", out[4]);
+    assert!(
+        !second.is_empty() && second != first,
+        "restarted: {first} then {}",
+        out[4]
+    );
     assert_eq!(out[5]["names"].as_array().unwrap().len(), 8);
-    assert!(gateway.state.mcp.servers().iter().any(|s| &*s.name == "files" && s.connections() >= 2));
+    assert!(
+        gateway
+            .state
+            .mcp
+            .servers()
+            .iter()
+            .any(|s| &*s.name == "files" && s.connections() >= 2)
+    );
     gateway.stop().await;
 }
 
@@ -259,7 +322,10 @@ async fn a_server_that_is_down_is_left_out_of_listings_and_reported() {
         json!([["sleep", 2], ["tools"], ["call", "search_search", {"query": "x"}], ["call", "files_add", {"a": 1, "b": 2}]]),
     )
     .await;
-    assert_eq!(out[1]["names"], json!(["files_add", "files_pid", "files_crash", "files_delete_all"]));
+    assert_eq!(
+        out[1]["names"],
+        json!(["files_add", "files_pid", "files_crash", "files_delete_all"])
+    );
     assert_eq!(out[1]["meta"]["wasmgate/unavailable"], json!(["search"]));
     assert_eq!(out[2]["error"]["code"], -32003);
     assert_eq!(out[3]["texts"], json!(["3"]));
@@ -273,14 +339,28 @@ async fn an_expired_upstream_session_is_reestablished_without_the_client_noticin
     connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let url = gateway.url("/mcp");
-    let first = python_client(&url, &key, json!([["call", "search_search", {"query": "a"}], ["call", "search_count", {}]])).await;
+    let first = python_client(
+        &url,
+        &key,
+        json!([["call", "search_search", {"query": "a"}], ["call", "search_count", {}]]),
+    )
+    .await;
     assert_eq!(first[1]["texts"], json!(["1"]));
     // The upstream forgets every session it handed out (a new process on the same port): the
     // gateway's session with it answers 404 from now on.
     server.restart().await;
-    let second = python_client(&url, &key, json!([["call", "search_search", {"query": "b"}], ["call", "search_count", {}]])).await;
+    let second = python_client(
+        &url,
+        &key,
+        json!([["call", "search_search", {"query": "b"}], ["call", "search_count", {}]]),
+    )
+    .await;
     assert_eq!(second[0]["texts"], json!(["results for b"]), "{second}");
-    assert_eq!(second[1]["texts"], json!(["1"]), "served by the new process");
+    assert_eq!(
+        second[1]["texts"],
+        json!(["1"]),
+        "served by the new process"
+    );
     gateway.stop().await;
 }
 
@@ -291,7 +371,12 @@ async fn calls_past_the_keys_limit_are_refused() {
     connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let call = json!(["call", "files_add", {"a": 1, "b": 1}]);
-    let out = python_client(&gateway.url("/mcp"), &key, json!([call, call, call, ["tools"]])).await;
+    let out = python_client(
+        &gateway.url("/mcp"),
+        &key,
+        json!([call, call, call, ["tools"]]),
+    )
+    .await;
     assert_eq!(out[1]["texts"], json!(["2"]));
     assert_eq!(out[2]["error"]["code"], -32004, "{}", out[2]);
     assert!(out[3]["names"].is_array(), "listing is not a call");
@@ -301,7 +386,12 @@ async fn calls_past_the_keys_limit_are_refused() {
 }
 
 /// One raw JSON-RPC POST to `/mcp`; the status, the session header and the body.
-async fn post(url: &str, key: Option<&str>, session: Option<&str>, body: Value) -> (u16, Option<String>, Value) {
+async fn post(
+    url: &str,
+    key: Option<&str>,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, Value) {
     let mut request = http()
         .post(url)
         .header("accept", "application/json, text/event-stream")
@@ -319,7 +409,11 @@ async fn post(url: &str, key: Option<&str>, session: Option<&str>, body: Value) 
         .get("mcp-session-id")
         .map(|v| v.to_str().unwrap().to_owned());
     let text = response.text().await.unwrap();
-    (status, session, serde_json::from_str(&text).unwrap_or(Value::Null))
+    (
+        status,
+        session,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
 }
 
 #[tokio::test]
@@ -335,7 +429,10 @@ async fn sessions_are_served_by_any_replica_and_bound_to_their_key() {
     let (key, stored) = wasmgate::auth::generate("acme", None, 0);
     for gateway in [&a, &b] {
         let (store, stored) = (gateway.state.ledger.store(), stored.clone());
-        tokio::task::spawn_blocking(move || store.insert_key(&stored)).await.unwrap().unwrap();
+        tokio::task::spawn_blocking(move || store.insert_key(&stored))
+            .await
+            .unwrap()
+            .unwrap();
     }
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
@@ -359,7 +456,13 @@ async fn sessions_are_served_by_any_replica_and_bound_to_their_key() {
     let tampered = format!("{}{last}", &session[..session.len() - 1]);
     let (status, _, _) = post(&b.url("/mcp"), Some(&key), Some(&tampered), list).await;
     assert_eq!(status, 404);
-    let (status, _, _) = post(&a.url("/mcp"), Some(&key), Some(&session), json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let (status, _, _) = post(
+        &a.url("/mcp"),
+        Some(&key),
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
     assert_eq!(status, 202);
     a.stop().await;
     b.stop().await;
@@ -388,5 +491,62 @@ async fn a_server_on_the_older_sse_transport_is_merged_too() {
     assert_eq!(names.len(), 12, "{names:?}");
     assert!(names.contains(&json!("old_search")) && names.contains(&json!("search_search")));
     assert_eq!(out[2]["texts"], json!(["results for legacy"]));
+    gateway.stop().await;
+}
+
+/// Median and 90th percentile of `samples`, in µs.
+fn percentiles(mut samples: Vec<u128>) -> (u128, u128) {
+    samples.sort_unstable();
+    (samples[samples.len() / 2], samples[samples.len() * 9 / 10])
+}
+
+/// `n` sequential calls of `tool` on a fresh rmcp client over Streamable HTTP at `url`
+/// (with `token` as its bearer token); each call's time in µs.
+async fn timed_calls(url: &str, token: &str, tool: &str, arguments: Value, n: usize) -> Vec<u128> {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    let transport = StreamableHttpClientTransport::with_client(http(), config);
+    let client = ().serve(transport).await.unwrap();
+    let params: rmcp::model::CallToolRequestParams =
+        serde_json::from_value(json!({"name": tool, "arguments": arguments})).unwrap();
+    let mut samples = Vec::with_capacity(n);
+    for i in 0..n + 20 {
+        let started = std::time::Instant::now();
+        let result = client.peer().call_tool(params.clone()).await.unwrap();
+        assert_ne!(result.is_error, Some(true));
+        // The first calls warm the connections and caches: not counted.
+        if i >= 20 {
+            samples.push(started.elapsed().as_micros());
+        }
+    }
+    let _ = client.cancel().await;
+    samples
+}
+
+/// The latency the gateway adds to a tool call: the same calls, in the same run, straight to the
+/// Streamable HTTP server and through `/mcp` (key, session, permit, guards: none configured,
+/// record). Prints the figures; run with
+/// `cargo test --release --test e2e mcp_gateway::added_latency -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "a measurement: prints figures, asserts nothing about them"]
+async fn added_latency_per_tool_call() {
+    let server = HttpMcpServer::start(Some(TOKEN)).await;
+    let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
+    connected(&gateway).await;
+    let key = gateway.api_key("acme").await;
+    let n = 300;
+    let query = json!({"query": "latency"});
+    let direct = timed_calls(&server.url(), TOKEN, "search", query.clone(), n).await;
+    let through = timed_calls(&gateway.url("/mcp"), &key, "search_search", query.clone(), n).await;
+    let direct_again = timed_calls(&server.url(), TOKEN, "search", query, n).await;
+    let (d50, d90) = percentiles(direct.into_iter().chain(direct_again).collect());
+    let (g50, g90) = percentiles(through);
+    println!(
+        "MCP tool call, {n} sequential calls each: direct p50 {d50} µs p90 {d90} µs; through the \
+         gateway p50 {g50} µs p90 {g90} µs; added p50 {} µs",
+        g50.saturating_sub(d50)
+    );
     gateway.stop().await;
 }

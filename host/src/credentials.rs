@@ -233,7 +233,12 @@ mod tests {
         file.set("mcp-set", Secret::new("not-this"));
         let env = |var: &str| (var == "MY_SEARCH_MCP_TOKEN").then(|| "from-env".to_owned());
         fill_mcp_tokens(&mut config.mcp, env, &file);
-        let token = |name: &str| config.mcp.servers[name].token.as_ref().map(|t| t.expose().to_owned());
+        let token = |name: &str| {
+            config.mcp.servers[name]
+                .token
+                .as_ref()
+                .map(|t| t.expose().to_owned())
+        };
         assert_eq!(token("my-search").as_deref(), Some("from-env"));
         assert_eq!(token("docs").as_deref(), Some("from-file"));
         assert_eq!(token("set").as_deref(), Some("own"));

@@ -102,8 +102,14 @@ async fn spawn(port: u16, token: Option<&str>, legacy: bool) -> tokio::process::
         .stdout(std::process::Stdio::null());
     let child = command.spawn().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-        assert!(std::time::Instant::now() < deadline, "the MCP server on {port} did not start");
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the MCP server on {port} did not start"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     child
@@ -137,9 +143,14 @@ mcp:
 /// Runs the Python SDK client's `steps` on one session against `url` with `key`; its outcomes.
 pub async fn python_client(url: &str, key: &str, steps: Value) -> Value {
     let mut command = tokio::process::Command::new(python());
-    command
-        .arg(script("client.py"))
-        .args(["--url", url, "--key", key, "--steps", &steps.to_string()]);
+    command.arg(script("client.py")).args([
+        "--url",
+        url,
+        "--key",
+        key,
+        "--steps",
+        &steps.to_string(),
+    ]);
     run(command).await
 }
 
@@ -166,7 +177,10 @@ async fn run(mut command: tokio::process::Command) -> Value {
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "MCP client failed:\n{stdout}\n{stderr}");
+    assert!(
+        output.status.success(),
+        "MCP client failed:\n{stdout}\n{stderr}"
+    );
     serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
 }
 
@@ -189,7 +203,10 @@ pub async fn calls(gateway: &super::TestGateway, key: &str, n: usize) -> Vec<Val
         if data.len() >= n {
             return data;
         }
-        assert!(std::time::Instant::now() < deadline, "{n} MCP calls not recorded: {page}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{n} MCP calls not recorded: {page}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -198,8 +215,17 @@ pub async fn calls(gateway: &super::TestGateway, key: &str, n: usize) -> Vec<Val
 /// a stdio server's Python takes a second or two to start).
 pub async fn connected(gateway: &super::TestGateway) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !gateway.state.mcp.servers().iter().all(|s| s.peer().is_some()) {
-        assert!(std::time::Instant::now() < deadline, "the MCP servers did not connect");
+    while !gateway
+        .state
+        .mcp
+        .servers()
+        .iter()
+        .all(|s| s.peer().is_some())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the MCP servers did not connect"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

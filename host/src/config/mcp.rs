@@ -8,7 +8,7 @@ use super::ConfigError;
 use crate::secret::Secret;
 
 /// The MCP gateway. `/mcp` answers 404 while `servers` is empty.
-#[derive(Clone, Debug, Default, serde::Deserialize, JsonSchema)]
+#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
     /// The upstream MCP servers, by name (lower-case letters, digits and `-`: the name is the
@@ -112,6 +112,20 @@ pub enum McpTransport {
     Sse,
 }
 
+// By hand: a derived `Default` would give 0 where serde gives the defaults below.
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            servers: IndexMap::new(),
+            session_secret: None,
+            session_ttl_s: default_session_ttl_s(),
+            page_size: default_page_size(),
+            calls_per_minute: None,
+            projects: IndexMap::new(),
+        }
+    }
+}
+
 fn default_session_ttl_s() -> u64 {
     86_400
 }
@@ -151,13 +165,13 @@ pub(super) fn validate(mcp: &McpConfig) -> Result<(), ConfigError> {
     for (key, value) in [
         ("session_ttl_s", mcp.session_ttl_s),
         ("page_size", mcp.page_size as u64),
-        ("calls_per_minute", mcp.calls_per_minute.map_or(1, u64::from)),
+        (
+            "calls_per_minute",
+            mcp.calls_per_minute.map_or(1, u64::from),
+        ),
     ] {
         if value == 0 {
-            return Err(ConfigError::key(
-                format!("mcp.{key}"),
-                "must be at least 1",
-            ));
+            return Err(ConfigError::key(format!("mcp.{key}"), "must be at least 1"));
         }
     }
     let mut prefixes: Vec<(String, &str)> = Vec::new();
@@ -167,7 +181,9 @@ pub(super) fn validate(mcp: &McpConfig) -> Result<(), ConfigError> {
         if name.is_empty() || name.len() > SERVER_NAME_MAX || !name.chars().all(plain) {
             return Err(ConfigError::key(
                 format!("mcp.servers.{name}"),
-                format!("a server name is 1 to {SERVER_NAME_MAX} lower-case letters, digits or `-`"),
+                format!(
+                    "a server name is 1 to {SERVER_NAME_MAX} lower-case letters, digits or `-`"
+                ),
             ));
         }
         match server.transport {
@@ -239,14 +255,21 @@ mod tests {
 
     #[test]
     fn servers_need_what_their_transport_needs() {
-        assert!(error("mcp: { servers: { a: { transport: stdio } } }").contains("mcp.servers.a.command"));
+        assert!(
+            error("mcp: { servers: { a: { transport: stdio } } }")
+                .contains("mcp.servers.a.command")
+        );
         assert!(error("mcp: { servers: { a: { url: 'ftp://x' } } }").contains("mcp.servers.a.url"));
-        assert!(error("mcp: { servers: { A_b: { url: 'http://x' } } }").contains("mcp.servers.A_b"));
+        assert!(
+            error("mcp: { servers: { A_b: { url: 'http://x' } } }").contains("mcp.servers.A_b")
+        );
         let ok = Config::from_yaml(
             "mcp: { servers: { a: { url: 'http://x/mcp' }, b: { transport: stdio, command: srv } } }",
         )
         .unwrap();
         assert_eq!(ok.mcp.servers["a"].prefix_for("a"), "a_");
+        let none = Config::from_yaml("{}").unwrap();
+        assert_eq!((none.mcp.session_ttl_s, none.mcp.page_size), (86_400, 100));
     }
 
     #[test]

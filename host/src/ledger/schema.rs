@@ -28,10 +28,7 @@ pub const HISTORY: &str = "ledger_schema_history";
 /// Migrations whose SQL both databases take, as (file name, SQL).
 const SHARED: &[(&str, &str)] = &[
     ("V2__guards.sql", SHARED_V2),
-    (
-        "V6__mcp.sql",
-        include_str!("migrations/shared/V6__mcp.sql"),
-    ),
+    ("V6__mcp.sql", include_str!("migrations/shared/V6__mcp.sql")),
 ];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
 

@@ -57,13 +57,19 @@ impl Call<'_> {
     pub async fn run(&self, params: Option<Value>) -> Result<Value, McpError> {
         let started = Instant::now();
         let time_us = now_us();
-        let telemetry = self.telemetry.request(self.headers, "/mcp", OPERATION, self.request_id);
+        let telemetry = self
+            .telemetry
+            .request(self.headers, "/mcp", OPERATION, self.request_id);
         let mut facts = Facts::default();
         let outcome = self.attempt(params, &mut facts).await;
         let (status, error_type, message) = match &outcome {
             Ok(_) if facts.tool_error => (200, Some("tool_error".to_owned()), None),
             Ok(_) => (200, None, None),
-            Err(e) => (e.record_status(), Some(e.kind().to_owned()), Some(e.to_string())),
+            Err(e) => (
+                e.record_status(),
+                Some(e.kind().to_owned()),
+                Some(e.to_string()),
+            ),
         };
         let record = UsageRecord {
             request_id: self.request_id.to_owned(),
@@ -94,10 +100,16 @@ impl Call<'_> {
     async fn attempt(&self, params: Option<Value>, facts: &mut Facts) -> Result<Value, McpError> {
         let mut params = match params {
             Some(Value::Object(params)) => params,
-            _ => return Err(McpError::InvalidParams("`params` must be an object".to_owned())),
+            _ => {
+                return Err(McpError::InvalidParams(
+                    "`params` must be an object".to_owned(),
+                ));
+            }
         };
         let Some(Value::String(name)) = params.remove("name") else {
-            return Err(McpError::InvalidParams("`params.name` must be a string".to_owned()));
+            return Err(McpError::InvalidParams(
+                "`params.name` must be a string".to_owned(),
+            ));
         };
         let (server, tool) = match self.hub.route(&name) {
             Some((server, tool)) if self.permit.allows(&server.name, tool) => (server, tool),
@@ -174,12 +186,13 @@ impl Call<'_> {
         let called = tokio::time::timeout(server.timeout, peer.call_tool(request)).await;
         let succeeded = matches!(called, Ok(Ok(_)));
         if let Some(admission) = admission {
-            self.background.spawn(admission.settle(crate::plugins::Settlement {
-                input_tokens: 0,
-                output_tokens: 0,
-                cost_micros: Some(0),
-                succeeded,
-            }));
+            self.background
+                .spawn(admission.settle(crate::plugins::Settlement {
+                    input_tokens: 0,
+                    output_tokens: 0,
+                    cost_micros: Some(0),
+                    succeeded,
+                }));
         }
         let result = match called {
             Ok(Ok(result)) => result,
@@ -198,8 +211,14 @@ impl Call<'_> {
             // A field of a protocol version newer than the ones `/mcp` speaks.
             object.remove("resultType");
         }
-        guard::result(self.guards, &applying, &server.name, &mut result, &mut facts.verdicts)
-            .await?;
+        guard::result(
+            self.guards,
+            &applying,
+            &server.name,
+            &mut result,
+            &mut facts.verdicts,
+        )
+        .await?;
         facts.bytes_out = i64::try_from(result.to_string().len()).ok();
         Ok(result)
     }

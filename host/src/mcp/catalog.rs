@@ -84,7 +84,11 @@ pub async fn list(
     let mut unavailable = Vec::new();
     for (server, items) in join_all(asked).await {
         match items {
-            Ok(items) => merged.extend(items.into_iter().filter_map(|item| mark(server, kind, item, permit))),
+            Ok(items) => merged.extend(
+                items
+                    .into_iter()
+                    .filter_map(|item| mark(server, kind, item, permit)),
+            ),
             Err(e) => {
                 tracing::warn!(server = &*server.name, "left out of a listing: {e}");
                 unavailable.push(Value::from(server.name.to_string()));

@@ -8,7 +8,11 @@ use super::catalog::{self, Kind};
 use super::error::{McpError, from_service};
 
 /// The result of `method` with `params`, for the caller `call` describes.
-pub async fn dispatch(call: &Call<'_>, method: &str, params: Option<Value>) -> Result<Value, McpError> {
+pub async fn dispatch(
+    call: &Call<'_>,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Value, McpError> {
     let kind = match method {
         "ping" => return Ok(json!({})),
         "tools/call" => return call.run(params).await,
@@ -20,21 +24,31 @@ pub async fn dispatch(call: &Call<'_>, method: &str, params: Option<Value>) -> R
         "resources/templates/list" => Kind::Templates,
         other => return Err(McpError::MethodNotFound(other.to_owned())),
     };
-    let cursor = params.as_ref().and_then(|p| p.get("cursor")).and_then(Value::as_str);
+    let cursor = params
+        .as_ref()
+        .and_then(|p| p.get("cursor"))
+        .and_then(Value::as_str);
     catalog::list(call.hub, kind, call.permit, cursor).await
 }
 
 /// `params` as an object with a string at `field`; the object and the string.
-fn named(params: Option<Value>, field: &str) -> Result<(serde_json::Map<String, Value>, String), McpError> {
+fn named(
+    params: Option<Value>,
+    field: &str,
+) -> Result<(serde_json::Map<String, Value>, String), McpError> {
     let Some(Value::Object(params)) = params else {
-        return Err(McpError::InvalidParams("`params` must be an object".to_owned()));
+        return Err(McpError::InvalidParams(
+            "`params` must be an object".to_owned(),
+        ));
     };
     match params.get(field) {
         Some(Value::String(name)) => {
             let name = name.clone();
             Ok((params, name))
         }
-        _ => Err(McpError::InvalidParams(format!("`params.{field}` must be a string"))),
+        _ => Err(McpError::InvalidParams(format!(
+            "`params.{field}` must be a string"
+        ))),
     }
 }
 

@@ -47,7 +47,10 @@ pub enum McpError {
     #[error("The MCP server `{0}` did not answer in time.")]
     Timeout(String),
     #[error("{message}")]
-    RateLimited { message: String, retry_after_ms: u64 },
+    RateLimited {
+        message: String,
+        retry_after_ms: u64,
+    },
     #[error("The gateway cannot check its limits right now; try again shortly.")]
     LimitsUnavailable,
     #[error("Refused by the guard `{guard}`: {}", clip(reason, 300))]
@@ -103,7 +106,9 @@ impl McpError {
             Self::Timeout(_) => 504,
             Self::GuardFailed => 500,
             // The server refused the call itself (an unknown tool, bad arguments).
-            Self::Upstream { code, .. } if matches!(*code, METHOD_NOT_FOUND | INVALID_PARAMS) => 400,
+            Self::Upstream { code, .. } if matches!(*code, METHOD_NOT_FOUND | INVALID_PARAMS) => {
+                400
+            }
             Self::Upstream { .. } => 502,
         }
     }

@@ -29,7 +29,13 @@ pub struct Verdicts {
 }
 
 impl Verdicts {
-    fn push(&mut self, guard: &Guard, side: &'static str, action: &'static str, findings: &[Finding]) {
+    fn push(
+        &mut self,
+        guard: &Guard,
+        side: &'static str,
+        action: &'static str,
+        findings: &[Finding],
+    ) {
         let action = match (guard.mode, action) {
             (crate::config::guards::GuardMode::Enforce, a) => a,
             (crate::config::guards::GuardMode::Monitor, "allow") => "monitor_allow",
@@ -39,10 +45,16 @@ impl Verdicts {
         };
         let mut counts = BTreeMap::new();
         for finding in findings.iter().take(KINDS_MAX) {
-            let kind: String = finding.kind.chars().filter(|c| !c.is_control()).take(KIND_MAX).collect();
+            let kind: String = finding
+                .kind
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(KIND_MAX)
+                .collect();
             *counts.entry(kind).or_default() += u64::from(finding.count);
         }
-        self.list.push((Arc::clone(&guard.name), side, action, counts));
+        self.list
+            .push((Arc::clone(&guard.name), side, action, counts));
     }
 
     /// The verdicts as a record keeps them (JSON), counted in `metrics`; `None` without any.
@@ -95,7 +107,9 @@ pub async fn arguments(
         });
         if let Some(rewritten) = check(guard, "request", &body, verdicts).await? {
             match rewritten["messages"][0]["tool_calls"][0]["function"]["arguments"].as_str() {
-                Some(new) if serde_json::from_str::<Value>(new).is_ok() => arguments = new.to_owned(),
+                Some(new) if serde_json::from_str::<Value>(new).is_ok() => {
+                    arguments = new.to_owned()
+                }
                 // A rewrite that lost the arguments' shape cannot be sent: fail closed.
                 _ => return Err(McpError::GuardFailed),
             }
@@ -191,7 +205,11 @@ async fn check(
     verdicts: &mut Verdicts,
 ) -> Result<Option<Value>, McpError> {
     let monitor = guard.mode == crate::config::guards::GuardMode::Monitor;
-    match guard.plugin.check_request(&guard.options, &body.to_string()).await {
+    match guard
+        .plugin
+        .check_request(&guard.options, &body.to_string())
+        .await
+    {
         Ok(RequestVerdict::Allow(findings)) => {
             verdicts.push(guard, side, "allow", &findings);
             Ok(None)
@@ -217,7 +235,10 @@ async fn check(
         }
         Err(failure) => {
             verdicts.push(guard, side, "error", &[]);
-            tracing::warn!(guard = &*guard.name, "guard failed on an MCP call: {failure}");
+            tracing::warn!(
+                guard = &*guard.name,
+                "guard failed on an MCP call: {failure}"
+            );
             if guard.fail_open || monitor {
                 Ok(None)
             } else {

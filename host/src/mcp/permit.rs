@@ -17,7 +17,10 @@ pub struct Permit {
 impl Permit {
     pub fn of(caller: &Caller, config: &McpConfig) -> Self {
         Self {
-            project: config.projects.get(&caller.project).map(|p| p.tools.clone()),
+            project: config
+                .projects
+                .get(&caller.project)
+                .map(|p| p.tools.clone()),
             key: caller.limits.tools.clone(),
         }
     }
@@ -71,7 +74,13 @@ mod tests {
         assert!(!project.allows_resources("files") && project.allows_resources("search"));
         let key = Permit::of(&caller("support", &["files/*"]), &config);
         assert!(key.allows("files", "read_file"));
-        assert!(!key.allows("search", "query"), "the key narrows the project");
-        assert!(!key.allows("files", "delete"), "and the project narrows the key");
+        assert!(
+            !key.allows("search", "query"),
+            "the key narrows the project"
+        );
+        assert!(
+            !key.allows("files", "delete"),
+            "and the project narrows the key"
+        );
     }
 }

@@ -114,9 +114,8 @@ mod tests {
         let signer = Signer::new(None);
         let id = signer.issue(&new_session("key_1", "2025-11-25", 100, 50));
         let (payload, tag) = id.split_once('.').unwrap();
-        let forged = URL_SAFE_NO_PAD.encode(
-            br#"{"k":"key_2","v":"2025-11-25","e":999999,"n":"x"}"#.as_slice(),
-        );
+        let forged = URL_SAFE_NO_PAD
+            .encode(br#"{"k":"key_2","v":"2025-11-25","e":999999,"n":"x"}"#.as_slice());
         assert_eq!(signer.check(&format!("{forged}.{tag}"), 120), None);
         assert_eq!(signer.check(&format!("{payload}.AAAA"), 120), None);
         assert_eq!(signer.check("garbage", 120), None);

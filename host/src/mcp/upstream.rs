@@ -190,7 +190,10 @@ impl Upstream {
                         backoff = BACKOFF_MIN;
                     }
                 }
-                Ok(Err(e)) => tracing::warn!(server = &*self.name, "cannot connect to the MCP server: {e:#}"),
+                Ok(Err(e)) => tracing::warn!(
+                    server = &*self.name,
+                    "cannot connect to the MCP server: {e:#}"
+                ),
                 Err(_) => tracing::warn!(
                     server = &*self.name,
                     "the MCP server did not complete its handshake within {} ms",
@@ -224,11 +227,14 @@ impl Upstream {
                 listener.serve(transport).await?
             }
             McpTransport::Stdio => {
-                listener.serve(TokioChildProcess::new(self.command())?).await?
+                listener
+                    .serve(TokioChildProcess::new(self.command())?)
+                    .await?
             }
             McpTransport::Sse => {
                 let token = self.config.token.as_ref().map(|t| t.expose().to_owned());
-                let transport = super::sse::SseTransport::connect(http.clone(), &url, token).await?;
+                let transport =
+                    super::sse::SseTransport::connect(http.clone(), &url, token).await?;
                 listener.serve(transport).await?
             }
         })
@@ -237,8 +243,12 @@ impl Upstream {
     /// The stdio server's command: its own environment only (and `PATH`, `HOME`, `LANG`), so
     /// the gateway's keys stay with the gateway.
     fn command(&self) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(self.config.command.as_deref().unwrap_or(""));
-        command.args(&self.config.args).env_clear().kill_on_drop(true);
+        let mut command =
+            tokio::process::Command::new(self.config.command.as_deref().unwrap_or(""));
+        command
+            .args(&self.config.args)
+            .env_clear()
+            .kill_on_drop(true);
         for var in ["PATH", "HOME", "LANG"] {
             if let Some(value) = std::env::var_os(var) {
                 command.env(var, value);

@@ -22,12 +22,12 @@ use axum::routing::post;
 use futures_util::Stream;
 use serde_json::{Value, json};
 
+use crate::auth::Caller;
 use crate::mcp::call::Call;
 use crate::mcp::error::McpError;
 use crate::mcp::permit::Permit;
 use crate::mcp::session::{Session, new_session};
 use crate::mcp::{Hub, PROTOCOL_VERSIONS};
-use crate::auth::Caller;
 use crate::pipeline::error::ApiError;
 use crate::server::RequestId;
 use crate::state::AppState;
@@ -37,7 +37,10 @@ const SESSION: &str = "mcp-session-id";
 const PROTOCOL: &str = "mcp-protocol-version";
 
 pub fn routes() -> Router<Arc<AppState>> {
-    Router::new().route("/mcp", post(post_message).get(open_stream).delete(end_session))
+    Router::new().route(
+        "/mcp",
+        post(post_message).get(open_stream).delete(end_session),
+    )
 }
 
 async fn post_message(
@@ -61,10 +64,17 @@ async fn post_message(
     let message: Value = match serde_json::from_slice(&bytes) {
         Ok(Value::Object(message)) => Value::Object(message),
         Ok(Value::Array(_)) => {
-            let e = McpError::InvalidRequest("JSON-RPC batches are not supported: send one message per request.");
+            let e = McpError::InvalidRequest(
+                "JSON-RPC batches are not supported: send one message per request.",
+            );
             return error(&Value::Null, &e);
         }
-        Ok(_) => return error(&Value::Null, &McpError::InvalidRequest("A JSON-RPC message is an object.")),
+        Ok(_) => {
+            return error(
+                &Value::Null,
+                &McpError::InvalidRequest("A JSON-RPC message is an object."),
+            );
+        }
         Err(e) => return error(&Value::Null, &McpError::Parse(e.to_string())),
     };
     let method = message.get("method").and_then(Value::as_str);
@@ -74,7 +84,9 @@ async fn post_message(
     if (message.get("id").is_none() && method.is_some()) || (method.is_none() && is_response) {
         return StatusCode::ACCEPTED.into_response();
     }
-    let id = message.get("id").filter(|id| id.is_string() || id.is_i64() || id.is_u64());
+    let id = message
+        .get("id")
+        .filter(|id| id.is_string() || id.is_i64() || id.is_u64());
     let (Some(id), Some(method)) = (id.cloned(), method.map(str::to_owned)) else {
         let e = McpError::InvalidRequest(
             "A JSON-RPC request needs an `id` (a string or an integer) and a `method`.",
@@ -108,7 +120,11 @@ async fn post_message(
         headers: &headers,
     };
     match crate::mcp::dispatch::dispatch(&call, &method, params).await {
-        Ok(result) => json_response(StatusCode::OK, &json!({"jsonrpc": "2.0", "id": id, "result": result}), None),
+        Ok(result) => json_response(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            None,
+        ),
         Err(e) => error(&id, &e),
     }
 }
@@ -202,7 +218,10 @@ async fn end_session(State(state): State<Arc<AppState>>) -> Response {
 /// The key (always required on `/mcp`) and the `Origin` check.
 async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Caller, McpError> {
     if let Some(origin) = headers.get(header::ORIGIN) {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
         let origin_host = origin
             .to_str()
             .ok()
@@ -231,9 +250,13 @@ fn refused(e: &ApiError) -> McpError {
 /// The request's session: present, ours, unexpired, of this caller's key.
 fn session(hub: &Hub, caller: &Caller, headers: &HeaderMap) -> Result<Session, McpError> {
     if let Some(version) = headers.get(PROTOCOL)
-        && !PROTOCOL_VERSIONS.iter().any(|v| version.as_bytes() == v.as_bytes())
+        && !PROTOCOL_VERSIONS
+            .iter()
+            .any(|v| version.as_bytes() == v.as_bytes())
     {
-        return Err(McpError::InvalidRequest("Unsupported `MCP-Protocol-Version`."));
+        return Err(McpError::InvalidRequest(
+            "Unsupported `MCP-Protocol-Version`.",
+        ));
     }
     let id = headers.get(SESSION).ok_or(McpError::NoSession)?;
     let session = id
@@ -260,7 +283,12 @@ fn error(id: &Value, e: &McpError) -> Response {
 }
 
 fn json_response(status: StatusCode, body: &Value, session: Option<HeaderValue>) -> Response {
-    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response();
+    let mut response = (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response();
     if let Some(session) = session {
         response.headers_mut().insert(SESSION, session);
     }
