@@ -315,11 +315,18 @@ async fn a_server_that_is_down_is_left_out_of_listings_and_reported() {
     let mut server = HttpMcpServer::start(Some(TOKEN)).await;
     server.stop().await;
     let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
+    // The stdio server comes up; the HTTP one never answers.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let files = &gateway.state.mcp.servers()[1];
+    while files.peer().is_none() {
+        assert!(std::time::Instant::now() < deadline, "the stdio server did not connect");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let key = gateway.api_key("acme").await;
     let out = python_client(
         &gateway.url("/mcp"),
         &key,
-        json!([["sleep", 2], ["tools"], ["call", "search_search", {"query": "x"}], ["call", "files_add", {"a": 1, "b": 2}]]),
+        json!([["sleep", 0], ["tools"], ["call", "search_search", {"query": "x"}], ["call", "files_add", {"a": 1, "b": 2}]]),
     )
     .await;
     assert_eq!(
