@@ -319,7 +319,10 @@ async fn a_server_that_is_down_is_left_out_of_listings_and_reported() {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let files = &gateway.state.mcp.servers()[1];
     while files.peer().is_none() {
-        assert!(std::time::Instant::now() < deadline, "the stdio server did not connect");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stdio server did not connect"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let key = gateway.api_key("acme").await;
@@ -513,7 +516,8 @@ async fn timed_calls(url: &str, token: &str, tool: &str, arguments: Value, n: us
     use rmcp::ServiceExt;
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(token.to_owned());
     let transport = StreamableHttpClientTransport::with_client(http(), config);
     let client = ().serve(transport).await.unwrap();
     let params: rmcp::model::CallToolRequestParams =
@@ -546,11 +550,18 @@ async fn added_latency_per_tool_call() {
     let n = 300;
     let query = json!({"query": "latency"});
     let direct = timed_calls(&server.url(), TOKEN, "search", query.clone(), n).await;
-    let through = timed_calls(&gateway.url("/mcp"), &key, "search_search", query.clone(), n).await;
+    let through = timed_calls(
+        &gateway.url("/mcp"),
+        &key,
+        "search_search",
+        query.clone(),
+        n,
+    )
+    .await;
     let direct_again = timed_calls(&server.url(), TOKEN, "search", query, n).await;
     let (d50, d90) = percentiles(direct.into_iter().chain(direct_again).collect());
     let (g50, g90) = percentiles(through);
-    println!(
+    eprintln!(
         "MCP tool call, {n} sequential calls each: direct p50 {d50} µs p90 {d90} µs; through the \
          gateway p50 {g50} µs p90 {g90} µs; added p50 {} µs",
         g50.saturating_sub(d50)

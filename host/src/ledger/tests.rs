@@ -177,6 +177,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             micros: 5_000_000,
             period: BudgetPeriod::Day,
         }),
+        tools: vec!["search/*".to_owned(), "files/read_*".to_owned()],
     };
     store.insert_key(&a).unwrap();
     assert_eq!(store.key("key_a").unwrap(), Some(a.clone()));

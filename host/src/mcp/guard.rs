@@ -25,7 +25,16 @@ const KIND_MAX: usize = 32;
 /// The verdicts on one call, for its record.
 #[derive(Default)]
 pub struct Verdicts {
-    list: Vec<(Arc<str>, &'static str, &'static str, BTreeMap<String, u64>)>,
+    list: Vec<Verdict>,
+}
+
+/// One guard's verdict on one side of a call.
+struct Verdict {
+    guard: Arc<str>,
+    side: &'static str,
+    action: &'static str,
+    /// Findings by kind (never the matched text).
+    counts: BTreeMap<String, u64>,
 }
 
 impl Verdicts {
@@ -53,8 +62,12 @@ impl Verdicts {
                 .collect();
             *counts.entry(kind).or_default() += u64::from(finding.count);
         }
-        self.list
-            .push((Arc::clone(&guard.name), side, action, counts));
+        self.list.push(Verdict {
+            guard: Arc::clone(&guard.name),
+            side,
+            action,
+            counts,
+        });
     }
 
     /// The verdicts as a record keeps them (JSON), counted in `metrics`; `None` without any.
@@ -65,9 +78,9 @@ impl Verdicts {
         let list: Vec<Value> = self
             .list
             .into_iter()
-            .map(|(guard, side, action, counts)| {
-                metrics.guard_verdicts.inc([&guard, action], 1);
-                json!({"guard": &*guard, "side": side, "action": action, "counts": counts})
+            .map(|v| {
+                metrics.guard_verdicts.inc([&v.guard, v.action], 1);
+                json!({"guard": &*v.guard, "side": v.side, "action": v.action, "counts": v.counts})
             })
             .collect();
         Some(Value::Array(list).to_string())
