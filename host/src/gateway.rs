@@ -202,12 +202,13 @@ impl Gateway {
             if provider_config.base_url.is_none() {
                 provider_config.base_url = description.default_base_url;
             }
-            let scope = Scope::new(name, provider_config.base_url.as_deref()).map_err(|message| {
-                StartupError::BaseUrl {
-                    provider: name.clone(),
-                    message,
-                }
-            })?;
+            let scope =
+                Scope::new(name, provider_config.base_url.as_deref()).map_err(|message| {
+                    StartupError::BaseUrl {
+                        provider: name.clone(),
+                        message,
+                    }
+                })?;
             if let Err(e) = call
                 .validate(&provider_config)
                 .await

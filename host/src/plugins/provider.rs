@@ -7,8 +7,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::bindings::provider_types::{
-    CanonicalRequest, Completion, Description, Operation, ProviderConfig, RequestInfo,
-    StreamOutput,
+    CanonicalRequest, Completion, Description, Operation, ProviderConfig, RequestInfo, StreamOutput,
 };
 use super::bindings::types::{ConfigError, HttpResponse, PluginError};
 use super::bindings::{self, ProviderPluginPre};
@@ -83,7 +82,10 @@ impl PluginCall {
 
     /// What the provider states of itself for this entry: its default base URL and telemetry
     /// name.
-    pub async fn describe(&mut self, config: &ProviderConfig) -> Result<Description, PluginFailure> {
+    pub async fn describe(
+        &mut self,
+        config: &ProviderConfig,
+    ) -> Result<Description, PluginFailure> {
         self.run("describe", async |b, s| {
             b.wasmgate_plugin_provider().call_describe(s, config).await
         })
