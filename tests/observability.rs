@@ -335,24 +335,22 @@ async fn scrape(gateway: &TestGateway) -> String {
 /// target, refused by a limit, unknown model.
 async fn traffic(mock: &MockOpenAi) -> TestGateway {
     let openai = Provider::openai(&mock.base_url()).models(["gpt-4o-mini", "error-500"]);
-    let config = format!(
-        r#"
+    let config = r#"
 routing:
   smart:
     policy: fallback
     targets: [openai/error-500, openai/gpt-4o-mini]
-    retry: {{ backoff_ms: 0 }}
-    circuit_breaker: {{ failures: 1, cooldown_ms: 600000 }}
+    retry: { backoff_ms: 0 }
+    circuit_breaker: { failures: 1, cooldown_ms: 600000 }
 limits:
   rules:
-    - {{ policy: rate-limit, scope: model, models: [echo-1], options: {{ requests_per_minute: 1 }} }}
-"#
-    );
+    - { policy: rate-limit, scope: model, models: [echo-1], options: { requests_per_minute: 1 } }
+"#;
     let gateway = Gateway::builder()
         .test_plugins()
         .provider("openai", openai)
         .provider("echo", Provider::echo().models(["echo-1"]))
-        .yaml(&config)
+        .yaml(config)
         .start()
         .await;
     let ask = |model: &'static str, stream: bool| {
