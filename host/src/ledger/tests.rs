@@ -1212,7 +1212,8 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
     make()
 }
 
-/// Drops what the migrations after V1 added (V3: the response cache's columns).
+/// Drops what the migrations after V1 added (V3: the response cache's columns; V6: the MCP
+/// columns).
 const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
@@ -1222,12 +1223,18 @@ const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_hourly_users DROP COLUMN cache_hits;
     ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
-    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;";
+    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_records DROP COLUMN bytes_in;
+    ALTER TABLE usage_records DROP COLUMN bytes_out;
+    ALTER TABLE api_keys DROP COLUMN tools;";
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
-/// versions added (V2's `guards`, V3's cache columns).
+/// versions added (V2's `guards`, V3's cache columns, V6's MCP columns).
 const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
+    ALTER TABLE usage_records DROP COLUMN bytes_in;
+    ALTER TABLE usage_records DROP COLUMN bytes_out;
+    ALTER TABLE api_keys DROP COLUMN tools;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
