@@ -35,6 +35,8 @@ const BUILT_IN: &[&str] = &[
     "budget",
     "redact",
     "deny",
+    "moderation",
+    "schema",
 ];
 
 /// (guest workspace, where under target/ its components are copied)

@@ -177,6 +177,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             micros: 5_000_000,
             period: BudgetPeriod::Day,
         }),
+        guards: vec!["redact".to_owned(), "no-cards".to_owned()],
     };
     store.insert_key(&a).unwrap();
     assert_eq!(store.key("key_a").unwrap(), Some(a.clone()));
@@ -681,6 +682,26 @@ fn check_request_pages(store: &dyn Store) {
         },
         RequestQuery {
             operation: Some("embeddings".to_owned()),
+            ..base.clone()
+        },
+        RequestQuery {
+            guard: Some(requests::GuardFilter::default()),
+            ..base.clone()
+        },
+        RequestQuery {
+            guard: Some(requests::GuardFilter {
+                action: Some("refuse".to_owned()),
+                guard: None,
+            }),
+            ..base.clone()
+        },
+        // Exact and case-sensitive: `redact` is not `Redact`, `rewrite` with `redact` matches.
+        RequestQuery {
+            guard: Some(requests::GuardFilter {
+                guard: Some("redact".to_owned()),
+                action: Some("rewrite".to_owned()),
+            }),
+            status: Some(StatusClass::Success),
             ..base.clone()
         },
         users(UserFilter {

@@ -33,8 +33,8 @@ pub use bindings::dialect_types::{
     Failure, Framing, KeySource, Route as DialectRoute, RouteKind,
 };
 pub use bindings::guard_types::{
-    AnswerEvent, Finding, GuardInfo, Refusal, Release, RequestVerdict, Rewrite, Stop,
-    StreamVerdict, TextDelta, ToolCallDelta,
+    AnswerEvent, Consult, ConsultReply, Finding, GuardInfo, Refusal, Release, RequestVerdict,
+    Rewrite, Stop, StreamVerdict, TextDelta, ToolCallDelta,
 };
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
@@ -106,6 +106,8 @@ const BUILT_IN: &[(&str, &[u8])] = &[
     built_in!("budget"),
     built_in!("redact"),
     built_in!("deny"),
+    built_in!("moderation"),
+    built_in!("schema"),
 ];
 
 /// Limits applied to every plugin call.
