@@ -140,6 +140,20 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
     let mallory = json!({"id": "<img src=x onerror=\"window.__pwned=1\">",
                          "tags": ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1-2"]});
     let mut sent = 0;
+    // Two requests the guard refuses, for the log's guard filter (first: the newest error
+    // stays one an upstream answered).
+    for _ in 0..2 {
+        let response = http()
+            .post(gateway.url("/v1/chat/completions"))
+            .bearer_auth(&key)
+            .json(&json!({"model": "echo-1",
+                          "messages": [{"role": "user", "content": "Tell me about Project Falcon"}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400);
+        sent += 1;
+    }
     for (model, user, stream, n) in [
         ("gpt-4o-mini", &ada, false, 6),
         ("gpt-4o-mini", &bob, true, 4),
@@ -153,19 +167,6 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
             chat(&gateway, &key, model, user.clone(), stream).await;
             sent += 1;
         }
-    }
-    // Two requests the guard refuses, for the log's guard filter.
-    for _ in 0..2 {
-        let response = http()
-            .post(gateway.url("/v1/chat/completions"))
-            .bearer_auth(&key)
-            .json(&json!({"model": "echo-1",
-                          "messages": [{"role": "user", "content": "Tell me about Project Falcon"}]}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 400);
-        sent += 1;
     }
     for _ in 0..3 {
         chat(&gateway, &other, "gpt-4o", bob.clone(), false).await;
