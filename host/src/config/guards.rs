@@ -222,4 +222,35 @@ mod tests {
         let bad = Config::from_yaml("guards:\n  - plugin: redact\n    mode: audit\n");
         assert!(bad.unwrap_err().to_string().contains("guards[0].mode"));
     }
+
+    #[test]
+    fn an_endpoint_is_an_http_url_with_a_bounded_deadline_and_fails_closed_by_default() {
+        let config = Config::from_yaml(
+            "guards:\n  - plugin: moderation\n    endpoint: {url: 'https://mod.example/v1/moderations', api_key: sk-x}\n",
+        )
+        .unwrap();
+        let endpoint = config.guards[0].endpoint.as_ref().unwrap();
+        assert_eq!(
+            (endpoint.timeout_ms, endpoint.on_failure),
+            (2000, EndpointFailure::Refuse)
+        );
+        for (yaml, key) in [
+            ("{url: 'file:///etc/passwd'}", "guards[0].endpoint.url"),
+            ("{url: 'not a url'}", "guards[0].endpoint.url"),
+            (
+                "{url: 'http://x', timeout_ms: 0}",
+                "guards[0].endpoint.timeout_ms",
+            ),
+            (
+                "{url: 'http://x', on_failure: maybe}",
+                "guards[0].endpoint.on_failure",
+            ),
+        ] {
+            let bad = Config::from_yaml(&format!(
+                "guards:\n  - plugin: moderation\n    endpoint: {yaml}\n"
+            ));
+            let message = bad.unwrap_err().to_string();
+            assert!(message.contains(key), "{yaml}: {message}");
+        }
+    }
 }
