@@ -193,3 +193,89 @@ async fn a_guard_with_no_endpoint_that_asks_for_one_fails_closed() {
     assert_eq!(error["error"]["code"], "guard_failed", "{body}");
     assert!(upstream.requests().await.is_empty());
 }
+
+/// The built-in `schema` guard: an answer asked for as JSON with a schema (Chat's
+/// `response_format`, the Responses API's `text.format`) is held until it is complete and
+/// released when it matches; one that does not match is stopped, in the client's own shape,
+/// naming the failing keyword and never the answer's values. The `spell` model answers with
+/// the prompt, so the prompt is the answer under test.
+#[tokio::test]
+async fn the_schema_guard_validates_answers_asked_for_as_json_with_a_schema() {
+    let upstream = MockOpenAi::start().await;
+    let config = format!(
+        "providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    api_key: sk-upstream-secret\n    models: [spell]\n    options: {{responses: translate}}\nguards:\n  - plugin: schema\n    apply: both\n",
+        upstream.base_url()
+    );
+    let gateway = TestGateway::start(&config).await;
+    let schema = json!({"type": "object", "required": ["name", "age"], "additionalProperties": false,
+                        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}});
+    let format = json!({"type": "json_schema",
+                        "json_schema": {"name": "person", "strict": true, "schema": schema}});
+    let good = r#"{"name": "Ada", "age": 36}"#;
+    let bad = r#"{"name": "Ada", "age": "secret-value"}"#;
+    let ask = |id: &'static str, text: &str, stream: bool, format: &Value| {
+        http()
+            .post(gateway.url("/v1/chat/completions"))
+            .header("x-request-id", id)
+            .json(&json!({"model": "openai/spell", "stream": stream, "response_format": format,
+                          "messages": [{"role": "user", "content": text}]}))
+            .send()
+    };
+
+    let response = ask("schema-good", good, false, &format).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], good);
+
+    let response = ask("schema-bad", bad, false, &format).await.unwrap();
+    assert_eq!(response.status(), 502);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "answer_stopped", "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("`type` fails at `/age`"), "{message}");
+    assert!(!message.contains("secret-value"), "{message}");
+    let record = gateway.record_of("schema-bad").await;
+    assert_eq!(
+        verdicts(&record),
+        json!([{"guard": "schema", "side": "request", "action": "allow", "counts": {}},
+               {"guard": "schema", "side": "answer", "action": "stop", "counts": {"schema-invalid": 1}}])
+    );
+
+    // Streamed (3 characters a chunk): held until complete, then released whole, or stopped.
+    let body = ask("schema-stream", good, true, &format).await.unwrap().text().await.unwrap();
+    let events = common::sse::events(&body);
+    let text: String = (events.iter())
+        .filter_map(|e| e.data["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, good, "{body}");
+    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
+    let body = ask("schema-stream-bad", bad, true, &format).await.unwrap().text().await.unwrap();
+    assert!(!body.contains("secret-value"), "nothing of it went: {body}");
+    assert_eq!(
+        common::sse::events(&body).last().unwrap().data["error"]["code"],
+        "answer_stopped"
+    );
+
+    // A schema that is not one is refused before anything leaves.
+    let broken = json!({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 12}}});
+    let requests = upstream.requests().await.len();
+    let response = ask("schema-broken", good, false, &broken).await.unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(upstream.requests().await.len(), requests);
+
+    // The Responses API's `text.format` reaches the guard as the same schema.
+    let response = http()
+        .post(gateway.url("/v1/responses"))
+        .json(&json!({"model": "openai/spell", "input": bad, "store": false,
+                      "text": {"format": {"type": "json_schema", "name": "person", "strict": true,
+                                          "schema": schema}}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 502);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("/age"),
+        "{body}"
+    );
+}

@@ -219,11 +219,17 @@ fn request_input(request: &str, max: usize) -> Vec<String> {
     kept
 }
 
+/// Characters of the text already released that go with the next window, so that a word cut
+/// at a window's edge is asked about whole (its end is not released before it is judged).
+const TAIL: usize = 64;
+
 /// One answer: the events held while their text is asked about.
 pub struct Answer {
     options: Option<Options>,
     held: Vec<AnswerEvent>,
     held_chars: usize,
+    /// The last [`TAIL`] characters released.
+    tail: String,
 }
 
 impl Answer {
@@ -235,18 +241,26 @@ impl Answer {
         }
     }
 
-    /// Asks about what is held, or lets it go when it holds no text.
+    /// Asks about what is held (after the tail of what went before it), or lets it go when it
+    /// holds no text.
     fn ask_or_release(&mut self, options: &Options) -> StreamVerdict {
-        let input: String = self.held.iter().filter_map(Self::text_of).collect();
-        if input.trim().is_empty() {
+        let held: String = self.held.iter().filter_map(Self::text_of).collect();
+        if held.trim().is_empty() {
             return self.release_all();
         }
+        let input = format!("{}{held}", self.tail);
         StreamVerdict::Consult(options.ask("answer", vec![input]))
     }
 
     fn release_all(&mut self) -> StreamVerdict {
         self.held_chars = 0;
-        StreamVerdict::release(std::mem::take(&mut self.held), 0, Vec::new())
+        let events = std::mem::take(&mut self.held);
+        self.tail.extend(events.iter().filter_map(Self::text_of));
+        let extra = self.tail.chars().count().saturating_sub(TAIL);
+        if let Some((cut, _)) = self.tail.char_indices().nth(extra) {
+            self.tail.drain(..cut);
+        }
+        StreamVerdict::release(events, 0, Vec::new())
     }
 }
 
@@ -258,6 +272,7 @@ impl AnswerGuard for Answer {
             options: options.check().is_ok().then_some(options),
             held: Vec::new(),
             held_chars: 0,
+            tail: String::new(),
         }
     }
 

@@ -113,6 +113,21 @@ fn an_answer_is_held_in_windows_and_released_once_it_passes() {
     assert_eq!(release.events.len(), 2);
     assert_eq!(release.held_chars, 0);
 
+    // The next window is asked about after the tail of the text before it: a word cut at the
+    // edge ("ki" | "ll") is judged whole before its end goes.
+    let StreamVerdict::Consult(consult) = answer.push(vec![text(" I will ki"), text("ll it")])
+    else {
+        panic!("a full window");
+    };
+    assert_eq!(
+        serde_json::from_str::<Value>(&consult.body).unwrap()["input"],
+        json!(["Hello world! I will kill it"])
+    );
+    assert!(matches!(
+        answer.reply(openai_reply(false, 0.0)),
+        StreamVerdict::Release(_)
+    ));
+
     // A choice's end is asked about at once; a flagged window stops the answer.
     let stop = AnswerEvent::Stop(Stop {
         choice: 0,
