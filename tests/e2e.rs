@@ -36,6 +36,7 @@ mod messages;
 mod module_graph;
 mod observability;
 mod polyglot;
+mod polyglot_consult;
 mod providers;
 mod reload;
 mod resources;

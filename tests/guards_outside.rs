@@ -217,8 +217,10 @@ async fn the_schema_guard_validates_answers_asked_for_as_json_with_a_schema() {
         http()
             .post(gateway.url("/v1/chat/completions"))
             .header("x-request-id", id)
-            .json(&json!({"model": "openai/spell", "stream": stream, "response_format": format,
-                          "messages": [{"role": "user", "content": text}]}))
+            .json(
+                &json!({"model": "openai/spell", "stream": stream, "response_format": format,
+                          "messages": [{"role": "user", "content": text}]}),
+            )
             .send()
     };
 
@@ -242,14 +244,24 @@ async fn the_schema_guard_validates_answers_asked_for_as_json_with_a_schema() {
     );
 
     // Streamed (3 characters a chunk): held until complete, then released whole, or stopped.
-    let body = ask("schema-stream", good, true, &format).await.unwrap().text().await.unwrap();
+    let body = ask("schema-stream", good, true, &format)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let events = common::sse::events(&body);
     let text: String = (events.iter())
         .filter_map(|e| e.data["choices"][0]["delta"]["content"].as_str())
         .collect();
     assert_eq!(text, good, "{body}");
     assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
-    let body = ask("schema-stream-bad", bad, true, &format).await.unwrap().text().await.unwrap();
+    let body = ask("schema-stream-bad", bad, true, &format)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(!body.contains("secret-value"), "nothing of it went: {body}");
     assert_eq!(
         common::sse::events(&body).last().unwrap().data["error"]["code"],
@@ -257,7 +269,8 @@ async fn the_schema_guard_validates_answers_asked_for_as_json_with_a_schema() {
     );
 
     // A schema that is not one is refused before anything leaves.
-    let broken = json!({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 12}}});
+    let broken =
+        json!({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": 12}}});
     let requests = upstream.requests().await.len();
     let response = ask("schema-broken", good, false, &broken).await.unwrap();
     assert_eq!(response.status(), 400);
@@ -266,9 +279,11 @@ async fn the_schema_guard_validates_answers_asked_for_as_json_with_a_schema() {
     // The Responses API's `text.format` reaches the guard as the same schema.
     let response = http()
         .post(gateway.url("/v1/responses"))
-        .json(&json!({"model": "openai/spell", "input": bad, "store": false,
+        .json(
+            &json!({"model": "openai/spell", "input": bad, "store": false,
                       "text": {"format": {"type": "json_schema", "name": "person", "strict": true,
-                                          "schema": schema}}}))
+                                          "schema": schema}}}),
+        )
         .send()
         .await
         .unwrap();
