@@ -59,6 +59,11 @@ impl Endpoint {
                 .await
                 .map_err(|e| e.without_url().to_string())?;
             let status = response.status().as_u16();
+            // An error status is the service failing, as a timeout is: the entry's
+            // `on_failure` decides, not the guard.
+            if !(200..300).contains(&status) {
+                return Err(format!("it answered {status}"));
+            }
             let mut body = Vec::new();
             let mut chunks = response.bytes_stream();
             while let Some(chunk) = chunks.next().await {
