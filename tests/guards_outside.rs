@@ -175,6 +175,12 @@ async fn an_endpoint_that_does_not_answer_in_time_fails_closed_or_open_as_the_en
         let record = gateway.record_of(&id).await;
         assert_eq!(verdicts(&record)[0]["action"], "error", "{on_failure}");
     }
+    // An error status (here the mock's 404 for a path it does not serve) fails the same way.
+    let config = config(&upstream.base_url(), &moderation.openai_url(), "refuse")
+        .replace("/moderations\"", "/no-such-path\"");
+    let gateway = TestGateway::start(&config).await;
+    let (status, body) = chat(&gateway, "mod-404", "openai/gpt-4o-mini", "hello", false).await;
+    assert_eq!(status, 503, "{body}");
 }
 
 /// A guard that asks for an outside call when its entry names no endpoint broke its contract:
@@ -250,12 +256,12 @@ async fn the_schema_guard_validates_answers_asked_for_as_json_with_a_schema() {
         .text()
         .await
         .unwrap();
-    let events = common::sse::events(&body);
+    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
+    let events = common::sse::events(body.trim_end_matches("data: [DONE]\n\n"));
     let text: String = (events.iter())
         .filter_map(|e| e.data["choices"][0]["delta"]["content"].as_str())
         .collect();
     assert_eq!(text, good, "{body}");
-    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
     let body = ask("schema-stream-bad", bad, true, &format)
         .await
         .unwrap()
