@@ -86,6 +86,8 @@ pub struct KeyLimits {
 
 /// Guards a key may name, at most.
 pub const GUARDS_MAX: usize = 16;
+/// Bytes of a guard's name, at most (as `guards:` entries are named).
+const GUARD_NAME_MAX: usize = 64;
 
 impl KeyLimits {
     /// Whether the key may ask for `model` (as the client named it).
@@ -137,7 +139,13 @@ impl KeyLimits {
         if self.guards.len() > GUARDS_MAX {
             return Err(format!("guards: at most {GUARDS_MAX} names"));
         }
-        if let Some(bad) = (self.guards.iter()).find(|g| !crate::config::guards::valid_name(g)) {
+        // The rule of guard names in `guards:` (the ledger does not import the config).
+        let name = |g: &String| {
+            (1..=GUARD_NAME_MAX).contains(&g.len())
+                && g.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        if let Some(bad) = self.guards.iter().find(|g| !name(g)) {
             return Err(format!(
                 "guards: `{}` is not a guard name (1 to 64 letters, digits, `-` or `_`)",
                 crate::clip::echo(bad)
@@ -484,6 +492,22 @@ mod tests {
         assert!(limits.allows_model("openai/gpt-4o"));
         assert!(limits.allows_model("anthropic/claude-sonnet-4"));
         assert!(!limits.allows_model("openai/o1"));
+    }
+
+    #[test]
+    fn a_keys_guards_are_guard_names_and_few() {
+        let with = |guards: &[&str]| KeyLimits {
+            guards: guards.iter().map(|g| (*g).to_owned()).collect(),
+            ..KeyLimits::default()
+        };
+        assert!(with(&["no-cards", "pii_2"]).check().is_ok());
+        for bad in ["", "no cards", "x\n", &"a".repeat(65)] {
+            let error = with(&[bad]).check().unwrap_err();
+            assert!(error.starts_with("guards:"), "{bad:?}: {error}");
+        }
+        let many: Vec<String> = (0..=GUARDS_MAX).map(|i| format!("g{i}")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(with(&refs).check().is_err());
     }
 
     #[test]
