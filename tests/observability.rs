@@ -726,11 +726,10 @@ async fn json_logs_carry_the_prompt_only_when_turned_on() {
 async fn each_guard_has_a_span_on_the_request_and_on_the_streamed_answer() {
     let mock = MockOpenAi::start().await;
     let collector = Collector::start().await;
-    let config = format!(
-        "{}guards:\n  - plugin: redact\n    name: cards\n",
-        traced_config(&mock, &collector)
-    );
-    let gateway = TestGateway::start(&config).await;
+    let gateway = traced_config(&mock, &collector)
+        .yaml("guards: [{ plugin: redact, name: cards }]")
+        .start()
+        .await;
     let response = http()
         .post(gateway.url("/v1/chat/completions"))
         .json(&json!({"model": "gpt-4o-mini", "stream": true,
