@@ -208,6 +208,10 @@ struct KeyLimitArgs {
     /// day (the default), month or total.
     #[arg(long, value_name = "PERIOD")]
     budget_period: Option<String>,
+    /// Guards (the config's `guards:` entries, by name) applied to its requests besides those
+    /// whose scope takes them, comma-separated. Empty: none of its own.
+    #[arg(long)]
+    guards: Option<String>,
 }
 
 impl KeyLimitArgs {
@@ -220,6 +224,7 @@ impl KeyLimitArgs {
             tpm: self.tpm,
             budget: self.budget,
             budget_period: self.budget_period,
+            guards: self.guards,
         }
     }
 }

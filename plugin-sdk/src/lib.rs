@@ -453,8 +453,8 @@ pub use wit::exports::wasmgate::plugin::provider::{
 };
 #[cfg(feature = "guard")]
 pub use wit::guard::{
-    AnswerEvent, Finding, GuardInfo, Refusal, Release, RequestVerdict, Rewrite, Stop,
-    StreamVerdict, TextDelta, ToolCallDelta,
+    AnswerEvent, Consult, ConsultReply, Finding, GuardInfo, Refusal, Release, RequestVerdict,
+    Rewrite, Stop, StreamVerdict, TextDelta, ToolCallDelta,
 };
 #[cfg(feature = "limiter")]
 pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};

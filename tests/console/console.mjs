@@ -117,7 +117,8 @@ try {
     assert.deepEqual(table, rows.rows.map(asText), kind);
     assert.ok(table.length > 0, kind);
   }
-  assert.ok(stats.by_model.rows.length >= 4 && stats.by_provider.rows.length === 2);
+  // Two providers, and the requests a guard refused before any provider was chosen.
+  assert.ok(stats.by_model.rows.length >= 4 && stats.by_provider.rows.length === 3);
   await page.click("table[data-breakdown=model] th[data-key=requests]");
   const byRequests = await page.$$eval("table[data-breakdown=model] tbody td[data-field=requests]", (tds) => tds.map((td) => Number(td.dataset.value)));
   assert.deepEqual(byRequests, [...byRequests].sort((a, b) => b - a));
@@ -187,6 +188,8 @@ try {
     [async () => { await page.fill("#f-model", ""); await page.selectOption("#f-status", "error"); }, { status: "error" }],
     [async () => { await page.selectOption("#f-status", ""); await page.fill("#f-user", "bob"); }, { user_id: "bob" }],
     [async () => { await page.fill("#f-user", ""); await page.fill("#f-tag", "eu"); }, { user_tags: ["eu"] }],
+    [async () => { await page.fill("#f-tag", ""); await page.selectOption("#f-guard-action", "refuse"); }, { guard_action: "refuse" }],
+    [async () => { await page.selectOption("#f-guard-action", ""); await page.fill("#f-guard", "no-falcon"); await page.fill("#f-model", "echo-1"); }, { guard: "no-falcon", model: "echo-1" }],
   ]) {
     await fill();
     await page.click("#log-filters button[type=submit]");
@@ -197,7 +200,21 @@ try {
     assert.deepEqual(got, answer.data.map((r) => r.request_id), JSON.stringify(filter));
     assert.ok(got.length > 0 && got.length < sent, `${JSON.stringify(filter)} narrows the log to ${got.length}`);
   }
-  await page.fill("#f-tag", "");
+  await page.fill("#f-guard", "");
+  await page.fill("#f-model", "");
+  // Each refused request shows its verdict, never the words that were refused.
+  await page.selectOption("#f-guard-action", "refuse");
+  await page.click("#log-filters button[type=submit]");
+  await page.waitForSelector("#log[data-loaded]");
+  const guardRefused = await ids();
+  assert.equal(guardRefused.length, 2, "the two refused requests");
+  await page.click(`#log tbody tr[data-request-id="${guardRefused[0]}"] a`);
+  await page.waitForSelector(`#request-fields[data-request-id="${guardRefused[0]}"]`);
+  const verdict = await page.textContent('#request-fields dd[data-field="Guards"]');
+  assert.equal(verdict, "no-falcon request refuse (denied 1)");
+  await page.click("#nav-requests");
+  await page.waitForSelector("#log[data-loaded]");
+  await page.selectOption("#f-guard-action", "");
   await page.selectOption("#f-status", "error");
   await page.click("#log-filters button[type=submit]");
   await page.waitForSelector("#log[data-loaded]");

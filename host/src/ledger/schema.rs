@@ -26,8 +26,12 @@ use super::rollup;
 pub const HISTORY: &str = "ledger_schema_history";
 
 /// Migrations whose SQL both databases take, as (file name, SQL).
-const SHARED: &[(&str, &str)] = &[("V2__guards.sql", SHARED_V2)];
+const SHARED: &[(&str, &str)] = &[
+    ("V2__guards.sql", SHARED_V2),
+    ("V5__key_guards.sql", SHARED_V5),
+];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
+const SHARED_V5: &str = include_str!("migrations/shared/V5__key_guards.sql");
 
 /// Migrations written for SQLite alone.
 const SQLITE: &[(&str, &str)] = &[

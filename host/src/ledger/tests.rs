@@ -177,6 +177,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             micros: 5_000_000,
             period: BudgetPeriod::Day,
         }),
+        guards: vec!["redact".to_owned(), "no-cards".to_owned()],
     };
     store.insert_key(&a).unwrap();
     assert_eq!(store.key("key_a").unwrap(), Some(a.clone()));
@@ -681,6 +682,26 @@ fn check_request_pages(store: &dyn Store) {
         },
         RequestQuery {
             operation: Some("embeddings".to_owned()),
+            ..base.clone()
+        },
+        RequestQuery {
+            guard: Some(requests::GuardFilter::default()),
+            ..base.clone()
+        },
+        RequestQuery {
+            guard: Some(requests::GuardFilter {
+                action: Some("refuse".to_owned()),
+                guard: None,
+            }),
+            ..base.clone()
+        },
+        // Exact and case-sensitive: `redact` is not `Redact`, `rewrite` with `redact` matches.
+        RequestQuery {
+            guard: Some(requests::GuardFilter {
+                guard: Some("redact".to_owned()),
+                action: Some("rewrite".to_owned()),
+            }),
+            status: Some(StatusClass::Success),
             ..base.clone()
         },
         users(UserFilter {
@@ -1211,8 +1232,10 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
     make()
 }
 
-/// Drops what the migrations after V1 added (V3: the response cache's columns).
-const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
+/// Drops what the migrations after V1 added (V3: the response cache's columns; V5: the guards
+/// keys name).
+const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
+    ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
     ALTER TABLE usage_hourly_models DROP COLUMN saved_cost_micros;
@@ -1225,8 +1248,9 @@ const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
-/// versions added (V2's `guards`, V3's cache columns).
+/// versions added (V2's `guards`, V3's cache columns, V5's key guards).
 const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
+    ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;

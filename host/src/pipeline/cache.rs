@@ -493,7 +493,7 @@ async fn replay(
         (relay::Framing::Translated(encoder), Some(keeper)) => {
             relay::replay_kept(*encoder, events, usage, &keeper).await?
         }
-        (framing, _) => relay::local(events, usage, framing).await,
+        (framing, _) => relay::local(events, usage, framing, None).await,
     };
     cx.first_output();
     Ok(AnswerBody::Events(Body::from(body)))

@@ -23,7 +23,9 @@ pub mod end_user;
 pub mod error;
 pub mod finish;
 pub mod guard;
+mod guard_answer;
 mod guard_events;
+mod guard_verdicts;
 mod json_array;
 mod operations;
 pub mod parse;
@@ -213,17 +215,28 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             })
         }
         Sent::Events { events, usage } => {
-            let events = match guard::events(&mut cx, events).await {
-                Ok(events) => events,
+            let (events, stopped) = match guard::events(&mut cx, events).await {
+                Ok(passed) => passed,
                 Err(error) => return failed(cx, error).await,
             };
             let framing = match framing(&mut cx, false).await {
                 Ok(framing) => framing,
                 Err(error) => return failed(cx, error).await,
             };
-            let body = relay::local(events, usage, framing).await;
+            let dialect = cx.dialect;
+            let stop = stopped.as_ref().map(|error| (error, dialect));
+            let body = relay::local(events, usage, framing, stop).await;
             cx.first_output();
-            cx.finish(End::Answered(usage)).wait().await;
+            let end = match stopped {
+                // Ended as a relayed stream a guard stops ends: sent, and incomplete.
+                Some(_) => End::Streamed {
+                    usage,
+                    text: String::new(),
+                    completed: false,
+                },
+                None => End::Answered(usage),
+            };
+            cx.finish(end).wait().await;
             Ok(AnswerBody::Events(Body::from(body)))
         }
         Sent::Stream(upstream) => {

@@ -33,8 +33,8 @@ pub use bindings::dialect_types::{
     Failure, Framing, KeySource, Route as DialectRoute, RouteKind,
 };
 pub use bindings::guard_types::{
-    AnswerEvent, Finding, GuardInfo, Refusal, Release, RequestVerdict, Rewrite, Stop,
-    StreamVerdict, TextDelta, ToolCallDelta,
+    AnswerEvent, Consult, ConsultReply, Finding, GuardInfo, Refusal, Release, RequestVerdict,
+    Rewrite, Stop, StreamVerdict, TextDelta, ToolCallDelta,
 };
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
