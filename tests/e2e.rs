@@ -12,6 +12,7 @@ mod auth;
 mod auth_matrix;
 mod bedrock;
 mod cache;
+mod cache_semantic;
 mod chat;
 mod cli;
 mod cli_help;

@@ -34,6 +34,7 @@ pub mod request;
 #[cfg(test)]
 mod request_props;
 pub mod route;
+mod semantic;
 mod transcript;
 mod upload;
 
@@ -295,7 +296,7 @@ fn answer_headers(
     if let Ok(v) = HeaderValue::from_str(model) {
         headers.push((HeaderName::from_static("x-wasmgate-model"), v));
     }
-    headers.extend(cx.cache.header());
+    headers.extend(cx.cache.headers());
     for (name, value) in cx.admission.iter().flat_map(|a| &a.headers) {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),
