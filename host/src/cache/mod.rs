@@ -87,8 +87,12 @@ impl Cache {
             Store::Memory(memory::MemoryStore::new(config.memory_bytes))
         };
         let vectors = config.semantic.as_ref().map(|semantic| match &store {
-            Store::Redis(redis) => vectors::Vectors::redis(redis.connection(), semantic.max_per_scope),
-            Store::Memory(_) => vectors::Vectors::memory(semantic.memory_bytes, semantic.max_per_scope),
+            Store::Redis(redis) => {
+                vectors::Vectors::redis(redis.connection(), semantic.max_per_scope)
+            }
+            Store::Memory(_) => {
+                vectors::Vectors::memory(semantic.memory_bytes, semantic.max_per_scope)
+            }
         });
         Ok(Self {
             store,

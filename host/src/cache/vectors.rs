@@ -84,7 +84,10 @@ impl Vectors {
         let cache = moka::sync::Cache::builder()
             .max_capacity(bytes)
             .weigher(|scope: &String, items: &Arc<Vec<Item>>| {
-                let held: usize = items.iter().map(|i| KEY_LEN + 16 + 4 * i.vector.len()).sum();
+                let held: usize = items
+                    .iter()
+                    .map(|i| KEY_LEN + 16 + 4 * i.vector.len())
+                    .sum();
                 u32::try_from(scope.len() + held + SCOPE_OVERHEAD).unwrap_or(u32::MAX)
             })
             .expire_after(Latest)
@@ -116,11 +119,9 @@ impl Vectors {
                 .max_by(|a, b| a.similarity.total_cmp(&b.similarity))
         };
         match &self.store {
-            Store::Memory(cache) => {
-                Ok(cache
-                    .get(scope)
-                    .and_then(|items| best(&mut items.iter().cloned())))
-            }
+            Store::Memory(cache) => Ok(cache
+                .get(scope)
+                .and_then(|items| best(&mut items.iter().cloned()))),
             Store::Redis(connection) => {
                 let mut connection = connection.clone();
                 let end = isize::try_from(self.max_per_scope).unwrap_or(isize::MAX) - 1;
@@ -147,20 +148,18 @@ impl Vectors {
         match &self.store {
             Store::Memory(cache) => {
                 let limit = self.max_per_scope;
-                cache
-                    .entry(scope.to_owned())
-                    .and_upsert_with(|old| {
-                        let now = now_ms();
-                        let mut items: Vec<Item> = old
-                            .map(|e| e.into_value())
-                            .into_iter()
-                            .flat_map(|items| items.iter().cloned().collect::<Vec<_>>())
-                            .filter(|i| i.expires_ms > now && i.key != item.key)
-                            .collect();
-                        items.insert(0, item);
-                        items.truncate(limit);
-                        Arc::new(items)
-                    });
+                cache.entry(scope.to_owned()).and_upsert_with(|old| {
+                    let now = now_ms();
+                    let mut items: Vec<Item> = old
+                        .map(|e| e.into_value())
+                        .into_iter()
+                        .flat_map(|items| items.iter().cloned().collect::<Vec<_>>())
+                        .filter(|i| i.expires_ms > now && i.key != item.key)
+                        .collect();
+                    items.insert(0, item);
+                    items.truncate(limit);
+                    Arc::new(items)
+                });
                 Ok(())
             }
             Store::Redis(connection) => {

@@ -264,9 +264,15 @@ impl SemanticConfig {
             ));
         }
         for (path, value) in [
-            ("cache.semantic.max_per_scope", u64::from(self.max_per_scope)),
+            (
+                "cache.semantic.max_per_scope",
+                u64::from(self.max_per_scope),
+            ),
             ("cache.semantic.memory_bytes", self.memory_bytes),
-            ("cache.semantic.max_text_bytes", u64::from(self.max_text_bytes)),
+            (
+                "cache.semantic.max_text_bytes",
+                u64::from(self.max_text_bytes),
+            ),
             ("cache.semantic.timeout_ms", self.timeout_ms),
         ] {
             if value == 0 {

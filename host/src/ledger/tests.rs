@@ -130,7 +130,13 @@ fn check_cache_hits(store: &dyn Store) {
     // `/usage/models` sums them per model, from the rollups and from the raw edges.
     for start in [H, H + 1] {
         let buckets = store
-            .models("p", start, H + 2 * HOUR_US, Unit::Hour, &UserFilter::default())
+            .models(
+                "p",
+                start,
+                H + 2 * HOUR_US,
+                Unit::Hour,
+                &UserFilter::default(),
+            )
             .unwrap();
         let hits: u64 = buckets.iter().map(|b| b.totals.cache_hits).sum();
         let saved: i64 = buckets.iter().map(|b| b.totals.saved_cost_micros).sum();

@@ -140,8 +140,7 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
     };
     // A dialect's request by its own body: what a native target gets, with everything its
     // canonical form may have dropped.
-    let (fields, headers): (Vec<(&str, &RawValue)>, &[(String, String)]) = match &cx.translation
-    {
+    let (fields, headers): (Vec<(&str, &RawValue)>, &[(String, String)]) = match &cx.translation {
         Some(translation) => {
             let (fields, headers) = translation.native_parts();
             let fields = fields.iter().map(|(k, v)| (k.as_str(), &**v)).collect();
@@ -230,7 +229,10 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
 /// `fields` as one JSON object, without those the key never has (what a cache-key plugin gets).
 fn object(fields: &[(&str, &RawValue)]) -> String {
     let mut out = String::from("{");
-    for (name, raw) in fields.iter().filter(|(name, _)| !key::IGNORED.contains(name)) {
+    for (name, raw) in fields
+        .iter()
+        .filter(|(name, _)| !key::IGNORED.contains(name))
+    {
         if out.len() > 1 {
             out.push(',');
         }
@@ -270,7 +272,12 @@ async fn semantic_lookup(
     };
     let mut span = cx.trace.stage("cache.semantic");
     let nearest = span
-        .scope(semantic::nearest(state, &probe.scope, &vector, config.threshold))
+        .scope(semantic::nearest(
+            state,
+            &probe.scope,
+            &vector,
+            config.threshold,
+        ))
         .await;
     let nearest = match nearest {
         Ok(nearest) => nearest,
@@ -331,10 +338,10 @@ fn policy<'a>(config: &'a CacheConfig, model: &str, key_id: Option<&str>) -> Opt
         namespace: rule
             .and_then(|r| r.namespace.as_deref())
             .unwrap_or(&config.namespace),
-        semantic: config.semantic.as_ref().is_some_and(|semantic| {
-            rule.and_then(|r| r.semantic)
-                .unwrap_or(semantic.enabled)
-        }),
+        semantic: config
+            .semantic
+            .as_ref()
+            .is_some_and(|semantic| rule.and_then(|r| r.semantic).unwrap_or(semantic.enabled)),
     })
 }
 

@@ -272,16 +272,23 @@ mod tests {
         let google = json!([{"role": "user", "parts": [{"text": "Hola"}]}]);
         assert_eq!(split_last_turn(google).unwrap().1, "Hola");
         let responses = json!("What is 2+2?");
-        assert_eq!(split_last_turn(responses), Some((None, "What is 2+2?".to_owned())));
+        assert_eq!(
+            split_last_turn(responses),
+            Some((None, "What is 2+2?".to_owned()))
+        );
         let image = json!([{"role": "user", "content": [{"type": "text", "text": "this?"},
                             {"type": "image_url", "image_url": {"url": "data:,"}}]}]);
         assert_eq!(split_last_turn(image), None, "an image is not words");
-        assert_eq!(split_last_turn(json!([{"role": "system", "content": "x"}])), None);
+        assert_eq!(
+            split_last_turn(json!([{"role": "system", "content": "x"}])),
+            None
+        );
     }
 
     #[test]
     fn the_first_embedding_is_read() {
-        let body = r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,-1]}]}"#;
+        let body =
+            r#"{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,-1]}]}"#;
         assert_eq!(first_embedding(body), Some(vec![0.5, -1.0]));
         assert_eq!(first_embedding(r#"{"data":[]}"#), None);
     }

@@ -37,12 +37,11 @@ impl CacheKeyPlugin {
         &self.name
     }
 
-    pub async fn validate(
-        &self,
-        options: &str,
-    ) -> Result<Result<(), ConfigError>, PluginFailure> {
+    pub async fn validate(&self, options: &str) -> Result<Result<(), ConfigError>, PluginFailure> {
         self.call("validate", async |b: &Bindings, s| {
-            b.wasmgate_plugin_cache_key().call_validate(s, options).await
+            b.wasmgate_plugin_cache_key()
+                .call_validate(s, options)
+                .await
         })
         .await
     }

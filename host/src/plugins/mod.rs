@@ -30,7 +30,6 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 pub use bindings::cache_key_types::{KeyDecision, KeyRequest};
 pub use bindings::counter_types::{Counter, Period};
-pub use cache_key::CacheKeyPlugin;
 pub use bindings::dialect_types::{
     AnswerInfo, Call as DialectCallRequest, Canonical, Declaration, Decoded, Event as DialectEvent,
     Failure, Framing, KeySource, Route as DialectRoute, RouteKind,
@@ -47,6 +46,7 @@ pub use bindings::router_types::{CircuitState, RouteRequest, Target as RouteTarg
 pub use bindings::types::{
     ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,
 };
+pub use cache_key::CacheKeyPlugin;
 pub use dialect::{DialectCall, DialectPlugin, DialectStream};
 pub use guard::{AnswerGuardCall, GuardPlugin};
 pub use limiter::LimiterPlugin;
