@@ -48,10 +48,12 @@ pub struct CacheConfig {
     /// whose last user turn means the same, by the embeddings `model`. Off unless `enabled`
     /// (or a rule's `semantic`) turns it on.
     #[serde(default)]
+    #[schemars(extend("examples" = [{"enabled": true, "model": "openai/text-embedding-3-small", "threshold": 0.95}]))]
     pub semantic: Option<SemanticConfig>,
     /// A cache-key policy plugin: decides what of a request goes into its key (or that it is not
     /// cached at all). Every request the cache serves passes through it.
     #[serde(default)]
+    #[schemars(extend("examples" = [{"plugin": "py-cache-key", "options": {"tags": ["system-reminder"]}}]))]
     pub key_plugin: Option<KeyPluginConfig>,
 }
 
