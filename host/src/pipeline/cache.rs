@@ -1,8 +1,10 @@
 //! The cache stage, between admission and routing: a request the cache may answer is looked up
-//! under its key (see `cache::key`); a hit is answered from the kept canonical completion in the
-//! client's dialect, whole or as a replayed stream, and ends as a hit (cost 0, the cost it
-//! saved); a miss carries its key forward, so that the answer is kept once it is whole: a
-//! whole answer at once, a stream once it ended normally.
+//! under its key (see `cache::key`), the operator's cache-key plugin having had its say in
+//! what goes into it, then (in semantic mode, after an exact miss) by the meaning of its last
+//! user turn (see `semantic.rs`). A hit is answered from the kept completion in the client's
+//! dialect, whole or as a replayed stream (see `cache_replay.rs`); a miss carries its key
+//! forward, so that the answer is kept once it is whole: a whole answer at once, a stream once
+//! it ended normally.
 //!
 //! What is kept is the canonical completion, which answers any form of the request. An answer a
 //! target gave in the client's own dialect (a native pass-through: Messages to Anthropic,
@@ -12,15 +14,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue};
-
-use super::context::{Context, Dialect, Tried};
-use super::finish::End;
-use super::{Answer, AnswerBody, Reply, relay, semantic};
-use crate::cache::answer::{self, Assembler, Entry, Form, StoredUsage};
 use serde_json::value::RawValue;
 
+use super::context::Context;
+use super::semantic;
+use crate::cache::answer::{self, Assembler, Entry, Form, StoredUsage};
 use crate::cache::key::{self, Key, Scope, Shape};
 use crate::cache::policy::Decided;
 use crate::cache::{Cache, now_ms};
@@ -82,7 +81,7 @@ pub struct Fill {
 
 /// A kept answer found for the request.
 pub struct Hit {
-    entry: Entry,
+    pub(super) entry: Entry,
 }
 
 /// Looks the request up. Sets what the answer's header will say, and what a miss keeps.
@@ -140,7 +139,7 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
     };
     // A dialect's request by its own body: what a native target gets, with everything its
     // canonical form may have dropped.
-    let (fields, headers): (Vec<(&str, &RawValue)>, &[(String, String)]) = match &cx.translation {
+    let (fields, headers): (Vec<Field<'_>>, &[(String, String)]) = match &cx.translation {
         Some(translation) => {
             let (fields, headers) = translation.native_parts();
             let fields = fields.iter().map(|(k, v)| (k.as_str(), &**v)).collect();
@@ -226,8 +225,11 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
     None
 }
 
+/// A top-level field of a body: its name and its JSON text.
+type Field<'a> = (&'a str, &'a RawValue);
+
 /// `fields` as one JSON object, without those the key never has (what a cache-key plugin gets).
-fn object(fields: &[(&str, &RawValue)]) -> String {
+fn object(fields: &[Field<'_>]) -> String {
     let mut out = String::from("{");
     for (name, raw) in fields
         .iter()
@@ -536,118 +538,6 @@ impl Fill {
             }
         });
     }
-}
-
-/// Answers the request from `hit` in the client's dialect, and ends it as a hit.
-pub(super) async fn serve(mut cx: Context, hit: Hit) -> Reply {
-    let dialect = cx.dialect;
-    let Hit { entry } = hit;
-    let usage = entry.usage.map(Usage::from);
-    let id = format!("{}/{}", entry.provider, entry.model);
-    let (price, system) = match cx.gateway.resolve(&id) {
-        Ok(target) => (
-            target.provider.price(target.model),
-            crate::telemetry::gen_ai_system(target.provider.plugin.name()),
-        ),
-        Err(_) => (None, std::borrow::Cow::Borrowed("unknown")),
-    };
-    cx.target = Some(Tried {
-        provider: entry.provider.clone(),
-        model: entry.model.clone(),
-        price,
-        system,
-    });
-    let mut headers = super::answer_headers(&cx, &entry.provider, &entry.model, 0);
-    let age = now_ms().saturating_sub(entry.stored_ms) / 1000;
-    headers.push((http::header::AGE, HeaderValue::from(age)));
-    let body = match entry.form {
-        Form::Canonical if cx.request.stream => replay(&mut cx, &entry.completion, usage).await,
-        Form::Canonical => whole(&mut cx, &entry.completion, usage).await,
-        Form::NativeWhole | Form::NativeStream => Ok(native(&cx, &entry).await),
-    };
-    match body {
-        Ok(body) => {
-            cx.finish(End::Cached(usage)).wait().await;
-            Reply {
-                dialect,
-                result: Ok(Answer { headers, body }),
-            }
-        }
-        Err(error) => {
-            cx.finish(End::Failed(&error)).wait().await;
-            Reply {
-                dialect,
-                result: Err(error),
-            }
-        }
-    }
-}
-
-/// A whole answer in the client's dialect (a fresh id for Messages and Responses, kept for
-/// `previous_response_id` as a live one would be).
-async fn whole(
-    cx: &mut Context,
-    completion: &str,
-    usage: Option<Usage>,
-) -> Result<AnswerBody, super::ApiError> {
-    let body = match cx.dialect {
-        Dialect::Chat => completion.to_owned(),
-        Dialect::Plugin => super::dialect::encode(cx, completion, usage).await?,
-    };
-    if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
-        keeper.keep(&body).await;
-    }
-    Ok(AnswerBody::Json(body))
-}
-
-/// A native answer as it came, under a fresh id; a Responses one kept as a live one would be.
-async fn native(cx: &Context, entry: &Entry) -> AnswerBody {
-    let fresh = fresh_id(entry.answer_id.as_deref());
-    let translation = cx.translation.as_ref();
-    let keeper = translation.and_then(|t| t.keeper.as_ref());
-    let own = |text: &str| {
-        let text = entry.with_fresh_id(text, &fresh);
-        match translation {
-            Some(translation) => translation.with_previous_id(text),
-            None => text,
-        }
-    };
-    if entry.form == Form::NativeWhole {
-        let body = own(&entry.completion);
-        if let Some(keeper) = keeper {
-            keeper.keep(&body).await;
-        }
-        return AnswerBody::Json(body);
-    }
-    let events: Vec<String> = entry.events.iter().map(|e| own(e)).collect();
-    AnswerBody::Events(Body::from(relay::replay_native(&events, keeper).await))
-}
-
-/// A new id in the style of `old` (`msg_…`, `resp_…`).
-fn fresh_id(old: Option<&str>) -> String {
-    let prefix = old
-        .and_then(|old| old.split_once('_'))
-        .map_or("cached", |(prefix, _)| prefix);
-    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
-}
-
-/// The answer as the stream a live one would be, framed as the relay frames one.
-async fn replay(
-    cx: &mut Context,
-    completion: &str,
-    usage: Option<Usage>,
-) -> Result<AnswerBody, super::ApiError> {
-    let events = answer::chunks(completion).unwrap_or_default();
-    let framing = super::framing(cx, false).await?;
-    let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
-    let body = match (framing, keeper) {
-        (relay::Framing::Translated(encoder), Some(keeper)) => {
-            relay::replay_kept(*encoder, events, usage, &keeper).await?
-        }
-        (framing, _) => relay::local(events, usage, framing).await,
-    };
-    cx.first_output();
-    Ok(AnswerBody::Events(Body::from(body)))
 }
 
 #[cfg(test)]

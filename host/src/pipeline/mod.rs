@@ -16,6 +16,7 @@ pub mod attempt;
 pub mod auth;
 pub mod body;
 pub mod cache;
+mod cache_replay;
 pub mod context;
 pub mod count;
 pub mod dialect;
@@ -117,7 +118,7 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         attempts,
     } = match answered {
         Ok(Ok(answered)) => answered,
-        Ok(Err(hit)) => return framed(cache::serve(cx, hit).await, array),
+        Ok(Err(hit)) => return framed(cache_replay::serve(cx, hit).await, array),
         Err(error) => {
             cx.finish(End::Failed(&error)).wait().await;
             return Reply {
