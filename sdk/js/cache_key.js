@@ -49,7 +49,9 @@ export function defineCacheKey(plugin) {
   return {
     validate(text) {
       try {
-        plugin.validate?.(parseOptions(text, schema));
+        // Read first: `validate?.(...)` would skip reading them when there is no `validate`.
+        const parsed = parseOptions(text, schema);
+        plugin.validate?.(parsed);
       } catch (err) {
         if (err instanceof ConfigError) throw witError(configErrorPayload(err));
         throw asTrap(err);
