@@ -117,7 +117,8 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
          models: [gpt-4o-mini, gpt-4o, error-500, error-429]\n  \
          echo:\n    plugin: echo\n    models: [echo-1]\n\
          guards:\n  - plugin: deny\n    name: no-falcon\n    apply: request\n    \
-         options: {{phrases: [project falcon]}}\n",
+         scope: {{models: [echo-1]}}\n    options: {{phrases: [project falcon]}}\n\
+         cache: {{ rules: [ {{ models: [gpt-4o-mini], enabled: true }} ] }}\n",
         plugins = dir.join("plugins").display(),
         cache = common::plugin_cache_dir().display(),
         base = mock.base_url(),

@@ -12,6 +12,8 @@ mod auth;
 mod auth_matrix;
 mod bedrock;
 mod cache;
+mod cache_key;
+mod cache_semantic;
 mod chat;
 mod claude_code;
 mod cli;

@@ -158,6 +158,9 @@ fn main() -> anyhow::Result<()> {
                 &setup.config(&mock.addr),
             )?;
             let idle = gateway.rss_kib()?;
+            if matches!(setup, scenario::Setup::Semantic) {
+                scenario::warm_semantic(&gateway.addr)?;
+            }
             for row in setup.rows(api) {
                 let figures = measure(&oha, &row, &gateway.addr, Some(&gateway))?;
                 print_row(

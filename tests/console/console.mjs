@@ -99,6 +99,7 @@ try {
     cost: stats.total.cost, requests: stats.total.requests, input_tokens: stats.total.input_tokens,
     output_tokens: stats.total.output_tokens, cached_input_tokens: stats.total.cached_input_tokens,
     error_rate: stats.total.error_rate,
+    cache_hits: stats.total.cache_hits, cache_hit_rate: stats.total.cache_hit_rate, saved_cost: stats.total.saved_cost,
     latency_p50: stats.total.latency_us.p50, latency_p90: stats.total.latency_us.p90, latency_p99: stats.total.latency_us.p99,
     ttft_p50: stats.total.ttft_us.p50, ttft_p90: stats.total.ttft_us.p90, ttft_p99: stats.total.ttft_us.p99,
   };
@@ -107,7 +108,14 @@ try {
   assert.equal(shown.requests, sent.toLocaleString("en-US"));
   assert.equal(shown.cost, "$" + stats.total.cost.toFixed(stats.total.cost < 1 ? 6 : 2));
   assert.equal(shown.error_rate, (stats.total.error_rate * 100).toFixed(2) + "%");
-  step(`totals equal the API's (${sent} requests, $${stats.total.cost}, ${stats.total.errors} errors)`);
+  // The repeated gpt-4o-mini requests were answered from the cache: hits, their rate and savings.
+  assert.ok(stats.total.cache_hits > 0 && stats.total.saved_cost > 0, JSON.stringify(stats.total));
+  assert.equal(total.cache.hits, stats.total.cache_hits);
+  assert.equal(total.cache.saved_cost, stats.total.saved_cost);
+  assert.equal(shown.cache_hit_rate, (stats.total.cache_hit_rate * 100).toFixed(2) + "%");
+  const mini = stats.by_model.rows.find((r) => r.model === "gpt-4o-mini");
+  assert.ok(mini.cache_hits === stats.total.cache_hits && mini.saved_cost > 0, JSON.stringify(mini));
+  step(`totals equal the API's (${sent} requests, $${stats.total.cost}, ${stats.total.errors} errors, ${stats.total.cache_hits} cache hits)`);
 
   // Breakdowns: every row and figure, and sorting.
   for (const [kind, rows] of [["provider", stats.by_provider], ["model", stats.by_model], ["user", stats.by_user], ["tag", stats.by_tag]]) {

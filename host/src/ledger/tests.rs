@@ -127,6 +127,21 @@ fn check_cache_hits(store: &dyn Store) {
     let t = store.total("p", H + 1, H + 2 * HOUR_US).unwrap();
     assert_eq!((t.requests, t.cache_hits, t.saved_cost_micros), (4, 2, 330));
     assert_eq!(t.cost_micros, 330, "hits cost nothing");
+    // `/usage/models` sums them per model, from the rollups and from the raw edges.
+    for start in [H, H + 1] {
+        let buckets = store
+            .models(
+                "p",
+                start,
+                H + 2 * HOUR_US,
+                Unit::Hour,
+                &UserFilter::default(),
+            )
+            .unwrap();
+        let hits: u64 = buckets.iter().map(|b| b.totals.cache_hits).sum();
+        let saved: i64 = buckets.iter().map(|b| b.totals.saved_cost_micros).sum();
+        assert_eq!((hits, saved), (2, 330), "from {start}");
+    }
 }
 
 fn key(id: &str, project: &str, created_us: i64) -> ApiKey {
@@ -1026,6 +1041,8 @@ fn stats_of(records: &[UsageRecord], q: &stats::StatsQuery) -> stats::Stats {
         latency_us_sum: r.latency_us,
         ttft_us_sum: r.ttft_us.unwrap_or(0),
         ttft_count: u64::from(r.ttft_us.is_some()),
+        cache_hits: u64::from(r.cache_hit),
+        saved_cost_micros: r.saved_cost_micros.unwrap_or(0),
     };
     let mut total = Figures::default();
     let mut series: BTreeMap<(i64, Option<String>, Option<String>), Figures> = BTreeMap::new();

@@ -16,6 +16,7 @@ pub mod attempt;
 pub mod auth;
 pub mod body;
 pub mod cache;
+mod cache_replay;
 pub mod context;
 pub mod count;
 pub mod dialect;
@@ -36,6 +37,7 @@ pub mod request;
 #[cfg(test)]
 mod request_props;
 pub mod route;
+mod semantic;
 mod transcript;
 mod upload;
 
@@ -118,7 +120,7 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         attempts,
     } = match answered {
         Ok(Ok(answered)) => answered,
-        Ok(Err(hit)) => return framed(cache::serve(cx, hit).await, array),
+        Ok(Err(hit)) => return framed(cache_replay::serve(cx, hit).await, array),
         Err(error) => {
             cx.finish(End::Failed(&error)).wait().await;
             return Reply {
@@ -308,7 +310,7 @@ fn answer_headers(
     if let Ok(v) = HeaderValue::from_str(model) {
         headers.push((HeaderName::from_static("x-wasmgate-model"), v));
     }
-    headers.extend(cx.cache.header());
+    headers.extend(cx.cache.headers());
     for (name, value) in cx.admission.iter().flat_map(|a| &a.headers) {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),
