@@ -34,6 +34,8 @@ mod key_echo;
 mod key_guards;
 mod keys;
 mod limits;
+mod mcp_claude_code;
+mod mcp_gateway;
 mod messages;
 mod module_graph;
 mod observability;

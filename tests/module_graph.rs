@@ -5,7 +5,7 @@
 //!
 //! The layers, lowest first: the leaves; `plugins` (the wasmtime host, which knows nothing of
 //! the server); what uses plugins (limits, routing, upstream, guards); telemetry; the gateway (one loaded
-//! config); the shared state; the request pipeline; the HTTP server; and the commands around it.
+//! config) and the MCP gateway's servers (`mcp`); the shared state; the request pipeline; the HTTP server; and the commands around it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -28,7 +28,7 @@ const LAYERS: &[&[&str]] = &[
     &["plugins"],
     &["limits", "routing", "upstream", "guards", "cache"],
     &["telemetry"],
-    &["gateway"],
+    &["gateway", "mcp"],
     &["state"],
     &["pipeline"],
     &["server"],

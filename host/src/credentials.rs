@@ -160,6 +160,26 @@ pub fn fill_keys(
     from_file
 }
 
+/// Fills each server's missing `token`: from `<NAME>_MCP_TOKEN` in `env`, else from the
+/// credentials file's `mcp-<name>` entry.
+pub fn fill_mcp_tokens(
+    mcp: &mut crate::config::mcp::McpConfig,
+    env: impl Fn(&str) -> Option<String>,
+    file: &Credentials,
+) {
+    for (name, server) in &mut mcp.servers {
+        if server.token.is_some() || server.transport == crate::config::mcp::McpTransport::Stdio {
+            continue;
+        }
+        let var = format!("{}_MCP_TOKEN", name.replace('-', "_").to_ascii_uppercase());
+        if let Some(token) = env(&var).filter(|t| !t.is_empty()) {
+            server.token = Some(Secret::new(token));
+        } else if let Some(token) = file.get(&format!("mcp-{name}")) {
+            server.token = Some(token.clone());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -199,6 +219,29 @@ mod tests {
         assert_eq!(key("c").as_deref(), Some("file-c"));
         assert_eq!(key("d"), None);
         assert_eq!(from_file, ["c"]);
+    }
+
+    #[test]
+    fn mcp_servers_take_their_token_from_the_environment_then_the_file() {
+        let mut config = Config::from_yaml(
+            "mcp: { servers: { my-search: { url: 'http://a/mcp' }, docs: { url: 'http://b/mcp' },
+                               set: { url: 'http://c/mcp', token: own } } }",
+        )
+        .unwrap();
+        let mut file = Credentials::default();
+        file.set("mcp-docs", Secret::new("from-file"));
+        file.set("mcp-set", Secret::new("not-this"));
+        let env = |var: &str| (var == "MY_SEARCH_MCP_TOKEN").then(|| "from-env".to_owned());
+        fill_mcp_tokens(&mut config.mcp, env, &file);
+        let token = |name: &str| {
+            config.mcp.servers[name]
+                .token
+                .as_ref()
+                .map(|t| t.expose().to_owned())
+        };
+        assert_eq!(token("my-search").as_deref(), Some("from-env"));
+        assert_eq!(token("docs").as_deref(), Some("from-file"));
+        assert_eq!(token("set").as_deref(), Some("own"));
     }
 
     #[test]

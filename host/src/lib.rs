@@ -14,6 +14,7 @@
 //! - [`server`]: the HTTP API (routes, handlers, middleware), and the graceful shutdown.
 //! - [`upstream`]: the pooled HTTP client for upstream providers, and the guard that keeps each
 //!   plugin's requests under its entry's base URL.
+//! - [`mcp`]: the MCP gateway (`/mcp`): upstream MCP servers merged behind gateway keys.
 //! - [`redact`]: known secrets, kept out of what is relayed from upstream, logged or stored.
 //! - [`clip`]: client input bounded and escaped before it is echoed, logged or labelled.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
@@ -29,6 +30,7 @@ pub mod gateway;
 pub mod guards;
 pub mod ledger;
 pub mod limits;
+pub mod mcp;
 pub mod pipeline;
 pub mod plugins;
 pub mod redact;
@@ -72,6 +74,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
     let cache = cache::Cache::open(&config.cache)
         .await
         .map_err(|e| anyhow::anyhow!("cache.store: {e}"))?;
+    let mcp = Arc::new(mcp::Hub::start(&config.mcp, &http));
     let gateway = Gateway::load(config, &host).await?;
     Ok(Arc::new(AppState {
         gateway: ArcSwap::from_pointee(gateway),
@@ -88,5 +91,6 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         ledger,
         cache: Arc::new(cache),
         telemetry,
+        mcp,
     }))
 }

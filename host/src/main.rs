@@ -212,6 +212,10 @@ struct KeyLimitArgs {
     /// whose scope takes them, comma-separated. Empty: none of its own.
     #[arg(long)]
     guards: Option<String>,
+    /// The only MCP tools it may list and call, comma-separated `<server>/<tool>` patterns:
+    /// `search/*,files/read_*`. Empty: every tool its project may use.
+    #[arg(long)]
+    tools: Option<String>,
 }
 
 impl KeyLimitArgs {
@@ -225,6 +229,7 @@ impl KeyLimitArgs {
             budget: self.budget,
             budget_period: self.budget_period,
             guards: self.guards,
+            tools: self.tools,
         }
     }
 }
@@ -487,6 +492,7 @@ fn fill_provider_keys(config: &mut Config) -> Vec<String> {
         }
         None => Credentials::default(),
     };
+    credentials::fill_mcp_tokens(&mut config.mcp, |var| std::env::var(var).ok(), &file);
     credentials::fill_keys(config, |var| std::env::var(var).ok(), &file)
 }
 

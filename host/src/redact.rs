@@ -208,6 +208,8 @@ impl Redactor {
             guards: _,
             cache_hit: _,
             saved_cost_micros: _,
+            bytes_in: _,
+            bytes_out: _,
         } = record;
         for text in [request_id, project, operation] {
             *text = self.string(std::mem::take(text));

@@ -31,6 +31,8 @@ pub struct AppState {
     pub cache: Arc<crate::cache::Cache>,
     /// Metrics, and the span exporter (flushed on shutdown after the ledger).
     pub telemetry: std::sync::Arc<crate::telemetry::Telemetry>,
+    /// The MCP servers behind `/mcp`, connected (read at start-up; a reload keeps them).
+    pub mcp: Arc<crate::mcp::Hub>,
 }
 
 /// Request body bytes the gateway may hold at once, counted in KiB (see the pipeline's body

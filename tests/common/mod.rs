@@ -6,6 +6,7 @@
 pub mod binary;
 pub mod cost;
 pub mod gateway;
+pub mod mcp;
 pub mod mock_api;
 pub mod mock_bedrock;
 pub mod mock_leaky;

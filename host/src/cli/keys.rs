@@ -34,6 +34,8 @@ fn list_of(text: &str) -> Vec<String> {
         .filter(|m| !m.is_empty())
         .map(str::to_owned)
         .collect()
+    /// Comma-separated MCP tool patterns (`<server>/<tool>`, `search/*`).
+    pub tools: Option<String>,
 }
 
 impl LimitArgs {
@@ -81,6 +83,13 @@ impl LimitArgs {
                     })
                 })
                 .transpose()?,
+            tools: self.tools.as_deref().map(|t| {
+                t.split(',')
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            }),
         })
     }
 }
@@ -142,6 +151,9 @@ pub fn describe(limits: &KeyLimits) -> String {
     let mut parts = Vec::new();
     if !limits.models.is_empty() {
         parts.push(format!("models {}", limits.models.join(", ")));
+    }
+    if !limits.tools.is_empty() {
+        parts.push(format!("tools {}", limits.tools.join(", ")));
     }
     if let Some(at) = limits.expires_us {
         parts.push(format!("expires {} UTC", format_utc(at)));

@@ -4,6 +4,7 @@ pub mod cache;
 mod catalog;
 pub mod guards;
 mod interpolate;
+pub mod mcp;
 pub mod presets;
 pub mod reference;
 mod resources;
@@ -98,6 +99,9 @@ pub struct Config {
     /// The response cache: exact answers kept by a key of everything that shapes them.
     #[serde(default)]
     pub cache: cache::CacheConfig,
+    /// The MCP gateway: upstream MCP servers merged behind `/mcp`.
+    #[serde(default)]
+    pub mcp: mcp::McpConfig,
 }
 
 /// `dialects:`: the client APIs the gateway serves besides Chat Completions, each by the dialect
@@ -774,6 +778,7 @@ impl Config {
         }
         resources::validate(self)?;
         guards::validate(self)?;
+        mcp::validate(&self.mcp)?;
         if self.server.max_body_bytes == 0 {
             return Err(ConfigError::key(
                 "server.max_body_bytes",

@@ -82,6 +82,9 @@ pub struct KeyLimits {
     /// Guards (the config's `guards:` entries, by name) applied to the key's requests besides
     /// those whose scope takes them.
     pub guards: Vec<String>,
+    /// The MCP tools it may list and call, as `<server>/<tool>` patterns (`*` stands for any run
+    /// of characters); empty allows every tool its project may use.
+    pub tools: Vec<String>,
 }
 
 /// Guards a key may name, at most.
@@ -93,6 +96,11 @@ impl KeyLimits {
     /// Whether the key may ask for `model` (as the client named it).
     pub fn allows_model(&self, model: &str) -> bool {
         self.models.is_empty() || self.models.iter().any(|p| glob_match(p, model))
+    }
+
+    /// Whether the key may list and call the MCP tool `tool` of `server` (the tool's own name).
+    pub fn allows_tool(&self, server: &str, tool: &str) -> bool {
+        self.tools.is_empty() || tools_match(&self.tools, server, tool)
     }
 
     /// Whether the key has expired at `now_us`.
@@ -121,6 +129,7 @@ impl KeyLimits {
                 ));
             }
         }
+        check_tool_patterns(&self.tools).map_err(|e| format!("tools: {e}"))?;
         for (name, value) in [
             ("rpm", self.requests_per_minute),
             ("tpm", self.tokens_per_minute),
@@ -215,6 +224,31 @@ pub fn usd_to_micros(usd: f64) -> Option<i64> {
 
 /// Whether `text` matches `pattern`, where `*` stands for any run of characters (none too) and
 /// every other character for itself. Linear-ish: the last `*` is retried, never all of them.
+/// Whether any of `patterns` (`<server>/<tool>` globs) matches `tool` of `server`.
+pub fn tools_match(patterns: &[String], server: &str, tool: &str) -> bool {
+    patterns.iter().any(|p| match p.split_once('/') {
+        Some((s, t)) => glob_match(s, server) && glob_match(t, tool),
+        None => false,
+    })
+}
+
+/// Checks a list of `<server>/<tool>` patterns, saying what is wrong.
+pub fn check_tool_patterns(patterns: &[String]) -> Result<(), String> {
+    if patterns.len() > MODELS_MAX {
+        return Err(format!("at most {MODELS_MAX} patterns"));
+    }
+    for pattern in patterns {
+        let printable = pattern.chars().all(|c| !c.is_control());
+        if pattern.len() > MODEL_PATTERN_MAX || !printable || !pattern.contains('/') {
+            return Err(format!(
+                "each pattern is `<server>/<tool>` (`*` for any run of characters), at most \
+                 {MODEL_PATTERN_MAX} bytes without control characters"
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn glob_match(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
@@ -251,6 +285,8 @@ pub struct KeyChanges {
     pub budget_micros: Option<Option<i64>>,
     pub budget_period: Option<BudgetPeriod>,
     pub guards: Option<Vec<String>>,
+    /// MCP tool patterns (`<server>/<tool>`); an empty list allows every tool.
+    pub tools: Option<Vec<String>>,
 }
 
 impl KeyChanges {
@@ -291,6 +327,7 @@ impl KeyChanges {
             tokens_per_minute: self.tokens_per_minute.unwrap_or(limits.tokens_per_minute),
             budget,
             guards: self.guards.unwrap_or_else(|| limits.guards.clone()),
+            tools: self.tools.unwrap_or_else(|| limits.tools.clone()),
         };
         limits.check()?;
         Ok((name, limits))
@@ -420,6 +457,7 @@ pub fn limits_from_columns(
             .filter(|g| !g.is_empty())
             .map(str::to_owned)
             .collect(),
+        tools: Vec::new(),
     }
 }
 

@@ -49,6 +49,12 @@ pub struct UsageRecord {
     /// miss, or when its model has no known price.
     #[serde(default)]
     pub saved_cost_micros: Option<i64>,
+    /// An MCP tool call's bytes: its arguments as sent on, and its result as returned (`None`
+    /// for a model request).
+    #[serde(default)]
+    pub bytes_in: Option<i64>,
+    #[serde(default)]
+    pub bytes_out: Option<i64>,
 }
 
 /// Which users' usage `/usage/models` sums: every field given must match (an empty filter

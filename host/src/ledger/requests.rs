@@ -99,13 +99,14 @@ pub const LIMIT_DEFAULT: usize = 50;
 /// took it. Each endpoint records an operation of its own, so the mapping is one to one; a
 /// future `/v1/messages` (`anthropic.messages`) or `/v1/responses` (`openai.responses`) gets its
 /// line here with its operation.
-const DIALECTS: [(&str, &str); 6] = [
+const DIALECTS: [(&str, &str); 7] = [
     ("openai.chat", "chat.completions"),
     ("openai.embeddings", "embeddings"),
     ("openai.images", "images.generations"),
     ("openai.models", "models"),
     ("openai.responses", "responses"),
     ("anthropic.messages", "messages"),
+    ("mcp", "mcp.tools.call"),
 ];
 
 /// The dialect of a record of `operation` (the operation itself for one not listed).
@@ -319,7 +320,7 @@ pub enum Flavor {
 pub const COLUMNS: &str = "request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
     provider, model, operation, input_tokens, output_tokens, cached_input_tokens, cost_micros,
     latency_us, status, error_type, estimated, ttft_us, reasoning_tokens, cache_write_tokens,
-    guards, cache_hit, saved_cost_micros";
+    guards, cache_hit, saved_cost_micros, bytes_in, bytes_out";
 
 /// The statement of one page (`limit + 1` rows, so that the caller knows whether more follow),
 /// for the users `user_keys` names (`None`: no user filter).

@@ -111,10 +111,11 @@ fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
 }
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
-                           models, expires_us, rpm, tpm, budget_micros, budget_period, guards";
+                           models, expires_us, rpm, tpm, budget_micros, budget_period, guards, \
+                           tools";
 
 fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
-    Ok(ApiKey {
+    let mut key = ApiKey {
         id: text(row, 0)?,
         project: text(row, 1)?,
         name: row.text(2)?,
@@ -131,7 +132,19 @@ fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
             row.text(12)?.as_deref(),
             &text(row, 13)?,
         ),
-    })
+    };
+    key.limits.tools = tool_patterns(row.text(14)?.as_deref().unwrap_or_default());
+    Ok(key)
+}
+
+/// A key's MCP tool patterns as stored: joined by newlines (a pattern holds no control
+/// character).
+fn tool_patterns(column: &str) -> Vec<String> {
+    column
+        .split('\n')
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect()
 }
 
 const ADMIN_KEY_COLUMNS: &str = "id, name, key_hash, prefix, created_us, revoked_us";
@@ -171,7 +184,7 @@ impl<S: SqlStore> KeyStore for S {
             db.execute(
                 &format!(
                     "INSERT INTO api_keys ({KEY_COLUMNS})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
                 ),
                 &[
                     key.id.as_str().into(),
@@ -188,6 +201,7 @@ impl<S: SqlStore> KeyStore for S {
                     budget,
                     period.into(),
                     guards.as_str().into(),
+                    key.limits.tools.join("\n").as_str().into(),
                 ],
             )
             .map(drop)
@@ -244,7 +258,7 @@ impl<S: SqlStore> KeyStore for S {
         self.write_sql(|db| {
             Ok(db.execute(
                 "UPDATE api_keys SET name = $2, models = $3, expires_us = $4, rpm = $5, tpm = $6,
-                     budget_micros = $7, budget_period = $8, guards = $9
+                     budget_micros = $7, budget_period = $8, guards = $9, tools = $10
                  WHERE id = $1 AND revoked_us IS NULL",
                 &[
                     id.into(),
@@ -256,6 +270,7 @@ impl<S: SqlStore> KeyStore for S {
                     budget,
                     period.into(),
                     guards.as_str().into(),
+                    limits.tools.join("\n").as_str().into(),
                 ],
             )? > 0)
         })
@@ -408,6 +423,8 @@ pub fn record_row(row: &dyn Row) -> anyhow::Result<UsageRecord> {
         guards: row.text(21)?,
         cache_hit: int(row, 22)? != 0,
         saved_cost_micros: row.int(23)?,
+        bytes_in: row.int(24)?,
+        bytes_out: row.int(25)?,
     })
 }
 
@@ -435,7 +452,7 @@ impl Type {
 /// The columns of `usage_records` a batch writes, in the order of [`insert_values`]. A new
 /// column is a line here and one there (and one in [`super::requests::COLUMNS`] and
 /// [`record_row`] to read it back).
-pub const INSERT_COLUMNS: [(&str, Type); 25] = [
+pub const INSERT_COLUMNS: [(&str, Type); 27] = [
     ("request_id", Type::Text),
     ("time_us", Type::BigInt),
     ("project", Type::Text),
@@ -461,6 +478,8 @@ pub const INSERT_COLUMNS: [(&str, Type); 25] = [
     ("guards", Type::Text),
     ("cache_hit", Type::Boolean),
     ("saved_cost_micros", Type::BigInt),
+    ("bytes_in", Type::BigInt),
+    ("bytes_out", Type::BigInt),
 ];
 
 /// One record's values for [`INSERT_COLUMNS`]: `user_key` names its user in `usage_users`,
@@ -469,7 +488,7 @@ pub fn insert_values<'a>(
     r: &'a UsageRecord,
     user_key: i64,
     tags: &'a str,
-) -> anyhow::Result<[Value<'a>; 25]> {
+) -> anyhow::Result<[Value<'a>; 27]> {
     let count = |n: u64| -> anyhow::Result<Value<'a>> { Ok(i64::try_from(n)?.into()) };
     Ok([
         r.request_id.as_str().into(),
@@ -497,6 +516,8 @@ pub fn insert_values<'a>(
         r.guards.as_deref().into(),
         Value::Bool(r.cache_hit),
         r.saved_cost_micros.into(),
+        r.bytes_in.into(),
+        r.bytes_out.into(),
     ])
 }
 

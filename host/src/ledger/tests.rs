@@ -193,6 +193,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             period: BudgetPeriod::Day,
         }),
         guards: vec!["redact".to_owned(), "no-cards".to_owned()],
+        tools: vec!["search/*".to_owned(), "files/read_*".to_owned()],
     };
     store.insert_key(&a).unwrap();
     assert_eq!(store.key("key_a").unwrap(), Some(a.clone()));

@@ -177,6 +177,52 @@ impl Limits {
     }
 }
 
+impl Limits {
+    /// Checks one more MCP tool call of `key_id` against `per_minute` calls a minute, with the
+    /// `rate-limit` plugin on this config's counters (so on Redis the count holds across
+    /// replicas), under a rule of its own: model requests do not count against it.
+    pub async fn admit_tool_call(
+        self: &Arc<Self>,
+        project: &str,
+        key_id: &str,
+        per_minute: u32,
+    ) -> Result<Admission, Refusal> {
+        let rule = Arc::new(Rule {
+            id: TOOL_CALL_RULE.into(),
+            plugin: self.key_rate.clone(),
+            options: serde_json::json!({ "requests_per_minute": per_minute }).to_string(),
+            scope: LimitScope::Key,
+            models: Vec::new(),
+        });
+        let request = LimitRequest {
+            scope_key: format!("key:{key_id}"),
+            project: project.to_owned(),
+            api_key_id: Some(key_id.to_owned()),
+            user_id: None,
+            model: "mcp".to_owned(),
+            estimated_input_tokens: 0,
+            max_output_tokens: None,
+            estimated_cost_micros: None,
+        };
+        let decision = rule
+            .plugin
+            .check(&self.store, &rule.id, &rule.options, &request)
+            .await;
+        match decision {
+            Ok(Decision::Allow(headers)) => Ok(Admission {
+                limits: Arc::clone(self),
+                checked: vec![(rule, request)],
+                headers,
+            }),
+            Ok(Decision::Deny(denial)) => Err(Refusal::Denied(denial)),
+            Err(failure) => Err(Refusal::Unavailable(failure)),
+        }
+    }
+}
+
+/// The counter prefix of MCP tool calls.
+const TOOL_CALL_RULE: &str = "mcp-calls";
+
 async fn load_rule(
     i: usize,
     rule: &LimitRule,

@@ -90,6 +90,9 @@ struct KeyBody {
     budget_period: Option<String>,
     #[serde(default, deserialize_with = "field")]
     guards: Option<Option<Vec<String>>>,
+    /// MCP tool patterns (`<server>/<tool>`); `null` or `[]` allows every tool.
+    #[serde(default, deserialize_with = "field")]
+    tools: Option<Option<Vec<String>>>,
 }
 
 impl KeyBody {
@@ -128,6 +131,7 @@ impl KeyBody {
             budget_micros,
             budget_period,
             guards: self.guards.map(Option::unwrap_or_default),
+            tools: self.tools.map(Option::unwrap_or_default),
         })
     }
 }
@@ -328,6 +332,7 @@ fn shown(key: &ApiKey, spend: Option<Spend>, now: i64) -> Value {
         "revoked_at": key.revoked_us.map(format_utc),
         "state": state,
         "models": limits.models,
+        "tools": limits.tools,
         "expires_at": limits.expires_us.map(format_utc),
         "rpm": limits.requests_per_minute,
         "tpm": limits.tokens_per_minute,

@@ -5,6 +5,7 @@ mod connections;
 mod console;
 mod dialect_routes;
 mod health;
+mod mcp;
 mod models;
 mod proxy;
 mod request_log;
@@ -68,6 +69,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/stats", post(usage_stats::stats))
         .merge(console::routes())
         .merge(admin::routes())
+        .merge(mcp::routes())
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
         // After the routes: it applies to those registered before it. axum adds `Allow`.
@@ -115,6 +117,8 @@ pub async fn run_until(
             shutdown,
         )
         .await;
+    // MCP clients' notification streams never end by themselves.
+    state.mcp.end_streams();
     // Read now rather than at start-up, so that a reload can change it.
     let deadline = state.gateway.load().config.server.shutdown_timeout();
     let in_flight = connections.in_flight();
@@ -146,6 +150,8 @@ pub async fn run_until(
             BACKGROUND_GRACE.as_secs()
         );
     }
+    // Stdio MCP servers are stopped with the gateway.
+    state.mcp.shutdown().await;
     state.ledger.shutdown().await;
     // The spans of the last requests, sent while the collector may still be waiting for them.
     state

@@ -251,6 +251,8 @@ fn record_json(r: &UsageRecord) -> Value {
         "ttft_us": r.ttft_us,
         "estimated": r.estimated,
         "guards": r.guards.as_deref().and_then(|g| serde_json::from_str::<Value>(g).ok()),
+        "bytes_in": r.bytes_in,
+        "bytes_out": r.bytes_out,
     })
 }
 

@@ -1,0 +1,231 @@
+//! MCP servers and clients for the MCP gateway's tests: servers written with the official Python
+//! SDK (`tests/mcp/*.py`), started here (Streamable HTTP) or by the gateway (stdio), and the
+//! official Python and TypeScript SDKs as clients (`tests/mcp/client.py`, `client.mjs`), all from
+//! `target/sdk-clients/` (`scripts/sdk-clients.sh`). Missing SDKs fail the tests, never skip them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn installed(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/sdk-clients.sh to install the pinned SDKs",
+        path.display()
+    );
+    path
+}
+
+/// The virtual environment's Python, which has the `mcp` package.
+pub fn python() -> PathBuf {
+    installed(root().join("target/sdk-clients/py/bin/python"))
+}
+
+/// `tests/mcp/<name>`.
+pub fn script(name: &str) -> PathBuf {
+    root().join("tests/mcp").join(name)
+}
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `tests/mcp/http_server.py`, a Streamable HTTP MCP server, in a process of its own.
+pub struct HttpMcpServer {
+    pub port: u16,
+    token: Option<String>,
+    /// It speaks the older HTTP+SSE transport.
+    legacy: bool,
+    child: tokio::process::Child,
+}
+
+impl HttpMcpServer {
+    /// Starts it on a free port; with `token`, it refuses requests without that bearer token.
+    pub async fn start(token: Option<&str>) -> Self {
+        Self::start_with(token, false).await
+    }
+
+    /// The same server over the older HTTP+SSE transport.
+    pub async fn start_legacy(token: Option<&str>) -> Self {
+        Self::start_with(token, true).await
+    }
+
+    async fn start_with(token: Option<&str>, legacy: bool) -> Self {
+        let port = free_port();
+        let child = spawn(port, token, legacy).await;
+        Self {
+            port,
+            token: token.map(str::to_owned),
+            legacy,
+            child,
+        }
+    }
+
+    /// Where a client reaches it: the endpoint, or the event stream of the older transport.
+    pub fn url(&self) -> String {
+        let path = if self.legacy { "sse" } else { "mcp" };
+        format!("http://127.0.0.1:{}/{path}", self.port)
+    }
+
+    /// Kills the process and starts a new one on the same port: every upstream session it
+    /// handed out is gone (it answers them 404), as when a server expires its sessions.
+    pub async fn restart(&mut self) {
+        self.stop().await;
+        self.child = spawn(self.port, self.token.as_deref(), self.legacy).await;
+    }
+
+    /// Kills the process (the server is down until [`Self::restart`]).
+    pub async fn stop(&mut self) {
+        let _ = self.child.kill().await;
+        let _ = self.child.wait().await;
+    }
+}
+
+async fn spawn(port: u16, token: Option<&str>, legacy: bool) -> tokio::process::Child {
+    let mut command = tokio::process::Command::new(python());
+    command
+        .arg(script("http_server.py"))
+        .arg(port.to_string())
+        .arg(token.unwrap_or("-"))
+        .args(legacy.then_some("sse"))
+        .kill_on_drop(true)
+        .stdout(std::process::Stdio::null());
+    let child = command.spawn().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the MCP server on {port} did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child
+}
+
+/// The `mcp:` section of a gateway config merging `http` (as `search`, with its token) and the
+/// stdio server (as `files`), with `extra` lines added to the section.
+pub fn config(http: &HttpMcpServer, token: &str, extra: &str) -> String {
+    format!(
+        r#"
+mcp:
+  session_secret: "test-secret-test-secret-test-secret-1"
+{extra}
+  servers:
+    search:
+      url: {url}
+      token: {token}
+      timeout_ms: 10000
+    files:
+      transport: stdio
+      command: {python}
+      args: ["{stdio}"]
+      timeout_ms: 10000
+"#,
+        url = http.url(),
+        python = python().display(),
+        stdio = script("stdio_server.py").display(),
+    )
+}
+
+/// Runs the Python SDK client's `steps` on one session against `url` with `key`; its outcomes.
+pub async fn python_client(url: &str, key: &str, steps: Value) -> Value {
+    let mut command = tokio::process::Command::new(python());
+    command.arg(script("client.py")).args([
+        "--url",
+        url,
+        "--key",
+        key,
+        "--steps",
+        &steps.to_string(),
+    ]);
+    run(command).await
+}
+
+/// Runs the TypeScript SDK client (`tests/mcp/client.mjs`) with the same steps.
+pub async fn typescript_client(url: &str, key: &str, steps: Value) -> Value {
+    let modules = installed(root().join("target/sdk-clients/js/node_modules"));
+    installed(modules.join("@modelcontextprotocol/sdk"));
+    let mut command = tokio::process::Command::new("node");
+    command
+        .arg(script("client.mjs"))
+        .args(["--url", url, "--key", key, "--steps", &steps.to_string()])
+        .env("NODE_PATH", modules);
+    run(command).await
+}
+
+async fn run(mut command: tokio::process::Command) -> Value {
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(120), command.output())
+        .await
+        .expect("the MCP client did not finish within 120 s")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "MCP client failed:\n{stdout}\n{stderr}"
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// The MCP calls of `key`'s project in the gateway's request log, newest first, once `n` are
+/// recorded (records are written in batches).
+pub async fn calls(gateway: &super::TestGateway, key: &str, n: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let page: Value = super::http()
+            .post(gateway.url("/usage/requests"))
+            .bearer_auth(key)
+            .json(&serde_json::json!({"dialect": "mcp"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let data = page["data"].as_array().cloned().unwrap_or_default();
+        if data.len() >= n {
+            return data;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{n} MCP calls not recorded: {page}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until every MCP server of the gateway is connected (it connects in the background, and
+/// a stdio server's Python takes a second or two to start).
+pub async fn connected(gateway: &super::TestGateway) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !gateway
+        .state
+        .mcp
+        .servers()
+        .iter()
+        .all(|s| s.peer().is_some())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the MCP servers did not connect"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
