@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 /// A gateway with keys required, the mock's `openai` entry (Responses translated, so that every
 /// dialect goes through the canonical form), and `cache` as its cache section.
-fn config(mock: &MockOpenAi, cache: &str) -> String {
+pub(crate) fn config(mock: &MockOpenAi, cache: &str) -> String {
     format!(
         r#"
 auth: {{ required: true }}
@@ -39,7 +39,7 @@ async fn start(cache: &str) -> (MockOpenAi, TestGateway) {
 }
 
 /// Upstream calls the mock had on `path`.
-async fn calls(mock: &MockOpenAi, path: &str) -> usize {
+pub(crate) async fn calls(mock: &MockOpenAi, path: &str) -> usize {
     mock.requests()
         .await
         .iter()
@@ -47,26 +47,26 @@ async fn calls(mock: &MockOpenAi, path: &str) -> usize {
         .count()
 }
 
-struct Answer {
-    status: u16,
-    headers: HeaderMap,
-    body: String,
+pub(crate) struct Answer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: String,
 }
 
 impl Answer {
-    fn cache(&self) -> &str {
+    pub fn cache(&self) -> &str {
         self.headers
             .get("x-wasmgate-cache")
             .and_then(|v| v.to_str().ok())
             .unwrap_or("(none)")
     }
 
-    fn json(&self) -> Value {
+    pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
     }
 }
 
-async fn post(
+pub(crate) async fn post(
     gateway: &TestGateway,
     path: &str,
     key: &str,
@@ -85,7 +85,7 @@ async fn post(
     }
 }
 
-fn chat(text: &str) -> Value {
+pub(crate) fn chat(text: &str) -> Value {
     json!({
         "model": "openai/gpt-4o-mini",
         "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text}],
@@ -143,6 +143,15 @@ async fn a_repeated_chat_request_is_answered_once_and_recorded_as_a_hit() {
         usage["cache"]["saved_cost"], usage["total"]["total_cost"],
         "the hit saved what the miss cost"
     );
+    // `/usage/models` has them per model.
+    let models = post(&gateway, "/usage/models", &key, &json!({}), &[])
+        .await
+        .json();
+    let mini = &models["models"][0];
+    assert_eq!(mini["model_name"], "gpt-4o-mini", "{models}");
+    assert_eq!(mini["cache"]["hits"], 1, "{models}");
+    assert_eq!(mini["cache"]["hit_rate"], 0.5, "{models}");
+    assert_eq!(mini["cache"]["saved_cost"], usage["cache"]["saved_cost"]);
     let metrics = gateway.metrics().await;
     assert!(
         metrics.contains("wasmgate_cache_lookups_total{outcome=\"hit\"} 1"),
@@ -239,7 +248,7 @@ async fn a_cache_off_for_a_model_bypasses() {
 }
 
 /// The text and finish reason of a Chat Completions stream, and whether it ended with `[DONE]`.
-fn chat_stream(body: &str) -> (String, Vec<String>, bool) {
+pub(crate) fn chat_stream(body: &str) -> (String, Vec<String>, bool) {
     let mut text = String::new();
     let mut finishes = Vec::new();
     let mut done = false;

@@ -115,7 +115,10 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
          ledger: {{ url: '{ledger}' }}\n\
          providers:\n  openai:\n    plugin: openai\n    base_url: {base}\n    api_key: sk-test\n    \
          models: [gpt-4o-mini, gpt-4o, error-500, error-429]\n  \
-         echo:\n    plugin: echo\n    models: [echo-1]\n",
+         echo:\n    plugin: echo\n    models: [echo-1]\n\
+         guards:\n  - plugin: deny\n    name: no-falcon\n    apply: request\n    \
+         scope: {{models: [echo-1]}}\n    options: {{phrases: [project falcon]}}\n\
+         cache: {{ rules: [ {{ models: [gpt-4o-mini], enabled: true }} ] }}\n",
         plugins = dir.join("plugins").display(),
         cache = common::plugin_cache_dir().display(),
         base = mock.base_url(),
@@ -138,6 +141,20 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
     let mallory = json!({"id": "<img src=x onerror=\"window.__pwned=1\">",
                          "tags": ["=HYPERLINK(\"http://evil.example\",\"x\")", "+1-2"]});
     let mut sent = 0;
+    // Two requests the guard refuses, for the log's guard filter (first: the newest error
+    // stays one an upstream answered).
+    for _ in 0..2 {
+        let response = http()
+            .post(gateway.url("/v1/chat/completions"))
+            .bearer_auth(&key)
+            .json(&json!({"model": "echo-1",
+                          "messages": [{"role": "user", "content": "Tell me about Project Falcon"}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400);
+        sent += 1;
+    }
     for (model, user, stream, n) in [
         ("gpt-4o-mini", &ada, false, 6),
         ("gpt-4o-mini", &bob, true, 4),

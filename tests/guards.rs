@@ -394,3 +394,54 @@ async fn reversible_redaction_round_trips_through_a_stream() {
         "My card is [CARD_1], thanks."
     );
 }
+
+/// A stream the echo provider makes at once, stopped by a guard: the client gets what was
+/// released before the stop and then its own dialect's error event (Chat's `data:` error, the
+/// Messages API's `event: error`), never a whole JSON error in place of the stream.
+#[tokio::test]
+async fn a_local_stream_a_guard_stops_ends_with_the_dialects_error_event() {
+    let config = "providers:\n  echo:\n    plugin: echo\n    models: [echo-1]\n    options: {chunk_size: 1}\nguards:\n  - plugin: deny\n    apply: answer\n    options: {phrases: [Project Falcon]}\n";
+    let gateway = TestGateway::start(config).await;
+    let prompt =
+        "The first part is fine and long enough to go. Then: Project Falcon launches soon.";
+    let (status, body) = chat(&gateway, "guard-local-chat", "echo/echo-1", prompt, true).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.starts_with("data: {"),
+        "a stream, not a JSON error: {body}"
+    );
+    let events = common::sse::events(&body);
+    let text: String = (events.iter())
+        .filter_map(|e| e.data["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert!(text.starts_with("The first part is fine"), "{body}");
+    assert!(!text.to_lowercase().contains("falcon"), "{body}");
+    assert!(
+        !body.contains("[DONE]"),
+        "a stopped stream has no end: {body}"
+    );
+    let last = &events.last().unwrap().data;
+    assert_eq!(last["error"]["code"], "answer_stopped", "{body}");
+    let record = gateway.record_of("guard-local-chat").await;
+    assert_eq!(guards_of(&record)[0]["action"], "stop");
+    assert_eq!(record.error_type.as_deref(), Some("stream_incomplete"));
+
+    let response = http()
+        .post(gateway.url("/v1/messages"))
+        .header("anthropic-version", "2023-06-01")
+        .json(
+            &json!({"model": "echo/echo-1", "max_tokens": 64, "stream": true,
+                      "messages": [{"role": "user", "content": prompt}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap();
+    assert!(body.contains("event: content_block_delta"), "{body}");
+    let last = body.trim_end().rsplit("\n\n").next().unwrap();
+    assert!(last.starts_with("event: error\ndata: "), "{body}");
+    let error: Value = serde_json::from_str(last.split_once("data: ").unwrap().1).unwrap();
+    assert_eq!(error["type"], "error", "{error}");
+    assert!(!body.contains("message_stop"), "{body}");
+}

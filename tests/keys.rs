@@ -80,7 +80,7 @@ limits:
 }
 
 /// Runs `wasmgate <args> --config <config>`; its stdout, or a panic with its stderr.
-fn cli(config: &Path, args: &[&str]) -> String {
+pub(crate) fn cli(config: &Path, args: &[&str]) -> String {
     let output = Command::new(BIN)
         .args(args)
         .arg("--config")
@@ -107,7 +107,7 @@ async fn chat(gateway: &Gateway, key: &str, model: &str) -> (u16, Value) {
 }
 
 /// An admin API call with `auth` as the bearer (none when `None`).
-async fn admin(
+pub(crate) async fn admin(
     gateway: &Gateway,
     auth: Option<&str>,
     method: reqwest::Method,

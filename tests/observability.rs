@@ -719,3 +719,62 @@ async fn json_logs_carry_the_prompt_only_when_turned_on() {
     assert_eq!(f["output_tokens"], COMPLETION_TOKENS);
     assert!(f["prompt"].as_str().unwrap().contains(PROMPT), "{f}");
 }
+
+/// A span per guard and side: the request check's, and the answer guard's, which lasts as long
+/// as the stream it guards, with its plugin calls as children and its strongest action.
+#[tokio::test]
+async fn each_guard_has_a_span_on_the_request_and_on_the_streamed_answer() {
+    let mock = MockOpenAi::start().await;
+    let collector = Collector::start().await;
+    let gateway = traced_config(&mock, &collector)
+        .yaml("guards: [{ plugin: redact, name: cards }]")
+        .start()
+        .await;
+    let response = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .json(&json!({"model": "gpt-4o-mini", "stream": true,
+                      "messages": [{"role": "user", "content": "card 4111 1111 1111 1111"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body = response.text().await.unwrap();
+    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
+
+    let spans = collector.wait_for("POST /v1/chat/completions").await;
+    let root = one(&spans, "POST /v1/chat/completions");
+    let guards = named(&spans, "guard");
+    let side = |s: &str| {
+        guards
+            .iter()
+            .find(|g| attrs(g)["wasmgate.guard.side"] == s)
+            .unwrap_or_else(|| panic!("no {s} guard span: {guards:#?}"))
+    };
+    let (request, answer) = (side("request"), side("answer"));
+    for span in [request, answer] {
+        assert_eq!(span.parent_span_id, root.span_id, "a stage of the request");
+        assert_eq!(attrs(span)["wasmgate.guard"], "cards");
+    }
+    assert_eq!(attrs(request)["wasmgate.guard.action"], "rewrite");
+    assert_eq!(attrs(answer)["wasmgate.guard.action"], "allow");
+    let calls: Vec<&str> = spans
+        .iter()
+        .filter(|s| s.parent_span_id == answer.span_id)
+        .map(|s| s.name.as_str())
+        .collect();
+    // Pushes, one per upstream read, have no span of their own (see `PluginTimer`).
+    assert_eq!(
+        calls,
+        ["plugin redact.open_answer", "plugin redact.finish"],
+        "{calls:?}"
+    );
+    // The answer guard's span covers every call of the stream it guards.
+    for call in spans.iter().filter(|s| s.parent_span_id == answer.span_id) {
+        assert!(
+            call.start_time_unix_nano >= answer.start_time_unix_nano
+                && call.end_time_unix_nano <= answer.end_time_unix_nano,
+            "{call:#?} outside {answer:#?}"
+        );
+    }
+    gateway.stop().await;
+}

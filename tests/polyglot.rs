@@ -321,7 +321,7 @@ routing:
 fn new_rust_projects_build_into_components() {
     let dir = common::binary::temp_dir("rust-new");
     let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
-    for kind in ["router", "limiter", "provider", "guard"] {
+    for kind in ["router", "limiter", "provider", "guard", "cache-key"] {
         let name = format!("my-rust-{kind}");
         let created = std::process::Command::new(wasmgate)
             .args(["plugin", "new", kind, &name, "--lang", "rust", "--dir"])
@@ -338,7 +338,7 @@ fn new_rust_projects_build_into_components() {
             .arg(dir.join(&name))
             .arg("--out")
             .arg(dir.join("out"))
-            // One build of the SDK for the three projects.
+            // One build of the SDK for the projects.
             .env("CARGO_TARGET_DIR", dir.join("target"))
             .output()
             .unwrap();
@@ -353,7 +353,7 @@ fn new_rust_projects_build_into_components() {
         assert_eq!(&bytes[..4], b"\0asm", "{}", wasm.display());
         assert_eq!(bytes[6..8], [1, 0], "{} is not a component", wasm.display());
     }
-    // The three projects' shared target directory holds 170 MB: left behind by every run, it
+    // The projects' shared target directory holds 170 MB: left behind by every run, it
     // once helped fill the disk.
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -371,7 +371,7 @@ fn new_python_and_javascript_projects_pass_their_own_tests() {
     let dir = common::binary::temp_dir("polyglot-new");
     let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
     for lang in ["python", "js"] {
-        for kind in ["router", "limiter", "provider", "guard"] {
+        for kind in ["router", "limiter", "provider", "guard", "cache-key"] {
             let name = format!("my-{lang}-{kind}");
             let created = std::process::Command::new(wasmgate)
                 .args(["plugin", "new", kind, &name, "--lang", lang, "--dir"])

@@ -10,6 +10,10 @@
 //! and, when streamed, end as its API says, and every load request must get a 200, so that a
 //! gateway answering errors fast cannot look fast.
 //!
+//! After the chat rows, a table of the time to first token of chat streams at c=1 through the
+//! gateway with and without the `redact` guard, against an upstream that answers at once and one
+//! that paces its events (`--only ttft` prints that table alone).
+//!
 //! `gatebench --gateway PATH --mock PATH --oha PATH [--quick] [--only API]`; `--streams
 //! 1000,9000` instead measures RSS with that many streams open at once, `--soak 600` RSS over
 //! ten minutes at saturation. `scripts/bench.sh` builds and runs it. Bounded: each load is a fixed count or a fixed duration; 127.0.0.1 only.
@@ -20,6 +24,7 @@ mod load;
 mod process;
 mod scale;
 mod scenario;
+mod ttft;
 
 use anyhow::Context as _;
 
@@ -127,8 +132,9 @@ fn main() -> anyhow::Result<()> {
         mock.addr
     );
 
+    let ttft_only = args.only.as_deref() == Some("ttft");
     let mut printed_header = false;
-    for api in Api::ALL {
+    for api in Api::ALL.into_iter().filter(|_| !ttft_only) {
         let direct = Row::direct(api);
         if args
             .only
@@ -152,6 +158,9 @@ fn main() -> anyhow::Result<()> {
                 &setup.config(&mock.addr),
             )?;
             let idle = gateway.rss_kib()?;
+            if matches!(setup, scenario::Setup::Semantic) {
+                scenario::warm_semantic(&gateway.addr)?;
+            }
             for row in setup.rows(api) {
                 let figures = measure(&oha, &row, &gateway.addr, Some(&gateway))?;
                 print_row(
@@ -166,6 +175,9 @@ fn main() -> anyhow::Result<()> {
             }
         }
         println!();
+    }
+    if ttft_only || args.only.as_deref().is_none_or(|o| o == "chat") {
+        ttft::table(&args.gateway, &args.mock, &dir, args.quick)?;
     }
     std::fs::remove_dir_all(&dir).ok();
     Ok(())

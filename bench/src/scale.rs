@@ -45,6 +45,8 @@ pub fn streams(
     let gateway = Gateway::start_with(gateway_bin, dir, &server, "", &config(&mock.addr, n))?;
     let row = Row {
         no_cache: false,
+        no_store: false,
+        prefix: "",
         name: format!("{n} open streams"),
         api: Api::Chat,
         model: "openai/gpt-4o-mini",
@@ -110,6 +112,8 @@ pub fn soak(
     let gateway = Gateway::start(gateway_bin, dir, &config(&mock.addr, 64))?;
     let row = Row {
         no_cache: false,
+        no_store: false,
+        prefix: "",
         name: "soak".to_owned(),
         api: Api::Chat,
         model: "openai/gpt-4o-mini",

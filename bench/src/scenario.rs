@@ -56,6 +56,11 @@ pub struct Row {
     /// Sends `Cache-Control: no-cache`: the response cache computes the key and keeps the
     /// answer, but does not read (a miss's work, on a body that would otherwise hit).
     pub no_cache: bool,
+    /// Sends `Cache-Control: no-store`: looked up, never kept (a semantic miss every time).
+    pub no_store: bool,
+    /// Put before the prompt: another last user turn, so another exact key and (from the mock)
+    /// another embedding.
+    pub prefix: &'static str,
 }
 
 impl Row {
@@ -69,6 +74,8 @@ impl Row {
             api,
             model,
             no_cache: false,
+            no_store: false,
+            prefix: "",
         }
     }
 
@@ -81,6 +88,9 @@ impl Row {
         let mut headers = vec![("content-type", "application/json")];
         if self.no_cache {
             headers.push(("cache-control", "no-cache"));
+        }
+        if self.no_store {
+            headers.push(("cache-control", "no-store"));
         }
         match self.api {
             Api::Chat | Api::Responses => headers.push(("authorization", "Bearer sk-bench")),
@@ -97,7 +107,7 @@ impl Row {
             Api::Chat => {
                 let mut body = json!({"model": self.model, "messages": [
                     {"role": "system", "content": "You are a helpful assistant."},
-                    {"role": "user", "content": prompt()}]});
+                    {"role": "user", "content": format!("{}{}", self.prefix, prompt())}]});
                 if stream {
                     body["stream"] = json!(true);
                     body["stream_options"] = json!({"include_usage": true});
@@ -165,6 +175,8 @@ pub enum Setup {
     Redact,
     /// Plain, with the response cache on (in memory, bounded at [`CACHE_BYTES`]).
     Cache,
+    /// The cache in semantic mode, embedding through the mock's `/v1/embeddings`.
+    Semantic,
 }
 
 /// The in-memory cache's bound in the `Cache` setup: small, so that filling it is quick.
@@ -182,6 +194,7 @@ impl Setup {
                 Setup::Policies,
                 Setup::Redact,
                 Setup::Cache,
+                Setup::Semantic,
             ],
             Api::Messages | Api::Responses => vec![Setup::Plain, Setup::Policies, Setup::Redact],
         }
@@ -190,7 +203,7 @@ impl Setup {
     /// More `ledger:` settings, after its `url`.
     pub fn ledger(self) -> &'static str {
         match self {
-            Setup::Plain | Setup::Policies | Setup::Redact | Setup::Cache => "",
+            Setup::Plain | Setup::Policies | Setup::Redact | Setup::Cache | Setup::Semantic => "",
             Setup::NoJournal => ", journal: { enabled: false }",
             Setup::JournalFsync => ", journal: { fsync: true }",
         }
@@ -211,6 +224,11 @@ impl Setup {
     api_key: sk-bench
     models: [gpt-4o-mini]
     options: {{ responses: translate }}
+  embed:
+    plugin: openai
+    base_url: http://{mock}/v1
+    api_key: sk-bench
+    models: [text-embedding-3-small]
   anthropic:
     plugin: anthropic
     base_url: http://{mock}/v1
@@ -221,6 +239,7 @@ impl Setup {
         let policies = match self {
             Setup::Plain => String::new(),
             Setup::Cache => format!("cache: {{ enabled: true, memory_bytes: {CACHE_BYTES} }}\n"),
+            Setup::Semantic => "cache: { enabled: true, semantic: { enabled: true, model: embed/text-embedding-3-small, threshold: 0.9 } }\n".to_owned(),
             Setup::NoJournal | Setup::JournalFsync => String::new(),
             Setup::Redact => "guards:\n  - plugin: redact\n".to_owned(),
             Setup::Policies => "routing:
@@ -255,8 +274,28 @@ limits:
                     api,
                     model: "openai/gpt-4o-mini",
                     no_cache,
+                    no_store: false,
+                    prefix: "",
                 };
                 return vec![row("hits", false), row("misses (no-cache)", true)];
+            }
+            Setup::Semantic => {
+                // Warmed by one request whose last turn has the same embedding as the rows'
+                // and another exact key: every request of the first row is an exact miss and a
+                // semantic hit (hits are not kept, so it stays one). The second's turn is unlike
+                // any kept, and `no-store` keeps it so: an exact and a semantic miss each time.
+                let row = |kind: &str, prefix, no_store| Row {
+                    name: format!("wasmgate {}, semantic {kind}", api.name()),
+                    api,
+                    model: "openai/gpt-4o-mini",
+                    no_cache: false,
+                    no_store,
+                    prefix,
+                };
+                return vec![
+                    row("hits", "", false),
+                    row("misses (no-store)", "Another question: ", true),
+                ];
             }
         };
         let model = |direct: &'static str, routed: &'static str| if virt { routed } else { direct };
@@ -265,6 +304,8 @@ limits:
             api,
             model,
             no_cache: false,
+            no_store: false,
+            prefix: "",
         };
         match api {
             Api::Chat => vec![row("", model("openai/gpt-4o-mini", "v-openai"))],
@@ -291,6 +332,8 @@ pub fn fill_cache(addr: &str, n: usize) -> anyhow::Result<()> {
         api: Api::Chat,
         model: "openai/gpt-4o-mini",
         no_cache: false,
+        no_store: false,
+        prefix: "",
     };
     for i in 0..n {
         let body = json!({"model": row.model, "messages": [
@@ -350,4 +393,22 @@ pub fn get_body(addr: &str, path: &str) -> Option<String> {
     let request = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n");
     // `/metrics` runs past 64 KiB with a histogram per plugin call.
     exchange(addr, request.as_bytes(), Duration::from_secs(2), 4 << 20).ok()
+}
+
+/// Warms the `Semantic` setup: one request whose last turn embeds as the rows' do (the mock
+/// ignores a leading `[warm] `) under another exact key, then time for its answer and vector
+/// to be kept (off the answer's path).
+pub fn warm_semantic(addr: &str) -> anyhow::Result<()> {
+    let row = Row {
+        name: "warm".to_owned(),
+        api: Api::Chat,
+        model: "openai/gpt-4o-mini",
+        no_cache: false,
+        no_store: false,
+        prefix: "[warm] ",
+    };
+    let (status, _) = post(addr, row.path(), &row.headers(), &row.body(false))?;
+    anyhow::ensure!(status == 200, "warming the semantic cache: {status}");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    Ok(())
 }

@@ -97,6 +97,8 @@ pub enum StartupError {
     Limits { message: String },
     #[error("{message}")]
     Guards { message: String },
+    #[error("{message}")]
+    CacheKey { message: String },
     #[error("dialects.{dialect}.plugin: {source}")]
     Dialect {
         dialect: String,
@@ -146,6 +148,8 @@ pub struct Gateway {
     pub dialects: DialectRegistry,
     /// Content policies on requests and answers, in order.
     pub guards: crate::guards::Guards,
+    /// The cache-key policy plugin, where `cache.key_plugin` names one.
+    pub cache_key: Option<crate::cache::policy::KeyPolicy>,
     /// Bare model name → indices into `providers` that declare it.
     by_model: HashMap<String, Vec<usize>>,
 }
@@ -285,9 +289,18 @@ impl Gateway {
         let guards = crate::guards::Guards::load(&config.guards, host, &config.plugins.dir)
             .await
             .map_err(|message| StartupError::Guards { message })?;
+        let cache_key = match &config.cache.key_plugin {
+            Some(entry) => Some(
+                crate::cache::policy::KeyPolicy::load(entry, host, &config.plugins.dir)
+                    .await
+                    .map_err(|message| StartupError::CacheKey { message })?,
+            ),
+            None => None,
+        };
         let mut gateway = Self {
             dialects,
             guards,
+            cache_key,
             secrets: Arc::new(Secrets::from_config(&config)),
             limits: Arc::new(limits),
             routes: HashMap::new(),

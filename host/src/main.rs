@@ -208,6 +208,10 @@ struct KeyLimitArgs {
     /// day (the default), month or total.
     #[arg(long, value_name = "PERIOD")]
     budget_period: Option<String>,
+    /// Guards (the config's `guards:` entries, by name) applied to its requests besides those
+    /// whose scope takes them, comma-separated. Empty: none of its own.
+    #[arg(long)]
+    guards: Option<String>,
     /// The only MCP tools it may list and call, comma-separated `<server>/<tool>` patterns:
     /// `search/*,files/read_*`. Empty: every tool its project may use.
     #[arg(long)]
@@ -224,6 +228,7 @@ impl KeyLimitArgs {
             tpm: self.tpm,
             budget: self.budget,
             budget_period: self.budget_period,
+            guards: self.guards,
             tools: self.tools,
         }
     }

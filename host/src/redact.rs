@@ -74,6 +74,11 @@ impl Secrets {
                 option_secrets(name, value, &mut found);
             }
         }
+        for guard in &config.guards {
+            if let Some(key) = guard.endpoint.as_ref().and_then(|e| e.api_key.as_ref()) {
+                found.push(key.expose().to_owned());
+            }
+        }
         found.extend(url_passwords(&config.ledger.url));
         found.extend(url_passwords(&config.limits.store));
         if let Some(traces) = &config.observability.traces {

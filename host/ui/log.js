@@ -14,7 +14,7 @@ let shown = 0;
 function filters() {
   const { start, end } = rangeOf($("log-range").value);
   const q = { start_time_us: start, end_time_us: end, limit: 50 };
-  const text = { model: "f-model", provider: "f-provider", user_id: "f-user", api_key_id: "f-key" };
+  const text = { model: "f-model", provider: "f-provider", user_id: "f-user", api_key_id: "f-key", guard: "f-guard" };
   for (const [param, id] of Object.entries(text)) {
     const v = $(id).value.trim();
     if (v) q[param] = v;
@@ -23,6 +23,7 @@ function filters() {
   if (tag) q.user_tags = [tag];
   if ($("f-status").value) q.status = $("f-status").value;
   if ($("f-dialect").value) q.dialect = $("f-dialect").value;
+  if ($("f-guard-action").value) q.guard_action = $("f-guard-action").value;
   return q;
 }
 
@@ -74,6 +75,17 @@ function row(r) {
   return tr;
 }
 
+// A request's guard verdicts in a line: `no-cards request refuse (card 1); ...` (never values).
+function verdicts(list) {
+  if (!list || !list.length) return "–";
+  return list
+    .map((v) => {
+      const counts = Object.entries(v.counts ?? {}).map(([kind, n]) => `${kind} ${n}`);
+      return `${v.guard} ${v.side} ${v.action}${counts.length ? ` (${counts.join(", ")})` : ""}`;
+    })
+    .join("; ");
+}
+
 // One request's record, every field.
 export async function open(id, onError) {
   $("request-title").textContent = id;
@@ -99,6 +111,7 @@ export async function open(id, onError) {
       ["Cost", usd(r.cost)],
       ["Latency", ms(r.latency_us)],
       ["Time to first token", ms(r.ttft_us)],
+      ["Guards", verdicts(r.guards)],
     ];
     const dl = $("request-fields");
     for (const [label, value] of fields) {

@@ -11,6 +11,8 @@ const FIGURES = [
   { key: "output_tokens", label: "Output", show: count },
   { key: "cached_input_tokens", label: "Cached", show: count },
   { key: "cost", label: "Cost", show: usd },
+  { key: "cache_hits", label: "Cache hits", show: count },
+  { key: "saved_cost", label: "Saved", show: usd },
   { key: "latency_us_avg", label: "Avg latency", show: ms },
 ];
 

@@ -6,7 +6,9 @@ use core::marker::PhantomData;
 use serde::de::DeserializeOwned;
 
 use crate::wit::guard::{Guest, GuestAnswerGuard};
-use crate::{AnswerEvent, ConfigError, Finding, GuardInfo, RequestVerdict, StreamVerdict};
+use crate::{
+    AnswerEvent, ConfigError, ConsultReply, Finding, GuardInfo, RequestVerdict, StreamVerdict,
+};
 use crate::{Release, parse_options};
 
 /// A guard plugin: a content policy on requests before they leave and on answers as they come
@@ -32,6 +34,20 @@ pub trait Guard: 'static {
         let _ = (options, request);
         RequestVerdict::Allow(Vec::new())
     }
+
+    /// The check of `request` once the outside call a `RequestVerdict::Consult` asked for
+    /// came back as `reply` (`context` is the consult's own). It may run on another instance
+    /// than the check that asked. A guard that consults implements this; the default fails
+    /// the request closed.
+    fn check_request_reply(
+        options: &Self::Options,
+        request: &str,
+        context: &str,
+        reply: ConsultReply,
+    ) -> RequestVerdict {
+        let _ = (options, request, context, reply);
+        panic!("this guard asked for an outside call it does not take the reply of")
+    }
 }
 
 /// Guards one answer: takes its events in order, returns what may go now.
@@ -44,6 +60,12 @@ pub trait AnswerGuard: Sized + 'static {
     fn push(&mut self, events: Vec<AnswerEvent>) -> StreamVerdict;
     /// The answer ended: release all that is held.
     fn finish(&mut self) -> StreamVerdict;
+    /// What came of the outside call the last verdict (a `StreamVerdict::Consult`) asked for.
+    /// A guard that consults implements this; the default fails the answer closed.
+    fn reply(&mut self, reply: ConsultReply) -> StreamVerdict {
+        let _ = reply;
+        panic!("this guard asked for an outside call it does not take the reply of")
+    }
 }
 
 /// An answer guard that releases every event as it comes: for guards of requests only.
@@ -90,6 +112,18 @@ impl<G: Guard> Guest for GuardAdapter<G> {
             Err(err) => panic!("invalid guard options: {}", err.message),
         }
     }
+
+    fn check_request_reply(
+        options: String,
+        request: String,
+        context: String,
+        reply: ConsultReply,
+    ) -> RequestVerdict {
+        match parse_options(&options) {
+            Ok(options) => G::check_request_reply(&options, &request, &context, reply),
+            Err(err) => panic!("invalid guard options: {}", err.message),
+        }
+    }
 }
 
 /// The resource the host holds for one answer. The host calls it from one task at a time, so a
@@ -110,6 +144,10 @@ impl<A: AnswerGuard> GuestAnswerGuard for AnswerResource<A> {
 
     fn finish(&self) -> StreamVerdict {
         self.0.borrow_mut().finish()
+    }
+
+    fn reply(&self, reply: ConsultReply) -> StreamVerdict {
+        self.0.borrow_mut().reply(reply)
     }
 }
 

@@ -179,6 +179,8 @@
 
 #[cfg(feature = "provider")]
 mod adapter;
+#[cfg(feature = "cache-key")]
+mod cache_key;
 #[cfg(feature = "dialect")]
 pub mod canonical;
 #[cfg(feature = "provider")]
@@ -226,11 +228,12 @@ mod usage;
     feature = "router",
     feature = "limiter",
     feature = "dialect",
-    feature = "guard"
+    feature = "guard",
+    feature = "cache-key"
 )))]
 compile_error!(
     "enable the feature of the kind of plugin being built: `provider`, `router`, `limiter`, \
-     `dialect` or `guard`"
+     `dialect`, `guard` or `cache-key`"
 );
 
 /// The generated bindings. Each world imports `host` (and with it `types`), so whichever world is
@@ -410,8 +413,74 @@ mod wit {
         )
     ))]
     pub use guard_world::exports::wasmgate::plugin::guard;
+
+    #[cfg(all(
+        feature = "cache-key",
+        not(any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect",
+            feature = "guard"
+        ))
+    ))]
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "cache-key-plugin",
+        pub_export_macro: true,
+        additional_derives: [PartialEq],
+    });
+    #[cfg(all(
+        feature = "cache-key",
+        not(any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect",
+            feature = "guard"
+        ))
+    ))]
+    pub use exports::wasmgate::plugin::cache_key;
+
+    /// With another kind's feature, the cache-key policy's own exports, in a module of their
+    /// own so that its `exports` does not clash with the other world's.
+    #[cfg(all(
+        feature = "cache-key",
+        any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect",
+            feature = "guard"
+        )
+    ))]
+    pub mod cache_key_world {
+        wit_bindgen::generate!({
+            path: "../wit",
+            world: "cache-key-plugin",
+            pub_export_macro: true,
+            additional_derives: [PartialEq],
+            with: {
+                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
+                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
+            },
+        });
+    }
+    #[cfg(all(
+        feature = "cache-key",
+        any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect",
+            feature = "guard"
+        )
+    ))]
+    pub use cache_key_world::exports::wasmgate::plugin::cache_key;
 }
 
+#[cfg(feature = "cache-key")]
+pub use cache_key::{CacheKey, KeyRequestExt};
 #[cfg(feature = "dialect")]
 pub use dialect::{Dialect, NoStreamEncoder, StreamEncoder, openai_type};
 #[cfg(feature = "provider")]
@@ -439,6 +508,8 @@ pub mod calls {
 #[cfg(feature = "router")]
 pub use router::Router;
 pub use serde_json;
+#[cfg(feature = "cache-key")]
+pub use wit::cache_key::{KeyDecision, KeyRequest};
 #[cfg(feature = "limiter")]
 pub use wit::counters::{Counter, Period};
 #[cfg(feature = "dialect")]
@@ -453,8 +524,8 @@ pub use wit::exports::wasmgate::plugin::provider::{
 };
 #[cfg(feature = "guard")]
 pub use wit::guard::{
-    AnswerEvent, Finding, GuardInfo, Refusal, Release, RequestVerdict, Rewrite, Stop,
-    StreamVerdict, TextDelta, ToolCallDelta,
+    AnswerEvent, Consult, ConsultReply, Finding, GuardInfo, Refusal, Release, RequestVerdict,
+    Rewrite, Stop, StreamVerdict, TextDelta, ToolCallDelta,
 };
 #[cfg(feature = "limiter")]
 pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};
@@ -503,6 +574,29 @@ pub mod __private {
         #[cfg(any(feature = "provider", feature = "router", feature = "limiter"))]
         pub use crate::wit::dialect_world::exports;
         #[cfg(not(any(feature = "provider", feature = "router", feature = "limiter")))]
+        pub use crate::wit::exports;
+    }
+
+    /// The cache-key policy's bindings, apart: with another feature they are not under
+    /// `crate::wit`.
+    #[cfg(feature = "cache-key")]
+    pub mod cache_key {
+        pub use crate::cache_key::CacheKeyAdapter;
+        #[cfg(any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect",
+            feature = "guard"
+        ))]
+        pub use crate::wit::cache_key_world::exports;
+        #[cfg(not(any(
+            feature = "provider",
+            feature = "router",
+            feature = "limiter",
+            feature = "dialect",
+            feature = "guard"
+        )))]
         pub use crate::wit::exports;
     }
 
@@ -605,6 +699,21 @@ macro_rules! export_guard {
             type __WasmgateExport = $crate::__private::guard::GuardAdapter<$guard>;
             $crate::__export_guard_plugin_impl!(
                 __WasmgateExport with_types_in $crate::__private::guard
+            );
+        };
+    };
+}
+
+/// Exports a `CacheKey` as the plugin's `wasmgate:plugin/cache-key` implementation. Call it
+/// once, in the plugin crate, with the type that implements `CacheKey`.
+#[cfg(feature = "cache-key")]
+#[macro_export]
+macro_rules! export_cache_key {
+    ($policy:ty) => {
+        const _: () = {
+            type __WasmgateExport = $crate::__private::cache_key::CacheKeyAdapter<$policy>;
+            $crate::__export_cache_key_plugin_impl!(
+                __WasmgateExport with_types_in $crate::__private::cache_key
             );
         };
     };

@@ -23,6 +23,12 @@
 //! The request is Chat Completions JSON (text); an event is `{ tag: 'text', val: { choice, text } }`,
 //! `{ tag: 'tool-call', val: { choice, index, id?, name?, arguments } }`, `{ tag: 'usage', val }`
 //! or `{ tag: 'stop', val: { choice, reason } }`. See `wit/guard.wit`.
+//!
+//! A guard that needs an outside verdict returns `consult(body, context)` (a JSON body the host
+//! POSTs to the entry's `endpoint`; plugins get no sockets) from `checkRequest` or an answer's
+//! `push`/`finish`; the host then calls `checkRequestReply(options, request, context, reply)` or
+//! the answer's `reply(reply)`, where `reply` is `{ tag: 'answered', val: [status, body] }` or
+//! `{ tag: 'failed', val: reason }` (`consultAnswer` reads it).
 
 import { ConfigError, NoOptions, optionsCache, parseOptions } from './options.js';
 import { asTrap, configErrorPayload, witError } from './_export.js';
@@ -61,6 +67,10 @@ export function defineGuard(plugin) {
     finish() {
       return this.#answer.finish ? this.#answer.finish() : release([]);
     }
+    reply(reply) {
+      if (!this.#answer.reply) throw new Error('this guard asked for an outside call it does not take the reply of');
+      return this.#answer.reply(reply);
+    }
   }
 
   return {
@@ -80,6 +90,10 @@ export function defineGuard(plugin) {
     },
     checkRequest(text, request) {
       return plugin.checkRequest ? plugin.checkRequest(options(text), request) : allow();
+    },
+    checkRequestReply(text, request, context, reply) {
+      if (!plugin.checkRequestReply) throw new Error('this guard asked for an outside call it does not take the reply of');
+      return plugin.checkRequestReply(options(text), request, context, reply);
     },
     AnswerGuard,
   };
@@ -111,6 +125,25 @@ export function release(events, heldChars = 0, findings) {
 /** Ends the answer here, with the client's API's own error. */
 export function stop(reason, findings) {
   return { tag: 'stop', val: { reason: String(reason), status: 400, findings: findingList(findings) } };
+}
+
+/** Asks the host to POST `body` (JSON text, or a value to serialise) to the entry's `endpoint`
+ * first: a request verdict or a stream verdict. `context` comes back to `checkRequestReply`. */
+export function consult(body, context = '') {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return { tag: 'consult', val: { body: text, context: String(context) } };
+}
+
+/** The status and JSON body of an endpoint's answer, or `null` when the call failed (and the entry
+ * said to let the check through). */
+export function consultAnswer(reply) {
+  if (reply?.tag !== 'answered') return null;
+  const [status, body] = reply.val;
+  try {
+    return { status, body: JSON.parse(body) };
+  } catch {
+    return { status, body: null };
+  }
 }
 
 /** A text event, for unit tests and for answer guards that write text. */

@@ -283,9 +283,22 @@ async fn moderations(
         Ok(body) => body,
         Err(response) => return response,
     };
-    let inputs = match &body["input"] {
-        Value::String(_) => 1,
-        Value::Array(items) if !items.is_empty() => items.len(),
+    if let Some(field) = (body.as_object().into_iter().flatten())
+        .map(|(k, _)| k)
+        .find(|k| !matches!(k.as_str(), "model" | "input"))
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!("Unrecognized request argument supplied: {field}"),
+            None,
+        );
+    }
+    let texts: Vec<String> = match &body["input"] {
+        Value::String(text) => vec![text.clone()],
+        Value::Array(items) if !items.is_empty() && items.iter().all(Value::is_string) => items
+            .iter()
+            .map(|t| t.as_str().unwrap_or_default().to_owned())
+            .collect(),
         _ => {
             return error(
                 StatusCode::BAD_REQUEST,
@@ -294,15 +307,34 @@ async fn moderations(
             );
         }
     };
-    let categories = ["harassment", "hate", "self-harm", "sexual", "violence"];
-    let result = json!({
-        "flagged": false,
-        "categories": categories.iter().map(|c| (c.to_string(), json!(false))).collect::<serde_json::Map<_, _>>(),
-        "category_scores": categories.iter().map(|c| (c.to_string(), json!(0.0001))).collect::<serde_json::Map<_, _>>(),
-        "category_applied_input_types": categories.iter().map(|c| (c.to_string(), json!(["text"]))).collect::<serde_json::Map<_, _>>(),
-    });
-    axum::Json(json!({"id": "modr-mock", "model": body["model"], "results": vec![result; inputs]}))
+    // A text naming `slow-moderation` is answered only after 3 s (a deadline test's).
+    if texts.iter().any(|t| t.contains("slow-moderation")) {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    let results: Vec<Value> = texts.iter().map(|t| moderation_result(t)).collect();
+    axum::Json(json!({"id": "modr-mock", "model": body["model"], "results": results}))
         .into_response()
+}
+
+/// What the mock's moderation finds in `text`: `violence` scored 0.93 (and flagged) where the
+/// text says "kill", 0.45 (not flagged) where it says "fight", 0.0001 otherwise.
+fn moderation_result(text: &str) -> Value {
+    let categories = ["harassment", "hate", "self-harm", "sexual", "violence"];
+    let lower = text.to_lowercase();
+    let violence = if lower.contains("kill") {
+        0.93
+    } else if lower.contains("fight") {
+        0.45
+    } else {
+        0.0001
+    };
+    let score = |c: &str| if c == "violence" { violence } else { 0.0001 };
+    json!({
+        "flagged": violence > 0.5,
+        "categories": categories.iter().map(|c| (c.to_string(), json!(score(c) > 0.5))).collect::<serde_json::Map<_, _>>(),
+        "category_scores": categories.iter().map(|c| (c.to_string(), json!(score(c)))).collect::<serde_json::Map<_, _>>(),
+        "category_applied_input_types": categories.iter().map(|c| (c.to_string(), json!(["text"]))).collect::<serde_json::Map<_, _>>(),
+    })
 }
 
 /// Scores documents by how many of the query's words they share, best first.

@@ -65,7 +65,13 @@ pub struct Shared {
     pub response_ids: Mutex<u64>,
     /// Hashes of the Responses contexts' prefixes seen, for `cached_tokens`.
     pub response_prefixes: Mutex<std::collections::HashSet<String>>,
+    /// The embedding of each text a test chose (there is no embeddings model offline); other
+    /// texts get [`DEFAULT_EMBEDDING`].
+    pub vectors: Mutex<std::collections::HashMap<String, Vec<f32>>>,
 }
+
+/// The embedding of a text no test chose one for.
+pub const DEFAULT_EMBEDDING: [f32; 3] = [0.25, -0.5, 0.75];
 
 pub struct MockOpenAi {
     pub addr: SocketAddr,
@@ -107,6 +113,15 @@ impl MockOpenAi {
     /// The `base_url` to configure: `http://127.0.0.1:PORT/v1`.
     pub fn base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
+    }
+
+    /// Makes `vector` the embedding of `text` from now on.
+    pub async fn set_embedding(&self, text: &str, vector: &[f32]) {
+        self.shared
+            .vectors
+            .lock()
+            .await
+            .insert(text.to_owned(), vector.to_vec());
     }
 
     pub async fn requests(&self) -> Vec<Recorded> {
@@ -443,11 +458,20 @@ async fn embeddings(
         return response;
     }
     let inputs = match &request["input"] {
-        Value::Array(items) => items.len(),
-        _ => 1,
+        Value::Array(items) => items.clone(),
+        other => vec![other.clone()],
     };
-    let data: Vec<Value> = (0..inputs)
-        .map(|i| json!({"object": "embedding", "index": i, "embedding": [0.25, -0.5, 0.75]}))
+    let vectors = shared.vectors.lock().await;
+    let data: Vec<Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            let vector = input
+                .as_str()
+                .and_then(|text| vectors.get(text))
+                .map_or(DEFAULT_EMBEDDING.to_vec(), Clone::clone);
+            json!({"object": "embedding", "index": i, "embedding": vector})
+        })
         .collect();
     axum::Json(json!({"object": "list", "data": data, "model": model,
                       "usage": {"prompt_tokens": 8, "total_tokens": 8}}))

@@ -58,6 +58,9 @@ pub struct Shared {
     pub targets: Mutex<Vec<String>>,
     /// Anthropic: the prompt prefixes (up to a `cache_control` breakpoint) already cached.
     pub cached_prefixes: Mutex<std::collections::HashSet<String>>,
+    /// Anthropic: an agent's turn to play (see `anthropic::Script`), instead of the default
+    /// tool call.
+    pub script: Mutex<Option<anthropic::Script>>,
 }
 
 /// Notes the raw target of every request, before routing (so a 404 is noted too).

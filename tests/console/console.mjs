@@ -99,6 +99,7 @@ try {
     cost: stats.total.cost, requests: stats.total.requests, input_tokens: stats.total.input_tokens,
     output_tokens: stats.total.output_tokens, cached_input_tokens: stats.total.cached_input_tokens,
     error_rate: stats.total.error_rate,
+    cache_hits: stats.total.cache_hits, cache_hit_rate: stats.total.cache_hit_rate, saved_cost: stats.total.saved_cost,
     latency_p50: stats.total.latency_us.p50, latency_p90: stats.total.latency_us.p90, latency_p99: stats.total.latency_us.p99,
     ttft_p50: stats.total.ttft_us.p50, ttft_p90: stats.total.ttft_us.p90, ttft_p99: stats.total.ttft_us.p99,
   };
@@ -107,7 +108,14 @@ try {
   assert.equal(shown.requests, sent.toLocaleString("en-US"));
   assert.equal(shown.cost, "$" + stats.total.cost.toFixed(stats.total.cost < 1 ? 6 : 2));
   assert.equal(shown.error_rate, (stats.total.error_rate * 100).toFixed(2) + "%");
-  step(`totals equal the API's (${sent} requests, $${stats.total.cost}, ${stats.total.errors} errors)`);
+  // The repeated gpt-4o-mini requests were answered from the cache: hits, their rate and savings.
+  assert.ok(stats.total.cache_hits > 0 && stats.total.saved_cost > 0, JSON.stringify(stats.total));
+  assert.equal(total.cache.hits, stats.total.cache_hits);
+  assert.equal(total.cache.saved_cost, stats.total.saved_cost);
+  assert.equal(shown.cache_hit_rate, (stats.total.cache_hit_rate * 100).toFixed(2) + "%");
+  const mini = stats.by_model.rows.find((r) => r.model === "gpt-4o-mini");
+  assert.ok(mini.cache_hits === stats.total.cache_hits && mini.saved_cost > 0, JSON.stringify(mini));
+  step(`totals equal the API's (${sent} requests, $${stats.total.cost}, ${stats.total.errors} errors, ${stats.total.cache_hits} cache hits)`);
 
   // Breakdowns: every row and figure, and sorting.
   for (const [kind, rows] of [["provider", stats.by_provider], ["model", stats.by_model], ["user", stats.by_user], ["tag", stats.by_tag]]) {
@@ -117,7 +125,8 @@ try {
     assert.deepEqual(table, rows.rows.map(asText), kind);
     assert.ok(table.length > 0, kind);
   }
-  assert.ok(stats.by_model.rows.length >= 4 && stats.by_provider.rows.length === 2);
+  // Two providers, and the requests a guard refused before any provider was chosen.
+  assert.ok(stats.by_model.rows.length >= 4 && stats.by_provider.rows.length === 3);
   await page.click("table[data-breakdown=model] th[data-key=requests]");
   const byRequests = await page.$$eval("table[data-breakdown=model] tbody td[data-field=requests]", (tds) => tds.map((td) => Number(td.dataset.value)));
   assert.deepEqual(byRequests, [...byRequests].sort((a, b) => b - a));
@@ -187,6 +196,8 @@ try {
     [async () => { await page.fill("#f-model", ""); await page.selectOption("#f-status", "error"); }, { status: "error" }],
     [async () => { await page.selectOption("#f-status", ""); await page.fill("#f-user", "bob"); }, { user_id: "bob" }],
     [async () => { await page.fill("#f-user", ""); await page.fill("#f-tag", "eu"); }, { user_tags: ["eu"] }],
+    [async () => { await page.fill("#f-tag", ""); await page.selectOption("#f-guard-action", "refuse"); }, { guard_action: "refuse" }],
+    [async () => { await page.selectOption("#f-guard-action", ""); await page.fill("#f-guard", "no-falcon"); await page.fill("#f-model", "echo-1"); }, { guard: "no-falcon", model: "echo-1" }],
   ]) {
     await fill();
     await page.click("#log-filters button[type=submit]");
@@ -197,7 +208,21 @@ try {
     assert.deepEqual(got, answer.data.map((r) => r.request_id), JSON.stringify(filter));
     assert.ok(got.length > 0 && got.length < sent, `${JSON.stringify(filter)} narrows the log to ${got.length}`);
   }
-  await page.fill("#f-tag", "");
+  await page.fill("#f-guard", "");
+  await page.fill("#f-model", "");
+  // Each refused request shows its verdict, never the words that were refused.
+  await page.selectOption("#f-guard-action", "refuse");
+  await page.click("#log-filters button[type=submit]");
+  await page.waitForSelector("#log[data-loaded]");
+  const guardRefused = await ids();
+  assert.equal(guardRefused.length, 2, "the two refused requests");
+  await page.click(`#log tbody tr[data-request-id="${guardRefused[0]}"] a`);
+  await page.waitForSelector(`#request-fields[data-request-id="${guardRefused[0]}"]`);
+  const verdict = await page.textContent('#request-fields dd[data-field="Guards"]');
+  assert.equal(verdict, "no-falcon request refuse (denied 1)");
+  await page.click("#nav-requests");
+  await page.waitForSelector("#log[data-loaded]");
+  await page.selectOption("#f-guard-action", "");
   await page.selectOption("#f-status", "error");
   await page.click("#log-filters button[type=submit]");
   await page.waitForSelector("#log[data-loaded]");

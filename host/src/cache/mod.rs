@@ -5,7 +5,9 @@
 pub mod answer;
 pub mod key;
 pub mod memory;
+pub mod policy;
 pub mod shared;
+pub mod vectors;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -29,6 +31,8 @@ pub struct Cache {
     store: Store,
     /// Bytes of an entry (uncompressed), at most.
     max_entry_bytes: usize,
+    /// The semantic mode's vectors, where `cache.semantic` is configured.
+    pub vectors: Option<vectors::Vectors>,
     pub counts: Counts,
 }
 
@@ -45,6 +49,12 @@ pub struct Counts {
     pub not_stored: AtomicU64,
     /// Reads that failed (the store was unreachable, or an entry unreadable): served as misses.
     pub errors: AtomicU64,
+    /// Semantic lookups that found an earlier answer near enough, and those that did not.
+    pub semantic_hits: AtomicU64,
+    pub semantic_misses: AtomicU64,
+    /// Semantic lookups not made: tool results, no last user turn of text, a turn too long, an
+    /// embedding that failed or a vector store that did not answer.
+    pub semantic_skipped: AtomicU64,
 }
 
 impl Counts {
@@ -58,6 +68,9 @@ impl Counts {
             &self.stored,
             &self.not_stored,
             &self.errors,
+            &self.semantic_hits,
+            &self.semantic_misses,
+            &self.semantic_skipped,
         ]
         .iter()
         .map(|c| c.load(Ordering::Relaxed))
@@ -73,8 +86,17 @@ impl Cache {
         } else {
             Store::Memory(memory::MemoryStore::new(config.memory_bytes))
         };
+        let vectors = config.semantic.as_ref().map(|semantic| match &store {
+            Store::Redis(redis) => {
+                vectors::Vectors::redis(redis.connection(), semantic.max_per_scope)
+            }
+            Store::Memory(_) => {
+                vectors::Vectors::memory(semantic.memory_bytes, semantic.max_per_scope)
+            }
+        });
         Ok(Self {
             store,
+            vectors,
             max_entry_bytes: usize::try_from(config.max_entry_bytes).unwrap_or(usize::MAX),
             counts: Counts::default(),
         })
@@ -111,7 +133,8 @@ impl Cache {
     }
 
     /// Keeps `entry` under `key` until its expiry; an entry larger than the limit is not kept.
-    pub async fn put(&self, key: &Key, entry: &Entry) {
+    /// Says whether it was.
+    pub async fn put(&self, key: &Key, entry: &Entry) -> bool {
         let kept = self.write(key, entry).await;
         let count = if kept {
             &self.counts.stored
@@ -119,6 +142,7 @@ impl Cache {
             &self.counts.not_stored
         };
         count.fetch_add(1, Ordering::Relaxed);
+        kept
     }
 
     async fn write(&self, key: &Key, entry: &Entry) -> bool {
@@ -202,6 +226,38 @@ impl Cache {
             "wasmgate_cache_errors_total {}",
             self.counts.errors.load(Ordering::Relaxed)
         );
+        if self.vectors.is_some() {
+            let _ = writeln!(
+                out,
+                "# HELP wasmgate_cache_semantic_lookups_total Semantic lookups after an exact miss, by outcome (skipped: not looked up)."
+            );
+            let _ = writeln!(out, "# TYPE wasmgate_cache_semantic_lookups_total counter");
+            for (outcome, count) in [
+                ("hit", &self.counts.semantic_hits),
+                ("miss", &self.counts.semantic_misses),
+                ("skipped", &self.counts.semantic_skipped),
+            ] {
+                let _ = writeln!(
+                    out,
+                    "wasmgate_cache_semantic_lookups_total{{outcome=\"{outcome}\"}} {}",
+                    count.load(Ordering::Relaxed)
+                );
+            }
+        }
+        if let Some((bytes, scopes)) = self.vectors.as_ref().and_then(|v| v.memory_usage()) {
+            let _ = writeln!(
+                out,
+                "# HELP wasmgate_cache_vector_bytes Bytes the in-process semantic vectors hold, by their own count."
+            );
+            let _ = writeln!(out, "# TYPE wasmgate_cache_vector_bytes gauge");
+            let _ = writeln!(out, "wasmgate_cache_vector_bytes {bytes}");
+            let _ = writeln!(
+                out,
+                "# HELP wasmgate_cache_vector_scopes Scopes the in-process semantic vectors hold."
+            );
+            let _ = writeln!(out, "# TYPE wasmgate_cache_vector_scopes gauge");
+            let _ = writeln!(out, "wasmgate_cache_vector_scopes {scopes}");
+        }
         if let Some((bytes, entries)) = self.memory_usage() {
             let _ = writeln!(
                 out,

@@ -24,6 +24,11 @@ impl RedisStore {
         })
     }
 
+    /// The connection, for the semantic vectors kept beside the answers.
+    pub fn connection(&self) -> redis::aio::ConnectionManager {
+        self.connection.clone()
+    }
+
     pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
         let mut connection = self.connection.clone();
         let read = connection.get(format!("{PREFIX}{key}"));

@@ -23,6 +23,17 @@ pub struct LimitArgs {
     /// Dollars.
     pub budget: Option<String>,
     pub budget_period: Option<String>,
+    /// Comma-separated guard names (the config's `guards:` entries).
+    pub guards: Option<String>,
+}
+
+/// A comma-separated list, its items trimmed, the empty ones left out.
+fn list_of(text: &str) -> Vec<String> {
+    (text.split(','))
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned)
+        .collect()
     /// Comma-separated MCP tool patterns (`<server>/<tool>`, `search/*`).
     pub tools: Option<String>,
 }
@@ -52,13 +63,8 @@ impl LimitArgs {
         };
         Ok(KeyChanges {
             name: self.name.clone().map(|n| Some(n).filter(|n| !n.is_empty())),
-            models: self.models.as_deref().map(|m| {
-                m.split(',')
-                    .map(str::trim)
-                    .filter(|m| !m.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            }),
+            models: self.models.as_deref().map(list_of),
+            guards: self.guards.as_deref().map(list_of),
             expires_us: self
                 .expires
                 .as_deref()
@@ -164,6 +170,9 @@ pub fn describe(limits: &KeyLimits) -> String {
             format_usd(budget.micros),
             per(budget.period)
         ));
+    }
+    if !limits.guards.is_empty() {
+        parts.push(format!("guards {}", limits.guards.join(", ")));
     }
     if parts.is_empty() {
         "no limits of its own".to_owned()

@@ -39,6 +39,48 @@ pub struct GuardEntry {
     /// set: then its verdict is recorded as `error` and the request goes on without it.
     #[serde(default)]
     pub fail_open: bool,
+    /// Where the guard's outside verdicts come from (a moderation service, an operator's policy
+    /// endpoint): the host makes the calls the guard asks for, to this URL only.
+    #[serde(default)]
+    pub endpoint: Option<GuardEndpoint>,
+}
+
+/// The one HTTP endpoint a guard may ask the host to call for it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GuardEndpoint {
+    /// The URL the guard's calls are POSTed to (`http` or `https`).
+    #[schemars(extend("examples" = ["https://api.openai.com/v1/moderations"]))]
+    pub url: String,
+    /// Sent as `Authorization: Bearer`; the guard never sees it. Never logged.
+    #[serde(default)]
+    #[schemars(extend("examples" = ["${OPENAI_API_KEY}"]))]
+    pub api_key: Option<crate::secret::Secret>,
+    /// How long one call may take, connection included.
+    #[serde(default = "default_endpoint_timeout_ms")]
+    #[schemars(range(min = 1, max = 60000), extend("examples" = [2000]))]
+    pub timeout_ms: u64,
+    /// What a call that times out or fails means: `refuse` (fail closed: the request is
+    /// refused, a streamed answer stopped, with 503) or `allow` (the guard lets through what it
+    /// was checking, and the verdict is recorded as `error`).
+    #[serde(default)]
+    pub on_failure: EndpointFailure,
+}
+
+fn default_endpoint_timeout_ms() -> u64 {
+    2000
+}
+
+/// What an outside verdict that does not come means.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+#[schemars(extend("examples" = ["refuse"]))]
+pub enum EndpointFailure {
+    /// Fail closed.
+    #[default]
+    Refuse,
+    /// Let through what was being checked.
+    Allow,
 }
 
 /// What a guard checks.
@@ -88,12 +130,18 @@ pub struct GuardScope {
     #[serde(default)]
     #[schemars(extend("examples" = [["openai/gpt-4o", "smart"]]))]
     pub models: Vec<String>,
+    /// Applies only to the requests of keys that name it (`wasmgate keys create --guards`),
+    /// whatever the lists above say.
+    #[serde(default)]
+    #[schemars(extend("examples" = [true]))]
+    pub only_named: bool,
 }
 
 /// The longest guard name: it becomes a metric label and a ledger value.
 pub const NAME_MAX: usize = 64;
 
-fn valid_name(name: &str) -> bool {
+/// Whether `name` can name a guard (also what a key's `guards` are checked with).
+pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= NAME_MAX
         && name
@@ -123,6 +171,16 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
                 format!("guards[{i}].name"),
                 "must be 1 to 64 letters, digits, `-` or `_`",
             ));
+        }
+        if let Some(endpoint) = &guard.endpoint {
+            let at = |key: &str| format!("guards[{i}].endpoint.{key}");
+            match reqwest::Url::parse(&endpoint.url) {
+                Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {}
+                _ => return Err(ConfigError::key(at("url"), "must be an http(s) URL")),
+            }
+            if !(1..=60_000).contains(&endpoint.timeout_ms) {
+                return Err(ConfigError::key(at("timeout_ms"), "must be 1 to 60000"));
+            }
         }
         if !names.insert(guard.name().to_owned()) {
             return Err(ConfigError::key(
@@ -163,5 +221,36 @@ mod tests {
         assert!(twice.unwrap_err().to_string().contains("guards[1].name"));
         let bad = Config::from_yaml("guards:\n  - plugin: redact\n    mode: audit\n");
         assert!(bad.unwrap_err().to_string().contains("guards[0].mode"));
+    }
+
+    #[test]
+    fn an_endpoint_is_an_http_url_with_a_bounded_deadline_and_fails_closed_by_default() {
+        let config = Config::from_yaml(
+            "guards:\n  - plugin: moderation\n    endpoint: {url: 'https://mod.example/v1/moderations', api_key: sk-x}\n",
+        )
+        .unwrap();
+        let endpoint = config.guards[0].endpoint.as_ref().unwrap();
+        assert_eq!(
+            (endpoint.timeout_ms, endpoint.on_failure),
+            (2000, EndpointFailure::Refuse)
+        );
+        for (yaml, key) in [
+            ("{url: 'file:///etc/passwd'}", "guards[0].endpoint.url"),
+            ("{url: 'not a url'}", "guards[0].endpoint.url"),
+            (
+                "{url: 'http://x', timeout_ms: 0}",
+                "guards[0].endpoint.timeout_ms",
+            ),
+            (
+                "{url: 'http://x', on_failure: maybe}",
+                "guards[0].endpoint.on_failure",
+            ),
+        ] {
+            let bad = Config::from_yaml(&format!(
+                "guards:\n  - plugin: moderation\n    endpoint: {yaml}\n"
+            ));
+            let message = bad.unwrap_err().to_string();
+            assert!(message.contains(key), "{yaml}: {message}");
+        }
     }
 }

@@ -79,10 +79,18 @@ pub struct KeyLimits {
     pub requests_per_minute: Option<i64>,
     pub tokens_per_minute: Option<i64>,
     pub budget: Option<Budget>,
+    /// Guards (the config's `guards:` entries, by name) applied to the key's requests besides
+    /// those whose scope takes them.
+    pub guards: Vec<String>,
     /// The MCP tools it may list and call, as `<server>/<tool>` patterns (`*` stands for any run
     /// of characters); empty allows every tool its project may use.
     pub tools: Vec<String>,
 }
+
+/// Guards a key may name, at most.
+pub const GUARDS_MAX: usize = 16;
+/// Bytes of a guard's name, at most (as `guards:` entries are named).
+const GUARD_NAME_MAX: usize = 64;
 
 impl KeyLimits {
     /// Whether the key may ask for `model` (as the client named it).
@@ -136,6 +144,21 @@ impl KeyLimits {
             && !(1..=BUDGET_MAX_MICROS).contains(&budget.micros)
         {
             return Err("budget: dollars above 0 (at least 0.000001) and at most 1e12".to_owned());
+        }
+        if self.guards.len() > GUARDS_MAX {
+            return Err(format!("guards: at most {GUARDS_MAX} names"));
+        }
+        // The rule of guard names in `guards:` (the ledger does not import the config).
+        let name = |g: &String| {
+            (1..=GUARD_NAME_MAX).contains(&g.len())
+                && g.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        };
+        if let Some(bad) = self.guards.iter().find(|g| !name(g)) {
+            return Err(format!(
+                "guards: `{}` is not a guard name (1 to 64 letters, digits, `-` or `_`)",
+                crate::clip::echo(bad)
+            ));
         }
         Ok(())
     }
@@ -261,6 +284,7 @@ pub struct KeyChanges {
     /// the key's budget; an amount without a period keeps the key's period (`day` for a new one).
     pub budget_micros: Option<Option<i64>>,
     pub budget_period: Option<BudgetPeriod>,
+    pub guards: Option<Vec<String>>,
     /// MCP tool patterns (`<server>/<tool>`); an empty list allows every tool.
     pub tools: Option<Vec<String>>,
 }
@@ -302,6 +326,7 @@ impl KeyChanges {
                 .unwrap_or(limits.requests_per_minute),
             tokens_per_minute: self.tokens_per_minute.unwrap_or(limits.tokens_per_minute),
             budget,
+            guards: self.guards.unwrap_or_else(|| limits.guards.clone()),
             tools: self.tools.unwrap_or_else(|| limits.tools.clone()),
         };
         limits.check()?;
@@ -377,8 +402,8 @@ pub struct ApiKey {
 }
 
 /// The `api_keys` columns of a key's limits as stored: (models, expires, rpm, tpm, budget
-/// micros, budget period). `models` is the patterns joined by newlines (a pattern holds no
-/// control character).
+/// micros, budget period, guards). `models` and `guards` are joined by newlines (neither a
+/// pattern nor a guard name holds a control character).
 pub type LimitColumns = (
     String,
     Option<i64>,
@@ -386,6 +411,7 @@ pub type LimitColumns = (
     Option<i64>,
     Option<i64>,
     Option<&'static str>,
+    String,
 );
 
 /// A key's limits as columns, in [`LIMIT_COLUMNS`]' order.
@@ -397,6 +423,7 @@ pub fn limits_to_columns(limits: &KeyLimits) -> LimitColumns {
         limits.tokens_per_minute,
         limits.budget.map(|b| b.micros),
         limits.budget.map(|b| b.period.name()),
+        limits.guards.join("\n"),
     )
 }
 
@@ -409,6 +436,7 @@ pub fn limits_from_columns(
     tpm: Option<i64>,
     budget_micros: Option<i64>,
     budget_period: Option<&str>,
+    guards: &str,
 ) -> KeyLimits {
     KeyLimits {
         models: models
@@ -425,6 +453,10 @@ pub fn limits_from_columns(
                 .and_then(BudgetPeriod::parse)
                 .unwrap_or(BudgetPeriod::Total),
         }),
+        guards: (guards.split('\n'))
+            .filter(|g| !g.is_empty())
+            .map(str::to_owned)
+            .collect(),
         tools: Vec::new(),
     }
 }
@@ -498,6 +530,22 @@ mod tests {
         assert!(limits.allows_model("openai/gpt-4o"));
         assert!(limits.allows_model("anthropic/claude-sonnet-4"));
         assert!(!limits.allows_model("openai/o1"));
+    }
+
+    #[test]
+    fn a_keys_guards_are_guard_names_and_few() {
+        let with = |guards: &[&str]| KeyLimits {
+            guards: guards.iter().map(|g| (*g).to_owned()).collect(),
+            ..KeyLimits::default()
+        };
+        assert!(with(&["no-cards", "pii_2"]).check().is_ok());
+        for bad in ["", "no cards", "x\n", &"a".repeat(65)] {
+            let error = with(&[bad]).check().unwrap_err();
+            assert!(error.starts_with("guards:"), "{bad:?}: {error}");
+        }
+        let many: Vec<String> = (0..=GUARDS_MAX).map(|i| format!("g{i}")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(with(&refs).check().is_err());
     }
 
     #[test]

@@ -205,13 +205,18 @@ fn write_durations(
     Ok(())
 }
 
+/// Input and output tokens, cost, requests, cache hits and savings, from column `first` on.
 fn sums(row: &Row, first: usize) -> Totals {
-    rollup::totals(
-        row.get(first),
-        row.get(first + 1),
-        row.get(first + 2),
-        row.get(first + 3),
-    )
+    Totals {
+        cache_hits: u64::try_from(row.get::<_, Option<i64>>(first + 4).unwrap_or(0)).unwrap_or(0),
+        saved_cost_micros: row.get::<_, Option<i64>>(first + 5).unwrap_or(0),
+        ..rollup::totals(
+            row.get(first),
+            row.get(first + 1),
+            row.get(first + 2),
+            row.get(first + 3),
+        )
+    }
 }
 
 impl UsageStore for PostgresStore {
@@ -266,7 +271,7 @@ impl UsageStore for PostgresStore {
                         add(client.query(
                             &format!(
                                 "SELECT {time}, provider, model, input_tokens, output_tokens,
-                                    cost_micros, requests
+                                    cost_micros, requests, cache_hits, saved_cost_micros
                                  FROM {table}
                                  WHERE project = $1 AND {time} >= $2 AND {time} < $3
                                     AND model <> ''"
@@ -317,11 +322,12 @@ impl UsageStore for PostgresStore {
                             &format!(
                                 "SELECT r.{time}, r.provider, r.model, SUM(r.input_tokens)::BIGINT,
                                     SUM(r.output_tokens)::BIGINT, SUM(r.cost_micros)::BIGINT,
-                                    SUM(r.requests)::BIGINT
+                                    SUM(r.requests)::BIGINT, SUM(r.cache_hits)::BIGINT,
+                                    SUM(r.saved_cost_micros)::BIGINT
                                  FROM UNNEST($2::BIGINT[], $3::BIGINT[]) AS p(at, k)
                                  CROSS JOIN LATERAL (
                                     SELECT {time}, provider, model, input_tokens, output_tokens,
-                                        cost_micros, requests
+                                        cost_micros, requests, cache_hits, saved_cost_micros
                                     FROM {table}
                                     WHERE project = $1 AND {time} = p.at AND user_key = p.k
                                         AND model <> ''
@@ -344,7 +350,9 @@ impl UsageStore for PostgresStore {
                     &format!(
                         "SELECT (time_us / $5) * $5 AS grain, COALESCE(provider, ''), model,
                             SUM(input_tokens)::BIGINT, SUM(output_tokens)::BIGINT,
-                            COALESCE(SUM(cost_micros), 0)::BIGINT, COUNT(*)
+                            COALESCE(SUM(cost_micros), 0)::BIGINT, COUNT(*),
+                            SUM(CAST(cache_hit AS INTEGER))::BIGINT,
+                            COALESCE(SUM(saved_cost_micros), 0)::BIGINT
                          FROM usage_records
                          WHERE project = $1 AND time_us >= $2 AND time_us < $3 AND {user_clause}
                             AND model IS NOT NULL
@@ -444,7 +452,7 @@ impl StatsSource for PostgresStore {
             let rows = client.query(&sql, &[&project, &part.start_us, &part.end_us])?;
             rows.iter()
                 .map(|row| {
-                    let mut sums = [None; 9];
+                    let mut sums = [None; stats::FIGURES];
                     for (i, sum) in sums.iter_mut().enumerate() {
                         *sum = row.try_get(3 + i)?;
                     }

@@ -219,6 +219,8 @@ pub struct RequestQuery {
     pub status: Option<StatusClass>,
     /// The operation of the dialect asked for (see [`operation_of`]).
     pub operation: Option<String>,
+    /// Records with a guard's verdict that matches.
+    pub guard: Option<GuardFilter>,
     pub after: Option<Position>,
     pub limit: usize,
 }
@@ -250,10 +252,51 @@ impl RequestQuery {
                 .is_none_or(|k| r.api_key_id.as_ref() == Some(k))
             && self.status.is_none_or(|s| s.matches(r.status))
             && self.operation.as_ref().is_none_or(|o| &r.operation == o)
+            && (self.guard.as_ref()).is_none_or(|g| g.matches(r.guards.as_deref()))
             && user_ok
             && self.after.as_ref().is_none_or(|a| {
                 (r.time_us, r.request_id.as_str()) < (a.time_us, a.request_id.as_str())
             })
+    }
+}
+
+/// Which guard verdicts a record must hold: any at all, one by a guard, one with an action, or
+/// both (each is looked for in the record's verdicts, which name guards and actions as JSON
+/// strings: `"guard":"no-cards"`, `"action":"refuse"`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GuardFilter {
+    /// A guard's name (as `guards:` entries name them).
+    pub guard: Option<String>,
+    /// `allow`, `rewrite`, `refuse`, `stop`, `error`, or one of these with `monitor_` before it.
+    pub action: Option<String>,
+}
+
+/// The actions a guard's verdict is recorded with.
+pub const GUARD_ACTIONS: [&str; 10] = [
+    "allow",
+    "rewrite",
+    "refuse",
+    "stop",
+    "error",
+    "monitor_allow",
+    "monitor_rewrite",
+    "monitor_refuse",
+    "monitor_stop",
+    "monitor_error",
+];
+
+impl GuardFilter {
+    /// The exact texts the record's verdicts must contain.
+    fn needles(&self) -> Vec<String> {
+        let quoted =
+            |key: &str, value: &str| format!("\"{key}\":{}", serde_json::Value::from(value));
+        (self.guard.iter().map(|g| quoted("guard", g)))
+            .chain(self.action.iter().map(|a| quoted("action", a)))
+            .collect()
+    }
+
+    fn matches(&self, guards: Option<&str>) -> bool {
+        guards.is_some_and(|g| self.needles().iter().all(|n| g.contains(n.as_str())))
     }
 }
 
@@ -324,6 +367,17 @@ pub fn select(
     }
     if let Some(status) = q.status {
         clauses.push(status.sql().to_owned());
+    }
+    if let Some(filter) = &q.guard {
+        clauses.push("guards IS NOT NULL".to_owned());
+        for needle in filter.needles() {
+            // A plain substring test, exact and case-sensitive in both (no LIKE wildcards).
+            let needle = bind(Param::Text(needle));
+            clauses.push(match flavor {
+                Flavor::Sqlite => format!("instr(guards, {needle}) > 0"),
+                Flavor::Postgres => format!("strpos(guards, {needle}) > 0"),
+            });
+        }
     }
     let one_user = user_keys.as_ref().is_some_and(|keys| keys.len() == 1);
     match user_keys {

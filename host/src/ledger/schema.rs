@@ -28,9 +28,11 @@ pub const HISTORY: &str = "ledger_schema_history";
 /// Migrations whose SQL both databases take, as (file name, SQL).
 const SHARED: &[(&str, &str)] = &[
     ("V2__guards.sql", SHARED_V2),
+    ("V5__key_guards.sql", SHARED_V5),
     ("V6__mcp.sql", include_str!("migrations/shared/V6__mcp.sql")),
 ];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
+const SHARED_V5: &str = include_str!("migrations/shared/V5__key_guards.sql");
 
 /// Migrations written for SQLite alone.
 const SQLITE: &[(&str, &str)] = &[

@@ -111,7 +111,8 @@ fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
 }
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
-                           models, expires_us, rpm, tpm, budget_micros, budget_period, tools";
+                           models, expires_us, rpm, tpm, budget_micros, budget_period, guards, \
+                           tools";
 
 fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
     let mut key = ApiKey {
@@ -129,9 +130,10 @@ fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
             row.int(10)?,
             row.int(11)?,
             row.text(12)?.as_deref(),
+            &text(row, 13)?,
         ),
     };
-    key.limits.tools = tool_patterns(row.text(13)?.as_deref().unwrap_or_default());
+    key.limits.tools = tool_patterns(row.text(14)?.as_deref().unwrap_or_default());
     Ok(key)
 }
 
@@ -158,9 +160,10 @@ fn admin_key_row(row: &dyn Row) -> anyhow::Result<AdminKey> {
     })
 }
 
-/// A key's limits as the values of `models` ... `budget_period`, in [`KEY_COLUMNS`]' order.
-fn limit_values(limits: &KeyLimits) -> (String, [Value<'static>; 4], Option<&'static str>) {
-    let (models, expires_us, rpm, tpm, budget_micros, budget_period) = limits_to_columns(limits);
+/// A key's limits as the values of `models` ... `guards`, in [`KEY_COLUMNS`]' order.
+fn limit_values(limits: &KeyLimits) -> (String, [Value<'static>; 4], Option<&'static str>, String) {
+    let (models, expires_us, rpm, tpm, budget_micros, budget_period, guards) =
+        limits_to_columns(limits);
     (
         models,
         [
@@ -170,17 +173,18 @@ fn limit_values(limits: &KeyLimits) -> (String, [Value<'static>; 4], Option<&'st
             budget_micros.into(),
         ],
         budget_period,
+        guards,
     )
 }
 
 impl<S: SqlStore> KeyStore for S {
     fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
-        let (models, [expires, rpm, tpm, budget], period) = limit_values(&key.limits);
+        let (models, [expires, rpm, tpm, budget], period, guards) = limit_values(&key.limits);
         self.write_sql(|db| {
             db.execute(
                 &format!(
                     "INSERT INTO api_keys ({KEY_COLUMNS})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
                 ),
                 &[
                     key.id.as_str().into(),
@@ -196,6 +200,7 @@ impl<S: SqlStore> KeyStore for S {
                     tpm,
                     budget,
                     period.into(),
+                    guards.as_str().into(),
                     key.limits.tools.join("\n").as_str().into(),
                 ],
             )
@@ -249,11 +254,11 @@ impl<S: SqlStore> KeyStore for S {
     }
 
     fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool> {
-        let (models, [expires, rpm, tpm, budget], period) = limit_values(limits);
+        let (models, [expires, rpm, tpm, budget], period, guards) = limit_values(limits);
         self.write_sql(|db| {
             Ok(db.execute(
                 "UPDATE api_keys SET name = $2, models = $3, expires_us = $4, rpm = $5, tpm = $6,
-                     budget_micros = $7, budget_period = $8, tools = $9
+                     budget_micros = $7, budget_period = $8, guards = $9, tools = $10
                  WHERE id = $1 AND revoked_us IS NULL",
                 &[
                     id.into(),
@@ -264,6 +269,7 @@ impl<S: SqlStore> KeyStore for S {
                     tpm,
                     budget,
                     period.into(),
+                    guards.as_str().into(),
                     limits.tools.join("\n").as_str().into(),
                 ],
             )? > 0)

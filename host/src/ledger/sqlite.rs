@@ -110,13 +110,18 @@ fn write_durations(conn: &Connection, counts: &rollup::DurationCounts) -> anyhow
     Ok(())
 }
 
+/// Input and output tokens, cost, requests, cache hits and savings, from column `first` on.
 fn sums(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Totals> {
-    Ok(rollup::totals(
-        row.get(first)?,
-        row.get(first + 1)?,
-        row.get(first + 2)?,
-        row.get(first + 3)?,
-    ))
+    Ok(Totals {
+        cache_hits: u64::try_from(row.get::<_, Option<i64>>(first + 4)?.unwrap_or(0)).unwrap_or(0),
+        saved_cost_micros: row.get::<_, Option<i64>>(first + 5)?.unwrap_or(0),
+        ..rollup::totals(
+            row.get(first)?,
+            row.get(first + 1)?,
+            row.get(first + 2)?,
+            row.get(first + 3)?,
+        )
+    })
 }
 
 /// `?, ?, ...` for `n` parameters.
@@ -275,7 +280,8 @@ impl UsageStore for SqliteStore {
                 {
                     let mut stmt = conn.prepare_cached(&format!(
                         "SELECT {time}, provider, model,
-                            input_tokens, output_tokens, cost_micros, requests
+                            input_tokens, output_tokens, cost_micros, requests, cache_hits,
+                            saved_cost_micros
                          FROM {table}
                          WHERE project = ?1 AND {time} >= ?2 AND {time} < ?3 AND model <> ''"
                     ))?;
@@ -310,7 +316,8 @@ impl UsageStore for SqliteStore {
                         for keys in keys.chunks(KEYS_PER_QUERY) {
                             let mut stmt = conn.prepare_cached(&format!(
                                 "SELECT {time}, provider, model, SUM(input_tokens),
-                                    SUM(output_tokens), SUM(cost_micros), SUM(requests)
+                                    SUM(output_tokens), SUM(cost_micros), SUM(requests),
+                                    SUM(cache_hits), SUM(saved_cost_micros)
                                  FROM {table}
                                  WHERE project = ? AND {time} IN ({}) AND user_key IN ({})
                                     AND model <> ''
@@ -341,7 +348,8 @@ impl UsageStore for SqliteStore {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT (time_us / ?) * ? AS grain, provider, model,
                     SUM(input_tokens), SUM(output_tokens), SUM(COALESCE(cost_micros, 0)),
-                    COUNT(*)
+                    COUNT(*), SUM(CAST(cache_hit AS INTEGER)),
+                    SUM(COALESCE(saved_cost_micros, 0))
                  FROM usage_records
                  WHERE project = ? AND time_us >= ? AND time_us < ? {user_clause}
                     AND model IS NOT NULL
@@ -443,7 +451,7 @@ impl StatsSource for SqliteStore {
         let mut rows = stmt.query(params![project, part.start_us, part.end_us])?;
         let mut groups = Vec::new();
         while let Some(row) = rows.next()? {
-            let mut sums = [None; 9];
+            let mut sums = [None; stats::FIGURES];
             for (i, sum) in sums.iter_mut().enumerate() {
                 *sum = row.get(3 + i)?;
             }

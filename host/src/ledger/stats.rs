@@ -52,7 +52,13 @@ pub struct Figures {
     /// Over the records that have a time to first token (streams that sent something).
     pub ttft_us_sum: i64,
     pub ttft_count: u64,
+    /// Requests answered from the response cache, and what they would have cost.
+    pub cache_hits: u64,
+    pub saved_cost_micros: i64,
 }
+
+/// How many sums [`Figures::from_sql`] reads.
+pub const FIGURES: usize = 11;
 
 impl Figures {
     pub fn add(&mut self, o: Figures) {
@@ -65,6 +71,8 @@ impl Figures {
         self.latency_us_sum += o.latency_us_sum;
         self.ttft_us_sum += o.ttft_us_sum;
         self.ttft_count += o.ttft_count;
+        self.cache_hits += o.cache_hits;
+        self.saved_cost_micros += o.saved_cost_micros;
     }
 
     /// What `self` holds beyond `o` (which it includes); 0 rather than below (a batch written
@@ -82,11 +90,13 @@ impl Figures {
             latency_us_sum: self.latency_us_sum - o.latency_us_sum,
             ttft_us_sum: self.ttft_us_sum - o.ttft_us_sum,
             ttft_count: self.ttft_count.saturating_sub(o.ttft_count),
+            cache_hits: self.cache_hits.saturating_sub(o.cache_hits),
+            saved_cost_micros: self.saved_cost_micros - o.saved_cost_micros,
         }
     }
 
     /// From the sums as SQL gives them (`NULL` where no record had a value).
-    pub fn from_sql(v: [Option<i64>; 9]) -> Self {
+    pub fn from_sql(v: [Option<i64>; FIGURES]) -> Self {
         let count = |v: Option<i64>| u64::try_from(v.unwrap_or(0)).unwrap_or(0);
         Self {
             requests: count(v[0]),
@@ -98,6 +108,8 @@ impl Figures {
             latency_us_sum: v[6].unwrap_or(0),
             ttft_us_sum: v[7].unwrap_or(0),
             ttft_count: count(v[8]),
+            cache_hits: count(v[9]),
+            saved_cost_micros: v[10].unwrap_or(0),
         }
     }
 }
@@ -183,11 +195,12 @@ fn figures_sql(flavor: Flavor) -> String {
         "COUNT(*), SUM(CASE WHEN {FAILED} THEN 1 ELSE 0 END){cast}, SUM(input_tokens){cast},
          SUM(output_tokens){cast}, SUM(cached_input_tokens){cast},
          SUM(COALESCE(cost_micros, 0)){cast}, SUM(latency_us){cast}, SUM(ttft_us){cast},
-         COUNT(ttft_us)"
+         COUNT(ttft_us), SUM(CAST(cache_hit AS INTEGER)){cast},
+         SUM(COALESCE(saved_cost_micros, 0)){cast}"
     )
 }
 
-/// The same sums over rollup rows, named `f0` to `f8`.
+/// The same sums over rollup rows, named `f0` to `f10`.
 fn rollup_figures_sql(flavor: Flavor) -> String {
     [
         "requests",
@@ -199,6 +212,8 @@ fn rollup_figures_sql(flavor: Flavor) -> String {
         "latency_us",
         "ttft_us",
         "ttft_count",
+        "cache_hits",
+        "saved_cost_micros",
     ]
     .iter()
     .enumerate()
@@ -214,7 +229,7 @@ fn param(flavor: Flavor, n: usize) -> String {
     }
 }
 
-/// The statement of one grouping of one source: rows of (time, first, second, the nine sums).
+/// The statement of one grouping of one source: rows of (time, first, second, the sums).
 /// Parameters: project, start, end.
 pub fn group_sql(grouping: Grouping, source: Source, flavor: Flavor) -> String {
     let p = |n| param(flavor, n);
@@ -246,7 +261,7 @@ pub fn group_sql(grouping: Grouping, source: Source, flavor: Flavor) -> String {
         // Summed per user key first, so that each user is looked up once.
         Grouping::Users => format!(
             "SELECT CAST(0 AS BIGINT), u.user_id, u.user_tags,
-                s.f0, s.f1, s.f2, s.f3, s.f4, s.f5, s.f6, s.f7, s.f8
+                s.f0, s.f1, s.f2, s.f3, s.f4, s.f5, s.f6, s.f7, s.f8, s.f9, s.f10
              FROM (SELECT user_key, {sums} FROM {table} WHERE {within} GROUP BY user_key) AS s
              JOIN usage_users AS u ON u.user_key = s.user_key"
         ),

@@ -127,6 +127,21 @@ fn check_cache_hits(store: &dyn Store) {
     let t = store.total("p", H + 1, H + 2 * HOUR_US).unwrap();
     assert_eq!((t.requests, t.cache_hits, t.saved_cost_micros), (4, 2, 330));
     assert_eq!(t.cost_micros, 330, "hits cost nothing");
+    // `/usage/models` sums them per model, from the rollups and from the raw edges.
+    for start in [H, H + 1] {
+        let buckets = store
+            .models(
+                "p",
+                start,
+                H + 2 * HOUR_US,
+                Unit::Hour,
+                &UserFilter::default(),
+            )
+            .unwrap();
+        let hits: u64 = buckets.iter().map(|b| b.totals.cache_hits).sum();
+        let saved: i64 = buckets.iter().map(|b| b.totals.saved_cost_micros).sum();
+        assert_eq!((hits, saved), (2, 330), "from {start}");
+    }
 }
 
 fn key(id: &str, project: &str, created_us: i64) -> ApiKey {
@@ -177,6 +192,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             micros: 5_000_000,
             period: BudgetPeriod::Day,
         }),
+        guards: vec!["redact".to_owned(), "no-cards".to_owned()],
         tools: vec!["search/*".to_owned(), "files/read_*".to_owned()],
     };
     store.insert_key(&a).unwrap();
@@ -684,6 +700,26 @@ fn check_request_pages(store: &dyn Store) {
             operation: Some("embeddings".to_owned()),
             ..base.clone()
         },
+        RequestQuery {
+            guard: Some(requests::GuardFilter::default()),
+            ..base.clone()
+        },
+        RequestQuery {
+            guard: Some(requests::GuardFilter {
+                action: Some("refuse".to_owned()),
+                guard: None,
+            }),
+            ..base.clone()
+        },
+        // Exact and case-sensitive: `redact` is not `Redact`, `rewrite` with `redact` matches.
+        RequestQuery {
+            guard: Some(requests::GuardFilter {
+                guard: Some("redact".to_owned()),
+                action: Some("rewrite".to_owned()),
+            }),
+            status: Some(StatusClass::Success),
+            ..base.clone()
+        },
         users(UserFilter {
             user_id: Some("u7".to_owned()),
             ..UserFilter::default()
@@ -1006,6 +1042,8 @@ fn stats_of(records: &[UsageRecord], q: &stats::StatsQuery) -> stats::Stats {
         latency_us_sum: r.latency_us,
         ttft_us_sum: r.ttft_us.unwrap_or(0),
         ttft_count: u64::from(r.ttft_us.is_some()),
+        cache_hits: u64::from(r.cache_hit),
+        saved_cost_micros: r.saved_cost_micros.unwrap_or(0),
     };
     let mut total = Figures::default();
     let mut series: BTreeMap<(i64, Option<String>, Option<String>), Figures> = BTreeMap::new();
@@ -1212,9 +1250,10 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
     make()
 }
 
-/// Drops what the migrations after V1 added (V3: the response cache's columns; V6: the MCP
-/// columns).
-const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
+/// Drops what the migrations after V1 added (V3: the response cache's columns; V5: the guards
+/// keys name; V6: the MCP columns).
+const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
+    ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
     ALTER TABLE usage_hourly_models DROP COLUMN saved_cost_micros;
@@ -1230,8 +1269,9 @@ const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
-/// versions added (V2's `guards`, V3's cache columns, V6's MCP columns).
+/// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns).
 const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
+    ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_records DROP COLUMN bytes_in;
     ALTER TABLE usage_records DROP COLUMN bytes_out;
     ALTER TABLE api_keys DROP COLUMN tools;

@@ -1,8 +1,10 @@
 //! The cache stage, between admission and routing: a request the cache may answer is looked up
-//! under its key (see `cache::key`); a hit is answered from the kept canonical completion in the
-//! client's dialect, whole or as a replayed stream, and ends as a hit (cost 0, the cost it
-//! saved); a miss carries its key forward, so that the answer is kept once it is whole: a
-//! whole answer at once, a stream once it ended normally.
+//! under its key (see `cache::key`), the operator's cache-key plugin having had its say in
+//! what goes into it, then (in semantic mode, after an exact miss) by the meaning of its last
+//! user turn (see `semantic.rs`). A hit is answered from the kept completion in the client's
+//! dialect, whole or as a replayed stream (see `cache_replay.rs`); a miss carries its key
+//! forward, so that the answer is kept once it is whole: a whole answer at once, a stream once
+//! it ended normally.
 //!
 //! What is kept is the canonical completion, which answers any form of the request. An answer a
 //! target gave in the client's own dialect (a native pass-through: Messages to Anthropic,
@@ -12,21 +14,25 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue};
+use serde_json::value::RawValue;
 
-use super::context::{Context, Dialect, Tried};
-use super::finish::End;
-use super::{Answer, AnswerBody, Reply, relay};
+use super::context::Context;
+use super::semantic;
 use crate::cache::answer::{self, Assembler, Entry, Form, StoredUsage};
 use crate::cache::key::{self, Key, Scope, Shape};
+use crate::cache::policy::Decided;
 use crate::cache::{Cache, now_ms};
 use crate::config::cache::{CacheConfig, CacheScope};
-use crate::plugins::{Operation, Usage};
+use crate::plugins::{KeyRequest, Operation, Usage};
 use crate::state::AppState;
 
 /// Our header for a client's own TTL in seconds (it may shorten the configured one).
 const TTL_HEADER: &str = "x-wasmgate-cache-ttl";
+
+/// A semantic hit's header: the cosine similarity of the request's last user turn to the one
+/// the answer was kept for (an exact hit has none).
+const SIMILARITY_HEADER: &str = "x-wasmgate-cache-similarity";
 
 /// What the cache did for a request: what its answer's `x-wasmgate-cache` says, and the key its
 /// answer is to be kept under.
@@ -34,6 +40,8 @@ const TTL_HEADER: &str = "x-wasmgate-cache-ttl";
 pub struct Slot {
     /// `None` while the cache is off altogether (no header then).
     outcome: Option<Outcome>,
+    /// A semantic hit's similarity to the turn it was kept for.
+    similarity: Option<f32>,
     fill: Option<Fill>,
 }
 
@@ -67,11 +75,13 @@ pub struct Fill {
     assembler: Option<Assembler>,
     /// A native stream's events and their bytes so far (`None` when it outgrew the limit).
     native: Option<(Vec<String>, usize)>,
+    /// The semantic mode's vector to keep beside the answer.
+    indexed: Option<semantic::Indexed>,
 }
 
 /// A kept answer found for the request.
 pub struct Hit {
-    entry: Entry,
+    pub(super) entry: Entry,
 }
 
 /// Looks the request up. Sets what the answer's header will say, and what a miss keeps.
@@ -93,7 +103,9 @@ pub async fn lookup(state: &AppState, cx: &mut Context, headers: &http::HeaderMa
 
 async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap) -> Option<Hit> {
     cx.cache.outcome = Some(Outcome::Bypass);
-    let config = &cx.gateway.config.cache;
+    // Its own handle on the config: a semantic lookup runs a request of its own through `cx`.
+    let gateway = Arc::clone(&cx.gateway);
+    let config = &gateway.config.cache;
     let policy = policy(config, &cx.request.model, cx.caller.key_id.as_deref())?;
     // Guards may rewrite the answer (and reversible redaction gives each client its own values
     // back): an answer kept before them could hand one client what a guard held from another.
@@ -116,6 +128,7 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
         return None;
     }
     let target = resolved(cx)?;
+    let semantic_config = config.semantic.as_ref().filter(|_| policy.semantic);
     let scope = Scope {
         namespace: policy.namespace,
         project: &cx.caller.project,
@@ -126,26 +139,41 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
     };
     // A dialect's request by its own body: what a native target gets, with everything its
     // canonical form may have dropped.
-    let key = match &cx.translation {
+    let (fields, headers): (Vec<Field<'_>>, &[(String, String)]) = match &cx.translation {
         Some(translation) => {
             let (fields, headers) = translation.native_parts();
-            let shape = Shape {
-                operation,
-                target: &target,
-                headers,
-            };
-            let fields = fields.iter().map(|(k, v)| (k.as_str(), &**v));
-            key::key(&scope, &shape, fields)
+            let fields = fields.iter().map(|(k, v)| (k.as_str(), &**v)).collect();
+            (fields, headers)
         }
-        None => {
-            let shape = Shape {
-                operation,
-                target: &target,
-                headers: &[],
+        None => (cx.request.fields().collect(), &[]),
+    };
+    let replaced;
+    let fields = match &gateway.cache_key {
+        None => fields,
+        Some(policy) => {
+            let request = KeyRequest {
+                operation: operation.to_owned(),
+                model: cx.request.model.clone(),
+                project: cx.caller.project.clone(),
+                fields: object(&fields),
             };
-            key::key(&scope, &shape, cx.request.fields())
+            let span = cx.trace.stage("cache.key_plugin");
+            match span.scope(policy.decide(&request)).await {
+                Decided::Keep => fields,
+                Decided::Bypass => return None,
+                Decided::Replace(fields) => {
+                    replaced = fields;
+                    replaced.iter().map(|(k, v)| (k.as_str(), &**v)).collect()
+                }
+            }
         }
     };
+    let shape = Shape {
+        operation,
+        target: &target,
+        headers,
+    };
+    let key = key::key(&scope, &shape, fields.iter().copied());
     state
         .cache
         .counts
@@ -155,6 +183,7 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
         Some(s) => policy.ttl_s.min(s),
         None => policy.ttl_s,
     };
+    let mut indexed = None;
     if !control.no_cache {
         let mut span = cx.trace.stage("cache");
         let found = span.scope(state.cache.get(&key)).await;
@@ -169,6 +198,14 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
         if let Some(entry) = hit {
             return Some(Hit { entry });
         }
+        if let Some(config) = semantic_config {
+            let fields = fields.iter().copied();
+            let probe = semantic::probe(config, &scope, &shape, fields, &cx.request);
+            match semantic_lookup(state, cx, config, probe).await {
+                SemanticLookup::Hit(hit) => return Some(hit),
+                SemanticLookup::Miss(found) => indexed = found,
+            }
+        }
     }
     if !control.no_store {
         let cache = Arc::clone(&state.cache);
@@ -182,9 +219,105 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
             ttl: Duration::from_secs(ttl),
             background: cx.background.clone(),
             native: None,
+            indexed,
         });
     }
     None
+}
+
+/// A top-level field of a body: its name and its JSON text.
+type Field<'a> = (&'a str, &'a RawValue);
+
+/// `fields` as one JSON object, without those the key never has (what a cache-key plugin gets).
+fn object(fields: &[Field<'_>]) -> String {
+    let mut out = String::from("{");
+    for (name, raw) in fields
+        .iter()
+        .filter(|(name, _)| !key::IGNORED.contains(name))
+    {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::Value::from(*name).to_string());
+        out.push(':');
+        out.push_str(raw.get());
+    }
+    out.push('}');
+    out
+}
+
+/// How a semantic lookup went: a hit, or a miss with the vector to keep beside its answer (none
+/// when it was not looked up).
+enum SemanticLookup {
+    Hit(Hit),
+    Miss(Option<semantic::Indexed>),
+}
+
+/// Looks `probe` up among the earlier turns of its scope, after an exact miss.
+async fn semantic_lookup(
+    state: &AppState,
+    cx: &mut Context,
+    config: &crate::config::cache::SemanticConfig,
+    probe: Result<semantic::Probe, semantic::Skip>,
+) -> SemanticLookup {
+    use std::sync::atomic::Ordering::Relaxed;
+    let counts = &state.cache.counts;
+    let skipped = || {
+        counts.semantic_skipped.fetch_add(1, Relaxed);
+        SemanticLookup::Miss(None)
+    };
+    let Ok(probe) = probe else {
+        return skipped();
+    };
+    let Some(vector) = semantic::embed(state, cx, config, &probe.text).await else {
+        return skipped();
+    };
+    let mut span = cx.trace.stage("cache.semantic");
+    let nearest = span
+        .scope(semantic::nearest(
+            state,
+            &probe.scope,
+            &vector,
+            config.threshold,
+        ))
+        .await;
+    let nearest = match nearest {
+        Ok(nearest) => nearest,
+        Err(e) => {
+            tracing::warn!("semantic cache read failed: {e}");
+            counts.errors.fetch_add(1, Relaxed);
+            return skipped();
+        }
+    };
+    let indexed = semantic::Indexed {
+        scope: probe.scope,
+        vector,
+    };
+    let Some(nearest) = nearest else {
+        span.set("wasmgate.cache.semantic", "miss");
+        counts.semantic_misses.fetch_add(1, Relaxed);
+        return SemanticLookup::Miss(Some(indexed));
+    };
+    let found = span.scope(state.cache.get(&nearest.key)).await;
+    match found.filter(|e| e.serves(cx.request.stream)) {
+        Some(entry) => {
+            span.set("wasmgate.cache.semantic", "hit");
+            span.set(
+                "wasmgate.cache.similarity",
+                format!("{:.4}", nearest.similarity),
+            );
+            counts.semantic_hits.fetch_add(1, Relaxed);
+            cx.cache.outcome = Some(Outcome::Hit);
+            cx.cache.similarity = Some(nearest.similarity);
+            SemanticLookup::Hit(Hit { entry })
+        }
+        // Its answer expired or was evicted before its vector.
+        None => {
+            span.set("wasmgate.cache.semantic", "miss");
+            counts.semantic_misses.fetch_add(1, Relaxed);
+            SemanticLookup::Miss(Some(indexed))
+        }
+    }
 }
 
 /// What the config says for a request to `model` with `key_id`: `None` when the cache is off
@@ -192,6 +325,8 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
 struct Policy<'a> {
     ttl_s: u64,
     namespace: &'a str,
+    /// Looked up semantically after an exact miss.
+    semantic: bool,
 }
 
 fn policy<'a>(config: &'a CacheConfig, model: &str, key_id: Option<&str>) -> Option<Policy<'a>> {
@@ -205,6 +340,10 @@ fn policy<'a>(config: &'a CacheConfig, model: &str, key_id: Option<&str>) -> Opt
         namespace: rule
             .and_then(|r| r.namespace.as_deref())
             .unwrap_or(&config.namespace),
+        semantic: config
+            .semantic
+            .as_ref()
+            .is_some_and(|semantic| rule.and_then(|r| r.semantic).unwrap_or(semantic.enabled)),
     })
 }
 
@@ -257,14 +396,20 @@ impl Control {
 }
 
 impl Slot {
-    /// The `x-wasmgate-cache` header of the answer: none when the cache is off altogether.
-    pub fn header(&self) -> Option<(HeaderName, HeaderValue)> {
-        self.outcome.map(|outcome| {
+    /// The `x-wasmgate-cache` header of the answer (none when the cache is off altogether),
+    /// and a semantic hit's similarity.
+    pub fn headers(&self) -> impl Iterator<Item = (HeaderName, HeaderValue)> {
+        let outcome = self.outcome.map(|outcome| {
             (
                 HeaderName::from_static("x-wasmgate-cache"),
                 HeaderValue::from_static(outcome.as_str()),
             )
-        })
+        });
+        let similarity = self.similarity.and_then(|similarity| {
+            let value = HeaderValue::from_str(&format!("{similarity:.4}")).ok()?;
+            Some((HeaderName::from_static(SIMILARITY_HEADER), value))
+        });
+        outcome.into_iter().chain(similarity)
     }
 
     /// Keeps a whole answer that finished: canonical, or (`native`) in the client's dialect.
@@ -381,122 +526,18 @@ impl Fill {
             cache,
             key,
             background,
+            indexed,
             ..
         } = self;
-        background.spawn(async move { cache.put(&key, &entry).await });
-    }
-}
-
-/// Answers the request from `hit` in the client's dialect, and ends it as a hit.
-pub(super) async fn serve(mut cx: Context, hit: Hit) -> Reply {
-    let dialect = cx.dialect;
-    let Hit { entry } = hit;
-    let usage = entry.usage.map(Usage::from);
-    let id = format!("{}/{}", entry.provider, entry.model);
-    let (price, system) = match cx.gateway.resolve(&id) {
-        Ok(target) => (
-            target.provider.price(target.model),
-            std::sync::Arc::clone(&target.provider.system),
-        ),
-        Err(_) => (None, std::sync::Arc::from("unknown")),
-    };
-    cx.target = Some(Tried {
-        provider: entry.provider.clone(),
-        model: entry.model.clone(),
-        price,
-        system,
-    });
-    let mut headers = super::answer_headers(&cx, &entry.provider, &entry.model, 0);
-    let age = now_ms().saturating_sub(entry.stored_ms) / 1000;
-    headers.push((http::header::AGE, HeaderValue::from(age)));
-    let body = match entry.form {
-        Form::Canonical if cx.request.stream => replay(&mut cx, &entry.completion, usage).await,
-        Form::Canonical => whole(&mut cx, &entry.completion, usage).await,
-        Form::NativeWhole | Form::NativeStream => Ok(native(&cx, &entry).await),
-    };
-    match body {
-        Ok(body) => {
-            cx.finish(End::Cached(usage)).wait().await;
-            Reply {
-                dialect,
-                result: Ok(Answer { headers, body }),
+        background.spawn(async move {
+            let expires_ms = entry.expires_ms;
+            if cache.put(&key, &entry).await
+                && let Some(indexed) = indexed
+            {
+                indexed.add(&cache, key, expires_ms).await;
             }
-        }
-        Err(error) => {
-            cx.finish(End::Failed(&error)).wait().await;
-            Reply {
-                dialect,
-                result: Err(error),
-            }
-        }
+        });
     }
-}
-
-/// A whole answer in the client's dialect (a fresh id for Messages and Responses, kept for
-/// `previous_response_id` as a live one would be).
-async fn whole(
-    cx: &mut Context,
-    completion: &str,
-    usage: Option<Usage>,
-) -> Result<AnswerBody, super::ApiError> {
-    let body = match cx.dialect {
-        Dialect::Chat => completion.to_owned(),
-        Dialect::Plugin => super::dialect::encode(cx, completion, usage).await?,
-    };
-    if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
-        keeper.keep(&body).await;
-    }
-    Ok(AnswerBody::Json(body))
-}
-
-/// A native answer as it came, under a fresh id; a Responses one kept as a live one would be.
-async fn native(cx: &Context, entry: &Entry) -> AnswerBody {
-    let fresh = fresh_id(entry.answer_id.as_deref());
-    let translation = cx.translation.as_ref();
-    let keeper = translation.and_then(|t| t.keeper.as_ref());
-    let own = |text: &str| {
-        let text = entry.with_fresh_id(text, &fresh);
-        match translation {
-            Some(translation) => translation.with_previous_id(text),
-            None => text,
-        }
-    };
-    if entry.form == Form::NativeWhole {
-        let body = own(&entry.completion);
-        if let Some(keeper) = keeper {
-            keeper.keep(&body).await;
-        }
-        return AnswerBody::Json(body);
-    }
-    let events: Vec<String> = entry.events.iter().map(|e| own(e)).collect();
-    AnswerBody::Events(Body::from(relay::replay_native(&events, keeper).await))
-}
-
-/// A new id in the style of `old` (`msg_…`, `resp_…`).
-fn fresh_id(old: Option<&str>) -> String {
-    let prefix = old
-        .and_then(|old| old.split_once('_'))
-        .map_or("cached", |(prefix, _)| prefix);
-    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
-}
-
-/// The answer as the stream a live one would be, framed as the relay frames one.
-async fn replay(
-    cx: &mut Context,
-    completion: &str,
-    usage: Option<Usage>,
-) -> Result<AnswerBody, super::ApiError> {
-    let events = answer::chunks(completion).unwrap_or_default();
-    let framing = super::framing(cx, false).await?;
-    let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
-    let body = match (framing, keeper) {
-        (relay::Framing::Translated(encoder), Some(keeper)) => {
-            relay::replay_kept(*encoder, events, usage, &keeper).await?
-        }
-        (framing, _) => relay::local(events, usage, framing).await,
-    };
-    cx.first_output();
-    Ok(AnswerBody::Events(Body::from(body)))
 }
 
 #[cfg(test)]

@@ -153,6 +153,12 @@ pub enum ApiError {
     /// fails closed.
     #[error("Guard `{guard}` failed, so the request was refused.")]
     GuardFailed { guard: String, detail: String },
+    /// A guard's outside verdict (its entry's `endpoint`) did not come, and the entry says a
+    /// failure refuses (the default).
+    #[error(
+        "Guard `{guard}` could not get its verdict, so the request was refused. Try again shortly."
+    )]
+    GuardUnavailable { guard: String, detail: String },
 }
 
 #[derive(Serialize)]
@@ -232,6 +238,7 @@ impl ApiError {
                 StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST)
             }
             Self::GuardFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::GuardUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -338,6 +345,7 @@ impl ApiError {
             Self::GuardRefused { .. } => ("invalid_request_error", None, Some("guard_refused")),
             Self::AnswerStopped { .. } => ("api_error", None, Some("answer_stopped")),
             Self::GuardFailed { .. } => ("api_error", None, Some("guard_failed")),
+            Self::GuardUnavailable { .. } => ("api_error", None, Some("guard_unavailable")),
         };
         let message = match self {
             // The plugin failure's own text names the plugin and the limit it hit; it holds no
@@ -539,7 +547,8 @@ impl ApiError {
             | Self::BodyTimeout(_)
             | Self::GuardRefused { .. }
             | Self::AnswerStopped { .. }
-            | Self::GuardFailed { .. } => false,
+            | Self::GuardFailed { .. }
+            | Self::GuardUnavailable { .. } => false,
         }
     }
 
@@ -562,7 +571,8 @@ impl ApiError {
             Self::UpstreamUnreachable { detail, .. }
             | Self::BadUpstreamRequest { detail, .. }
             | Self::LedgerUnavailable(detail)
-            | Self::GuardFailed { detail, .. } => detail.clone(),
+            | Self::GuardFailed { detail, .. }
+            | Self::GuardUnavailable { detail, .. } => detail.clone(),
             _ => return None,
         };
         Some(clip(&detail, crate::clip::MESSAGE).into_owned())

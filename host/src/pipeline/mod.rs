@@ -16,6 +16,7 @@ pub mod attempt;
 pub mod auth;
 pub mod body;
 pub mod cache;
+mod cache_replay;
 pub mod context;
 pub mod count;
 pub mod dialect;
@@ -23,7 +24,9 @@ pub mod end_user;
 pub mod error;
 pub mod finish;
 pub mod guard;
+mod guard_answer;
 mod guard_events;
+mod guard_verdicts;
 mod json_array;
 mod operations;
 pub mod parse;
@@ -34,6 +37,7 @@ pub mod request;
 #[cfg(test)]
 mod request_props;
 pub mod route;
+mod semantic;
 mod transcript;
 mod upload;
 
@@ -116,7 +120,7 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         attempts,
     } = match answered {
         Ok(Ok(answered)) => answered,
-        Ok(Err(hit)) => return framed(cache::serve(cx, hit).await, array),
+        Ok(Err(hit)) => return framed(cache_replay::serve(cx, hit).await, array),
         Err(error) => {
             cx.finish(End::Failed(&error)).wait().await;
             return Reply {
@@ -213,17 +217,28 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             })
         }
         Sent::Events { events, usage } => {
-            let events = match guard::events(&mut cx, events).await {
-                Ok(events) => events,
+            let (events, stopped) = match guard::events(&mut cx, events).await {
+                Ok(passed) => passed,
                 Err(error) => return failed(cx, error).await,
             };
             let framing = match framing(&mut cx, false).await {
                 Ok(framing) => framing,
                 Err(error) => return failed(cx, error).await,
             };
-            let body = relay::local(events, usage, framing).await;
+            let dialect = cx.dialect;
+            let stop = stopped.as_ref().map(|error| (error, dialect));
+            let body = relay::local(events, usage, framing, stop).await;
             cx.first_output();
-            cx.finish(End::Answered(usage)).wait().await;
+            let end = match stopped {
+                // Ended as a relayed stream a guard stops ends: sent, and incomplete.
+                Some(_) => End::Streamed {
+                    usage,
+                    text: String::new(),
+                    completed: false,
+                },
+                None => End::Answered(usage),
+            };
+            cx.finish(end).wait().await;
             Ok(AnswerBody::Events(Body::from(body)))
         }
         Sent::Stream(upstream) => {
@@ -295,7 +310,7 @@ fn answer_headers(
     if let Ok(v) = HeaderValue::from_str(model) {
         headers.push((HeaderName::from_static("x-wasmgate-model"), v));
     }
-    headers.extend(cx.cache.header());
+    headers.extend(cx.cache.headers());
     for (name, value) in cx.admission.iter().flat_map(|a| &a.headers) {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),

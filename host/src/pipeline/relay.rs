@@ -38,25 +38,56 @@ pub enum Framing {
     Translated(Box<DialectStream>),
 }
 
-/// The whole SSE body of events a plugin produced without any upstream.
-pub async fn local(events: Vec<String>, usage: Option<Usage>, framing: Framing) -> Vec<u8> {
+/// The whole SSE body of events a plugin produced without any upstream; a stream a guard
+/// `stopped` ends after its events with the client's dialect's error event instead.
+pub async fn local(
+    events: Vec<String>,
+    usage: Option<Usage>,
+    mut framing: Framing,
+    stopped: Option<(&ApiError, Dialect)>,
+) -> Vec<u8> {
     let mut body = Vec::new();
-    match framing {
+    match &mut framing {
         Framing::Chat { client_wants_usage } => {
-            write_events(&mut body, events, client_wants_usage);
-            body.extend_from_slice(DONE);
+            write_events(&mut body, events, *client_wants_usage);
         }
         Framing::Native => write_typed(&mut body, &events),
-        Framing::Translated(mut encoder) => {
+        Framing::Translated(encoder) => {
             if let Ok(Ok(encoded)) = encoder.push(&events).await {
                 write_named(&mut body, &encoded);
             }
+        }
+    }
+    if let Some((error, dialect)) = stopped {
+        body.extend(error_event(&mut framing, error, dialect).await);
+        return body;
+    }
+    match &mut framing {
+        Framing::Chat { .. } => body.extend_from_slice(DONE),
+        Framing::Native => {}
+        Framing::Translated(encoder) => {
             if let Ok(Ok(encoded)) = encoder.finish(usage).await {
                 write_named(&mut body, &encoded);
             }
         }
     }
     body
+}
+
+/// The error event that ends a stream in the client's dialect: its plugin's own when the
+/// stream is re-encoded, else the gateway's rendering of the dialect's shape.
+async fn error_event(framing: &mut Framing, error: &ApiError, dialect: Dialect) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Framing::Translated(encoder) = framing
+        && let Ok(events) = encoder
+            .fail(error.status().as_u16(), &error.failure())
+            .await
+    {
+        write_named(&mut buf, &events);
+        return buf;
+    }
+    buf.extend_from_slice(error.stream_event(dialect).as_bytes());
+    buf
 }
 
 /// The SSE body of a cached answer's chunks re-encoded in the client's dialect, whose final
@@ -375,15 +406,6 @@ impl Relay {
         tracing::warn!("stream ended early: {error}");
         let mut buf = Vec::new();
         match &mut self.framing {
-            Framing::Translated(encoder) => {
-                match encoder
-                    .fail(error.status().as_u16(), &error.failure())
-                    .await
-                {
-                    Ok(events) => write_named(&mut buf, &events),
-                    Err(_) => buf.extend_from_slice(error.stream_event(self.dialect).as_bytes()),
-                }
-            }
             Framing::Native => {
                 let translation = self.cx.as_ref().and_then(|cx| {
                     let translation = cx.translation.as_ref()?;
@@ -402,8 +424,8 @@ impl Relay {
                     None => buf.extend_from_slice(error.stream_event(self.dialect).as_bytes()),
                 }
             }
-            Framing::Chat { .. } => {
-                buf.extend_from_slice(error.stream_event(self.dialect).as_bytes());
+            framing @ (Framing::Chat { .. } | Framing::Translated(_)) => {
+                buf = error_event(framing, error, self.dialect).await;
             }
         }
         self.ready.push_back(Bytes::from(buf));

@@ -67,6 +67,21 @@ pub mod guard_world {
     });
 }
 
+/// The cache-key policy world, reusing the provider world's shared interfaces.
+pub mod cache_key_world {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "cache-key-plugin",
+        exports: { default: async },
+        with: {
+            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+        },
+    });
+}
+
+pub use cache_key_world::exports::wasmgate::plugin::cache_key as cache_key_types;
+pub use cache_key_world::{CacheKeyPlugin, CacheKeyPluginPre};
 pub use dialect_world::exports::wasmgate::plugin::dialect as dialect_types;
 pub use dialect_world::{DialectPlugin, DialectPluginPre};
 pub use guard_world::exports::wasmgate::plugin::guard as guard_types;

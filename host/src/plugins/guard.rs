@@ -6,7 +6,9 @@ use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::bindings::guard_types::{AnswerEvent, GuardInfo, RequestVerdict, StreamVerdict};
+use super::bindings::guard_types::{
+    AnswerEvent, ConsultReply, GuardInfo, RequestVerdict, StreamVerdict,
+};
 use super::bindings::types::ConfigError;
 use super::bindings::{GuardPlugin as Bindings, GuardPluginPre};
 use super::sandbox::{Sandbox, WarmPool};
@@ -73,6 +75,23 @@ impl GuardPlugin {
         .await
     }
 
+    /// The guard's verdict on `request` once the outside call it asked for (with `context`)
+    /// came to `reply`.
+    pub async fn check_request_reply(
+        &self,
+        options: &str,
+        request: &str,
+        context: &str,
+        reply: &ConsultReply,
+    ) -> Result<RequestVerdict, PluginFailure> {
+        self.call("check_request_reply", async |b: &Bindings, s| {
+            b.wasmgate_plugin_guard()
+                .call_check_request_reply(s, options, request, context, reply)
+                .await
+        })
+        .await
+    }
+
     /// Starts guarding one answer to `request`, on an instance of its own (a stream slot when
     /// the answer is streamed: it lives as long as the stream).
     pub async fn start_answer(
@@ -134,6 +153,19 @@ impl AnswerGuardCall {
                 b.wasmgate_plugin_guard()
                     .answer_guard()
                     .call_finish(s, guard)
+                    .await
+            })
+            .await
+    }
+
+    /// What came of the outside call the last verdict asked for.
+    pub async fn reply(&mut self, reply: &ConsultReply) -> Result<StreamVerdict, PluginFailure> {
+        let guard = self.guard;
+        self.sandbox
+            .run("reply", &self.bindings, async |b: &Bindings, s| {
+                b.wasmgate_plugin_guard()
+                    .answer_guard()
+                    .call_reply(s, guard, reply)
                     .await
             })
             .await

@@ -9,6 +9,7 @@
 
 mod bindings;
 mod cache;
+mod cache_key;
 mod cpu;
 mod dialect;
 mod guard;
@@ -27,14 +28,15 @@ use std::time::Duration;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+pub use bindings::cache_key_types::{KeyDecision, KeyRequest};
 pub use bindings::counter_types::{Counter, Period};
 pub use bindings::dialect_types::{
     AnswerInfo, Call as DialectCallRequest, Canonical, Declaration, Decoded, Event as DialectEvent,
     Failure, Framing, KeySource, Route as DialectRoute, RouteKind,
 };
 pub use bindings::guard_types::{
-    AnswerEvent, Finding, GuardInfo, Refusal, Release, RequestVerdict, Rewrite, Stop,
-    StreamVerdict, TextDelta, ToolCallDelta,
+    AnswerEvent, Consult, ConsultReply, Finding, GuardInfo, Refusal, Release, RequestVerdict,
+    Rewrite, Stop, StreamVerdict, TextDelta, ToolCallDelta,
 };
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
@@ -44,6 +46,7 @@ pub use bindings::router_types::{CircuitState, RouteRequest, Target as RouteTarg
 pub use bindings::types::{
     ConfigError as PluginConfigError, ErrorKind, HttpRequest, HttpResponse, PluginError, Usage,
 };
+pub use cache_key::CacheKeyPlugin;
 pub use dialect::{DialectCall, DialectPlugin, DialectStream};
 pub use guard::{AnswerGuardCall, GuardPlugin};
 pub use limiter::LimiterPlugin;
@@ -366,6 +369,15 @@ impl PluginHost {
         GuardPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
             name: name.to_owned(),
             detail: format!("not a guard plugin: {e:#}"),
+        })
+    }
+
+    /// Loads the cache-key policy plugin `name`, looked up like a provider plugin.
+    pub fn load_cache_key(&self, name: &str, dir: &Path) -> Result<CacheKeyPlugin, LoadError> {
+        let component = self.load(name, dir)?;
+        CacheKeyPlugin::new(self.clone(), name, &component).map_err(|e| LoadError::Invalid {
+            name: name.to_owned(),
+            detail: format!("not a cache-key plugin: {e:#}"),
         })
     }
 

@@ -2,8 +2,9 @@
 //! changed and revoked over HTTP.
 //!
 //! - `POST /admin/keys` makes a key (`project` required; `name`, `models`, `expires`, `rpm`,
-//!   `tpm`, `budget_usd`, `budget_period` as `wasmgate keys create` takes them) and answers 201
-//!   with the key itself, shown this once.
+//!   `tpm`, `budget_usd`, `budget_period`, `guards` as `wasmgate keys create` takes them) and
+//!   answers 201 with the key itself, shown this once. `guards` names entries of the running
+//!   config's `guards:`; an unknown one is refused.
 //! - `GET /admin/keys` (optionally `?project=`) and `GET /admin/keys/{id}`: keys with their
 //!   limits and spend so far, never the secret.
 //! - `PATCH /admin/keys/{id}` changes the fields it names; `null` clears one.
@@ -87,6 +88,8 @@ struct KeyBody {
     budget_usd: Option<Option<f64>>,
     #[serde(default)]
     budget_period: Option<String>,
+    #[serde(default, deserialize_with = "field")]
+    guards: Option<Option<Vec<String>>>,
     /// MCP tool patterns (`<server>/<tool>`); `null` or `[]` allows every tool.
     #[serde(default, deserialize_with = "field")]
     tools: Option<Option<Vec<String>>>,
@@ -127,8 +130,24 @@ impl KeyBody {
             tokens_per_minute: self.tpm,
             budget_micros,
             budget_period,
+            guards: self.guards.map(Option::unwrap_or_default),
             tools: self.tools.map(Option::unwrap_or_default),
         })
+    }
+}
+
+/// Refuses guard names the running config does not have: a key's requests would all fail.
+fn known_guards(state: &AppState, limits: &KeyLimits) -> Result<(), ApiError> {
+    let gateway = state.gateway.load();
+    match (limits.guards.iter()).find(|name| gateway.guards.named(name).is_none()) {
+        Some(name) => Err(ApiError::InvalidField {
+            param: "guards".to_owned(),
+            message: format!(
+                "guards: no guard is named `{}` in the config's `guards:`",
+                crate::clip::echo(name)
+            ),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -169,6 +188,7 @@ async fn create(
     }
     let now = now_us();
     let (name, limits) = apply(asked.changes(now)?, None, &KeyLimits::default())?;
+    known_guards(&state, &limits)?;
     let (secret, mut stored) = auth::generate(&project, name.as_deref(), now);
     stored.limits = limits;
     let key = stored.clone();
@@ -235,6 +255,7 @@ async fn update(
         return Err(ApiError::KeyNotFound(id));
     }
     let (name, limits) = apply(asked.changes(now_us())?, key.name, &key.limits)?;
+    known_guards(&state, &limits)?;
     let changed = {
         let (id, limits) = (id.clone(), limits.clone());
         blocking(&state, move |store| {
@@ -316,6 +337,7 @@ fn shown(key: &ApiKey, spend: Option<Spend>, now: i64) -> Value {
         "rpm": limits.requests_per_minute,
         "tpm": limits.tokens_per_minute,
         "budget": limits.budget.map(|b| json!({"usd": usd(b.micros), "period": b.period.name()})),
+        "guards": limits.guards,
     });
     if let Some(spend) = spend {
         value["spend"] = json!({"usd": usd(spend.micros), "period": spend.period.name()});

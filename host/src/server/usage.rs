@@ -154,18 +154,9 @@ pub async fn total(
     let (project, query): (_, TotalQuery) = asked(&state, &headers, body).await?;
     let (start, end) = range(query.start_time_us, query.end_time_us)?;
     let totals = blocking(&state, move |store| store.total(&project, start, end)).await?;
-    // What the response cache answered: hits, their share of the requests, the cost they saved.
-    let hit_rate = match totals.requests {
-        0 => 0.0,
-        n => totals.cache_hits as f64 / n as f64,
-    };
     Ok(Json(json!({
         "total": sums(totals),
-        "cache": {
-            "hits": totals.cache_hits,
-            "hit_rate": hit_rate,
-            "saved_cost": totals.saved_cost_micros as f64 / 1_000_000.0,
-        },
+        "cache": cache(totals),
         "period_start": start,
         "period_end": end,
     })))
@@ -205,6 +196,7 @@ pub async fn models(
             if let Value::Object(sums) = sums(b.totals) {
                 entry.extend(sums);
             }
+            entry.insert("cache".to_owned(), cache(b.totals));
             Value::Object(entry)
         })
         .collect();
@@ -281,6 +273,19 @@ pub(super) fn range(start: Option<i64>, end: Option<i64>) -> Result<(i64, i64), 
         });
     }
     Ok((start, end))
+}
+
+/// What the response cache answered: hits, their share of the requests, the cost they saved.
+fn cache(totals: Totals) -> Value {
+    let hit_rate = match totals.requests {
+        0 => 0.0,
+        n => totals.cache_hits as f64 / n as f64,
+    };
+    json!({
+        "hits": totals.cache_hits,
+        "hit_rate": hit_rate,
+        "saved_cost": totals.saved_cost_micros as f64 / 1_000_000.0,
+    })
 }
 
 fn sums(totals: Totals) -> Value {

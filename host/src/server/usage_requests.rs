@@ -25,7 +25,7 @@ use super::usage::{asked, blocking, bounded_tags, given, range, user_filter};
 use crate::clip::echo;
 use crate::ledger::UsageRecord;
 use crate::ledger::requests::{
-    self, LIMIT_DEFAULT, LIMIT_MAX, Position, RequestQuery, StatusClass,
+    self, GuardFilter, LIMIT_DEFAULT, LIMIT_MAX, Position, RequestQuery, StatusClass,
 };
 use crate::ledger::time::format_utc;
 use crate::pipeline::auth;
@@ -64,6 +64,12 @@ struct ListQuery {
     status: Option<String>,
     #[serde(default)]
     dialect: Option<String>,
+    /// Records with a verdict of this guard.
+    #[serde(default)]
+    guard: Option<String>,
+    /// Records with a guard's verdict of this action, or `any` verdict.
+    #[serde(default)]
+    guard_action: Option<String>,
     #[serde(default)]
     limit: Option<u64>,
     #[serde(default)]
@@ -107,6 +113,7 @@ pub async fn list(
             )
         })?),
     };
+    let guard = guard_filter(q.guard, q.guard_action)?;
     let limit = match q.limit {
         None => LIMIT_DEFAULT,
         Some(n @ 1..) if n <= LIMIT_MAX as u64 => n as usize,
@@ -127,6 +134,7 @@ pub async fn list(
         api_key_id: given("api_key_id", q.api_key_id, KEY_ID_MAX)?,
         status,
         operation: operation.map(str::to_owned),
+        guard,
         after: None,
         limit,
     };
@@ -182,6 +190,41 @@ pub async fn one(
     }
 }
 
+/// The guard filter of `guard` (a guard's name) and `guard_action` (an action, or `any`).
+fn guard_filter(
+    guard: Option<String>,
+    action: Option<String>,
+) -> Result<Option<GuardFilter>, ApiError> {
+    let invalid = |param: &str, message: String| ApiError::InvalidField {
+        param: param.to_owned(),
+        message,
+    };
+    if let Some(name) = &guard
+        && !crate::config::guards::valid_name(name)
+    {
+        return Err(invalid(
+            "guard",
+            "'guard' must be a guard's name (1 to 64 letters, digits, `-` or `_`).".to_owned(),
+        ));
+    }
+    let asked = guard.is_some() || action.is_some();
+    let action = match action.as_deref() {
+        None | Some("any") => None,
+        Some(a) if requests::GUARD_ACTIONS.contains(&a) => Some(a.to_owned()),
+        Some(a) => {
+            return Err(invalid(
+                "guard_action",
+                format!(
+                    "'guard_action' must be any or one of {}; got '{}'.",
+                    requests::GUARD_ACTIONS.join(", "),
+                    echo(a)
+                ),
+            ));
+        }
+    };
+    Ok(asked.then_some(GuardFilter { guard, action }))
+}
+
 /// A record as the API shows it: times in µs (and the start in UTC), money in USD.
 fn record_json(r: &UsageRecord) -> Value {
     json!({
@@ -207,6 +250,7 @@ fn record_json(r: &UsageRecord) -> Value {
         "latency_us": r.latency_us,
         "ttft_us": r.ttft_us,
         "estimated": r.estimated,
+        "guards": r.guards.as_deref().and_then(|g| serde_json::from_str::<Value>(g).ok()),
         "bytes_in": r.bytes_in,
         "bytes_out": r.bytes_out,
     })
@@ -224,6 +268,7 @@ fn fingerprint(q: &RequestQuery) -> [u8; FINGERPRINT] {
         q.api_key_id,
         q.status.map(StatusClass::name),
         q.operation,
+        q.guard.as_ref().map(|g| (&g.guard, &g.action)),
     ]);
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     let mut out = [0; FINGERPRINT];

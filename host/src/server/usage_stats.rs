@@ -151,6 +151,9 @@ fn figures(f: &Figures) -> serde_json::Map<String, Value> {
         "output_tokens": f.output_tokens,
         "cached_input_tokens": f.cached_input_tokens,
         "cost": f.cost_micros as f64 / 1_000_000.0,
+        "cache_hits": f.cache_hits,
+        "cache_hit_rate": if f.requests == 0 { 0.0 } else { f.cache_hits as f64 / f.requests as f64 },
+        "saved_cost": f.saved_cost_micros as f64 / 1_000_000.0,
         "latency_us_avg": average(f.latency_us_sum, f.requests),
         "ttft_us_avg": average(f.ttft_us_sum, f.ttft_count),
     });

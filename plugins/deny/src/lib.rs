@@ -259,6 +259,7 @@ mod tests {
                     assert!(!sent.to_lowercase().contains("project"), "{sent}");
                     return;
                 }
+                StreamVerdict::Consult(_) => panic!("deny asks no one"),
             }
         }
         panic!("not stopped: {sent}");

@@ -27,6 +27,12 @@ to send now; the rest is held) or :func:`stop`, and ``finish()`` releases what i
 
 The request is Chat Completions JSON (text); events are ``AnswerEvent_Text``,
 ``AnswerEvent_ToolCall``, ``AnswerEvent_Usage`` and ``AnswerEvent_Stop``. See ``wit/guard.wit``.
+
+A guard that needs an outside verdict returns :func:`consult` (a JSON body the host POSTs to
+the entry's ``endpoint``; plugins get no sockets) from ``check_request`` or an answer guard's
+``push``/``finish``; the host then calls ``check_request_reply(options, request, context,
+reply)`` or the answer guard's ``reply(reply)``, where ``reply`` is
+``ConsultReply_Answered((status, body))`` or ``ConsultReply_Failed(reason)``.
 """
 
 import json
@@ -39,17 +45,23 @@ from wit_world.exports.guard import (
     AnswerEvent_Text,
     AnswerEvent_ToolCall,
     AnswerEvent_Usage,
+    Consult,
+    ConsultReply,
+    ConsultReply_Answered,
+    ConsultReply_Failed,
     Finding,
     GuardInfo,
     Refusal,
     Release,
     RequestVerdict,
     RequestVerdict_Allow,
+    RequestVerdict_Consult,
     RequestVerdict_Refuse,
     RequestVerdict_Rewrite,
     Rewrite,
     Stop,
     StreamVerdict,
+    StreamVerdict_Consult,
     StreamVerdict_Release,
     StreamVerdict_Stop,
     TextDelta,
@@ -63,10 +75,11 @@ from .options import ConfigError, NoOptions, parse_options
 
 __all__ = [
     "AnswerEvent", "AnswerEvent_Stop", "AnswerEvent_Text", "AnswerEvent_ToolCall",
-    "AnswerEvent_Usage", "ConfigError", "Finding", "Guard", "PassAnswers", "RequestVerdict",
+    "AnswerEvent_Usage", "ConfigError", "ConsultReply", "ConsultReply_Answered",
+    "ConsultReply_Failed", "Finding", "Guard", "PassAnswers", "RequestVerdict",
     "RequestVerdict_Allow", "RequestVerdict_Refuse", "RequestVerdict_Rewrite", "Stop",
     "StreamVerdict", "StreamVerdict_Release", "StreamVerdict_Stop", "TextDelta", "ToolCallDelta",
-    "allow", "count_tokens", "export", "log", "refuse", "release", "request_texts", "rewrite",
+    "allow", "consult", "consult_answer", "count_tokens", "export", "log", "refuse", "release", "request_texts", "rewrite",
     "stop", "text", "validate",
 ]
 
@@ -103,6 +116,12 @@ class Guard(Generic[O]):
         """Allows, rewrites or refuses a request (Chat Completions JSON). The default allows."""
         return allow()
 
+    def check_request_reply(self, options: O, request: str, context: str, reply: ConsultReply) -> RequestVerdict:
+        """The check of ``request`` once the outside call :func:`consult` asked for came back
+        (``context`` is the consult's own; it may run on another instance). A guard that
+        consults overrides this; the default fails the request closed."""
+        raise RuntimeError("this guard asked for an outside call it does not take the reply of")
+
 
 def _findings(findings: dict[str, int] | None) -> list[Finding]:
     return [Finding(kind, int(n)) for kind, n in (findings or {}).items()]
@@ -131,6 +150,40 @@ def release(events: list[AnswerEvent], held_chars: int = 0, findings: dict[str, 
 def stop(reason: str, findings: dict[str, int] | None = None) -> StreamVerdict:
     """Ends the answer here, with the client's API's own error."""
     return StreamVerdict_Stop(Refusal(reason, 400, _findings(findings)))
+
+
+def consult(body: Any, context: str = "") -> Any:
+    """Asks the host to POST ``body`` (JSON text, or a value to serialise) to the entry's
+    ``endpoint`` first; valid as a request verdict and as a stream verdict (see the module)."""
+    text_body = body if isinstance(body, str) else json.dumps(body)
+    return _Consult(Consult(text_body, context))
+
+
+class _Consult:
+    """A consult, made the request or stream verdict by the adapter that returns it."""
+
+    def __init__(self, call: Consult):
+        self.call = call
+
+
+def _request_verdict(verdict: Any) -> RequestVerdict:
+    return RequestVerdict_Consult(verdict.call) if isinstance(verdict, _Consult) else verdict
+
+
+def _stream_verdict(verdict: Any) -> StreamVerdict:
+    return StreamVerdict_Consult(verdict.call) if isinstance(verdict, _Consult) else verdict
+
+
+def consult_answer(reply: ConsultReply) -> tuple[int, Any] | None:
+    """The status and JSON body of an endpoint's answer; ``None`` when the call failed (and the
+    entry said to let the check through)."""
+    if isinstance(reply, ConsultReply_Answered):
+        status, body = reply.value
+        try:
+            return status, json.loads(body)
+        except ValueError:
+            return status, None
+    return None
 
 
 def text(value: str, choice: int = 0) -> AnswerEvent:
@@ -179,7 +232,11 @@ def export(cls: type[Guard]) -> type:
         def check_request(self, text: str, request: str) -> RequestVerdict:
             # Options the config accepted cannot fail here; if they do, the call traps and the
             # host fails the request closed.
-            return plugin.check_request(parse_options(text, cls.Options), request)
+            return _request_verdict(plugin.check_request(parse_options(text, cls.Options), request))
+
+        def check_request_reply(self, text: str, request: str, context: str, reply: ConsultReply) -> RequestVerdict:
+            options = parse_options(text, cls.Options)
+            return _request_verdict(plugin.check_request_reply(options, request, context, reply))
 
     return _export.install(cls, "Guard", Adapter)
 
@@ -192,10 +249,15 @@ class _AnswerGuardAdapter:
         self._answer = cls.Answer(parse_options(options, cls.Options), request)
 
     def push(self, events: list[AnswerEvent]) -> StreamVerdict:
-        return self._answer.push(events)
+        return _stream_verdict(self._answer.push(events))
 
     def finish(self) -> StreamVerdict:
-        return self._answer.finish()
+        return _stream_verdict(self._answer.finish())
+
+    def reply(self, reply: ConsultReply) -> StreamVerdict:
+        if not hasattr(self._answer, "reply"):
+            raise RuntimeError("this guard asked for an outside call it does not take the reply of")
+        return _stream_verdict(self._answer.reply(reply))
 
 
 def validate(adapter: type, options: str) -> ConfigError | None:

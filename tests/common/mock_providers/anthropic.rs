@@ -10,6 +10,8 @@
 //! | model `error-429` / `error-500` | that status in Anthropic's error shape |
 //! | `thinking` enabled | a `thinking` block first, signed: the mock checks the signature when it comes back |
 //! | custom tools, `tool_choice` not `none`, and the last user turn holds no `tool_result` | a `tool_use` of the first tool (or the one `tool_choice` names) |
+//! | a [`Script`] is set, its tool offered, and no `tool_result` in the last user turn | a `tool_use` of that tool with the script's input |
+//! | a [`Script`] is set and the last user turn holds a `tool_result` | a text answer quoting the result: `The tool said: ...` |
 //! | `cache_control` anywhere | usage counted from the prompt: a prefix up to a breakpoint is written to the cache the first time and read from it after |
 //! | no `cache_control` | the fixed usage the chat translation tests were written against (10 in, 3 written, 5 read, 12 out) |
 //!
@@ -175,12 +177,17 @@ pub(super) async fn messages(
     }
     match &answer.tool {
         Some(name) => {
-            let input: Value = serde_json::from_str(TOOL_INPUT).unwrap_or_default();
-            content.push(json!({"type": "text", "text": "<thinking>I need to call the get_weather function</thinking>"}));
+            let input = (answer.tool_input.clone())
+                .unwrap_or_else(|| serde_json::from_str(TOOL_INPUT).unwrap_or_default());
+            let text = (answer.text.as_deref())
+                .unwrap_or("<thinking>I need to call the get_weather function</thinking>");
+            content.push(json!({"type": "text", "text": text}));
             content
                 .push(json!({"type": "tool_use", "id": TOOL_USE_ID, "name": name, "input": input}));
         }
-        None => content.push(json!({"type": "text", "text": TEXT})),
+        None => {
+            content.push(json!({"type": "text", "text": answer.text.as_deref().unwrap_or(TEXT)}))
+        }
     }
     axum::Json(json!({
         "id": MESSAGE_ID, "type": "message", "role": "assistant", "model": model,
@@ -214,12 +221,47 @@ pub(super) async fn count_tokens(
     axum::Json(json!({"input_tokens": total})).into_response()
 }
 
+/// An agent's turn for the mock to play, as a coding agent's backend would: call `tool` with
+/// `input` (e.g. Claude Code's `Read` of a file), then answer with what the tool returned.
+#[derive(Clone, Debug)]
+pub struct Script {
+    pub tool: String,
+    pub input: Value,
+}
+
 /// What the mock will answer to a valid request.
 pub(super) struct Answer {
     pub thinking: bool,
     /// The tool it calls, if any.
     pub tool: Option<String>,
     pub usage: Usage,
+    /// The text, when not the fixed one.
+    pub text: Option<String>,
+    /// The tool's input, when not the fixed one.
+    pub tool_input: Option<Value>,
+}
+
+/// The text of the `tool_result` blocks of `message`, if it has any.
+fn tool_results(message: &Value) -> Option<String> {
+    let results: Vec<&Value> = (message["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    if results.is_empty() {
+        return None;
+    }
+    let mut text = String::new();
+    for result in results {
+        match &result["content"] {
+            Value::String(s) => text.push_str(s),
+            Value::Array(blocks) => {
+                for block in blocks {
+                    text.push_str(block["text"].as_str().unwrap_or_default());
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(text)
 }
 
 #[derive(Clone, Copy)]
@@ -274,11 +316,31 @@ impl Answer {
                 output,
             },
         };
-        Self {
+        let mut answer = Self {
             thinking,
             tool,
             usage,
+            text: None,
+            tool_input: None,
+        };
+        if let Some(script) = shared.script.lock().await.clone() {
+            let last = request["messages"].as_array().and_then(|m| m.last());
+            let offered = (request["tools"].as_array().into_iter().flatten())
+                .any(|t| t["name"] == script.tool.as_str());
+            match last.and_then(tool_results) {
+                Some(result) => {
+                    answer.tool = None;
+                    answer.text = Some(format!("The tool said: {result}"));
+                }
+                None if offered => {
+                    answer.tool = Some(script.tool);
+                    answer.tool_input = Some(script.input);
+                    answer.text = Some("Let me look at that file.".to_owned());
+                }
+                None => {}
+            }
         }
+        answer
     }
 }
 

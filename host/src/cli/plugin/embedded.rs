@@ -10,8 +10,7 @@ macro_rules! files {
 }
 
 /// The WIT package, `wasmgate:plugin@0.1.0`.
-pub const WIT: &[(&str, &str)] =
-    files!("wit": "types.wit", "router.wit", "limiter.wit", "provider.wit", "guard.wit");
+pub const WIT: &[(&str, &str)] = files!("wit": "types.wit", "router.wit", "limiter.wit", "provider.wit", "guard.wit", "cache-key.wit");
 
 /// The Python SDK: `wasmgate_plugin/` and the `provider` module componentize-py looks for.
 pub const PYTHON: &[(&str, &str)] = files!("sdk/python":
@@ -20,6 +19,7 @@ pub const PYTHON: &[(&str, &str)] = files!("sdk/python":
     "wasmgate_plugin/__init__.py",
     "wasmgate_plugin/_export.py",
     "wasmgate_plugin/_host.py",
+    "wasmgate_plugin/cache_key.py",
     "wasmgate_plugin/errors.py",
     "wasmgate_plugin/guard.py",
     "wasmgate_plugin/limiter.py",
@@ -34,6 +34,7 @@ pub const JS: &[(&str, &str)] = files!("sdk/js":
     "package.json",
     "build.mjs",
     "_export.js",
+    "cache_key.js",
     "errors.js",
     "guard.js",
     "host.js",

@@ -26,6 +26,10 @@ pub enum Kind {
     Provider,
     /// A content policy on requests and answers.
     Guard,
+    /// What of a request goes into the response cache's key.
+    #[serde(rename = "cache-key")]
+    #[value(name = "cache-key")]
+    CacheKey,
 }
 
 impl Kind {
@@ -35,6 +39,7 @@ impl Kind {
             Kind::Limiter => "limiter",
             Kind::Provider => "provider",
             Kind::Guard => "guard",
+            Kind::CacheKey => "cache-key",
         }
     }
 

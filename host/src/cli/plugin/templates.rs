@@ -74,6 +74,22 @@ pub fn files(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             ("package.json", template!("js/package.json")),
             ignore,
         ],
+        (Lang::Rust, Kind::CacheKey) => vec![
+            ("Cargo.toml", template!("rust/Cargo.toml")),
+            ("src/lib.rs", template!("rust/cache_key.rs")),
+            ignore,
+        ],
+        (Lang::Python, Kind::CacheKey) => vec![
+            ("app.py", template!("python/cache_key.py")),
+            ("app_test.py", template!("python/cache_key_test.py")),
+            ignore,
+        ],
+        (Lang::Js, Kind::CacheKey) => vec![
+            ("app.js", template!("js/cache_key.js")),
+            ("app.test.js", template!("js/cache_key.test.js")),
+            ("package.json", template!("js/package.json")),
+            ignore,
+        ],
         (Lang::Rust, Kind::Provider) => vec![
             ("Cargo.toml", template!("rust/Cargo.toml")),
             ("src/lib.rs", template!("rust/provider.rs")),

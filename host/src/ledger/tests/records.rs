@@ -40,6 +40,13 @@ pub fn log_record(i: u64, time_us: i64) -> UsageRecord {
     r.status = [200, 200, 200, 200, 400, 429, 500, 502][(h >> 24) as usize % 8];
     r.operation =
         ["chat.completions", "chat.completions", "embeddings"][(h >> 28) as usize % 3].to_owned();
+    // Some records carry guard verdicts, as the pipeline writes them (keys in order).
+    r.guards = match (h >> 40) % 4 {
+        0 => None,
+        1 => Some(r#"[{"action":"refuse","counts":{"card":1},"guard":"no-cards","side":"request"}]"#.to_owned()),
+        2 => Some(r#"[{"action":"rewrite","counts":{},"guard":"redact","side":"request"},{"action":"allow","counts":{},"guard":"deny","side":"answer"}]"#.to_owned()),
+        _ => Some(r#"[{"action":"monitor_refuse","counts":{},"guard":"Redact","side":"request"}]"#.to_owned()),
+    };
     match (h >> 32) % 12 {
         0 => r.model = None,
         1 | 2 => {}

@@ -54,19 +54,26 @@ pub(super) fn answer(model: &str, answer: &Answer) -> Response {
             deltas,
         );
     }
+    let text: Vec<String> = match &answer.text {
+        Some(text) => pieces(text, 7),
+        None => STREAM_DELTAS.iter().map(|t| (*t).to_owned()).collect(),
+    };
     block(
         &mut events,
         json!({"type": "text", "text": ""}),
-        STREAM_DELTAS
-            .iter()
+        text.iter()
             .map(|t| json!({"type": "text_delta", "text": t}))
             .collect(),
     );
     if let Some(name) = &answer.tool {
+        let input: Vec<String> = match &answer.tool_input {
+            Some(input) => pieces(&input.to_string(), 5),
+            None => STREAM_TOOL_INPUT.iter().map(|p| (*p).to_owned()).collect(),
+        };
         block(
             &mut events,
             json!({"type": "tool_use", "id": TOOL_USE_ID, "name": name, "input": {}}),
-            STREAM_TOOL_INPUT
+            input
                 .iter()
                 .map(|p| json!({"type": "input_json_delta", "partial_json": p}))
                 .collect(),
@@ -79,6 +86,15 @@ pub(super) fn answer(model: &str, answer: &Answer) -> Response {
         "usage": answer.usage.json()}));
     events.push(json!({"type": "message_stop"}));
     sse(events)
+}
+
+/// `text` in deltas of `size` characters, as the API cuts text anywhere.
+fn pieces(text: &str, size: usize) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(size.max(1))
+        .map(|c| c.iter().collect())
+        .collect()
 }
 
 /// `message_start`, a text block's start and first delta, then `error` (if given) and the end.

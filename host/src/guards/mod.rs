@@ -1,7 +1,12 @@
 //! The guards of one loaded config: each entry's plugin, validated options, what it checks and
-//! for whom, in the order they run. The pipeline (`pipeline/guard.rs`) runs them.
+//! for whom, in the order they run, and where its outside verdicts come from (`outside.rs`).
+//! The pipeline (`pipeline/guard.rs`) runs them.
+
+mod outside;
 
 use std::sync::Arc;
+
+pub use outside::{AnswerGuard, Checked, Endpoint, GuardError};
 
 use crate::config::guards::{GuardApply, GuardEntry, GuardMode, GuardScope};
 use crate::plugins::{GuardPlugin, PluginHost};
@@ -19,6 +24,8 @@ pub struct Guard {
     /// The most text its answer guard holds back, as it declared.
     pub max_hold_chars: u32,
     scope: GuardScope,
+    /// Where its outside calls go, if its entry names an endpoint.
+    endpoint: Option<Arc<Endpoint>>,
 }
 
 /// Who a request is, as scopes see it.
@@ -27,13 +34,19 @@ pub struct Who<'a> {
     pub key_id: Option<&'a str>,
     /// The model as the client named it.
     pub model: &'a str,
+    /// The guards the key names, which apply besides those whose scope takes the request.
+    pub named: &'a [String],
 }
 
 impl Guard {
     /// Whether it applies to a request from `who`.
     pub fn applies(&self, who: &Who<'_>) -> bool {
         let scope = &self.scope;
-        (scope.projects.is_empty() || scope.projects.iter().any(|p| p == who.project))
+        if who.named.iter().any(|n| **n == *self.name) {
+            return true;
+        }
+        !scope.only_named
+            && (scope.projects.is_empty() || scope.projects.iter().any(|p| p == who.project))
             && (scope.keys.is_empty()
                 || who
                     .key_id
@@ -60,6 +73,8 @@ impl Guards {
         order.sort_by_key(|(i, entry)| (entry.order, *i));
         let mut plugins: std::collections::HashMap<&str, GuardPlugin> = Default::default();
         let mut list = Vec::with_capacity(entries.len());
+        // One client for every guard's endpoint, made only when one has an endpoint.
+        let mut http: Option<reqwest::Client> = None;
         for (i, entry) in order {
             let at = |key: &str, message: String| format!("guards[{i}].{key}: {message}");
             let plugin = match plugins.get(entry.plugin.as_str()) {
@@ -84,6 +99,22 @@ impl Guards {
                 }
                 Err(failure) => return Err(at("plugin", failure.to_string())),
             };
+            let endpoint = match &entry.endpoint {
+                Some(endpoint) => {
+                    let client = match &http {
+                        Some(client) => client.clone(),
+                        None => {
+                            let client = crate::upstream::client()
+                                .map_err(|e| at("endpoint", e.to_string()))?;
+                            http.insert(client).clone()
+                        }
+                    };
+                    let endpoint =
+                        Endpoint::new(endpoint, client).map_err(|e| at("endpoint", e))?;
+                    Some(Arc::new(endpoint))
+                }
+                None => None,
+            };
             list.push(Guard {
                 name: entry.name().into(),
                 plugin,
@@ -93,6 +124,7 @@ impl Guards {
                 fail_open: entry.fail_open,
                 max_hold_chars: info.max_hold_chars,
                 scope: entry.scope.clone(),
+                endpoint,
             });
         }
         Ok(Self { list })
@@ -107,11 +139,20 @@ impl Guards {
         self.list.get(index)
     }
 
-    /// The indices of the guards that apply to `who`, in order.
-    pub fn applying(&self, who: &Who<'_>) -> Vec<usize> {
-        (self.list.iter().enumerate())
+    /// The indices of the guards that apply to `who`, in order; or the first guard the key
+    /// names that this config does not have (its requests fail closed rather than go unguarded).
+    pub fn applying<'w>(&self, who: &Who<'w>) -> Result<Vec<usize>, &'w str> {
+        if let Some(missing) = (who.named.iter()).find(|n| self.named(n).is_none()) {
+            return Err(missing);
+        }
+        Ok((self.list.iter().enumerate())
             .filter(|(_, g)| g.applies(who))
             .map(|(i, _)| i)
-            .collect()
+            .collect())
+    }
+
+    /// The index of the guard named `name`.
+    pub fn named(&self, name: &str) -> Option<usize> {
+        self.list.iter().position(|g| &*g.name == name)
     }
 }

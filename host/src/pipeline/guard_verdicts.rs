@@ -1,0 +1,172 @@
+//! What a request's guards decided: each guard's verdict on each side (its strongest action,
+//! the counts of what it found by kind, never the matched text), kept on the request's context
+//! and summarised into its record and the verdicts metric when the request ends.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::guard_answer::AnswerChain;
+use crate::plugins::Finding;
+
+/// Kinds kept per verdict, and bytes per kind: what a guard reports is bounded before it is
+/// recorded or labelled.
+const KINDS_MAX: usize = 16;
+const KIND_MAX: usize = 32;
+
+/// A request's guards: the ones that check its answer, and the verdicts so far.
+#[derive(Default)]
+pub struct Guarded {
+    /// Indices into the gateway's guards of those that check the answer.
+    pub(super) answer: Vec<usize>,
+    /// Some guard applies: the answer must be canonical (no native pass-through).
+    pub(super) any: bool,
+    verdicts: Vec<Verdict>,
+    /// The request as the client sent it (canonical), for the answer guards' constructors.
+    pub(super) request: Option<Arc<str>>,
+    /// The chain a streamed answer goes through, taken by the relay. In a mutex only so that
+    /// the context stays `Sync` (a plugin instance is not); nothing contends for it.
+    pub(super) chain: Option<std::sync::Mutex<AnswerChain>>,
+}
+
+/// One guard's verdict on one side of a request.
+struct Verdict {
+    guard: Arc<str>,
+    side: &'static str,
+    action: Action,
+    monitor: bool,
+    counts: BTreeMap<String, u64>,
+}
+
+/// What a guard did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Allow,
+    Rewrite,
+    Refuse,
+    Stop,
+    /// It failed, and its entry says `fail_open`.
+    Error,
+}
+
+impl Action {
+    /// How strong it is: the strongest stands for a guard's side of a request.
+    pub(super) fn rank(self) -> u8 {
+        match self {
+            Self::Allow => 0,
+            Self::Rewrite => 1,
+            Self::Error => 2,
+            Self::Refuse | Self::Stop => 3,
+        }
+    }
+
+    pub(super) fn name(self, monitor: bool) -> &'static str {
+        match (self, monitor) {
+            (Self::Allow, false) => "allow",
+            (Self::Rewrite, false) => "rewrite",
+            (Self::Refuse, false) => "refuse",
+            (Self::Stop, false) => "stop",
+            (Self::Error, false) => "error",
+            (Self::Allow, true) => "monitor_allow",
+            (Self::Rewrite, true) => "monitor_rewrite",
+            (Self::Refuse, true) => "monitor_refuse",
+            (Self::Stop, true) => "monitor_stop",
+            (Self::Error, true) => "monitor_error",
+        }
+    }
+}
+
+impl Guarded {
+    /// Whether a guard applies, so that the answer must come back canonical.
+    pub fn forces_translation(&self) -> bool {
+        self.any
+    }
+
+    pub(super) fn record(
+        &mut self,
+        guard: &Arc<str>,
+        side: &'static str,
+        action: Action,
+        monitor: bool,
+        findings: &[Finding],
+    ) {
+        let at = self
+            .verdicts
+            .iter()
+            .position(|v| Arc::ptr_eq(&v.guard, guard) && v.side == side);
+        let verdict = match at {
+            Some(at) => &mut self.verdicts[at],
+            None => {
+                self.verdicts.push(Verdict {
+                    guard: Arc::clone(guard),
+                    side,
+                    action: Action::Allow,
+                    monitor,
+                    counts: BTreeMap::new(),
+                });
+                let last = self.verdicts.len() - 1;
+                &mut self.verdicts[last]
+            }
+        };
+        // The strongest action seen stands for the side.
+        if action.rank() >= verdict.action.rank() {
+            verdict.action = action;
+        }
+        for finding in findings {
+            if verdict.counts.len() >= KINDS_MAX && !verdict.counts.contains_key(&finding.kind) {
+                continue;
+            }
+            let kind = kind_label(&finding.kind);
+            *verdict.counts.entry(kind).or_default() += u64::from(finding.count);
+        }
+    }
+
+    /// The verdicts as the record keeps them (JSON), counted in `metrics`; `None` without any.
+    pub fn summary(&mut self, metrics: &crate::telemetry::Metrics) -> Option<String> {
+        if self.verdicts.is_empty() {
+            return None;
+        }
+        let list: Vec<serde_json::Value> = (self.verdicts.drain(..))
+            .map(|v| {
+                let action = v.action.name(v.monitor);
+                metrics.guard_verdicts.inc([&v.guard, action], 1);
+                serde_json::json!({
+                    "guard": &*v.guard,
+                    "side": v.side,
+                    "action": action,
+                    "counts": v.counts,
+                })
+            })
+            .collect();
+        Some(serde_json::Value::Array(list).to_string())
+    }
+
+    /// The chain a streamed answer goes through (taken once, by the relay).
+    pub fn take_chain(&mut self) -> Option<AnswerChain> {
+        let chain = self.chain.take()?;
+        Some(
+            chain
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    pub(super) fn verdicts_from(&mut self, chain: &mut AnswerChain) {
+        for (guard, action, monitor, findings) in chain.verdicts.drain(..) {
+            self.record(&guard, "answer", action, monitor, &findings);
+        }
+    }
+}
+
+/// A kind as a label: printable, without quotes, bounded.
+fn kind_label(kind: &str) -> String {
+    let clean: String = kind
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(KIND_MAX)
+        .collect();
+    if clean.is_empty() {
+        "other".to_owned()
+    } else {
+        clean
+    }
+}

@@ -1,0 +1,174 @@
+//! A JavaScript guard that asks for outside verdicts through the host, built with the SDK's
+//! `consult`, `checkRequestReply` and an answer's `reply` (`sdk/js/guard.js`) by `plugin build`
+//! and loaded from `plugins.dir`: its checks reach the operator's webhook only through the
+//! entry's `endpoint`, the request is refused and the answer stopped on the webhook's word.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use common::{TestGateway, http, plugin_cache_dir};
+use serde_json::{Value, json};
+
+/// The guard: every request and every whole answer is sent to the endpoint as
+/// `{"side", "input"}`; `{"flagged": true}` refuses or stops.
+const APP: &str = r#"
+import { allow, consult, consultAnswer, defineGuard, refuse, release, requestTexts, stop } from 'wasmgate-plugin/guard';
+
+const textOf = (events) => events.filter((e) => e.tag === 'text').map((e) => e.val.text).join('');
+const flagged = (reply) => consultAnswer(reply)?.body?.flagged === true;
+
+export const guard = defineGuard({
+  validate() {
+    return 4096;
+  },
+  checkRequest(options, request) {
+    return consult({ side: 'request', input: requestTexts(request) }, 'asked');
+  },
+  checkRequestReply(options, request, context, reply) {
+    if (context !== 'asked') throw new Error(`context ${context} did not come back`);
+    return flagged(reply) ? refuse('flagged by the policy service', 403, { flagged: 1 }) : allow();
+  },
+  answer() {
+    let held = [];
+    return {
+      push(events) {
+        held.push(...events);
+        return release([], [...textOf(held)].length);
+      },
+      finish() {
+        return consult({ side: 'answer', input: [textOf(held)] });
+      },
+      reply(reply) {
+        if (flagged(reply)) return stop('flagged by the policy service', { flagged: 1 });
+        const out = held;
+        held = [];
+        return release(out, 0);
+      },
+    };
+  },
+});
+"#;
+
+/// The operator's webhook: flags any input that says "falcon"; keeps what it was sent.
+async fn webhook() -> (String, Arc<Mutex<Vec<Value>>>) {
+    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let kept = Arc::clone(&seen);
+    let app = axum::Router::new().route(
+        "/verdict",
+        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
+            let kept = Arc::clone(&kept);
+            async move {
+                let flagged = body["input"].to_string().to_lowercase().contains("falcon");
+                kept.lock().unwrap().push(body);
+                axum::Json(json!({"flagged": flagged}))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.ok() });
+    (format!("http://{addr}/verdict"), seen)
+}
+
+#[tokio::test]
+async fn a_javascript_guard_asks_the_operators_webhook_through_the_host() {
+    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/polyglot");
+    assert!(
+        tools.join("js/node_modules").exists(),
+        "the JavaScript toolchain is missing: run scripts/polyglot.sh"
+    );
+    let dir = common::binary::temp_dir("js-consult");
+    let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
+    let created = std::process::Command::new(wasmgate)
+        .args([
+            "plugin",
+            "new",
+            "guard",
+            "js-consult",
+            "--lang",
+            "js",
+            "--dir",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let project = dir.join("js-consult");
+    std::fs::write(project.join("app.js"), APP).unwrap();
+    // The template's own tests are of the template's guard.
+    let _ = std::fs::remove_file(project.join("app.test.js"));
+    let plugins = dir.join("plugins");
+    let built = std::process::Command::new(wasmgate)
+        .args(["plugin", "build"])
+        .arg(&project)
+        .arg("--out")
+        .arg(&plugins)
+        .env("WASMGATE_JS_TOOLCHAIN", tools.join("js"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&built.stdout),
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let (url, seen) = webhook().await;
+    let gateway = TestGateway::start(&format!(
+        r#"
+plugins: {{ dir: "{dir}", cache_dir: "{cache}", max_instances: 16 }}
+providers:
+  a: {{ plugin: echo, models: [m] }}
+  b: {{ plugin: echo, models: [m], options: {{ reply: "The falcon flies at dawn." }} }}
+guards:
+  - plugin: js-consult
+    endpoint: {{ url: "{url}", timeout_ms: 2000 }}
+"#,
+        dir = plugins.display(),
+        cache = plugin_cache_dir().display(),
+    ))
+    .await;
+    let chat = |model: &'static str, text: &'static str| {
+        http()
+            .post(gateway.url("/v1/chat/completions"))
+            .json(&json!({"model": model, "messages": [{"role": "user", "content": text}]}))
+            .send()
+    };
+
+    let passed = chat("a/m", "hello there").await.unwrap();
+    assert_eq!(passed.status(), 200);
+    let body: Value = passed.json().await.unwrap();
+    assert!(
+        body["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("hello there"),
+        "{body}"
+    );
+    assert_eq!(
+        seen.lock().unwrap().clone(),
+        [
+            json!({"side": "request", "input": ["hello there"]}),
+            json!({"side": "answer", "input": [body["choices"][0]["message"]["content"]]}),
+        ]
+    );
+
+    let refused = chat("a/m", "tell me about the falcon").await.unwrap();
+    assert_eq!(refused.status(), 403);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "guard_refused", "{body}");
+
+    let stopped = chat("b/m", "hello there").await.unwrap();
+    assert_ne!(stopped.status(), 200);
+    let body = stopped.text().await.unwrap();
+    assert!(body.contains("answer_stopped"), "{body}");
+    assert!(!body.to_lowercase().contains("falcon flies"), "{body}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
