@@ -87,14 +87,27 @@ impl Verdicts {
     }
 }
 
-/// The guards that apply to a call to `server` by `who`.
-pub fn applying(guards: &Guards, project: &str, key_id: Option<&str>, server: &str) -> Vec<usize> {
+/// The guards that apply to a call to `server` by the caller: those whose scope takes it and
+/// those its key names. A key naming a guard this config lacks fails closed.
+pub fn applying(
+    guards: &Guards,
+    project: &str,
+    key_id: Option<&str>,
+    named: &[String],
+    server: &str,
+) -> Result<Vec<usize>, McpError> {
     let model = format!("mcp/{server}");
-    guards.applying(&Who {
-        project,
-        key_id,
-        model: &model,
-    })
+    guards
+        .applying(&Who {
+            project,
+            key_id,
+            model: &model,
+            named,
+        })
+        .map_err(|missing| {
+            tracing::warn!(guard = missing, "a key names a guard this config lacks");
+            McpError::GuardFailed
+        })
 }
 
 /// Runs the request-side guards on a call's `arguments` (a JSON object, as text); returns the
@@ -218,10 +231,11 @@ async fn check(
     verdicts: &mut Verdicts,
 ) -> Result<Option<Value>, McpError> {
     let monitor = guard.mode == crate::config::guards::GuardMode::Monitor;
+    // `check_request` answers the guard's outside calls (consults) before it returns.
     match guard
-        .plugin
-        .check_request(&guard.options, &body.to_string())
+        .check_request(&body.to_string())
         .await
+        .map(|c| c.verdict)
     {
         Ok(RequestVerdict::Allow(findings)) => {
             verdicts.push(guard, side, "allow", &findings);
@@ -246,12 +260,8 @@ async fn check(
                 reason: refusal.reason,
             })
         }
-        Err(failure) => {
+        Ok(RequestVerdict::Consult(_)) | Err(_) => {
             verdicts.push(guard, side, "error", &[]);
-            tracing::warn!(
-                guard = &*guard.name,
-                "guard failed on an MCP call: {failure}"
-            );
             if guard.fail_open || monitor {
                 Ok(None)
             } else {
