@@ -25,6 +25,8 @@ pub struct LimitArgs {
     pub budget_period: Option<String>,
     /// Comma-separated guard names (the config's `guards:` entries).
     pub guards: Option<String>,
+    /// Comma-separated MCP tool patterns (`<server>/<tool>`, `search/*`).
+    pub tools: Option<String>,
 }
 
 /// A comma-separated list, its items trimmed, the empty ones left out.
@@ -34,8 +36,6 @@ fn list_of(text: &str) -> Vec<String> {
         .filter(|m| !m.is_empty())
         .map(str::to_owned)
         .collect()
-    /// Comma-separated MCP tool patterns (`<server>/<tool>`, `search/*`).
-    pub tools: Option<String>,
 }
 
 impl LimitArgs {

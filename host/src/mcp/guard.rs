@@ -90,11 +90,15 @@ impl Verdicts {
 /// The guards that apply to a call to `server` by `who`.
 pub fn applying(guards: &Guards, project: &str, key_id: Option<&str>, server: &str) -> Vec<usize> {
     let model = format!("mcp/{server}");
-    guards.applying(&Who {
-        project,
-        key_id,
-        model: &model,
-    })
+    guards
+        .applying(&Who {
+            project,
+            key_id,
+            model: &model,
+            // Guards a key names apply to its model requests; MCP calls take the config's scopes.
+            named: &[],
+        })
+        .unwrap_or_default()
 }
 
 /// Runs the request-side guards on a call's `arguments` (a JSON object, as text); returns the
@@ -246,8 +250,14 @@ async fn check(
                 reason: refusal.reason,
             })
         }
-        Err(failure) => {
+        // Outside verdicts are made on the chat path only: a guard that asks for one on a tool
+        // call is treated as one that failed.
+        other => {
             verdicts.push(guard, side, "error", &[]);
+            let failure = match other {
+                Err(failure) => failure.to_string(),
+                _ => "it asked for an outside verdict".to_owned(),
+            };
             tracing::warn!(
                 guard = &*guard.name,
                 "guard failed on an MCP call: {failure}"
