@@ -156,9 +156,8 @@ impl Call<'_> {
             self.guards,
             &self.caller.project,
             self.caller.key_id.as_deref(),
-            &self.caller.limits.guards,
             &server.name,
-        )?;
+        );
         let arguments = guard::arguments(
             self.guards,
             &applying,

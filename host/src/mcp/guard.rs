@@ -87,27 +87,18 @@ impl Verdicts {
     }
 }
 
-/// The guards that apply to a call to `server` by the caller: those whose scope takes it and
-/// those its key names. A key naming a guard this config lacks fails closed.
-pub fn applying(
-    guards: &Guards,
-    project: &str,
-    key_id: Option<&str>,
-    named: &[String],
-    server: &str,
-) -> Result<Vec<usize>, McpError> {
+/// The guards that apply to a call to `server` by `who`.
+pub fn applying(guards: &Guards, project: &str, key_id: Option<&str>, server: &str) -> Vec<usize> {
     let model = format!("mcp/{server}");
     guards
         .applying(&Who {
             project,
             key_id,
             model: &model,
-            named,
+            // Guards a key names apply to its model requests; MCP calls take the config's scopes.
+            named: &[],
         })
-        .map_err(|missing| {
-            tracing::warn!(guard = missing, "a key names a guard this config lacks");
-            McpError::GuardFailed
-        })
+        .unwrap_or_default()
 }
 
 /// Runs the request-side guards on a call's `arguments` (a JSON object, as text); returns the
@@ -231,11 +222,10 @@ async fn check(
     verdicts: &mut Verdicts,
 ) -> Result<Option<Value>, McpError> {
     let monitor = guard.mode == crate::config::guards::GuardMode::Monitor;
-    // `check_request` answers the guard's outside calls (consults) before it returns.
     match guard
-        .check_request(&body.to_string())
+        .plugin
+        .check_request(&guard.options, &body.to_string())
         .await
-        .map(|c| c.verdict)
     {
         Ok(RequestVerdict::Allow(findings)) => {
             verdicts.push(guard, side, "allow", &findings);
@@ -260,8 +250,18 @@ async fn check(
                 reason: refusal.reason,
             })
         }
-        Ok(RequestVerdict::Consult(_)) | Err(_) => {
+        // Outside verdicts are made on the chat path only: a guard that asks for one on a tool
+        // call is treated as one that failed.
+        other => {
             verdicts.push(guard, side, "error", &[]);
+            let failure = match other {
+                Err(failure) => failure.to_string(),
+                _ => "it asked for an outside verdict".to_owned(),
+            };
+            tracing::warn!(
+                guard = &*guard.name,
+                "guard failed on an MCP call: {failure}"
+            );
             if guard.fail_open || monitor {
                 Ok(None)
             } else {
