@@ -32,6 +32,7 @@ mod limits;
 mod messages;
 mod module_graph;
 mod observability;
+mod passthrough;
 mod polyglot;
 mod providers;
 mod reload;

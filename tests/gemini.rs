@@ -333,6 +333,7 @@ async fn errors_are_google_s_shape() {
         .await
         .unwrap();
     assert_eq!(response.status(), 405);
+    assert_eq!(response.headers()["allow"], "POST", "the methods it serves");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], 405, "{body}");
 }

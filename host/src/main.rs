@@ -208,6 +208,10 @@ struct KeyLimitArgs {
     /// day (the default), month or total.
     #[arg(long, value_name = "PERIOD")]
     budget_period: Option<String>,
+    /// The pass-through routes it may reach, comma-separated `<entry>/<path>` patterns:
+    /// `openai/files*,openai/vector_stores*`. Empty: those of the config's `passthrough.allow`.
+    #[arg(long, value_name = "PATTERNS")]
+    passthrough: Option<String>,
 }
 
 impl KeyLimitArgs {
@@ -220,6 +224,7 @@ impl KeyLimitArgs {
             tpm: self.tpm,
             budget: self.budget,
             budget_period: self.budget_period,
+            passthrough: self.passthrough,
         }
     }
 }

@@ -5,8 +5,9 @@ use core::marker::PhantomData;
 
 use crate::wit::exports::wasmgate::plugin::provider::{Guest, GuestStreamDecoder};
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpResponse, Operation, PluginError, Prepared,
-    Provider, ProviderConfig, RequestInfo, StreamDecoder, StreamOutput,
+    CanonicalRequest, Completion, ConfigError, HttpResponse, Metered, Operation, PassthroughAuth,
+    PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo, StreamDecoder,
+    StreamOutput,
 };
 
 /// The type [`export_provider!`](crate::export_provider) exports for a provider `P`.
@@ -37,6 +38,22 @@ impl<P: Provider> Guest for Adapter<P> {
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
         P::parse_response(&config, &request, response)
+    }
+
+    fn passthrough(
+        config: ProviderConfig,
+        call: PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        P::passthrough(&config, &call)
+    }
+
+    fn passthrough_usage(
+        config: ProviderConfig,
+        call: PassthroughCall,
+        response: HttpResponse,
+        whole: bool,
+    ) -> Option<Metered> {
+        P::passthrough_usage(&config, &call, &response, whole)
     }
 }
 

@@ -1,8 +1,8 @@
 //! The traits a plugin implements: [`Provider`] for the calls, [`StreamDecoder`] for streams.
 
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpResponse, Operation, PluginError, Prepared,
-    ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, ConfigError, HttpResponse, Metered, Operation, PassthroughAuth,
+    PassthroughCall, PluginError, Prepared, ProviderConfig, RequestInfo, StreamOutput,
 };
 
 /// A provider plugin. The host calls each function on a fresh instance, so implementations are
@@ -51,6 +51,33 @@ pub trait Provider: 'static {
             "provider `{}` does not make upstream requests",
             config.name
         )))
+    }
+
+    /// The credentials of a pass-through request (`/passthrough/<entry>/<path>`) to this
+    /// entry's upstream, added as the plugin adds them to its own requests
+    /// ([`PassthroughAuth::bearer`], [`PassthroughAuth::header`]). The default refuses: a
+    /// plugin offers pass-through only when it says how its upstream takes keys.
+    fn passthrough(
+        config: &ProviderConfig,
+        call: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        let _ = call;
+        Err(crate::passthrough::unsupported(config))
+    }
+
+    /// The usage of a pass-through answer, from its whole body (`whole`) or its tail. The
+    /// default reads the shapes the common APIs write ([`crate::passthrough::read_usage`]).
+    fn passthrough_usage(
+        config: &ProviderConfig,
+        call: &PassthroughCall,
+        response: &HttpResponse,
+        whole: bool,
+    ) -> Option<Metered> {
+        let _ = (config, call);
+        if !(200..300).contains(&response.status) {
+            return None;
+        }
+        crate::passthrough::read_usage(&response.body, whole)
     }
 }
 

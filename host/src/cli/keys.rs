@@ -23,6 +23,8 @@ pub struct LimitArgs {
     /// Dollars.
     pub budget: Option<String>,
     pub budget_period: Option<String>,
+    /// Comma-separated pass-through patterns (`openai/files*`).
+    pub passthrough: Option<String>,
 }
 
 impl LimitArgs {
@@ -48,15 +50,17 @@ impl LimitArgs {
                     .ok_or_else(|| anyhow::anyhow!("--budget: dollars (e.g. 5 or 0.25), or none")),
             }
         };
+        let list = |text: &str| -> Vec<String> {
+            text.split(',')
+                .map(str::trim)
+                .filter(|m| !m.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
         Ok(KeyChanges {
+            passthrough: self.passthrough.as_deref().map(list),
             name: self.name.clone().map(|n| Some(n).filter(|n| !n.is_empty())),
-            models: self.models.as_deref().map(|m| {
-                m.split(',')
-                    .map(str::trim)
-                    .filter(|m| !m.is_empty())
-                    .map(str::to_owned)
-                    .collect()
-            }),
+            models: self.models.as_deref().map(list),
             expires_us: self
                 .expires
                 .as_deref()
@@ -152,6 +156,9 @@ pub fn describe(limits: &KeyLimits) -> String {
             format_usd(budget.micros),
             per(budget.period)
         ));
+    }
+    if !limits.passthrough.is_empty() {
+        parts.push(format!("pass-through {}", limits.passthrough.join(", ")));
     }
     if parts.is_empty() {
         "no limits of its own".to_owned()

@@ -4,6 +4,7 @@ pub mod cache;
 mod catalog;
 pub mod guards;
 mod interpolate;
+pub mod passthrough;
 pub mod presets;
 pub mod reference;
 mod resources;
@@ -98,6 +99,9 @@ pub struct Config {
     /// The response cache: exact answers kept by a key of everything that shapes them.
     #[serde(default)]
     pub cache: cache::CacheConfig,
+    /// Pass-through routes to what the gateway does not model: `<prefix>/<entry>/<path>`.
+    #[serde(default)]
+    pub passthrough: passthrough::PassthroughConfig,
 }
 
 /// `dialects:`: the client APIs the gateway serves besides Chat Completions, each by the dialect
@@ -835,6 +839,7 @@ impl Config {
             }
         }
         self.cache.check()?;
+        self.passthrough.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

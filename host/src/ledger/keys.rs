@@ -79,9 +79,33 @@ pub struct KeyLimits {
     pub requests_per_minute: Option<i64>,
     pub tokens_per_minute: Option<i64>,
     pub budget: Option<Budget>,
+    /// The pass-through routes it may reach, as `<entry>/<path>` patterns; empty leaves it to
+    /// the config's `passthrough.allow`.
+    pub passthrough: Vec<String>,
 }
 
 impl KeyLimits {
+    /// These limits with the pass-through patterns of their column (joined by newlines).
+    pub fn with_passthrough(mut self, column: &str) -> Self {
+        self.passthrough = column
+            .split('\n')
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect();
+        self
+    }
+
+    /// Whether the key may reach `path` of entry `entry` by a pass-through route: by its own
+    /// patterns if it has any, else by the config's (`fallback`).
+    pub fn allows_passthrough(&self, fallback: &[String], entry: &str, path: &str) -> bool {
+        let patterns = if self.passthrough.is_empty() {
+            fallback
+        } else {
+            &self.passthrough
+        };
+        super::passthrough_allows(patterns, entry, path)
+    }
+
     /// Whether the key may ask for `model` (as the client named it).
     pub fn allows_model(&self, model: &str) -> bool {
         self.models.is_empty() || self.models.iter().any(|p| glob_match(p, model))
@@ -101,6 +125,15 @@ impl KeyLimits {
 
     /// Checks every value, naming the failing one as the CLI's flag (`--rpm`) would.
     pub fn check(&self) -> Result<(), String> {
+        if self.passthrough.len() > super::passthrough_patterns::PATTERNS_MAX {
+            return Err(format!(
+                "passthrough: at most {} patterns",
+                super::passthrough_patterns::PATTERNS_MAX
+            ));
+        }
+        for pattern in &self.passthrough {
+            super::check_passthrough_pattern(pattern)?;
+        }
         if self.models.len() > MODELS_MAX {
             return Err(format!("models: at most {MODELS_MAX} patterns"));
         }
@@ -227,6 +260,8 @@ pub struct KeyChanges {
     /// the key's budget; an amount without a period keeps the key's period (`day` for a new one).
     pub budget_micros: Option<Option<i64>>,
     pub budget_period: Option<BudgetPeriod>,
+    /// The pass-through patterns; an empty list leaves the key to the config's.
+    pub passthrough: Option<Vec<String>>,
 }
 
 impl KeyChanges {
@@ -266,6 +301,9 @@ impl KeyChanges {
                 .unwrap_or(limits.requests_per_minute),
             tokens_per_minute: self.tokens_per_minute.unwrap_or(limits.tokens_per_minute),
             budget,
+            passthrough: self
+                .passthrough
+                .unwrap_or_else(|| limits.passthrough.clone()),
         };
         limits.check()?;
         Ok((name, limits))
@@ -388,6 +426,7 @@ pub fn limits_from_columns(
                 .and_then(BudgetPeriod::parse)
                 .unwrap_or(BudgetPeriod::Total),
         }),
+        passthrough: Vec::new(),
     }
 }
 

@@ -111,7 +111,8 @@ fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
 }
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
-                           models, expires_us, rpm, tpm, budget_micros, budget_period";
+                           models, expires_us, rpm, tpm, budget_micros, budget_period, \
+                           passthrough";
 
 fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
     Ok(ApiKey {
@@ -129,7 +130,8 @@ fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
             row.int(10)?,
             row.int(11)?,
             row.text(12)?.as_deref(),
-        ),
+        )
+        .with_passthrough(&text(row, 13)?),
     })
 }
 
@@ -164,11 +166,12 @@ fn limit_values(limits: &KeyLimits) -> (String, [Value<'static>; 4], Option<&'st
 impl<S: SqlStore> KeyStore for S {
     fn insert_key(&self, key: &ApiKey) -> anyhow::Result<()> {
         let (models, [expires, rpm, tpm, budget], period) = limit_values(&key.limits);
+        let passthrough = key.limits.passthrough.join("\n");
         self.write_sql(|db| {
             db.execute(
                 &format!(
                     "INSERT INTO api_keys ({KEY_COLUMNS})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
                 ),
                 &[
                     key.id.as_str().into(),
@@ -184,6 +187,7 @@ impl<S: SqlStore> KeyStore for S {
                     tpm,
                     budget,
                     period.into(),
+                    passthrough.as_str().into(),
                 ],
             )
             .map(drop)
@@ -237,10 +241,11 @@ impl<S: SqlStore> KeyStore for S {
 
     fn update_key(&self, id: &str, name: Option<&str>, limits: &KeyLimits) -> anyhow::Result<bool> {
         let (models, [expires, rpm, tpm, budget], period) = limit_values(limits);
+        let passthrough = limits.passthrough.join("\n");
         self.write_sql(|db| {
             Ok(db.execute(
                 "UPDATE api_keys SET name = $2, models = $3, expires_us = $4, rpm = $5, tpm = $6,
-                     budget_micros = $7, budget_period = $8
+                     budget_micros = $7, budget_period = $8, passthrough = $9
                  WHERE id = $1 AND revoked_us IS NULL",
                 &[
                     id.into(),
@@ -251,6 +256,7 @@ impl<S: SqlStore> KeyStore for S {
                     tpm,
                     budget,
                     period.into(),
+                    passthrough.as_str().into(),
                 ],
             )? > 0)
         })

@@ -177,6 +177,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             micros: 5_000_000,
             period: BudgetPeriod::Day,
         }),
+        passthrough: vec!["openai/files*".to_owned(), "anthropic/*".to_owned()],
     };
     store.insert_key(&a).unwrap();
     assert_eq!(store.key("key_a").unwrap(), Some(a.clone()));
@@ -189,6 +190,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             micros: 7,
             period: BudgetPeriod::Total,
         }),
+        passthrough: vec!["gemini/cachedContents*".to_owned()],
         ..KeyLimits::default()
     };
     assert!(store.update_key("key_a", Some("renamed"), &limits).unwrap());
@@ -1211,8 +1213,10 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
     make()
 }
 
-/// Drops what the migrations after V1 added (V3: the response cache's columns).
-const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
+/// Drops what the migrations after V1 added (V3: the response cache's columns; V8: the keys'
+/// pass-through patterns).
+const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN passthrough;
+    ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
     ALTER TABLE usage_hourly_models DROP COLUMN saved_cost_micros;
@@ -1227,6 +1231,7 @@ const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
 /// versions added (V2's `guards`, V3's cache columns).
 const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
+    ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;

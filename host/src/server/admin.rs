@@ -2,8 +2,8 @@
 //! changed and revoked over HTTP.
 //!
 //! - `POST /admin/keys` makes a key (`project` required; `name`, `models`, `expires`, `rpm`,
-//!   `tpm`, `budget_usd`, `budget_period` as `wasmgate keys create` takes them) and answers 201
-//!   with the key itself, shown this once.
+//!   `tpm`, `budget_usd`, `budget_period`, `passthrough` as `wasmgate keys create` takes them) and
+//!   answers 201 with the key itself, shown this once.
 //! - `GET /admin/keys` (optionally `?project=`) and `GET /admin/keys/{id}`: keys with their
 //!   limits and spend so far, never the secret.
 //! - `PATCH /admin/keys/{id}` changes the fields it names; `null` clears one.
@@ -87,6 +87,8 @@ struct KeyBody {
     budget_usd: Option<Option<f64>>,
     #[serde(default)]
     budget_period: Option<String>,
+    #[serde(default, deserialize_with = "field")]
+    passthrough: Option<Option<Vec<String>>>,
 }
 
 impl KeyBody {
@@ -124,6 +126,7 @@ impl KeyBody {
             tokens_per_minute: self.tpm,
             budget_micros,
             budget_period,
+            passthrough: self.passthrough.map(Option::unwrap_or_default),
         })
     }
 }
@@ -311,6 +314,7 @@ fn shown(key: &ApiKey, spend: Option<Spend>, now: i64) -> Value {
         "rpm": limits.requests_per_minute,
         "tpm": limits.tokens_per_minute,
         "budget": limits.budget.map(|b| json!({"usd": usd(b.micros), "period": b.period.name()})),
+        "passthrough": limits.passthrough,
     });
     if let Some(spend) = spend {
         value["spend"] = json!({"usd": usd(spend.micros), "period": spend.period.name()});

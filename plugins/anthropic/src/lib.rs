@@ -29,8 +29,8 @@ use wasmgate_plugin_sdk::http::join_url;
 use wasmgate_plugin_sdk::native::{NativeStream, OrNative};
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation,
+    PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo,
 };
 
 use settings::Settings;
@@ -52,6 +52,26 @@ impl Provider for Anthropic {
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
+    }
+
+    /// The key in `x-api-key`, and the entry's `anthropic-version` (and `anthropic-beta`)
+    /// unless the client sent its own, which Anthropic requires on every request.
+    fn passthrough(
+        config: &ProviderConfig,
+        call: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        let settings = Settings::from_config(config).map_err(|_| {
+            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
+        })?;
+        let mut auth = PassthroughAuth::header(config, "x-api-key", str::to_owned).with_default(
+            call,
+            "anthropic-version",
+            &settings.version,
+        );
+        if !settings.beta.is_empty() {
+            auth = auth.with_default(call, "anthropic-beta", &settings.beta.join(","));
+        }
+        Ok(auth)
     }
 
     fn prepare(

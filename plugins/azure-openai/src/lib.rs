@@ -31,8 +31,8 @@ use wasmgate_plugin_sdk::openai_compat::{
     OpenAiStream, parse_response, speech, transcription_form,
 };
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation,
+    PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo,
 };
 
 use settings::{ResponsesMode, Settings};
@@ -52,6 +52,15 @@ impl Provider for AzureOpenAi {
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
+    }
+
+    /// The key bare in `api-key`. The client names the path (`/openai/deployments/...`) and
+    /// its `api-version` itself.
+    fn passthrough(
+        config: &ProviderConfig,
+        _call: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        Ok(PassthroughAuth::header(config, "api-key", str::to_owned))
     }
 
     fn prepare(

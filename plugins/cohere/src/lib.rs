@@ -22,8 +22,9 @@ use wasmgate_plugin_sdk::http::join_url;
 use wasmgate_plugin_sdk::openai_compat::parse_rerank;
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo, openai_error,
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation,
+    PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo,
+    openai_error,
 };
 
 use settings::Settings;
@@ -35,6 +36,14 @@ impl Provider for Cohere {
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
+    }
+
+    /// The key as a bearer token, as on every request.
+    fn passthrough(
+        config: &ProviderConfig,
+        _call: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        Ok(PassthroughAuth::bearer(config))
     }
 
     fn prepare(

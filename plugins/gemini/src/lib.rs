@@ -28,8 +28,8 @@ use wasmgate_plugin_sdk::chat::ChatRequest;
 use wasmgate_plugin_sdk::http::{join_url, path_segment};
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation,
+    PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo,
 };
 
 use settings::Settings;
@@ -45,6 +45,18 @@ impl Provider for Gemini {
 
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
+    }
+
+    /// The key in `x-goog-api-key`, as on every request (never `?key=`, which URLs log).
+    fn passthrough(
+        config: &ProviderConfig,
+        _call: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        Ok(PassthroughAuth::header(
+            config,
+            "x-goog-api-key",
+            str::to_owned,
+        ))
     }
 
     fn prepare(

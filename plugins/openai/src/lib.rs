@@ -17,8 +17,8 @@ use wasmgate_plugin_sdk::openai_compat::{
     OpenAiStream, parse_response, speech, transcription_form,
 };
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation,
+    PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo,
 };
 
 use settings::{ResponsesMode, Settings};
@@ -40,6 +40,23 @@ impl Provider for OpenAi {
         Settings::from_config(config).map(drop)
     }
 
+    /// The key as on every request (`Bearer`, or bare in `auth_header`), with the entry's
+    /// `headers`.
+    fn passthrough(
+        config: &ProviderConfig,
+        _call: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        let settings = Settings::from_config(config).map_err(|_| {
+            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
+        })?;
+        let mut request = HttpRequest::get(String::new());
+        settings.apply_headers(&mut request, config.api_key.as_deref());
+        Ok(PassthroughAuth {
+            headers: request.headers,
+            query: Vec::new(),
+        })
+    }
+
     fn prepare(
         config: &ProviderConfig,
         request: CanonicalRequest,
@@ -59,6 +76,16 @@ impl Provider for OpenAi {
             Operation::AudioTranscriptions => "audio/transcriptions",
             Operation::AudioTranslations => "audio/translations",
             Operation::AudioSpeech => "audio/speech",
+            // The Responses dialect's count route goes to OpenAI's own counter.
+            Operation::Responses
+                if settings.responses == ResponsesMode::Native
+                    && request
+                        .native
+                        .as_ref()
+                        .is_some_and(|n| n.route == "input_tokens") =>
+            {
+                "responses/input_tokens"
+            }
             Operation::Responses if settings.responses == ResponsesMode::Native => "responses",
             Operation::Responses | Operation::Messages => {
                 return Err(PluginError::invalid_request(format!(
