@@ -70,8 +70,7 @@ impl Dialect for Responses {
 
     /// OpenAI's `response.input_tokens` object.
     fn encode_count(_info: &AnswerInfo, tokens: u32) -> String {
-        serde_json::json!({ "object": "response.input_tokens", "input_tokens": tokens })
-            .to_string()
+        serde_json::json!({ "object": "response.input_tokens", "input_tokens": tokens }).to_string()
     }
 }
 
