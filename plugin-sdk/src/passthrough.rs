@@ -6,29 +6,9 @@
 
 use serde_json::Value;
 
-use crate::{Metered, PassthroughAuth, PassthroughCall, PluginError, ProviderConfig, Usage};
+use crate::{Metered, PassthroughAuth, PassthroughCall, PluginError, Usage};
 
 impl PassthroughAuth {
-    /// The entry's key as `Authorization: Bearer <key>` (OpenAI and the APIs shaped like it),
-    /// or nothing without a key (a local server).
-    pub fn bearer(config: &ProviderConfig) -> Self {
-        Self::header(config, "authorization", |key| format!("Bearer {key}"))
-    }
-
-    /// The entry's key in header `name`, written by `value` (`x-api-key`, `x-goog-api-key`).
-    pub fn header(config: &ProviderConfig, name: &str, value: impl FnOnce(&str) -> String) -> Self {
-        let headers = config
-            .api_key
-            .as_deref()
-            .filter(|key| !key.is_empty())
-            .map(|key| vec![(name.to_owned(), value(key))])
-            .unwrap_or_default();
-        PassthroughAuth {
-            headers,
-            query: Vec::new(),
-        }
-    }
-
     /// Adds header `name: value` unless the client sent one of that name (a version header
     /// the upstream requires, with the client's own taking precedence).
     pub fn with_default(mut self, call: &PassthroughCall, name: &str, value: &str) -> Self {
@@ -44,11 +24,8 @@ impl PassthroughAuth {
 }
 
 /// The refusal of a plugin whose upstream cannot be passed through to.
-pub fn unsupported(config: &ProviderConfig) -> PluginError {
-    PluginError::not_found(format!(
-        "provider `{}` offers no pass-through route",
-        config.name
-    ))
+pub fn unsupported(entry: &str) -> PluginError {
+    PluginError::not_found(format!("provider `{entry}` offers no pass-through route"))
 }
 
 /// The usage an answer reports, read the ways the common APIs write it: a JSON body's `usage`
