@@ -39,6 +39,7 @@ mod mcp_gateway;
 mod messages;
 mod module_graph;
 mod observability;
+mod passthrough;
 mod polyglot;
 mod polyglot_consult;
 mod providers;

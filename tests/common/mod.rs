@@ -11,6 +11,7 @@ pub mod mock_api;
 pub mod mock_bedrock;
 pub mod mock_leaky;
 pub mod mock_openai;
+pub mod mock_passthrough;
 pub mod mock_providers;
 pub mod postgres;
 pub mod redis;

@@ -5,6 +5,7 @@ mod catalog;
 pub mod guards;
 mod interpolate;
 pub mod mcp;
+pub mod passthrough;
 pub mod presets;
 pub mod reference;
 mod resources;
@@ -102,6 +103,9 @@ pub struct Config {
     /// The MCP gateway: upstream MCP servers merged behind `/mcp`.
     #[serde(default)]
     pub mcp: mcp::McpConfig,
+    /// Pass-through routes to what the gateway does not model: `<prefix>/<entry>/<path>`.
+    #[serde(default)]
+    pub passthrough: passthrough::PassthroughConfig,
 }
 
 /// `dialects:`: the client APIs the gateway serves besides Chat Completions, each by the dialect
@@ -840,6 +844,7 @@ impl Config {
             }
         }
         self.cache.check()?;
+        self.passthrough.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

@@ -36,6 +36,7 @@
 pub mod histogram;
 pub mod journal;
 pub mod keys;
+mod passthrough_patterns;
 pub mod postgres;
 pub mod record;
 pub mod requests;
@@ -58,6 +59,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use journal::{Journal, JournalSettings, Written};
 pub use keys::{AdminKey, ApiKey, Budget, BudgetPeriod, KeyChanges, KeyLimits, KeyStore};
+pub use passthrough_patterns::{check_passthrough_pattern, passthrough_allows};
 pub use record::{UsageRecord, UserFilter};
 pub use requests::RequestLog;
 pub use responses::ResponseStore;

@@ -8,7 +8,9 @@
 //! reads as its own `?1`, `?2`, ... (SQLite would number `$N` by first appearance). What the two
 //! databases do differently (a batch's arrays, the rollups' reads) stays in each store.
 
-use super::keys::{AdminKey, ApiKey, KeyLimits, KeyStore, limits_from_columns, limits_to_columns};
+use super::keys::{
+    AdminKey, ApiKey, KeyLimits, KeyStore, limits_from_columns, limits_to_columns, stored_list,
+};
 use std::collections::HashMap;
 
 use super::record::{UsageRecord, UserFilter};
@@ -112,7 +114,7 @@ fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
                            models, expires_us, rpm, tpm, budget_micros, budget_period, guards, \
-                           tools";
+                           tools, passthrough";
 
 fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
     let mut key = ApiKey {
@@ -133,18 +135,9 @@ fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
             &text(row, 13)?,
         ),
     };
-    key.limits.tools = tool_patterns(row.text(14)?.as_deref().unwrap_or_default());
+    key.limits.tools = stored_list(row.text(14)?.as_deref().unwrap_or_default());
+    key.limits.passthrough = stored_list(row.text(15)?.as_deref().unwrap_or_default());
     Ok(key)
-}
-
-/// A key's MCP tool patterns as stored: joined by newlines (a pattern holds no control
-/// character).
-fn tool_patterns(column: &str) -> Vec<String> {
-    column
-        .split('\n')
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 const ADMIN_KEY_COLUMNS: &str = "id, name, key_hash, prefix, created_us, revoked_us";
@@ -184,7 +177,7 @@ impl<S: SqlStore> KeyStore for S {
             db.execute(
                 &format!(
                     "INSERT INTO api_keys ({KEY_COLUMNS})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
                 ),
                 &[
                     key.id.as_str().into(),
@@ -202,6 +195,7 @@ impl<S: SqlStore> KeyStore for S {
                     period.into(),
                     guards.as_str().into(),
                     key.limits.tools.join("\n").as_str().into(),
+                    key.limits.passthrough.join("\n").as_str().into(),
                 ],
             )
             .map(drop)
@@ -258,7 +252,8 @@ impl<S: SqlStore> KeyStore for S {
         self.write_sql(|db| {
             Ok(db.execute(
                 "UPDATE api_keys SET name = $2, models = $3, expires_us = $4, rpm = $5, tpm = $6,
-                     budget_micros = $7, budget_period = $8, guards = $9, tools = $10
+                     budget_micros = $7, budget_period = $8, guards = $9, tools = $10,
+                     passthrough = $11
                  WHERE id = $1 AND revoked_us IS NULL",
                 &[
                     id.into(),
@@ -271,6 +266,7 @@ impl<S: SqlStore> KeyStore for S {
                     period.into(),
                     guards.as_str().into(),
                     limits.tools.join("\n").as_str().into(),
+                    limits.passthrough.join("\n").as_str().into(),
                 ],
             )? > 0)
         })

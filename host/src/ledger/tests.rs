@@ -194,6 +194,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
         }),
         guards: vec!["redact".to_owned(), "no-cards".to_owned()],
         tools: vec!["search/*".to_owned(), "files/read_*".to_owned()],
+        passthrough: vec!["openai/files*".to_owned(), "anthropic/*".to_owned()],
     };
     store.insert_key(&a).unwrap();
     assert_eq!(store.key("key_a").unwrap(), Some(a.clone()));
@@ -206,6 +207,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             micros: 7,
             period: BudgetPeriod::Total,
         }),
+        passthrough: vec!["gemini/cachedContents*".to_owned()],
         ..KeyLimits::default()
     };
     assert!(store.update_key("key_a", Some("renamed"), &limits).unwrap());
@@ -1251,8 +1253,9 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
 }
 
 /// Drops what the migrations after V1 added (V3: the response cache's columns; V5: the guards
-/// keys name; V6: the MCP columns).
+/// keys name; V6: the MCP columns; V7: the keys' pass-through patterns).
 const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
+    ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
@@ -1269,12 +1272,13 @@ const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
-/// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns).
+/// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns, V7's pass-through patterns).
 const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
     ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_records DROP COLUMN bytes_in;
     ALTER TABLE usage_records DROP COLUMN bytes_out;
     ALTER TABLE api_keys DROP COLUMN tools;
+    ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;

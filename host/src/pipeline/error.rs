@@ -120,6 +120,10 @@ pub enum ApiError {
     ExpiredApiKey,
     #[error("This API key may not use the model `{}`.", echo(.0))]
     ModelNotAllowed(String),
+    /// The caller's key (or the config, for a key without patterns) does not allow this
+    /// pass-through route.
+    #[error("This API key may not reach `{}` by a pass-through route.", echo(.0))]
+    PassthroughNotAllowed(String),
     #[error("This endpoint needs an admin key (`wasmgate admin-key create` makes one).")]
     AdminKeyRequired,
     #[error("A project key cannot manage keys; send an admin key.")]
@@ -228,9 +232,10 @@ impl ApiError {
             | Self::InvalidApiKey
             | Self::ExpiredApiKey
             | Self::AdminKeyRequired => StatusCode::UNAUTHORIZED,
-            Self::WrongProject(_) | Self::ModelNotAllowed(_) | Self::NotAnAdminKey => {
-                StatusCode::FORBIDDEN
-            }
+            Self::WrongProject(_)
+            | Self::ModelNotAllowed(_)
+            | Self::PassthroughNotAllowed(_)
+            | Self::NotAnAdminKey => StatusCode::FORBIDDEN,
             Self::KeyNotFound(_) => StatusCode::NOT_FOUND,
             Self::Saturated(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
@@ -333,6 +338,11 @@ impl ApiError {
             Self::ModelNotAllowed(_) => {
                 ("permission_error", Some("model"), Some("model_not_allowed"))
             }
+            Self::PassthroughNotAllowed(_) => (
+                "permission_error",
+                Some("path"),
+                Some("passthrough_not_allowed"),
+            ),
             Self::AdminKeyRequired => ("invalid_request_error", None, Some("admin_key_required")),
             Self::NotAnAdminKey => ("permission_error", None, Some("not_an_admin_key")),
             Self::KeyNotFound(_) => ("invalid_request_error", Some("id"), Some("key_not_found")),
@@ -537,6 +547,7 @@ impl ApiError {
             | Self::InvalidApiKey
             | Self::ExpiredApiKey
             | Self::ModelNotAllowed(_)
+            | Self::PassthroughNotAllowed(_)
             | Self::AdminKeyRequired
             | Self::NotAnAdminKey
             | Self::KeyNotFound(_)

@@ -23,6 +23,7 @@ pub mod dialect;
 pub mod end_user;
 pub mod error;
 pub mod finish;
+pub mod forward;
 pub mod guard;
 mod guard_answer;
 mod guard_events;

@@ -7,6 +7,7 @@ mod dialect_routes;
 mod health;
 mod mcp;
 mod models;
+mod passthrough;
 mod proxy;
 mod request_log;
 mod responses;
@@ -77,7 +78,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         // `POST /v1/models/{model}:generateContent` under `GET /v1/models/{*id}`).
         .method_not_allowed_fallback(dialect_routes::serve_or_refuse)
         // The registry's dialects declare their own paths (a model inside a segment, as in
-        // `/models/{model}:generateContent`, which axum cannot route): matched there.
+        // `/models/{model}:generateContent`, which axum cannot route): matched there, after
+        // the pass-through routes (whose prefix a reload may change).
         .fallback(dialect_routes::serve)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(request_log::request_log))

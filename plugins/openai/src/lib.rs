@@ -79,6 +79,15 @@ impl Provider for OpenAi {
     ) -> Result<Prepared, PluginError> {
         let path = match path(request.operation) {
             Some(path) => path,
+            // The Responses dialect's count route goes to OpenAI's own counter.
+            None if Self::native_operations(entry).contains(&request.operation)
+                && request
+                    .native
+                    .as_ref()
+                    .is_some_and(|n| n.route == "input_tokens") =>
+            {
+                "responses/input_tokens"
+            }
             None if Self::native_operations(entry).contains(&request.operation) => "responses",
             None => {
                 return Err(PluginError::invalid_request(format!(
