@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["telemetry"],
     &["gateway"],
     &["state"],
-    &["pipeline"],
+    &["pipeline", "batches"],
     &["server"],
     &["reload", "cli"],
 ];

@@ -203,6 +203,11 @@ impl Redactor {
             guards: _,
             cache_hit: _,
             saved_cost_micros: _,
+            // The gateway's own id.
+            batch_id: _,
+            audio_ms: _,
+            characters: _,
+            search_units: _,
         } = record;
         for text in [request_id, project, operation] {
             *text = self.string(std::mem::take(text));

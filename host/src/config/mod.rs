@@ -1,5 +1,6 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
+pub mod batches;
 pub mod cache;
 mod catalog;
 pub mod guards;
@@ -98,6 +99,9 @@ pub struct Config {
     /// The response cache: exact answers kept by a key of everything that shapes them.
     #[serde(default)]
     pub cache: cache::CacheConfig,
+    /// OpenAI's Files and Batch APIs (`/v1/files`, `/v1/batches`).
+    #[serde(default)]
+    pub batches: batches::BatchesConfig,
 }
 
 /// `dialects:`: the client APIs the gateway serves besides Chat Completions, each by the dialect
@@ -835,6 +839,7 @@ impl Config {
             }
         }
         self.cache.check()?;
+        self.batches.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

@@ -26,7 +26,13 @@ use super::rollup;
 pub const HISTORY: &str = "ledger_schema_history";
 
 /// Migrations whose SQL both databases take, as (file name, SQL).
-const SHARED: &[(&str, &str)] = &[("V2__guards.sql", SHARED_V2)];
+const SHARED: &[(&str, &str)] = &[
+    ("V2__guards.sql", SHARED_V2),
+    (
+        "V4__batches.sql",
+        include_str!("migrations/shared/V4__batches.sql"),
+    ),
+];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
 
 /// Migrations written for SQLite alone.

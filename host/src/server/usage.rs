@@ -166,6 +166,11 @@ pub async fn total(
             "hit_rate": hit_rate,
             "saved_cost": totals.saved_cost_micros as f64 / 1_000_000.0,
         },
+        // Output lines of batches (part of `total`), metered at the batch price.
+        "batch": {
+            "requests": totals.batch_requests,
+            "cost": totals.batch_cost_micros as f64 / 1_000_000.0,
+        },
         "period_start": start,
         "period_end": end,
     })))

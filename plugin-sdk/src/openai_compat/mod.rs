@@ -5,10 +5,12 @@
 //! rest: [`parse_response`] in `Provider::parse_response`, [`OpenAiStream`] as its decoder.
 
 mod audio;
+mod batches;
 mod rerank;
 mod response;
 mod stream;
 
+pub use batches::{DIALECT as BATCHES_DIALECT, batch_call, request_of};
 pub use audio::{parse_transcription, speech, transcription_form, upstream_format};
 pub use rerank::parse_rerank;
 pub use response::parse_response;

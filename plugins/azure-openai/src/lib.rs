@@ -28,7 +28,8 @@ mod settings;
 use serde_json::json;
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, with_model};
 use wasmgate_plugin_sdk::openai_compat::{
-    OpenAiStream, parse_response, speech, transcription_form,
+    BATCHES_DIALECT, OpenAiStream, batch_call, parse_response, request_of, speech,
+    transcription_form,
 };
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
@@ -50,6 +51,12 @@ impl Provider for AzureOpenAi {
         }
     }
 
+    /// The Files and Batch APIs (global batch deployments), which the host drives: a batch
+    /// line's `model` is the deployment's name, so a batch deployment is named after its model.
+    fn native_dialects(_config: &ProviderConfig) -> Vec<String> {
+        vec![BATCHES_DIALECT.to_owned()]
+    }
+
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
     }
@@ -61,6 +68,13 @@ impl Provider for AzureOpenAi {
         let settings = Settings::from_config(config).map_err(|_| {
             PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
         })?;
+        if let Some(prepared) = batch_call(&request, |path| settings.resource_url(path)) {
+            let mut prepared = prepared?;
+            if let Some(http) = request_of(&mut prepared) {
+                api_key(http, config);
+            }
+            return Ok(prepared);
+        }
         let path = match request.operation {
             Operation::ChatCompletions => "chat/completions",
             Operation::Embeddings => "embeddings",

@@ -14,7 +14,8 @@ mod settings;
 use wasmgate_plugin_sdk::http::{check_header, join_url};
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, forwarded_header};
 use wasmgate_plugin_sdk::openai_compat::{
-    OpenAiStream, parse_response, speech, transcription_form,
+    BATCHES_DIALECT, OpenAiStream, batch_call, parse_response, request_of, speech,
+    transcription_form,
 };
 use wasmgate_plugin_sdk::{
     CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
@@ -36,6 +37,15 @@ impl Provider for OpenAi {
         }
     }
 
+    /// OpenAI's Files and Batch APIs, which the host drives (see `openai_compat::batch_call`),
+    /// where the upstream runs them (the `batches` option).
+    fn native_dialects(config: &ProviderConfig) -> Vec<String> {
+        match Settings::from_config(config) {
+            Ok(settings) if settings.batches => vec![BATCHES_DIALECT.to_owned()],
+            Ok(_) | Err(_) => Vec::new(),
+        }
+    }
+
     fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
         Settings::from_config(config).map(drop)
     }
@@ -47,6 +57,13 @@ impl Provider for OpenAi {
         let settings = Settings::from_config(config).map_err(|_| {
             PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
         })?;
+        if let Some(prepared) = batch_call(&request, |path| join_url(&settings.base_url, path)) {
+            let mut prepared = prepared?;
+            if let Some(http) = request_of(&mut prepared) {
+                settings.apply_headers(http, config.api_key.as_deref());
+            }
+            return Ok(prepared);
+        }
         let path = match request.operation {
             Operation::ChatCompletions => "chat/completions",
             Operation::Embeddings => "embeddings",

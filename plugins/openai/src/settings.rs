@@ -37,12 +37,17 @@ struct Options {
     /// Whether the upstream serves the Responses API itself. Default: `native` for OpenAI's
     /// own base URL, `translate` for any other (most compatible hosts have no `/responses`).
     responses: Option<ResponsesMode>,
+    /// Whether the upstream runs OpenAI's Files and Batch APIs. Default: yes for OpenAI's own
+    /// base URL, no for any other.
+    batches: Option<bool>,
 }
 
 /// An entry's settings, known to be usable.
 pub struct Settings {
     pub base_url: String,
     pub responses: ResponsesMode,
+    /// The upstream runs OpenAI's Files and Batch APIs.
+    pub batches: bool,
     auth_header: String,
     /// Headers sent with every request, the organization and project first.
     headers: Vec<(String, String)>,
@@ -91,6 +96,7 @@ impl Settings {
         Ok(Settings {
             base_url: base_url.to_owned(),
             responses,
+            batches: options.batches.unwrap_or(is_openai(base_url)),
             auth_header,
             headers,
         })
