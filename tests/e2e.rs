@@ -10,6 +10,7 @@ mod accounting;
 mod api_endpoints;
 mod auth;
 mod auth_matrix;
+mod batches;
 mod bedrock;
 mod cache;
 mod chat;

@@ -6,6 +6,7 @@
 pub mod binary;
 pub mod cost;
 pub mod mock_api;
+pub mod mock_batches;
 pub mod mock_bedrock;
 pub mod mock_leaky;
 pub mod mock_openai;

@@ -27,6 +27,8 @@ pub async fn upload(state: &AppState, headers: &HeaderMap, body: Body) -> Result
     let config = &gateway.config.batches;
     let dir = config.spool_dir();
     let form = spool::read_form(headers, body, &dir, config.max_file_bytes).await?;
+    // What the client sent, not the rewritten lines sent on.
+    let uploaded_bytes = i64::try_from(form.file.bytes).unwrap_or(i64::MAX);
     let (file, checked) = if form.purpose == "batch" {
         let mut checker = LineChecker::new(&gateway, &caller.limits);
         let rewritten = spool::check_lines(&form.file, &dir, &mut checker).await?;
@@ -65,7 +67,7 @@ pub async fn upload(state: &AppState, headers: &HeaderMap, body: Body) -> Result
         upstream_id: objects::upstream_id(&provider.name, answer.get("id"))?,
         purpose: form.purpose,
         filename: form.filename,
-        bytes: i64::try_from(file.bytes).unwrap_or(i64::MAX),
+        bytes: uploaded_bytes,
         created_us: now_us(),
         model: checked.as_ref().map(|c| c.model.clone()),
         lines: checked

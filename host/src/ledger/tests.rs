@@ -1621,6 +1621,61 @@ impl ResponseStore for Stuck {
     }
 }
 
+/// A [`BatchStore`] that keeps nothing, for the test stores that only test usage records.
+macro_rules! no_batches {
+    ($store:ty) => {
+        impl crate::ledger::BatchStore for $store {
+            fn put_file(&self, _: &crate::ledger::StoredFile) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn file(&self, _: &str, _: &str) -> anyhow::Result<Option<crate::ledger::StoredFile>> {
+                Ok(None)
+            }
+            fn files(
+                &self,
+                _: &str,
+                _: Option<&str>,
+                _: Option<&str>,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredFile>> {
+                Ok(Vec::new())
+            }
+            fn delete_file(&self, _: &str, _: &str) -> anyhow::Result<bool> {
+                Ok(false)
+            }
+            fn put_batch(&self, _: &crate::ledger::StoredBatch) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn batch(&self, _: &str, _: &str) -> anyhow::Result<Option<crate::ledger::StoredBatch>> {
+                Ok(None)
+            }
+            fn batches(
+                &self,
+                _: &str,
+                _: Option<&str>,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredBatch>> {
+                Ok(Vec::new())
+            }
+            fn update_batch(&self, _: &str, _: &str, _: &str, _: &str) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn unmetered_batches(&self, _: usize) -> anyhow::Result<Vec<crate::ledger::StoredBatch>> {
+                Ok(Vec::new())
+            }
+            fn claim_metering(&self, _: &str, _: &str, _: i64, _: i64) -> anyhow::Result<bool> {
+                Ok(false)
+            }
+            fn metered(&self, _: &str, _: &str, _: i64, _: i64) -> anyhow::Result<()> {
+                Ok(())
+            }
+        }
+    };
+}
+
+no_batches!(Stuck);
+no_batches!(LosesFirstAck);
+
 #[tokio::test]
 async fn a_full_queue_drops_and_counts() {
     let stuck = Arc::new(Stuck(std::sync::Mutex::new(())));
