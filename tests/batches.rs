@@ -222,8 +222,20 @@ async fn output_reads(mock: &MockBatches) -> usize {
 
 /// A key of `project` that may use only `models`.
 async fn restricted_key(gateway: &common::TestGateway, project: &str, models: &[&str]) -> String {
+    let limits = wasmgate::ledger::KeyLimits {
+        models: models.iter().map(|m| (*m).to_owned()).collect(),
+        ..Default::default()
+    };
+    key_with(gateway, project, limits).await
+}
+
+async fn key_with(
+    gateway: &common::TestGateway,
+    project: &str,
+    limits: wasmgate::ledger::KeyLimits,
+) -> String {
     let (key, mut stored) = wasmgate::auth::generate(project, None, 0);
-    stored.limits.models = models.iter().map(|m| (*m).to_owned()).collect();
+    stored.limits = limits;
     let store = gateway.state.ledger.store();
     tokio::task::spawn_blocking(move || store.insert_key(&stored))
         .await
@@ -234,11 +246,24 @@ async fn restricted_key(gateway: &common::TestGateway, project: &str, models: &[
 
 /// Uploads `lines` chat lines for `model` and creates their batch; returns its id.
 pub async fn submit(gateway: &common::TestGateway, key: &str, model: &str, lines: usize) -> String {
+    let (status, batch) = try_submit(gateway, key, model, lines, 10).await;
+    assert_eq!(status, 200, "{batch}");
+    batch["id"].as_str().unwrap().to_owned()
+}
+
+/// Uploads `lines` lines of `max_tokens` each and asks for their batch: its status and answer.
+async fn try_submit(
+    gateway: &common::TestGateway,
+    key: &str,
+    model: &str,
+    lines: usize,
+    max_tokens: u64,
+) -> (u16, Value) {
     let mut text = String::new();
     for i in 0..lines {
         text.push_str(
             &json!({"custom_id": format!("r{i}"), "method": "POST", "url": "/v1/chat/completions",
-                    "body": {"model": model, "max_tokens": 10,
+                    "body": {"model": model, "max_tokens": max_tokens,
                              "messages": [{"role": "user", "content": "hi"}]}})
             .to_string(),
         );
@@ -259,18 +284,40 @@ pub async fn submit(gateway: &common::TestGateway, key: &str, model: &str, lines
         .await
         .unwrap();
     let file_id = file["id"].as_str().unwrap_or_else(|| panic!("{file}"));
-    let batch: Value = common::http()
+    let response = common::http()
         .post(gateway.url("/v1/batches"))
         .bearer_auth(key)
         .json(&json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions",
                       "completion_window": "24h"}))
         .send()
         .await
-        .unwrap()
-        .json()
-        .await
         .unwrap();
-    batch["id"].as_str().unwrap_or_else(|| panic!("{batch}")).to_owned()
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_keys_budget_refuses_a_batch_that_may_cost_more_before_it_is_submitted() {
+    let mock = MockBatches::start().await;
+    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let limits = wasmgate::ledger::KeyLimits {
+        budget: Some(wasmgate::ledger::Budget {
+            micros: 10_000,
+            period: wasmgate::ledger::BudgetPeriod::Day,
+        }),
+        ..Default::default()
+    };
+    let key = key_with(&gateway, "default", limits).await;
+    // 100 lines of up to 1,000 tokens at gpt-4o's batch price ($5/M out) may cost $0.50.
+    let (status, refused) = try_submit(&gateway, &key, "openai/gpt-4o", 100, 1000).await;
+    assert_eq!(status, 429, "{refused}");
+    assert_eq!(refused["error"]["code"], "insufficient_quota", "{refused}");
+    assert!(!mock.calls().await.iter().any(|c| c == "POST /batches"));
+    // One line of 10 tokens may cost 51 µUSD: within the $0.01.
+    let (status, accepted) = try_submit(&gateway, &key, "openai/gpt-4o", 1, 10).await;
+    assert_eq!(status, 200, "{accepted}");
+    assert_eq!(accepted["status"], "validating");
+    gateway.stop().await;
 }
 
 #[tokio::test]
