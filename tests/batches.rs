@@ -164,6 +164,23 @@ async fn the_python_sdk_runs_a_batch_of_1000_lines_metered_once_at_the_batch_pri
 }
 
 #[tokio::test]
+async fn the_node_sdk_makes_one_call_of_each_kind() {
+    let mock = MockBatches::start().await;
+    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let key = gateway.api_key("default").await;
+    let output = run_client("openai_batches.mjs", &gateway.url("/v1"), &key, &[]).await;
+    assert_passed(&output, &["files", "batch", "cancel", "delete"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let batch = stdout.lines().find_map(|l| l.strip_prefix("batch ")).unwrap();
+    for i in 0..4u64 {
+        let record = gateway.record_of(&format!("{batch}:node-{i}")).await;
+        assert_eq!(record.cost_micros, Some(batch_cost(1 + i)));
+    }
+    assert!(mock.calls().await.iter().any(|c| c.starts_with("DELETE /files/")));
+    gateway.stop().await;
+}
+
+#[tokio::test]
 async fn the_python_sdk_cancels_a_batch_and_only_the_lines_run_are_metered() {
     let mock = MockBatches::start().await;
     let gateway = common::TestGateway::start(&config(&mock, "")).await;
