@@ -11,6 +11,7 @@ mod api_endpoints;
 mod auth;
 mod auth_matrix;
 mod batches;
+mod batches_memory;
 mod bedrock;
 mod cache;
 mod chat;
