@@ -171,12 +171,20 @@ async fn the_node_sdk_makes_one_call_of_each_kind() {
     let output = run_client("openai_batches.mjs", &gateway.url("/v1"), &key, &[]).await;
     assert_passed(&output, &["files", "batch", "cancel", "delete"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let batch = stdout.lines().find_map(|l| l.strip_prefix("batch ")).unwrap();
+    let batch = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("batch "))
+        .unwrap();
     for i in 0..4u64 {
         let record = gateway.record_of(&format!("{batch}:node-{i}")).await;
         assert_eq!(record.cost_micros, Some(batch_cost(1 + i)));
     }
-    assert!(mock.calls().await.iter().any(|c| c.starts_with("DELETE /files/")));
+    assert!(
+        mock.calls()
+            .await
+            .iter()
+            .any(|c| c.starts_with("DELETE /files/"))
+    );
     gateway.stop().await;
 }
 
@@ -185,10 +193,19 @@ async fn the_python_sdk_cancels_a_batch_and_only_the_lines_run_are_metered() {
     let mock = MockBatches::start().await;
     let gateway = common::TestGateway::start(&config(&mock, "")).await;
     let key = gateway.api_key("default").await;
-    let output = run_client("openai_batches.py", &gateway.url("/v1"), &key, &["--scenario", "cancel"]).await;
+    let output = run_client(
+        "openai_batches.py",
+        &gateway.url("/v1"),
+        &key,
+        &["--scenario", "cancel"],
+    )
+    .await;
     assert_passed(&output, &["cancel"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let batch = stdout.lines().find_map(|l| l.strip_prefix("batch ")).unwrap();
+    let batch = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("batch "))
+        .unwrap();
     // The first five of the ten ran before the cancel (the seventh, which fails, did not).
     for i in 0..5u64 {
         let record = gateway.record_of(&format!("{batch}:req-{i}")).await;
@@ -223,7 +240,12 @@ async fn another_projects_ids_are_not_found_and_a_forbidden_line_is_refused_by_n
     .await;
     assert_passed(&output, &["refused"]);
     // The refused file never went upstream: one batch upload from `isolation`, one allowed.
-    let uploads = mock.calls().await.iter().filter(|c| *c == "POST /files").count();
+    let uploads = mock
+        .calls()
+        .await
+        .iter()
+        .filter(|c| *c == "POST /files")
+        .count();
     assert_eq!(uploads, 2);
     gateway.stop().await;
 }
@@ -286,10 +308,12 @@ async fn try_submit(
         );
         text.push('\n');
     }
-    let form = reqwest::multipart::Form::new().text("purpose", "batch").part(
-        "file",
-        reqwest::multipart::Part::text(text).file_name("in.jsonl"),
-    );
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "batch")
+        .part(
+            "file",
+            reqwest::multipart::Part::text(text).file_name("in.jsonl"),
+        );
     let file: Value = common::http()
         .post(gateway.url("/v1/files"))
         .bearer_auth(key)
@@ -304,8 +328,10 @@ async fn try_submit(
     let response = common::http()
         .post(gateway.url("/v1/batches"))
         .bearer_auth(key)
-        .json(&json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions",
-                      "completion_window": "24h"}))
+        .json(
+            &json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions",
+                      "completion_window": "24h"}),
+        )
         .send()
         .await
         .unwrap();
@@ -360,7 +386,11 @@ async fn two_gateways_sharing_postgres_meter_a_batch_once() {
         .filter(|c| c.starts_with("GET /batches/"))
         .count();
     assert!(polls >= 4, "the pollers drove the batch ({polls} polls)");
-    assert_eq!(output_reads(&mock).await, 1, "one gateway claimed the metering");
+    assert_eq!(
+        output_reads(&mock).await,
+        1,
+        "one gateway claimed the metering"
+    );
     let record = a.record_of(&format!("{batch}:r0")).await;
     assert_eq!(record.cost_micros, Some(batch_cost(10)));
     a.stop().await;
@@ -404,11 +434,8 @@ async fn a_batch_left_by_a_stopped_gateway_is_metered_once_by_the_next() {
 #[tokio::test]
 async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused() {
     let mock = MockBatches::start().await;
-    let gateway = common::TestGateway::start(&config(
-        &mock,
-        "batches: { poll_interval_ms: 100 }",
-    ))
-    .await;
+    let gateway =
+        common::TestGateway::start(&config(&mock, "batches: { poll_interval_ms: 100 }")).await;
     let key = gateway.api_key("default").await;
     let batch = submit(&gateway, &key, "azure/gpt-4.1-mini", 3).await;
     // gpt-4.1-mini at Azure's batch price: 100 × $0.20/M + 10 × $0.80/M = 28 µUSD.
@@ -418,16 +445,18 @@ async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused(
     assert!(mock.calls().await.iter().any(|c| c == "POST /batches"));
 
     // `plain` is an OpenAI-compatible entry without `batches: true`.
-    let form = reqwest::multipart::Form::new().text("purpose", "batch").part(
-        "file",
-        reqwest::multipart::Part::text(
-            json!({"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "batch")
+        .part(
+            "file",
+            reqwest::multipart::Part::text(
+                json!({"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
                    "body": {"model": "plain/gpt-3.5-turbo",
                             "messages": [{"role": "user", "content": "hi"}]}})
-            .to_string(),
-        )
-        .file_name("in.jsonl"),
-    );
+                .to_string(),
+            )
+            .file_name("in.jsonl"),
+        );
     let refused = common::http()
         .post(gateway.url("/v1/files"))
         .bearer_auth(&key)

@@ -92,7 +92,11 @@ providers:
     let left: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with("wasmgate-upload-"))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("wasmgate-upload-")
+        })
         .collect();
     assert!(left.is_empty(), "spooled files left: {left:?}");
     for f in [path.clone(), dir.join(format!("file-{mib}.bin.back"))] {

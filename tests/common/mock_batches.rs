@@ -34,7 +34,14 @@ use tokio::sync::Mutex;
 pub const API_KEY: &str = "sk-mock-batches-upstream";
 /// Prompt tokens every batch request reports.
 pub const PROMPT_TOKENS: u64 = 100;
-const PURPOSES: [&str; 6] = ["assistants", "batch", "fine-tune", "vision", "user_data", "evals"];
+const PURPOSES: [&str; 6] = [
+    "assistants",
+    "batch",
+    "fine-tune",
+    "vision",
+    "user_data",
+    "evals",
+];
 
 #[derive(Clone, Debug)]
 pub struct MockFile {
@@ -100,7 +107,10 @@ impl MockBatches {
         });
         let app = Router::new()
             .nest("/v1", routes().layer(axum::middleware::from_fn(openai_key)))
-            .nest("/openai", routes().layer(axum::middleware::from_fn(azure_key)))
+            .nest(
+                "/openai",
+                routes().layer(axum::middleware::from_fn(azure_key)),
+            )
             .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -154,7 +164,11 @@ async fn openai_key(request: axum::extract::Request, next: axum::middleware::Nex
     let expected = format!("Bearer {API_KEY}");
     match request.headers().get(header::AUTHORIZATION) {
         Some(v) if v.to_str().ok() == Some(expected.as_str()) => next.run(request).await,
-        _ => error(StatusCode::UNAUTHORIZED, "Incorrect API key provided.", None),
+        _ => error(
+            StatusCode::UNAUTHORIZED,
+            "Incorrect API key provided.",
+            None,
+        ),
     }
 }
 
@@ -168,7 +182,11 @@ async fn azure_key(request: axum::extract::Request, next: axum::middleware::Next
     }
     match request.headers().get("api-key") {
         Some(v) if v.to_str().ok() == Some(API_KEY) => next.run(request).await,
-        _ => error(StatusCode::UNAUTHORIZED, "Access denied: invalid key.", None),
+        _ => error(
+            StatusCode::UNAUTHORIZED,
+            "Access denied: invalid key.",
+            None,
+        ),
     }
 }
 
@@ -195,7 +213,11 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bod
         .and_then(|v| v.to_str().ok())
         .and_then(|v| multer::parse_boundary(v).ok())
     else {
-        return error(StatusCode::BAD_REQUEST, "multipart/form-data expected", None);
+        return error(
+            StatusCode::BAD_REQUEST,
+            "multipart/form-data expected",
+            None,
+        );
     };
     let mut form = multer::Multipart::new(body.into_data_stream(), boundary);
     let (mut purpose, mut file) = (None, None);
@@ -204,9 +226,15 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bod
             Some("purpose") => purpose = field.text().await.ok(),
             Some("file") => {
                 let Some(filename) = field.file_name().map(str::to_owned) else {
-                    return error(StatusCode::BAD_REQUEST, "`file` needs a file name", Some("file"));
+                    return error(
+                        StatusCode::BAD_REQUEST,
+                        "`file` needs a file name",
+                        Some("file"),
+                    );
                 };
-                let n = shared.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let n = shared
+                    .next
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let id = format!("file-up{n:06}");
                 let path = shared.dir.join(&id);
                 let mut out = tokio::fs::File::create(&path).await.unwrap();
@@ -230,7 +258,11 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bod
         }
     }
     let Some(purpose) = purpose.filter(|p| PURPOSES.contains(&p.as_str())) else {
-        return error(StatusCode::BAD_REQUEST, "`purpose` must be one of OpenAI's", Some("purpose"));
+        return error(
+            StatusCode::BAD_REQUEST,
+            "`purpose` must be one of OpenAI's",
+            Some("purpose"),
+        );
     };
     let Some(mut file) = file else {
         return error(StatusCode::BAD_REQUEST, "`file` is required", Some("file"));
@@ -238,7 +270,11 @@ async fn upload(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bod
     file.purpose = purpose;
     if file.purpose == "batch" {
         if file.bytes > 200 << 20 {
-            return error(StatusCode::BAD_REQUEST, "a batch file is at most 200 MB", Some("file"));
+            return error(
+                StatusCode::BAD_REQUEST,
+                "a batch file is at most 200 MB",
+                Some("file"),
+            );
         }
         let text = std::fs::read_to_string(&file.path).unwrap_or_default();
         if let Err(message) = check_batch_lines(&text) {
@@ -254,7 +290,9 @@ fn check_batch_lines(text: &str) -> Result<(), String> {
     let mut ids = HashSet::new();
     for (i, line) in text.lines().enumerate() {
         let line: Value = serde_json::from_str(line).map_err(|e| format!("line {}: {e}", i + 1))?;
-        let ok = line["custom_id"].as_str().is_some_and(|id| ids.insert(id.to_owned()))
+        let ok = line["custom_id"]
+            .as_str()
+            .is_some_and(|id| ids.insert(id.to_owned()))
             && line["method"] == "POST"
             && line["url"].as_str().is_some()
             && line["body"]["model"].as_str().is_some();
@@ -273,7 +311,11 @@ async fn list_files(State(shared): State<Arc<Shared>>) -> Response {
 async fn retrieve_file(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     match shared.files.lock().await.get(&id) {
         Some(f) => axum::Json(file_json(f)).into_response(),
-        None => error(StatusCode::NOT_FOUND, &format!("No such File object: {id}"), Some("id")),
+        None => error(
+            StatusCode::NOT_FOUND,
+            &format!("No such File object: {id}"),
+            Some("id"),
+        ),
     }
 }
 
@@ -284,14 +326,22 @@ async fn delete_file(State(shared): State<Arc<Shared>>, Path(id): Path<String>) 
             let _ = std::fs::remove_file(&f.path);
             axum::Json(json!({"id": id, "object": "file", "deleted": true})).into_response()
         }
-        None => error(StatusCode::NOT_FOUND, &format!("No such File object: {id}"), Some("id")),
+        None => error(
+            StatusCode::NOT_FOUND,
+            &format!("No such File object: {id}"),
+            Some("id"),
+        ),
     }
 }
 
 async fn content(State(shared): State<Arc<Shared>>, Path(id): Path<String>) -> Response {
     record(&shared, format!("GET /files/{id}/content")).await;
     let Some(path) = shared.files.lock().await.get(&id).map(|f| f.path.clone()) else {
-        return error(StatusCode::NOT_FOUND, &format!("No such File object: {id}"), Some("id"));
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("No such File object: {id}"),
+            Some("id"),
+        );
     };
     let file = tokio::fs::File::open(path).await.unwrap();
     let stream = tokio_util::io::ReaderStream::new(file);
@@ -308,23 +358,49 @@ async fn create_batch(State(shared): State<Arc<Shared>>, body: axum::body::Bytes
         return error(StatusCode::BAD_REQUEST, "the body is not JSON", None);
     };
     if body["completion_window"] != "24h" {
-        return error(StatusCode::BAD_REQUEST, "completion_window must be 24h", Some("completion_window"));
+        return error(
+            StatusCode::BAD_REQUEST,
+            "completion_window must be 24h",
+            Some("completion_window"),
+        );
     }
     let Some(input) = body["input_file_id"].as_str() else {
-        return error(StatusCode::BAD_REQUEST, "input_file_id is required", Some("input_file_id"));
+        return error(
+            StatusCode::BAD_REQUEST,
+            "input_file_id is required",
+            Some("input_file_id"),
+        );
     };
     let Some(file) = shared.files.lock().await.get(input).cloned() else {
-        return error(StatusCode::NOT_FOUND, &format!("No such File object: {input}"), Some("input_file_id"));
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("No such File object: {input}"),
+            Some("input_file_id"),
+        );
     };
     if file.purpose != "batch" {
-        return error(StatusCode::BAD_REQUEST, "the input file's purpose is not batch", Some("input_file_id"));
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the input file's purpose is not batch",
+            Some("input_file_id"),
+        );
     }
     let endpoint = body["endpoint"].as_str().unwrap_or_default().to_owned();
     let text = std::fs::read_to_string(&file.path).unwrap_or_default();
-    if text.lines().any(|l| serde_json::from_str::<Value>(l).map(|v| v["url"] != endpoint.as_str()).unwrap_or(true)) {
-        return error(StatusCode::BAD_REQUEST, "every line's url must be the endpoint", Some("endpoint"));
+    if text.lines().any(|l| {
+        serde_json::from_str::<Value>(l)
+            .map(|v| v["url"] != endpoint.as_str())
+            .unwrap_or(true)
+    }) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "every line's url must be the endpoint",
+            Some("endpoint"),
+        );
     }
-    let n = shared.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = shared
+        .next
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let batch = MockBatch {
         id: format!("batch_up{n:06}"),
         status: "validating".into(),
@@ -361,7 +437,11 @@ async fn retrieve_batch(State(shared): State<Arc<Shared>>, Path(id): Path<String
     record(&shared, format!("GET /batches/{id}")).await;
     let mut batches = shared.batches.lock().await;
     let Some(batch) = batches.get_mut(&id) else {
-        return error(StatusCode::NOT_FOUND, &format!("No such Batch object: {id}"), Some("id"));
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("No such Batch object: {id}"),
+            Some("id"),
+        );
     };
     batch.polls += 1;
     let next = match batch.status.as_str() {
@@ -385,16 +465,28 @@ async fn retrieve_batch(State(shared): State<Arc<Shared>>, Path(id): Path<String
 }
 
 async fn lines_of(shared: &Shared, file_id: &str) -> Vec<Value> {
-    let Some(path) = shared.files.lock().await.get(file_id).map(|f| f.path.clone()) else {
+    let Some(path) = shared
+        .files
+        .lock()
+        .await
+        .get(file_id)
+        .map(|f| f.path.clone())
+    else {
         return Vec::new();
     };
     let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    text.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 /// The output and error files of a batch that ended: all lines, or the first half if it was
 /// cancelled.
-async fn finish(shared: &Shared, batch: &MockBatch, cancelled: bool) -> (Option<String>, Option<String>) {
+async fn finish(
+    shared: &Shared,
+    batch: &MockBatch,
+    cancelled: bool,
+) -> (Option<String>, Option<String>) {
     let mut lines = lines_of(shared, &batch.input_file_id).await;
     if cancelled {
         lines.truncate(lines.len() / 2);
@@ -433,7 +525,9 @@ async fn keep(shared: &Shared, batch: &str, text: String, name: &str) -> Option<
     if text.is_empty() {
         return None;
     }
-    let n = shared.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = shared
+        .next
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let id = format!("file-out{n:06}");
     let path = shared.dir.join(&id);
     std::fs::write(&path, &text).unwrap();
@@ -453,10 +547,18 @@ async fn cancel_batch(State(shared): State<Arc<Shared>>, Path(id): Path<String>)
     record(&shared, format!("POST /batches/{id}/cancel")).await;
     let mut batches = shared.batches.lock().await;
     let Some(batch) = batches.get_mut(&id) else {
-        return error(StatusCode::NOT_FOUND, &format!("No such Batch object: {id}"), Some("id"));
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("No such Batch object: {id}"),
+            Some("id"),
+        );
     };
     if !["validating", "in_progress", "finalizing"].contains(&batch.status.as_str()) {
-        return error(StatusCode::CONFLICT, &format!("Cannot cancel a batch with status {}.", batch.status), None);
+        return error(
+            StatusCode::CONFLICT,
+            &format!("Cannot cancel a batch with status {}.", batch.status),
+            None,
+        );
     }
     batch.status = "cancelling".into();
     axum::Json(batch_json(batch, 0)).into_response()

@@ -99,6 +99,7 @@ try {
     cost: stats.total.cost, requests: stats.total.requests, input_tokens: stats.total.input_tokens,
     output_tokens: stats.total.output_tokens, cached_input_tokens: stats.total.cached_input_tokens,
     error_rate: stats.total.error_rate,
+    batch_cost: total.batch.cost, batch_requests: total.batch.requests,
     latency_p50: stats.total.latency_us.p50, latency_p90: stats.total.latency_us.p90, latency_p99: stats.total.latency_us.p99,
     ttft_p50: stats.total.ttft_us.p50, ttft_p90: stats.total.ttft_us.p90, ttft_p99: stats.total.ttft_us.p99,
   };
@@ -107,6 +108,11 @@ try {
   assert.equal(shown.requests, sent.toLocaleString("en-US"));
   assert.equal(shown.cost, "$" + stats.total.cost.toFixed(stats.total.cost < 1 ? 6 : 2));
   assert.equal(shown.error_rate, (stats.total.error_rate * 100).toFixed(2) + "%");
+  // The batch's lines, at the batch price, shown apart.
+  const batchLines = Number(process.env.CONSOLE_BATCH_LINES);
+  assert.ok(batchLines > 0 && total.batch.requests === batchLines && total.batch.cost > 0, JSON.stringify(total.batch));
+  assert.equal(shown.batch_requests, String(batchLines));
+  assert.equal(shown.batch_cost, "$" + total.batch.cost.toFixed(6));
   step(`totals equal the API's (${sent} requests, $${stats.total.cost}, ${stats.total.errors} errors)`);
 
   // Breakdowns: every row and figure, and sorting.
@@ -117,7 +123,7 @@ try {
     assert.deepEqual(table, rows.rows.map(asText), kind);
     assert.ok(table.length > 0, kind);
   }
-  assert.ok(stats.by_model.rows.length >= 4 && stats.by_provider.rows.length === 2);
+  assert.ok(stats.by_model.rows.length >= 4 && stats.by_provider.rows.length === 3);
   await page.click("table[data-breakdown=model] th[data-key=requests]");
   const byRequests = await page.$$eval("table[data-breakdown=model] tbody td[data-field=requests]", (tds) => tds.map((td) => Number(td.dataset.value)));
   assert.deepEqual(byRequests, [...byRequests].sort((a, b) => b - a));

@@ -84,7 +84,11 @@ pub async fn upload(state: &AppState, headers: &HeaderMap, body: Body) -> Result
 }
 
 /// The caller's file `id`.
-pub async fn find(state: &AppState, headers: &HeaderMap, id: String) -> Result<StoredFile, ApiError> {
+pub async fn find(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: String,
+) -> Result<StoredFile, ApiError> {
     let project = caller(state, headers).await?.project;
     let id = possible(id, "File")?;
     let lookup = id.clone();
@@ -94,7 +98,11 @@ pub async fn find(state: &AppState, headers: &HeaderMap, id: String) -> Result<S
 }
 
 /// `GET /v1/files/{id}`.
-pub async fn retrieve(state: &AppState, headers: &HeaderMap, id: String) -> Result<Value, ApiError> {
+pub async fn retrieve(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: String,
+) -> Result<Value, ApiError> {
     Ok(file_object(&find(state, headers, id).await?))
 }
 
@@ -114,7 +122,10 @@ pub async fn list(
     .await?;
     let has_more = files.len() > limit;
     files.truncate(limit);
-    Ok(objects::list(files.iter().map(file_object).collect(), has_more))
+    Ok(objects::list(
+        files.iter().map(file_object).collect(),
+        has_more,
+    ))
 }
 
 /// `DELETE /v1/files/{id}`: at the upstream, then here.
@@ -122,7 +133,13 @@ pub async fn delete(state: &AppState, headers: &HeaderMap, id: String) -> Result
     let file = find(state, headers, id).await?;
     let gateway = state.gateway.load_full();
     let provider = upstream::provider(&gateway, &file.provider)?;
-    let response = upstream::send(state, &gateway, provider, Call::DeleteFile(&file.upstream_id)).await?;
+    let response = upstream::send(
+        state,
+        &gateway,
+        provider,
+        Call::DeleteFile(&file.upstream_id),
+    )
+    .await?;
     // The answer says no more than the status did.
     drop(response);
     let (project, id) = (file.project.clone(), file.id.clone());
@@ -139,5 +156,11 @@ pub async fn content(
     let file = find(state, headers, id).await?;
     let gateway = state.gateway.load_full();
     let provider = upstream::provider(&gateway, &file.provider)?;
-    upstream::send(state, &gateway, provider, Call::FileContent(&file.upstream_id)).await
+    upstream::send(
+        state,
+        &gateway,
+        provider,
+        Call::FileContent(&file.upstream_id),
+    )
+    .await
 }

@@ -29,7 +29,7 @@ use crate::state::AppState;
 const LIST_DEFAULT: usize = 20;
 const LIST_MAX: usize = 100;
 /// Bytes of a create request's body, at most (`metadata` is the largest part).
-const CREATE_MAX: usize = 64 << 10;
+pub const CREATE_MAX: usize = 64 << 10;
 
 fn invalid(param: &str, message: impl Into<String>) -> ApiError {
     ApiError::InvalidField {
@@ -44,7 +44,8 @@ pub async fn create(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Resul
     if body.len() > CREATE_MAX {
         return Err(ApiError::BodyTooLarge(CREATE_MAX));
     }
-    let mut fields = raw_json::object(body, 16).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let mut fields =
+        raw_json::object(body, 16).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
     let text = |fields: &raw_json::Fields, name: &str| -> Result<String, ApiError> {
         fields
             .get(name)
@@ -63,7 +64,10 @@ pub async fn create(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Resul
         ));
     }
     if text(&fields, "completion_window")? != "24h" {
-        return Err(invalid("completion_window", "'completion_window' must be '24h'."));
+        return Err(invalid(
+            "completion_window",
+            "'completion_window' must be '24h'.",
+        ));
     }
     let project = caller.project.clone();
     let file = {
@@ -139,10 +143,14 @@ async fn check_budget(
         estimated_cost_micros: file.estimate_micros,
         key_limits: &caller.limits,
     };
-    let admission = gateway.limits.admit(&facts).await.map_err(|refusal| match refusal {
-        Refusal::Denied(denial) => ApiError::LimitExceeded(denial),
-        Refusal::Unavailable(failure) => ApiError::limits_unavailable(failure),
-    })?;
+    let admission = gateway
+        .limits
+        .admit(&facts)
+        .await
+        .map_err(|refusal| match refusal {
+            Refusal::Denied(denial) => ApiError::LimitExceeded(denial),
+            Refusal::Unavailable(failure) => ApiError::limits_unavailable(failure),
+        })?;
     admission
         .settle(Settlement {
             input_tokens: u64::from(tokens),
@@ -169,7 +177,11 @@ fn object_of(batch: &StoredBatch) -> Value {
 }
 
 /// `GET /v1/batches/{id}`: asked of the upstream now, unless it has ended and been metered.
-pub async fn retrieve(state: &AppState, headers: &HeaderMap, id: String) -> Result<Value, ApiError> {
+pub async fn retrieve(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: String,
+) -> Result<Value, ApiError> {
     let batch = find(state, headers, id).await?;
     let batch = poll::refresh(state, batch).await?;
     Ok(object_of(&batch))
@@ -180,8 +192,13 @@ pub async fn cancel(state: &AppState, headers: &HeaderMap, id: String) -> Result
     let batch = find(state, headers, id).await?;
     let gateway = state.gateway.load_full();
     let provider = upstream::provider(&gateway, &batch.provider)?;
-    let response =
-        upstream::send(state, &gateway, provider, Call::CancelBatch(&batch.upstream_id)).await?;
+    let response = upstream::send(
+        state,
+        &gateway,
+        provider,
+        Call::CancelBatch(&batch.upstream_id),
+    )
+    .await?;
     let raw = upstream::json(provider, response).await?;
     let status: String = raw
         .get("status")
@@ -193,7 +210,10 @@ pub async fn cancel(state: &AppState, headers: &HeaderMap, id: String) -> Result
     let object = batch_object(&batch, raw);
     let text = object.to_string();
     let (project, id) = (batch.project, batch.id);
-    store_call(state, move |store| store.update_batch(&project, &id, &status, &text)).await?;
+    store_call(state, move |store| {
+        store.update_batch(&project, &id, &status, &text)
+    })
+    .await?;
     Ok(object)
 }
 
@@ -212,5 +232,8 @@ pub async fn list(
     .await?;
     let has_more = batches.len() > limit;
     batches.truncate(limit);
-    Ok(objects::list(batches.iter().map(object_of).collect(), has_more))
+    Ok(objects::list(
+        batches.iter().map(object_of).collect(),
+        has_more,
+    ))
 }

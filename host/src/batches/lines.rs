@@ -116,8 +116,8 @@ impl<'a> LineChecker<'a> {
             return Err(refuse(format!("a batch has at most {LINES_MAX} lines.")));
         }
         let text = std::str::from_utf8(bytes).map_err(|_| refuse("not UTF-8 text.".into()))?;
-        let line: Line<'_> = serde_json::from_str(text)
-            .map_err(|e| refuse(format!("not a JSON object ({e}).")))?;
+        let line: Line<'_> =
+            serde_json::from_str(text).map_err(|e| refuse(format!("not a JSON object ({e}).")))?;
         let string = |raw: Option<&RawValue>, field: &str| -> Result<String, ApiError> {
             let raw = raw.ok_or_else(|| refuse(format!("`{field}` is missing.")))?;
             serde_json::from_str::<String>(raw.get())

@@ -69,9 +69,11 @@ pub async fn meter(
     };
     loop {
         let chunk = match tokio::time::timeout(provider.timeout, body.next()).await {
-            Err(_) => return Err(ApiError::UpstreamTimeout {
-                provider: provider.name.to_string(),
-            }),
+            Err(_) => {
+                return Err(ApiError::UpstreamTimeout {
+                    provider: provider.name.to_string(),
+                });
+            }
             Ok(None) => break,
             Ok(Some(Err(e))) => {
                 return Err(ApiError::UpstreamUnreachable {

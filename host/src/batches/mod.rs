@@ -42,7 +42,10 @@ pub async fn store_call<T: Send + 'static>(
 }
 
 /// Who is asking, as for any `/v1/*` request.
-pub async fn caller(state: &AppState, headers: &HeaderMap) -> Result<crate::auth::Caller, ApiError> {
+pub async fn caller(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<crate::auth::Caller, ApiError> {
     let required = state.gateway.load().config.auth.required;
     auth::caller(state, headers, required).await
 }

@@ -14,7 +14,10 @@ const UPSTREAM_ID_MAX: usize = 128;
 
 /// A new gateway id: `prefix` and 24 random hex digits.
 pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}{}", &uuid::Uuid::new_v4().simple().to_string()[..24])
+    format!(
+        "{prefix}{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..24]
+    )
 }
 
 /// The gateway id of an upstream's file, the same for every replica.

@@ -75,7 +75,8 @@ pub async fn read_form(
             )
         })?;
     let mut form = multer::Multipart::new(body.into_data_stream(), boundary);
-    let malformed = |e: multer::Error| invalid("file", format!("The multipart body is malformed: {e}."));
+    let malformed =
+        |e: multer::Error| invalid("file", format!("The multipart body is malformed: {e}."));
     let mut purpose = None;
     let mut fields = Vec::new();
     let mut file: Option<(String, Spooled)> = None;

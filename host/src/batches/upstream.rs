@@ -6,8 +6,10 @@
 
 use crate::gateway::{Gateway, Provider};
 use crate::pipeline::ApiError;
-use crate::plugins::{CanonicalRequest, HttpResponse, NativeCall, Operation, Prepared, RequestInfo};
 use crate::plugins::SlotKind;
+use crate::plugins::{
+    CanonicalRequest, HttpResponse, NativeCall, Operation, Prepared, RequestInfo,
+};
 use crate::state::AppState;
 use crate::upstream::{self, FilePart};
 
@@ -146,7 +148,11 @@ pub async fn send(
         (Prepared::Upstream(http), call) if !matches!(call, Call::UploadFile { .. }) => {
             upstream::send(&state.http, admit(http)?, provider.timeout).await
         }
-        _ => return Err(bad("the plugin answered a Files or Batch API call with the wrong kind")),
+        _ => {
+            return Err(bad(
+                "the plugin answered a Files or Batch API call with the wrong kind",
+            ));
+        }
     };
     let response = sent.map_err(|e| ApiError::upstream(&provider.name, e))?;
     if response.status().is_success() {

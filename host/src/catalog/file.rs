@@ -250,8 +250,7 @@ fn model_info(
         batch_cached_input: None,
     };
     // A batch price given wins; else the provider's discount of the model's own.
-    let discounted =
-        |p: Option<i64>| Some((p? as f64 * batch_discount?).round() as i64);
+    let discounted = |p: Option<i64>| Some((p? as f64 * batch_discount?).round() as i64);
     let prices = Prices {
         batch_input: price(
             entry.batch_input_per_mtok,

@@ -84,7 +84,10 @@ fn after_key(
         &[project.into(), after.into()],
         |row| Ok((int(row, 0)?, text(row, 1)?)),
     )?;
-    Ok(found.into_iter().next().unwrap_or((i64::MIN, String::new())))
+    Ok(found
+        .into_iter()
+        .next()
+        .unwrap_or((i64::MIN, String::new())))
 }
 
 impl<S: SqlStore> BatchStore for S {

@@ -76,15 +76,25 @@ pub trait BatchStore: Send + Sync + 'static {
         limit: usize,
     ) -> anyhow::Result<Vec<StoredBatch>>;
     /// Records the batch's latest status and object.
-    fn update_batch(&self, project: &str, id: &str, status: &str, object: &str)
-    -> anyhow::Result<()>;
+    fn update_batch(
+        &self,
+        project: &str,
+        id: &str,
+        status: &str,
+        object: &str,
+    ) -> anyhow::Result<()>;
     /// Batches not yet metered (any project), oldest first, at most `limit`: the poller's work.
     fn unmetered_batches(&self, limit: usize) -> anyhow::Result<Vec<StoredBatch>>;
     /// Takes the right to meter the batch until `until_us`, if no one holds it (or its lease
     /// ran out) and it is not metered yet: one conditional `UPDATE`, so that of two replicas
     /// asking at once one gets it.
-    fn claim_metering(&self, project: &str, id: &str, now_us: i64, until_us: i64)
-    -> anyhow::Result<bool>;
+    fn claim_metering(
+        &self,
+        project: &str,
+        id: &str,
+        now_us: i64,
+        until_us: i64,
+    ) -> anyhow::Result<bool>;
     /// Marks the batch metered, its `lines` recorded.
     fn metered(&self, project: &str, id: &str, at_us: i64, lines: i64) -> anyhow::Result<()>;
 }

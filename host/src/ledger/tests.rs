@@ -1646,7 +1646,11 @@ macro_rules! no_batches {
             fn put_batch(&self, _: &crate::ledger::StoredBatch) -> anyhow::Result<()> {
                 Ok(())
             }
-            fn batch(&self, _: &str, _: &str) -> anyhow::Result<Option<crate::ledger::StoredBatch>> {
+            fn batch(
+                &self,
+                _: &str,
+                _: &str,
+            ) -> anyhow::Result<Option<crate::ledger::StoredBatch>> {
                 Ok(None)
             }
             fn batches(
@@ -1660,7 +1664,10 @@ macro_rules! no_batches {
             fn update_batch(&self, _: &str, _: &str, _: &str, _: &str) -> anyhow::Result<()> {
                 Ok(())
             }
-            fn unmetered_batches(&self, _: usize) -> anyhow::Result<Vec<crate::ledger::StoredBatch>> {
+            fn unmetered_batches(
+                &self,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredBatch>> {
                 Ok(Vec::new())
             }
             fn claim_metering(&self, _: &str, _: &str, _: i64, _: i64) -> anyhow::Result<bool> {

@@ -115,7 +115,10 @@ pub enum ApiError {
     ObjectNotFound { what: &'static str, id: String },
     /// A line of a batch input file cannot be run: refused before anything goes upstream, with
     /// its number (from 1).
-    #[error("Line {line} of the batch input file: {}", clip(message, crate::clip::MESSAGE))]
+    #[error(
+        "Line {line} of the batch input file: {}",
+        clip(message, crate::clip::MESSAGE)
+    )]
     InvalidBatchLine { line: u64, message: String },
     /// An upload could not be written to or read from `batches.spool_dir` (the detail is logged,
     /// not sent).

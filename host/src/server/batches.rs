@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -98,8 +98,12 @@ pub async fn file_content(
 pub async fn create_batch(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Body,
 ) -> Result<Json<Value>, ApiError> {
+    // Read here under the endpoint's own bound, so that a longer body is OpenAI's JSON 413.
+    let body = axum::body::to_bytes(body, jobs::CREATE_MAX)
+        .await
+        .map_err(|_| ApiError::BodyTooLarge(jobs::CREATE_MAX))?;
     jobs::create(&state, &headers, &body).await.map(Json)
 }
 

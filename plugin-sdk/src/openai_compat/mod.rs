@@ -10,8 +10,8 @@ mod rerank;
 mod response;
 mod stream;
 
-pub use batches::{DIALECT as BATCHES_DIALECT, batch_call, request_of};
 pub use audio::{parse_transcription, speech, transcription_form, upstream_format};
+pub use batches::{DIALECT as BATCHES_DIALECT, batch_call, request_of};
 pub use rerank::parse_rerank;
 pub use response::parse_response;
 pub use stream::{OpenAiEvents, OpenAiStream};
