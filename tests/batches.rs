@@ -475,3 +475,92 @@ async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused(
     );
     gateway.stop().await;
 }
+
+#[tokio::test]
+async fn each_kind_of_bad_line_is_refused_with_its_number_and_nothing_goes_upstream() {
+    let mock = MockBatches::start().await;
+    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let key = gateway.api_key("default").await;
+    let good = |id: &str, model: &str| {
+        json!({"custom_id": id, "method": "POST", "url": "/v1/chat/completions",
+               "body": {"model": model, "messages": [{"role": "user", "content": "hi"}]}})
+        .to_string()
+    };
+    let cases: Vec<(Vec<String>, u64, &str)> = vec![
+        (
+            vec![good("a", "openai/gpt-4o"), "{not json".into()],
+            2,
+            "not a JSON object",
+        ),
+        (
+            vec![good("a", "openai/gpt-4o"), good("a", "openai/gpt-4o")],
+            2,
+            "used by an earlier line",
+        ),
+        (
+            vec![
+                good("a", "openai/gpt-4o"),
+                String::new(),
+                good("b", "azure/gpt-4.1-mini"),
+            ],
+            3,
+            "a batch goes to one provider",
+        ),
+        (vec![good("a", "openai/no-such-model")], 1, "model"),
+        (
+            vec![
+                json!({"custom_id": "a", "method": "POST", "url": "/v1/images/generations",
+                        "body": {"model": "openai/gpt-4o", "prompt": "x"}})
+                .to_string(),
+            ],
+            1,
+            "not an endpoint the Batch API runs",
+        ),
+        (
+            vec![
+                json!({"custom_id": "a", "method": "GET", "url": "/v1/chat/completions",
+                        "body": {}})
+                .to_string(),
+            ],
+            1,
+            "`method` must be `POST`",
+        ),
+        (
+            vec![
+                json!({"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+                        "body": {"model": "openai/gpt-4o", "stream": true,
+                                 "messages": [{"role": "user", "content": "hi"}]}})
+                .to_string(),
+            ],
+            1,
+            "stream",
+        ),
+        (vec![String::new()], 1, "no requests"),
+    ];
+    for (lines, number, fragment) in cases {
+        let form = reqwest::multipart::Form::new()
+            .text("purpose", "batch")
+            .part(
+                "file",
+                reqwest::multipart::Part::text(lines.join("\n")).file_name("bad.jsonl"),
+            );
+        let response = common::http()
+            .post(gateway.url("/v1/files"))
+            .bearer_auth(&key)
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{lines:?}");
+        let body: Value = response.json().await.unwrap();
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("Line {number} of the batch input file: ")),
+            "{lines:?}: {message}"
+        );
+        assert!(message.contains(fragment), "{lines:?}: {message}");
+        assert_eq!(body["error"]["code"], "invalid_batch_line");
+    }
+    assert!(mock.calls().await.is_empty(), "nothing went upstream");
+    gateway.stop().await;
+}

@@ -58,10 +58,12 @@ async fn batch(gateway: &Gateway, key: &str, lines: usize) {
                 + "\n"
         })
         .collect();
-    let form = reqwest::multipart::Form::new().text("purpose", "batch").part(
-        "file",
-        reqwest::multipart::Part::text(text).file_name("console.jsonl"),
-    );
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "batch")
+        .part(
+            "file",
+            reqwest::multipart::Part::text(text).file_name("console.jsonl"),
+        );
     let file: Value = http()
         .post(gateway.url("/v1/files"))
         .bearer_auth(key)
@@ -75,8 +77,10 @@ async fn batch(gateway: &Gateway, key: &str, lines: usize) {
     let created = http()
         .post(gateway.url("/v1/batches"))
         .bearer_auth(key)
-        .json(&json!({"input_file_id": file["id"], "endpoint": "/v1/chat/completions",
-                      "completion_window": "24h"}))
+        .json(
+            &json!({"input_file_id": file["id"], "endpoint": "/v1/chat/completions",
+                      "completion_window": "24h"}),
+        )
         .send()
         .await
         .unwrap();

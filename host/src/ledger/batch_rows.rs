@@ -144,7 +144,7 @@ impl<S: SqlStore> BatchStore for S {
                 db,
                 &format!(
                     "SELECT {FILE_COLUMNS} FROM gateway_files
-                     WHERE project = $1 AND ($2 IS NULL OR purpose = $2)
+                     WHERE project = $1 AND (CAST($2 AS TEXT) IS NULL OR purpose = CAST($2 AS TEXT))
                         AND (created_us < $3 OR (created_us = $3 AND id < $4))
                      ORDER BY created_us DESC, id DESC LIMIT $5"
                 ),

@@ -7,7 +7,9 @@ use super::responses::StoredResponse;
 use super::time::{HOUR_US, format_utc};
 use super::*;
 
+mod batches;
 mod records;
+use batches::{check_batch_records, check_files_and_batches};
 use records::{by, log_record, record};
 
 #[path = "../../../tests/common/postgres.rs"]
@@ -49,6 +51,8 @@ on_every_store!(
     check_request_pages,
     check_one_request_per_project,
     check_stored_responses,
+    check_files_and_batches,
+    check_batch_records,
     check_stats,
     check_stats_from_rollups_equal_the_records,
 );
@@ -1211,7 +1215,8 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
     make()
 }
 
-/// Drops what the migrations after V1 added (V3: the response cache's columns).
+/// Drops what the migrations after V1 added (V3: the response cache's columns; V4: batches and
+/// units).
 const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
@@ -1221,7 +1226,21 @@ const AFTER_V1: &str = "ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_hourly_users DROP COLUMN cache_hits;
     ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
-    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;";
+    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_records DROP COLUMN batch_id;
+    ALTER TABLE usage_records DROP COLUMN audio_ms;
+    ALTER TABLE usage_records DROP COLUMN characters;
+    ALTER TABLE usage_records DROP COLUMN search_units;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_cost_micros;
+    DROP TABLE gateway_files;
+    DROP TABLE gateway_batches;";
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
@@ -1237,6 +1256,20 @@ const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
     ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
     ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_records DROP COLUMN batch_id;
+    ALTER TABLE usage_records DROP COLUMN audio_ms;
+    ALTER TABLE usage_records DROP COLUMN characters;
+    ALTER TABLE usage_records DROP COLUMN search_units;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_cost_micros;
+    DROP TABLE gateway_files;
+    DROP TABLE gateway_batches;
     DROP TABLE ledger_schema_history;";
 
 /// Makes a database look like one written before the rollups held the console's sums: their
