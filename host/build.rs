@@ -2,6 +2,10 @@
 //! can embed the built-in ones and tests can load the test-only ones, and writes the tokenizer's
 //! vocabulary (`build/vocabulary.rs`).
 //!
+//! The built-in plugins are the plugin crates (`cdylib`s) of the `plugins/` and `policies/`
+//! workspaces: adding a crate there is all it takes to embed it. `built_in.rs` in `OUT_DIR`
+//! lists them for `src/plugins/mod.rs`.
+//!
 //! The guests live in workspaces of their own (`plugins/`, `tests/plugins/`): built natively as
 //! members of the host's workspace they would fail to link. They get their own target directory
 //! so this nested build does not wait on the outer build's lock.
@@ -13,29 +17,6 @@ use std::process::Command;
 mod vocabulary;
 
 const TARGET: &str = "wasm32-wasip2";
-
-/// The plugins embedded in the binary (see `src/plugins/mod.rs`).
-const BUILT_IN: &[&str] = &[
-    "openai",
-    "echo",
-    "anthropic",
-    "gemini",
-    "cohere",
-    "azure-openai",
-    "bedrock",
-    "anthropic-messages",
-    "openai-responses",
-    "gemini-genai",
-    "fallback",
-    "weighted",
-    "fastest",
-    "cheapest",
-    "conditional",
-    "rate-limit",
-    "budget",
-    "redact",
-    "deny",
-];
 
 /// (guest workspace, where under target/ its components are copied)
 const WORKSPACES: &[(&str, &str)] = &[
@@ -97,14 +78,28 @@ fn run() -> Result<(), String> {
             }
         }
     }
-    for name in BUILT_IN {
+    let mut built_in = Vec::new();
+    for (workspace, copy_to) in WORKSPACES {
+        if *copy_to == "plugins" {
+            built_in.extend(plugin_crates(&root.join(workspace))?);
+        }
+    }
+    built_in.sort();
+    let mut list = String::from("&[\n");
+    for name in &built_in {
         let path = out_dir.join(format!("{name}.wasm"));
         if !path.exists() {
             // Keeps the host compiling while a plugin is missing; loading it then fails clearly.
             println!("cargo::warning=built-in plugin `{name}` was not built");
             std::fs::write(&path, b"").map_err(|e| format!("{}: {e}", path.display()))?;
         }
+        list.push_str(&format!(
+            "    ({name:?}, include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{name}.wasm\"))),\n"
+        ));
     }
+    list.push_str("]\n");
+    let generated = out_dir.join("built_in.rs");
+    std::fs::write(&generated, list).map_err(|e| format!("{}: {e}", generated.display()))?;
     println!(
         "cargo::rustc-env=WASMGATE_TEST_PLUGINS_DIR={}",
         root.join("target").join("test-plugins").display()
@@ -164,6 +159,27 @@ fn build_workspace(workspace: &Path, target_dir: &Path) -> Result<Vec<(String, P
         ));
     }
     built_components(workspace, target_dir)
+}
+
+/// The names of the plugin crates (`crate-type = ["cdylib"]`) of `workspace`: its directories
+/// whose manifest builds a component, not a library (the test kit).
+fn plugin_crates(workspace: &Path) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let entries =
+        std::fs::read_dir(workspace).map_err(|e| format!("{}: {e}", workspace.display()))?;
+    for entry in entries.flatten() {
+        let manifest = entry.path().join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else {
+            continue;
+        };
+        let is_component = text
+            .lines()
+            .any(|l| l.replace(' ', "").starts_with("crate-type=[\"cdylib\"]"));
+        if let (true, Some(name)) = (is_component, entry.file_name().to_str()) {
+            names.push(name.to_owned());
+        }
+    }
+    Ok(names)
 }
 
 /// (plugin name, path of its .wasm) for each plugin crate of `workspace` that has been built.

@@ -9,6 +9,7 @@
 
 use crate::common;
 
+use common::gateway::{Gateway, Provider};
 use common::mock_bedrock;
 use common::mock_openai::{self, MockOpenAi};
 use common::mock_providers::{KEY, MockProvider, anthropic, azure, cohere, gemini};
@@ -67,19 +68,11 @@ async fn gateway(
     model: &str,
     extra: &str,
 ) -> TestGateway {
-    let yaml = format!(
-        r#"
-providers:
-  {name}:
-    plugin: {name}
-    base_url: {base_url}
-    api_key: "{api_key}"
-    models: ["{model}"]
-    timeout_ms: 5000
-    options: {extra}
-"#
-    );
-    TestGateway::start(&yaml).await
+    let entry = Provider::at(name, base_url, api_key)
+        .models([model])
+        .timeout_ms(5000)
+        .options(extra);
+    Gateway::builder().provider(name, entry).start().await
 }
 
 /// Sends one whole and one streamed request for `model` and checks both records.

@@ -8,8 +8,9 @@ use crate::common;
 use async_openai::types::chat::{
     ChatCompletionRequestUserMessageArgs, CreateChatCompletionRequestArgs,
 };
+use common::gateway::Gateway;
 use common::mock_openai::{self, MockOpenAi};
-use common::{TestGateway, config_for, http};
+use common::{TestGateway, http};
 use serde_json::{Value, json};
 
 fn user(text: &str) -> async_openai::types::chat::ChatCompletionRequestMessage {
@@ -23,7 +24,7 @@ fn user(text: &str) -> async_openai::types::chat::ChatCompletionRequestMessage {
 #[tokio::test]
 async fn a_typed_client_gets_the_upstream_answer_and_usage() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let request = CreateChatCompletionRequestArgs::default()
         .model("openai/gpt-4o-mini")
         .messages([user("Say hello")])
@@ -60,7 +61,7 @@ async fn a_typed_client_gets_the_upstream_answer_and_usage() {
 #[tokio::test]
 async fn responses_name_the_request_provider_and_model() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let response = http()
         .post(gateway.url("/v1/chat/completions"))
         .json(&json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}))
@@ -90,7 +91,7 @@ async fn responses_name_the_request_provider_and_model() {
 #[tokio::test]
 async fn tools_response_format_and_image_inputs_reach_the_upstream_unchanged() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let request = json!({
         "model": "openai/gpt-4o-mini",
         "messages": [
@@ -140,7 +141,7 @@ async fn tools_response_format_and_image_inputs_reach_the_upstream_unchanged() {
 #[tokio::test]
 async fn a_bare_model_name_resolves_when_one_provider_serves_it() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let request = CreateChatCompletionRequestArgs::default()
         .model("echo-1")
         .messages([user("bare name")])

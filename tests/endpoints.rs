@@ -6,14 +6,15 @@ use crate::common;
 
 use async_openai::types::embeddings::CreateEmbeddingRequestArgs;
 use async_openai::types::images::{CreateImageRequestArgs, ImageModel};
+use common::gateway::{Gateway, Provider};
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, config_for, http};
+use common::{TestGateway, http};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn embeddings_reach_the_upstream_and_come_back_typed() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let request = CreateEmbeddingRequestArgs::default()
         .model("openai/text-embedding-3-small")
         .input(["first text", "second text"])
@@ -70,7 +71,7 @@ async fn echo_embeddings_are_deterministic_unit_vectors() {
 #[tokio::test]
 async fn image_generation_reaches_the_upstream() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let request = CreateImageRequestArgs::default()
         .model(ImageModel::Other("openai/dall-e-3".into()))
         .prompt("a lighthouse at dusk")
@@ -88,7 +89,7 @@ async fn image_generation_reaches_the_upstream() {
 #[tokio::test]
 async fn the_model_list_shows_every_configured_model() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let list = gateway.openai().models().list().await.unwrap();
     let ids: Vec<&str> = list.data.iter().map(|m| m.id.as_str()).collect();
     assert!(ids.contains(&"openai/gpt-4o-mini"), "{ids:?}");
@@ -107,11 +108,8 @@ async fn the_model_list_shows_every_configured_model() {
 #[tokio::test]
 async fn an_entry_without_models_lists_and_passes_through_the_upstream_ones() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        "providers:\n  local:\n    plugin: openai\n    base_url: {}\n",
-        mock.base_url()
-    );
-    let gateway = TestGateway::start(&config).await;
+    let local = Provider::plugin("openai").base_url(&mock.base_url());
+    let gateway = Gateway::builder().provider("local", local).start().await;
     let list: Value = http()
         .get(gateway.url("/v1/models"))
         .send()
@@ -156,7 +154,10 @@ async fn health_answers() {
 #[tokio::test]
 async fn every_built_in_provider_loads_and_checks_its_options() {
     // Each built-in plugin validates its entry at start-up; a missing required option is named.
-    let err = TestGateway::try_start("providers:\n  aws:\n    plugin: bedrock\n    models: [m]\n")
+    let aws = Provider::plugin("bedrock").models(["m"]);
+    let err = Gateway::builder()
+        .provider("aws", aws)
+        .try_start()
         .await
         .err()
         .unwrap();
@@ -165,15 +166,22 @@ async fn every_built_in_provider_loads_and_checks_its_options() {
         text.contains("providers.aws") && text.contains("region"),
         "{text}"
     );
-    let config = "providers:
-  a: { plugin: anthropic, api_key: k, models: [m] }
-  g: { plugin: gemini, api_key: k, models: [m] }
-  c: { plugin: cohere, api_key: k, models: [m] }
-  z: { plugin: azure-openai, base_url: 'https://x.openai.azure.com', api_key: k, models: [m] }
-  b: { plugin: bedrock, api_key: 'AKID:SECRET', models: [m], options: { region: us-east-1 } }
-  o: { plugin: openai, api_key: k, models: [m] }
-";
-    let gateway = TestGateway::start(config).await;
+    let entry = |plugin: &str, key: &str| Provider::plugin(plugin).api_key(key).models(["m"]);
+    let gateway = Gateway::builder()
+        .provider("a", entry("anthropic", "k"))
+        .provider("g", entry("gemini", "k"))
+        .provider("c", entry("cohere", "k"))
+        .provider(
+            "z",
+            entry("azure-openai", "k").base_url("https://x.openai.azure.com"),
+        )
+        .provider(
+            "b",
+            entry("bedrock", "AKID:SECRET").options("{ region: us-east-1 }"),
+        )
+        .provider("o", entry("openai", "k"))
+        .start()
+        .await;
     let list: Value = http()
         .get(gateway.url("/v1/models"))
         .send()

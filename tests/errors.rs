@@ -5,8 +5,9 @@
 
 use crate::common;
 
+use common::gateway::Gateway;
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, config_for, http};
+use common::{TestGateway, http};
 use serde_json::{Value, json};
 
 /// Sends `body` to `path` and returns the status and the `error` object, checking its shape.
@@ -42,7 +43,7 @@ fn chat(model: &str) -> reqwest::Body {
 
 async fn setup() -> (MockOpenAi, TestGateway) {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     (mock, gateway)
 }
 
@@ -119,11 +120,10 @@ async fn unknown_and_ambiguous_models() {
 #[tokio::test]
 async fn an_oversized_body_gets_413() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        "server: {{ max_body_bytes: 2048 }}\n{}",
-        config_for(&mock.base_url())
-    );
-    let gateway = TestGateway::start(&config).await;
+    let gateway = Gateway::standard(&mock.base_url())
+        .yaml("server: { max_body_bytes: 2048 }")
+        .start()
+        .await;
     let big = "x".repeat(4096);
     let body = json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": big}]});
     let (status, error) = error_of(&gateway, "/v1/chat/completions", body.to_string().into()).await;
@@ -198,7 +198,9 @@ async fn an_unreachable_upstream_is_502() {
         .local_addr()
         .unwrap()
         .port();
-    let gateway = TestGateway::start(&config_for(&format!("http://127.0.0.1:{port}/v1"))).await;
+    let gateway = Gateway::standard(&format!("http://127.0.0.1:{port}/v1"))
+        .start()
+        .await;
     let (status, error) =
         error_of(&gateway, "/v1/chat/completions", chat("openai/gpt-4o-mini")).await;
     assert_eq!(

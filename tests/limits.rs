@@ -7,24 +7,17 @@
 
 use crate::common;
 
+use common::gateway::{Gateway, GatewayBuilder, Provider};
 use common::redis::RedisServer;
 use common::{TestGateway, http};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
-fn config(store: &str, rules: &str) -> String {
-    format!(
-        r#"
-providers:
-  echo:
-    plugin: echo
-    models: [echo-1, echo-2]
-limits:
-  store: {store}
-  rules:
-{rules}
-"#
-    )
+/// An `echo` entry, and `limits:` with `store` and `rules` (list items, indented).
+fn config(store: &str, rules: &str) -> GatewayBuilder {
+    Gateway::builder()
+        .provider("echo", Provider::echo().models(["echo-1", "echo-2"]))
+        .yaml(&format!("limits:\n  store: {store}\n  rules:\n{rules}"))
 }
 
 struct Answer {
@@ -60,7 +53,7 @@ fn header<'a>(answer: &'a Answer, name: &str) -> &'a str {
 #[tokio::test]
 async fn a_per_user_request_limit_allows_exactly_the_limit_then_429s() {
     let rules = "    - { policy: rate-limit, scope: user, options: { requests_per_day: 3 } }";
-    let gateway = TestGateway::start(&config("memory", rules)).await;
+    let gateway = config("memory", rules).start().await;
     for remaining in ["2", "1", "0"] {
         let answer = ask(&gateway, "echo-1", "u1").await;
         assert_eq!(answer.status, 200, "{}", answer.body);
@@ -88,7 +81,7 @@ async fn a_per_user_request_limit_allows_exactly_the_limit_then_429s() {
 #[tokio::test]
 async fn a_global_rule_counts_everyone_and_a_model_rule_only_its_models() {
     let rules = "    - { policy: rate-limit, scope: model, models: [echo-2], options: { requests_per_day: 1 } }\n    - { policy: rate-limit, scope: global, options: { requests_per_day: 4 } }";
-    let gateway = TestGateway::start(&config("memory", rules)).await;
+    let gateway = config("memory", rules).start().await;
     assert_eq!(ask(&gateway, "echo-2", "a").await.status, 200);
     let second = ask(&gateway, "echo-2", "b").await;
     assert_eq!(second.status, 429, "echo-2 allows one request a day");
@@ -104,7 +97,7 @@ async fn a_token_limit_reserves_and_settles_to_real_usage() {
     // Each request reserves its input estimate plus max_tokens (10), then settles to what echo
     // really used (a few tokens), so more requests fit than the reservations alone would allow.
     let rules = "    - { policy: rate-limit, scope: user, options: { tokens_per_day: 40 } }";
-    let gateway = TestGateway::start(&config("memory", rules)).await;
+    let gateway = config("memory", rules).start().await;
     let mut allowed = 0;
     for _ in 0..10 {
         let answer = ask(&gateway, "echo-1", "t1").await;
@@ -126,10 +119,7 @@ async fn a_token_limit_reserves_and_settles_to_real_usage() {
 #[tokio::test]
 async fn bad_limit_options_are_rejected_naming_the_rule() {
     let rules = "    - { policy: rate-limit, options: { requests_per_fortnight: 3 } }";
-    let err = TestGateway::try_start(&config("memory", rules))
-        .await
-        .err()
-        .unwrap();
+    let err = config("memory", rules).try_start().await.err().unwrap();
     let text = format!("{err:#}");
     assert!(
         text.contains("limits.rules[0]") && text.contains("requests_per_fortnight"),
@@ -143,14 +133,8 @@ async fn two_replicas_on_one_redis_enforce_one_limit() {
     let rules = "    - { policy: rate-limit, scope: global, options: { requests_per_day: 100 } }";
     // What is checked is the count across replicas, not speed: on a loaded 2-core machine a
     // limiter call can outlast the default 200 ms plugin deadline (a 503), so allow it more.
-    let config = format!(
-        "{}plugins: {{ call_timeout_ms: 5000 }}\n",
-        config(&redis.url(), rules)
-    );
-    let replicas = [
-        TestGateway::start(&config).await,
-        TestGateway::start(&config).await,
-    ];
+    let config = || config(&redis.url(), rules).yaml("plugins: { call_timeout_ms: 5000 }");
+    let replicas = [config().start().await, config().start().await];
     let client = http();
     let requests = (0..400).map(|i| {
         let url = replicas[i % 2].url("/v1/chat/completions");
@@ -184,7 +168,8 @@ async fn an_unreachable_redis_is_reported_at_start_up() {
         .unwrap()
         .port();
     let rules = "    - { policy: rate-limit, options: { requests_per_day: 3 } }";
-    let err = TestGateway::try_start(&config(&format!("redis://127.0.0.1:{port}/"), rules))
+    let err = config(&format!("redis://127.0.0.1:{port}/"), rules)
+        .try_start()
         .await
         .err()
         .unwrap();
@@ -194,21 +179,11 @@ async fn an_unreachable_redis_is_reported_at_start_up() {
 /// An `openai` provider on the mock upstream: gpt-4o-mini is in the catalog at $0.15 / $0.60 /
 /// $0.075 (cached) per million tokens, so the mock's usage (13 prompt tokens of which 5 cached,
 /// 7 completion tokens) costs 5.775 µUSD, 6 once rounded.
-fn priced_config(base_url: &str, rules: &str) -> String {
-    format!(
-        r#"
-providers:
-  openai:
-    plugin: openai
-    base_url: {base_url}
-    api_key: sk-test
-    models: [gpt-4o-mini]
-limits:
-  store: memory
-  rules:
-{rules}
-"#
-    )
+fn priced_config(base_url: &str, rules: &str) -> GatewayBuilder {
+    let openai = Provider::at("openai", base_url, "sk-test").models(["gpt-4o-mini"]);
+    Gateway::builder()
+        .provider("openai", openai)
+        .yaml(&format!("limits:\n  store: memory\n  rules:\n{rules}"))
 }
 
 async fn ask_priced(gateway: &TestGateway, max_tokens: u32) -> Answer {
@@ -233,7 +208,7 @@ async fn concurrent_requests_cannot_overshoot_a_budget() {
     let mock = common::mock_openai::MockOpenAi::start().await;
     // 20 µUSD; each request reserves ~6 µUSD (1 input token, 10 output tokens at list prices).
     let rules = "    - { policy: budget, scope: project, options: { total_usd: 0.00002 } }";
-    let gateway = TestGateway::start(&priced_config(&mock.base_url(), rules)).await;
+    let gateway = priced_config(&mock.base_url(), rules).start().await;
     let answers = futures_util::future::join_all((0..10).map(|_| ask_priced(&gateway, 10))).await;
     let passed = answers.iter().filter(|a| a.status == 200).count();
     assert_eq!(passed, 3, "three reservations of 6 µUSD fit in 20");
@@ -253,7 +228,7 @@ async fn a_budget_reserves_the_estimate_and_settles_to_the_real_cost() {
     // 1000 µUSD; with max_tokens 1000 each request reserves ~600 µUSD but really costs 6, so
     // only settling to the real cost lets a second request in.
     let rules = "    - { policy: budget, scope: project, options: { total_usd: 0.001 } }";
-    let gateway = TestGateway::start(&priced_config(&mock.base_url(), rules)).await;
+    let gateway = priced_config(&mock.base_url(), rules).start().await;
     for _ in 0..5 {
         let answer = ask_priced(&gateway, 1000).await;
         assert_eq!(answer.status, 200, "{}", answer.body);

@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::cost::{self, Tokens};
+use common::gateway::{Gateway, Upstreams, endless_catalog};
 use common::mock_openai::{self, MockOpenAi};
 use common::mock_providers::{KEY, MockProvider, anthropic, gemini};
 use common::sse::{self, Event};
@@ -35,44 +36,23 @@ struct Setup {
 
 /// An `anthropic`, an `openai` and a `gemini` entry on their mocks, and `extra` config.
 async fn setup(extra: &str) -> Setup {
-    let anthropic = MockProvider::anthropic().await;
-    let openai = MockOpenAi::start().await;
-    let gemini = MockProvider::gemini().await;
-    let yaml = format!(
-        r#"
-providers:
-  anthropic:
-    plugin: anthropic
-    base_url: {}
-    api_key: {KEY}
-    models: [{CLAUDE}, error-429, error-500]
-    timeout_ms: 5000
-  openai:
-    plugin: openai
-    base_url: {}
-    api_key: {}
-    models: [{GPT}, endless]
-    timeout_ms: 5000
-  gemini:
-    plugin: gemini
-    base_url: {}
-    api_key: {KEY}
-    models: [{GEMINI}]
-    timeout_ms: 5000
-catalog:
-  providers:
-    - provider: openai
-      models:
-        - {{model: endless, kind: chat, context_window: 128000, capabilities: {{tools: true}},
-           input_per_mtok: {ENDLESS_INPUT_PRICE}, output_per_mtok: {ENDLESS_OUTPUT_PRICE}}}
-{extra}
-"#,
-        anthropic.base_url(),
-        openai.base_url(),
-        mock_openai::responses::API_KEY,
-        gemini.base_url(),
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    let mocks = Upstreams::start().await;
+    let gateway = Gateway::builder()
+        .provider(
+            "anthropic",
+            mocks.anthropic([CLAUDE, "error-429", "error-500"]),
+        )
+        .provider("openai", mocks.openai([GPT, "endless"]))
+        .provider("gemini", mocks.gemini([GEMINI]))
+        .yaml(&endless_catalog(ENDLESS_INPUT_PRICE, ENDLESS_OUTPUT_PRICE))
+        .yaml(extra)
+        .start()
+        .await;
+    let Upstreams {
+        openai,
+        anthropic,
+        gemini,
+    } = mocks;
     Setup {
         anthropic,
         openai,

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::State;
+use common::gateway::{Gateway, GatewayBuilder, Provider};
 use common::mock_openai::{COMPLETION_TOKENS, MockOpenAi, PROMPT_TOKENS};
 use common::{TestGateway, http, test_plugins_dir};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -112,41 +113,28 @@ fn one<'a>(spans: &'a [Span], name: &str) -> &'a Span {
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID: &str = "00f067aa0ba902b7";
 
-fn traced_config(mock: &MockOpenAi, collector: &Collector) -> String {
-    format!(
-        r#"
-plugins: {{ dir: {dir}, max_instances: 64 }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {base}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini, error-500]
-routing:
-  smart:
-    policy: fallback
-    targets: [openai/error-500, openai/gpt-4o-mini]
-    retry: {{ backoff_ms: 0 }}
-limits:
-  rules:
-    - {{ policy: rate-limit, options: {{ requests_per_minute: 1000 }} }}
-observability:
-  traces:
-    otlp_endpoint: http://{collector}
-    service_name: gateway-under-test
-    export_interval_ms: 20
-"#,
-        dir = test_plugins_dir().display(),
-        base = mock.base_url(),
-        collector = collector.addr,
-    )
+fn traced_config(mock: &MockOpenAi, collector: &Collector) -> GatewayBuilder {
+    let openai = Provider::openai(&mock.base_url()).models(["gpt-4o-mini", "error-500"]);
+    Gateway::builder()
+        .test_plugins()
+        .provider("openai", openai)
+        .yaml(
+            "routing: { smart: { policy: fallback, targets: [openai/error-500, openai/gpt-4o-mini], \
+             retry: { backoff_ms: 0 } } }",
+        )
+        .yaml("limits: { rules: [{ policy: rate-limit, options: { requests_per_minute: 1000 } }] }")
+        .yaml(&format!(
+            "observability: {{ traces: {{ otlp_endpoint: 'http://{}', \
+             service_name: gateway-under-test, export_interval_ms: 20 }} }}",
+            collector.addr
+        ))
 }
 
 #[tokio::test]
 async fn a_request_is_one_trace_of_stages_attempts_and_plugin_calls_with_genai_attributes() {
     let mock = MockOpenAi::start().await;
     let collector = Collector::start().await;
-    let gateway = TestGateway::start(&traced_config(&mock, &collector)).await;
+    let gateway = traced_config(&mock, &collector).start().await;
 
     let response = http()
         .post(gateway.url("/v1/chat/completions"))
@@ -259,7 +247,7 @@ async fn a_request_is_one_trace_of_stages_attempts_and_plugin_calls_with_genai_a
 async fn a_stream_is_one_span_that_ends_with_the_stream_and_a_new_trace_without_traceparent() {
     let mock = MockOpenAi::start().await;
     let collector = Collector::start().await;
-    let gateway = TestGateway::start(&traced_config(&mock, &collector)).await;
+    let gateway = traced_config(&mock, &collector).start().await;
 
     let response = http()
         .post(gateway.url("/v1/chat/completions"))
@@ -309,7 +297,7 @@ async fn a_stream_is_one_span_that_ends_with_the_stream_and_a_new_trace_without_
 #[tokio::test]
 async fn without_an_exporter_the_incoming_traceparent_still_reaches_the_upstream() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&common::config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let incoming = format!("00-{TRACE_ID}-{PARENT_ID}-01");
     let response = http()
         .post(gateway.url("/v1/chat/completions"))
@@ -346,32 +334,25 @@ async fn scrape(gateway: &TestGateway) -> String {
 /// Some traffic of every kind: answered, streamed, failed upstream, retried on another
 /// target, refused by a limit, unknown model.
 async fn traffic(mock: &MockOpenAi) -> TestGateway {
-    let config = format!(
-        r#"
-plugins: {{ dir: {dir}, max_instances: 64 }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {base}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini, error-500]
-  echo:
-    plugin: echo
-    models: [echo-1]
+    let openai = Provider::openai(&mock.base_url()).models(["gpt-4o-mini", "error-500"]);
+    let config = r#"
 routing:
   smart:
     policy: fallback
     targets: [openai/error-500, openai/gpt-4o-mini]
-    retry: {{ backoff_ms: 0 }}
-    circuit_breaker: {{ failures: 1, cooldown_ms: 600000 }}
+    retry: { backoff_ms: 0 }
+    circuit_breaker: { failures: 1, cooldown_ms: 600000 }
 limits:
   rules:
-    - {{ policy: rate-limit, scope: model, models: [echo-1], options: {{ requests_per_minute: 1 }} }}
-"#,
-        dir = test_plugins_dir().display(),
-        base = mock.base_url(),
-    );
-    let gateway = TestGateway::start(&config).await;
+    - { policy: rate-limit, scope: model, models: [echo-1], options: { requests_per_minute: 1 } }
+"#;
+    let gateway = Gateway::builder()
+        .test_plugins()
+        .provider("openai", openai)
+        .provider("echo", Provider::echo().models(["echo-1"]))
+        .yaml(config)
+        .start()
+        .await;
     let ask = |model: &'static str, stream: bool| {
         let url = gateway.url("/v1/chat/completions");
         async move {
@@ -489,16 +470,15 @@ async fn metrics_count_requests_tokens_errors_retries_denials_breakers_and_plugi
 
 #[tokio::test]
 async fn plugin_traps_are_counted_by_kind() {
-    let config = format!(
-        r#"
-plugins: {{ dir: {dir}, max_instances: 8, call_timeout_ms: 500, memory_limit_mib: 32 }}
-providers:
-  faulty:
-    plugin: faulty
-"#,
-        dir = test_plugins_dir().display()
+    let plugins = format!(
+        "plugins: {{ dir: '{}', max_instances: 8, call_timeout_ms: 500, memory_limit_mib: 32 }}",
+        test_plugins_dir().display()
     );
-    let gateway = TestGateway::start(&config).await;
+    let gateway = Gateway::builder()
+        .yaml(&plugins)
+        .provider("faulty", Provider::plugin("faulty"))
+        .start()
+        .await;
     for (model, status) in [("trap", 502), ("loop", 502), ("hog", 502)] {
         let response = http()
             .post(gateway.url("/v1/chat/completions"))

@@ -15,6 +15,8 @@ use async_openai::types::chat::{
     CreateChatCompletionResponse, FinishReason,
 };
 use async_openai::types::embeddings::CreateEmbeddingRequestArgs;
+use common::gateway::{Gateway, Provider};
+use common::mock_openai::MockOpenAi;
 use common::mock_providers::{KEY, MockProvider, anthropic, azure, cohere, gemini};
 use common::{TestGateway, http};
 use futures_util::StreamExt;
@@ -39,21 +41,11 @@ async fn gateway_with(
     models: &[&str],
     options: &str,
 ) -> TestGateway {
-    let yaml = format!(
-        r#"
-providers:
-  {name}:
-    plugin: {name}
-    base_url: {base_url}
-    api_key: {key}
-    models: [{models}]
-    timeout_ms: 5000
-    options: {options}
-"#,
-        base_url = mock.base_url(),
-        models = models.join(", "),
-    );
-    TestGateway::start(&yaml).await
+    let entry = Provider::at(name, &mock.base_url(), key)
+        .models(models.iter().copied())
+        .timeout_ms(5000)
+        .options(options);
+    Gateway::builder().provider(name, entry).start().await
 }
 
 async fn anthropic_setup() -> (MockProvider, TestGateway) {
@@ -1329,4 +1321,133 @@ providers:
     assert_eq!(native("azure"), ["responses"]);
     assert!(native("azure-old").is_empty());
     assert!(native("echo").is_empty());
+}
+
+/// Each entry's default base URL and telemetry name are what its plugin states when the config
+/// loads (the contract's `describe`): the host keeps no table of plugin names.
+#[tokio::test]
+async fn entries_learn_their_default_base_url_and_telemetry_name_from_their_plugins() {
+    let yaml = r#"
+providers:
+  openai: { plugin: openai, api_key: "k", models: [gpt-4o-mini] }
+  local: { plugin: openai, base_url: "http://127.0.0.1:9/v1", models: [m] }
+  anthropic: { plugin: anthropic, api_key: "k", models: [claude-haiku-4-5] }
+  gemini: { plugin: gemini, api_key: "k", models: [gemini-2.5-flash] }
+  cohere: { plugin: cohere, api_key: "k", models: [command-a-03-2025] }
+  azure: { plugin: azure-openai, base_url: "https://res.openai.azure.com", api_key: "k", models: [gpt-4o] }
+  bedrock: { plugin: bedrock, api_key: "AKID:SECRET", models: [m], options: { region: eu-west-3 } }
+  echo: { plugin: echo, models: [echo-1] }
+"#;
+    let gateway = TestGateway::start(yaml).await;
+    let loaded = gateway.state.gateway.load();
+    let stated = |name: &str| {
+        let provider = loaded.providers.iter().find(|p| &*p.name == name).unwrap();
+        (
+            provider.config.base_url.clone(),
+            provider.system.to_string(),
+        )
+    };
+    let cases = [
+        ("openai", Some("https://api.openai.com/v1"), "openai"),
+        ("local", Some("http://127.0.0.1:9/v1"), "openai"),
+        (
+            "anthropic",
+            Some("https://api.anthropic.com/v1"),
+            "anthropic",
+        ),
+        (
+            "gemini",
+            Some("https://generativelanguage.googleapis.com/v1beta"),
+            "gcp.gemini",
+        ),
+        ("cohere", Some("https://api.cohere.com/v2"), "cohere"),
+        (
+            "azure",
+            Some("https://res.openai.azure.com"),
+            "azure.ai.openai",
+        ),
+        (
+            "bedrock",
+            Some("https://bedrock-runtime.eu-west-3.amazonaws.com"),
+            "aws.bedrock",
+        ),
+        // States no name: the plugin's own.
+        ("echo", None, "echo"),
+    ];
+    for (name, base_url, system) in cases {
+        let expected = (base_url.map(str::to_owned), system.to_owned());
+        assert_eq!(stated(name), expected, "{name}");
+    }
+
+    // A default is one the SDK would accept: a region that is no region name gives none, and
+    // the entry is refused for it, naming the option.
+    let bad_region = r#"
+providers:
+  bedrock: { plugin: bedrock, api_key: "AKID:SECRET", models: [m], options: { region: "evil.example/x" } }
+"#;
+    let err = TestGateway::try_start(bad_region).await.err().unwrap();
+    assert!(format!("{err:#}").contains("options.region"), "{err:#}");
+    // Azure states none: the entry must give its resource's endpoint.
+    let no_endpoint = "providers:\n  azure: { plugin: azure-openai, api_key: k, models: [m] }\n";
+    let err = TestGateway::try_start(no_endpoint).await.err().unwrap();
+    assert!(
+        format!("{err:#}").contains("base_url: is required"),
+        "{err:#}"
+    );
+}
+
+/// A provider the host has never heard of (tests/plugins/tiny-provider, built from the test
+/// tree) states its default base URL (from its own option `port`) and its telemetry name, and
+/// gets its key sent in the header it declares, without any change to the host.
+#[tokio::test]
+async fn a_new_provider_needs_no_change_to_the_host() {
+    let mock = MockOpenAi::start().await;
+    let port = mock.addr.port();
+    let tiny = Provider::plugin("tiny-provider")
+        .api_key("sk-tiny")
+        .models(["gpt-4o-mini"])
+        .options(&format!(
+            "{{ port: {port}, headers: {{ x-team: search }} }}"
+        ));
+    let gateway = Gateway::builder().provider("tiny", tiny).start().await;
+    {
+        let loaded = gateway.state.gateway.load();
+        let entry = &loaded.providers[0];
+        assert_eq!(&*entry.system, "tiny");
+        let base_url = format!("http://127.0.0.1:{port}/v1");
+        assert_eq!(entry.config.base_url.as_deref(), Some(base_url.as_str()));
+    }
+
+    let body =
+        json!({"model": "tiny/gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]});
+    let response = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    let sent = mock.requests().await;
+    assert_eq!(sent.len(), 1);
+    let header = |name: &str| {
+        sent[0]
+            .headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+    assert_eq!(header("x-tiny-key").as_deref(), Some("sk-tiny"));
+    assert_eq!(header("authorization"), None);
+    assert_eq!(header("x-team").as_deref(), Some("search"));
+
+    // Its options are checked when the config loads, naming the key.
+    let typo = Provider::plugin("tiny-provider")
+        .models(["m"])
+        .options("{ prot: 1 }");
+    let err = Gateway::builder()
+        .provider("tiny", typo)
+        .try_start()
+        .await
+        .err()
+        .unwrap();
+    assert!(format!("{err:#}").contains("options.prot"), "{err:#}");
 }

@@ -13,9 +13,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use common::cost::{self, Tokens};
+use common::gateway::{Gateway, Upstreams, endless_catalog};
 use common::mock_openai::responses::{self as mock, API_KEY};
 use common::mock_openai::{self, MockOpenAi};
-use common::mock_providers::{KEY, MockProvider, anthropic, gemini};
+use common::mock_providers::{MockProvider, anthropic, gemini};
 use common::sse::{self, Event};
 use common::{TestGateway, http};
 use serde_json::{Value, json};
@@ -37,53 +38,24 @@ struct Setup {
 /// `openai` speaks Responses natively (`responses: native`, as api.openai.com would); `chat` is
 /// the same mock through Chat Completions (translated); `anthropic` and `gemini` are translated.
 async fn setup(extra: &str) -> Setup {
-    let openai = MockOpenAi::start().await;
-    let anthropic = MockProvider::anthropic().await;
-    let gemini = MockProvider::gemini().await;
-    let yaml = format!(
-        r#"
-providers:
-  openai:
-    plugin: openai
-    base_url: {openai}
-    api_key: {API_KEY}
-    models: [{GPT}, {REASONING_GPT}]
-    timeout_ms: 5000
-    options: {{ responses: native }}
-  chat:
-    plugin: openai
-    base_url: {openai}
-    api_key: {API_KEY}
-    models: [{CHAT_GPT}, endless]
-    timeout_ms: 5000
-  anthropic:
-    plugin: anthropic
-    base_url: {}
-    api_key: {KEY}
-    models: [{CLAUDE}]
-    timeout_ms: 5000
-  gemini:
-    plugin: gemini
-    base_url: {}
-    api_key: {KEY}
-    models: [{GEMINI}]
-    timeout_ms: 5000
-catalog:
-  providers:
-    - provider: openai
-      models:
-        - {{model: endless, kind: chat, context_window: 128000, capabilities: {{tools: true}},
-           input_per_mtok: {ENDLESS_INPUT_PRICE}, output_per_mtok: {ENDLESS_OUTPUT_PRICE}}}
-{extra}
-"#,
-        anthropic.base_url(),
-        gemini.base_url(),
-        openai = openai.base_url(),
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    let mocks = Upstreams::start().await;
+    let gateway = Gateway::builder()
+        .provider(
+            "openai",
+            mocks
+                .openai([GPT, REASONING_GPT])
+                .options("{ responses: native }"),
+        )
+        .provider("chat", mocks.openai([CHAT_GPT, "endless"]))
+        .provider("anthropic", mocks.anthropic([CLAUDE]))
+        .provider("gemini", mocks.gemini([GEMINI]))
+        .yaml(&endless_catalog(ENDLESS_INPUT_PRICE, ENDLESS_OUTPUT_PRICE))
+        .yaml(extra)
+        .start()
+        .await;
     Setup {
-        openai,
-        anthropic,
+        openai: mocks.openai,
+        anthropic: mocks.anthropic,
         gateway,
     }
 }

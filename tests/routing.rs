@@ -7,33 +7,31 @@ use crate::common;
 
 use std::collections::HashMap;
 
+use common::gateway::{Gateway, GatewayBuilder, Provider};
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, http, test_plugins_dir};
+use common::{TestGateway, http};
 use serde_json::{Value, json};
 
-/// Providers: `openai` (the mock, whose `error-*` models fail), and two local `echo` entries.
-fn config(base_url: &str, routing: &str) -> String {
-    format!(
-        r#"
-plugins: {{ dir: {dir}, max_instances: 64 }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {base_url}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini, error-500, error-429, error-400, flaky-2, flaky-5]
-    timeout_ms: 2000
-  a:
-    plugin: echo
-    models: [m]
-  b:
-    plugin: echo
-    models: [m]
-routing:
-{routing}
-"#,
-        dir = test_plugins_dir().display()
-    )
+/// Providers: `openai` (the mock, whose `error-*` models fail), and two local `echo` entries;
+/// `routing` is the body of `routing:`, indented.
+fn config(base_url: &str, routing: &str) -> GatewayBuilder {
+    let models = [
+        "gpt-4o-mini",
+        "error-500",
+        "error-429",
+        "error-400",
+        "flaky-2",
+        "flaky-5",
+    ];
+    Gateway::builder()
+        .test_plugins()
+        .provider(
+            "openai",
+            Provider::openai(base_url).models(models).timeout_ms(2000),
+        )
+        .provider("a", Provider::echo().models(["m"]))
+        .provider("b", Provider::echo().models(["m"]))
+        .yaml(&format!("routing:\n{routing}"))
 }
 
 struct Answer {
@@ -80,7 +78,7 @@ async fn count_upstream(mock: &MockOpenAi, model: &str) -> usize {
 async fn fallback_moves_on_from_a_failing_target_and_lists_the_virtual_model() {
     let mock = MockOpenAi::start().await;
     let routing = "  smart:\n    policy: fallback\n    targets: [openai/error-500, openai/error-429, openai/gpt-4o-mini]\n    retry: { backoff_ms: 1 }";
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     let answer = ask(&gateway, "smart", Value::Null).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.provider, "openai");
@@ -111,7 +109,7 @@ async fn a_client_error_is_not_retried_on_another_target() {
     let mock = MockOpenAi::start().await;
     let routing =
         "  smart:\n    policy: fallback\n    targets: [openai/error-400, openai/gpt-4o-mini]";
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     let answer = ask(&gateway, "smart", Value::Null).await;
     assert_eq!(answer.status, 400);
     assert_eq!(count_upstream(&mock, "gpt-4o-mini").await, 0);
@@ -121,7 +119,7 @@ async fn a_client_error_is_not_retried_on_another_target() {
 async fn when_every_target_fails_the_last_error_is_returned() {
     let mock = MockOpenAi::start().await;
     let routing = "  smart:\n    policy: fallback\n    targets: [openai/error-429, openai/error-500]\n    retry: { backoff_ms: 1 }";
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     let answer = ask(&gateway, "smart", Value::Null).await;
     assert_eq!(answer.status, 502);
     assert_eq!(answer.body["error"]["type"], "api_error");
@@ -131,7 +129,7 @@ async fn when_every_target_fails_the_last_error_is_returned() {
 async fn an_open_circuit_is_skipped_until_its_cooldown_passes() {
     let mock = MockOpenAi::start().await;
     let routing = "  smart:\n    policy: fallback\n    targets: [openai/error-500, b/m]\n    retry: { backoff_ms: 1 }\n    circuit_breaker: { failures: 2, cooldown_ms: 60000 }";
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     for _ in 0..2 {
         let answer = ask(&gateway, "smart", Value::Null).await;
         assert_eq!((answer.status, answer.attempts.as_str()), (200, "2"));
@@ -155,7 +153,7 @@ async fn an_open_circuit_is_skipped_until_its_cooldown_passes() {
 async fn weighted_splits_traffic_by_weight() {
     let mock = MockOpenAi::start().await;
     let routing = "  ab:\n    policy: weighted\n    targets: [{ id: a/m, weight: 80 }, { id: b/m, weight: 20 }]";
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     let mut counts: HashMap<String, usize> = HashMap::new();
     for _ in 0..200 {
         let answer = ask(&gateway, "ab", Value::Null).await;
@@ -170,7 +168,7 @@ async fn weighted_splits_traffic_by_weight() {
 async fn cheapest_picks_the_lowest_priced_target() {
     let mock = MockOpenAi::start().await;
     let routing = "  cheap:\n    policy: cheapest\n    targets:\n      - { id: a/m, input_price: 5.0, output_price: 15.0 }\n      - { id: b/m, input_price: 0.15, output_price: 0.6 }";
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     for _ in 0..3 {
         assert_eq!(ask(&gateway, "cheap", Value::Null).await.provider, "b");
     }
@@ -181,7 +179,7 @@ async fn fastest_prefers_the_lower_latency_target_once_both_are_measured() {
     let mock = MockOpenAi::start().await;
     // The mock upstream takes a network round trip; echo answers in-process.
     let routing = "  fast:\n    policy: fastest\n    targets: [openai/gpt-4o-mini, a/m]\n    options: { by: latency }";
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     for _ in 0..2 {
         ask(&gateway, "fast", Value::Null).await;
     }
@@ -200,7 +198,7 @@ async fn conditional_routes_on_user_tags() {
       rules:
         - { when: { user_tags_any: [beta] }, targets: [b/m] }
       default: [a/m]"#;
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     let beta = ask(
         &gateway,
         "tiered",
@@ -222,7 +220,7 @@ async fn an_operators_own_router_from_the_plugin_directory_is_used() {
     let mock = MockOpenAi::start().await;
     // tests/policies/reverse: tries the targets in reverse order.
     let routing = "  mine:\n    policy: reverse\n    targets: [a/m, b/m]";
-    let gateway = TestGateway::start(&config(&mock.base_url(), routing)).await;
+    let gateway = config(&mock.base_url(), routing).start().await;
     assert_eq!(ask(&gateway, "mine", Value::Null).await.provider, "b");
 }
 
@@ -230,13 +228,15 @@ async fn an_operators_own_router_from_the_plugin_directory_is_used() {
 async fn bad_routing_config_is_rejected_naming_the_entry() {
     let mock = MockOpenAi::start().await;
     let unknown = "  smart:\n    policy: fallback\n    targets: [openai/not-a-model]";
-    let err = TestGateway::try_start(&config(&mock.base_url(), unknown))
+    let err = config(&mock.base_url(), unknown)
+        .try_start()
         .await
         .err()
         .unwrap();
     assert!(format!("{err:#}").contains("routing.smart"), "{err:#}");
     let options = "  ab:\n    policy: weighted\n    targets: [a/m]\n    options: { bogus: 1 }";
-    let err = TestGateway::try_start(&config(&mock.base_url(), options))
+    let err = config(&mock.base_url(), options)
+        .try_start()
         .await
         .err()
         .unwrap();
@@ -253,7 +253,7 @@ async fn bad_routing_config_is_rejected_naming_the_entry() {
 async fn max_attempts_retries_a_single_target_after_a_transient_5xx() {
     let upstream = MockOpenAi::start().await;
     let routing = "  once-more:\n    policy: fallback\n    targets: [openai/flaky-2]\n    retry: { max_attempts: 3, backoff_ms: 1 }\n  give-up:\n    policy: fallback\n    targets: [openai/flaky-5]\n    retry: { max_attempts: 3, backoff_ms: 1 }";
-    let gateway = TestGateway::start(&config(&upstream.base_url(), routing)).await;
+    let gateway = config(&upstream.base_url(), routing).start().await;
     let answer = ask(&gateway, "once-more", Value::Null).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.attempts, "3");

@@ -12,8 +12,9 @@ use async_openai::types::chat::{
     ChatCompletionRequestUserMessageArgs, ChatCompletionStreamOptions,
     CreateChatCompletionRequestArgs,
 };
+use common::gateway::Gateway;
 use common::mock_openai::{self, MockOpenAi};
-use common::{TestGateway, config_for, http};
+use common::{TestGateway, http};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 
@@ -42,7 +43,7 @@ fn request(
 #[tokio::test]
 async fn a_typed_client_reads_the_whole_stream_and_its_usage() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let mut stream = gateway
         .openai()
         .chat()
@@ -72,7 +73,7 @@ async fn a_typed_client_reads_the_whole_stream_and_its_usage() {
 #[tokio::test]
 async fn usage_is_always_asked_of_the_upstream_but_only_shown_to_clients_that_asked() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let response = http()
         .post(gateway.url("/v1/chat/completions"))
         .json(&json!({"model": "openai/gpt-4o-mini", "stream": true,
@@ -110,7 +111,7 @@ async fn usage_is_always_asked_of_the_upstream_but_only_shown_to_clients_that_as
 #[tokio::test]
 async fn streamed_tool_calls_arrive_as_openai_deltas() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let mut stream = gateway
         .openai()
         .chat()
@@ -175,7 +176,7 @@ async fn echo_streams_locally_with_usage() {
 #[tokio::test]
 async fn a_client_that_disconnects_mid_stream_cancels_the_upstream() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let mut stream = gateway
         .openai()
         .chat()

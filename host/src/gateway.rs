@@ -14,12 +14,14 @@ use crate::plugins::{
 };
 use crate::redact::Secrets;
 use crate::routing::Route;
-use crate::upstream::{Scope, defaults};
+use crate::upstream::Scope;
 
 /// A configured provider entry with its loaded plugin.
 pub struct Provider {
     pub name: Arc<str>,
     pub plugin: ProviderPlugin,
+    /// Its telemetry name (`gen_ai.provider.name`), as its plugin stated it.
+    pub system: Arc<str>,
     /// What the plugin receives with every call.
     pub config: ProviderConfig,
     /// Wait for response headers, and between streamed chunks.
@@ -177,21 +179,6 @@ impl Gateway {
                     plugin
                 }
             };
-            // A built-in plugin is told the default the guard checks against, so the two agree.
-            let base_url = (entry.base_url.clone())
-                .or_else(|| defaults::base_url(&entry.plugin, &entry.options));
-            let scope =
-                Scope::new(name, base_url.as_deref()).map_err(|message| StartupError::BaseUrl {
-                    provider: name.clone(),
-                    message,
-                })?;
-            let provider_config = ProviderConfig {
-                name: name.clone(),
-                base_url,
-                api_key: entry.api_key.as_ref().map(|k| k.expose().to_owned()),
-                models: entry.models.clone(),
-                options: serde_json::Value::Object(entry.options.clone()).to_string(),
-            };
             let plugin_failed = |source| StartupError::Plugin {
                 provider: name.clone(),
                 source,
@@ -200,12 +187,38 @@ impl Gateway {
                 .start(crate::plugins::SlotKind::Call)
                 .await
                 .map_err(plugin_failed)?;
+            let mut provider_config = ProviderConfig {
+                name: name.clone(),
+                base_url: entry.base_url.clone(),
+                api_key: entry.api_key.as_ref().map(|k| k.expose().to_owned()),
+                models: entry.models.clone(),
+                options: serde_json::Value::Object(entry.options.clone()).to_string(),
+            };
+            let description = call
+                .describe(&provider_config)
+                .await
+                .map_err(plugin_failed)?;
+            // The plugin is told the default the guard checks against, so the two agree.
+            if provider_config.base_url.is_none() {
+                provider_config.base_url = description.default_base_url;
+            }
+            let scope =
+                Scope::new(name, provider_config.base_url.as_deref()).map_err(|message| {
+                    StartupError::BaseUrl {
+                        provider: name.clone(),
+                        message,
+                    }
+                })?;
             if let Err(e) = call
                 .validate(&provider_config)
                 .await
                 .map_err(plugin_failed)?
             {
                 let message = match e.key {
+                    // The entry's own keys are named as they are; any other is an option's.
+                    Some(key) if matches!(key.as_str(), "base_url" | "api_key" | "models") => {
+                        format!("{key}: {}", e.message)
+                    }
                     Some(key) => format!("options.{key}: {}", e.message),
                     None => e.message,
                 };
@@ -234,8 +247,10 @@ impl Gateway {
                     .await
                     .map_err(plugin_failed)?,
             );
+            let system = telemetry_name(description.system.as_deref(), &entry.plugin);
             providers.push(Provider {
                 name: name.as_str().into(),
+                system,
                 plugin,
                 config: provider_config,
                 timeout: entry.timeout(),
@@ -357,4 +372,15 @@ impl Gateway {
             _ => Err(ResolveError::NotFound),
         }
     }
+}
+
+/// The `gen_ai.provider.name` a plugin stated, if it is a short name of the kind OpenTelemetry
+/// lists (it goes into every span), else the plugin's own name.
+fn telemetry_name(stated: Option<&str>, plugin: &str) -> Arc<str> {
+    let plain = |s: &str| {
+        (1..=64).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+    };
+    stated.filter(|s| plain(s)).unwrap_or(plugin).into()
 }

@@ -1,7 +1,6 @@
 //! The HTTP client that talks to upstream providers on the plugins' behalf, and the guard
 //! ([`guard`]) every request a plugin builds passes before it is sent.
 
-pub mod defaults;
 mod form;
 mod guard;
 

@@ -1,9 +1,11 @@
-//! Adapts a [`Provider`] to the traits the generated bindings export.
+//! Adapts a [`Provider`] to the traits the generated bindings export, and the same calls as
+//! functions, for plugins' unit tests: [`validate`], [`prepare`], ...
 
 use core::cell::RefCell;
 use core::marker::PhantomData;
 
-use crate::wit::exports::wasmgate::plugin::provider::{Guest, GuestStreamDecoder};
+use crate::entry::Entry;
+use crate::wit::exports::wasmgate::plugin::provider::{Description, Guest, GuestStreamDecoder};
 use crate::{
     CanonicalRequest, Completion, ConfigError, HttpResponse, Operation, PluginError, Prepared,
     Provider, ProviderConfig, RequestInfo, StreamDecoder, StreamOutput,
@@ -15,20 +17,24 @@ pub struct Adapter<P>(PhantomData<P>);
 impl<P: Provider> Guest for Adapter<P> {
     type StreamDecoder = DecoderResource<P::Decoder>;
 
+    fn describe(config: ProviderConfig) -> Description {
+        describe::<P>(&config)
+    }
+
     fn native_operations(config: ProviderConfig) -> Vec<Operation> {
-        P::native_operations(&config)
+        native_operations::<P>(&config)
     }
 
     fn native_dialects(config: ProviderConfig) -> Vec<String> {
-        P::native_dialects(&config)
+        native_dialects::<P>(&config)
     }
 
     fn validate(config: ProviderConfig) -> Result<(), ConfigError> {
-        P::validate(&config)
+        validate::<P>(&config)
     }
 
     fn prepare(config: ProviderConfig, request: CanonicalRequest) -> Result<Prepared, PluginError> {
-        P::prepare(&config, request)
+        prepare::<P>(&config, request)
     }
 
     fn parse_response(
@@ -36,8 +42,79 @@ impl<P: Provider> Guest for Adapter<P> {
         request: RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
-        P::parse_response(&config, &request, response)
+        parse_response::<P>(&config, &request, response)
     }
+}
+
+/// What `P` states of itself for the entry `config`, as the host asks when the config loads.
+/// Options that cannot be read give no default base URL (`validate` then refuses them).
+pub fn describe<P: Provider>(config: &ProviderConfig) -> Description {
+    let options = crate::options::parse_object(&config.options);
+    let settings = options.ok().and_then(|mut options| {
+        // The common options are not the plugin's to read.
+        options.retain(|key, _| !matches!(key.as_str(), "headers" | "auth_header"));
+        crate::options::from_object::<P::Settings>(options).ok()
+    });
+    Description {
+        default_base_url: settings.as_ref().and_then(P::default_base_url),
+        system: P::SYSTEM.map(str::to_owned),
+    }
+}
+
+/// Reads `config` and has `P` check it, as the host does once when the config loads.
+pub fn validate<P: Provider>(config: &ProviderConfig) -> Result<(), ConfigError> {
+    let entry = Entry::read::<P>(config)?;
+    P::validate(&entry)?;
+    if entry.base_url.is_empty() && !P::LOCAL {
+        return Err(ConfigError::at(
+            "base_url",
+            "is required: this provider has no default",
+        ));
+    }
+    Ok(())
+}
+
+/// The dialect operations `P` serves natively for `config`; none for an entry `validate`
+/// refuses.
+pub fn native_operations<P: Provider>(config: &ProviderConfig) -> Vec<Operation> {
+    Entry::read::<P>(config)
+        .map(|entry| P::native_operations(&entry))
+        .unwrap_or_default()
+}
+
+/// The dialects `P` serves natively for `config`; none for an entry `validate` refuses.
+pub fn native_dialects<P: Provider>(config: &ProviderConfig) -> Vec<String> {
+    Entry::read::<P>(config)
+        .map(|entry| P::native_dialects(&entry))
+        .unwrap_or_default()
+}
+
+/// `P::prepare` as the host calls it: the entry read, then the key and configured headers
+/// added to the upstream request.
+pub fn prepare<P: Provider>(
+    config: &ProviderConfig,
+    request: CanonicalRequest,
+) -> Result<Prepared, PluginError> {
+    let entry = entry::<P>(config)?;
+    let mut prepared = P::prepare(&entry, request)?;
+    entry.authorize_prepared(&mut prepared);
+    Ok(prepared)
+}
+
+/// `P::parse_response` as the host calls it.
+pub fn parse_response<P: Provider>(
+    config: &ProviderConfig,
+    request: &RequestInfo,
+    response: HttpResponse,
+) -> Result<Completion, PluginError> {
+    P::parse_response(&entry::<P>(config)?, request, response)
+}
+
+/// The entry, for a call: `validate` accepted it when the config loaded, so this fails only if
+/// the host skipped that.
+fn entry<P: Provider>(config: &ProviderConfig) -> Result<Entry<P::Settings>, PluginError> {
+    Entry::read::<P>(config)
+        .map_err(|_| PluginError::upstream(format!("provider `{}` is misconfigured", config.name)))
 }
 
 /// A stream decoder as a WIT resource. Resource methods get `&self`, and a decoder is called by one

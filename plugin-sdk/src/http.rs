@@ -1,6 +1,6 @@
 //! Building upstream requests, reading upstream responses, checking configured headers.
 
-use crate::{HttpRequest, HttpResponse};
+use crate::{HttpRequest, HttpResponse, PluginError, Prepared};
 
 impl HttpRequest {
     /// A `method` request to `url` with no headers and no body.
@@ -40,6 +40,18 @@ impl HttpRequest {
     }
 }
 
+impl Prepared {
+    /// The upstream request inside, if this goes upstream.
+    pub fn request_mut(&mut self) -> Option<&mut HttpRequest> {
+        match self {
+            Prepared::Upstream(http) => Some(http),
+            Prepared::UpstreamForm(form) => Some(&mut form.request),
+            Prepared::UpstreamRaw(raw) => Some(&mut raw.request),
+            Prepared::Local(_) | Prepared::LocalStream(_) => None,
+        }
+    }
+}
+
 impl HttpResponse {
     /// Whether the status is 2xx.
     pub fn is_success(&self) -> bool {
@@ -53,6 +65,12 @@ impl HttpResponse {
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+}
+
+/// `body` written as JSON, for an upstream request.
+pub fn json_body(body: &impl serde::Serialize) -> Result<Vec<u8>, PluginError> {
+    serde_json::to_vec(body)
+        .map_err(|_| PluginError::upstream("could not write the upstream request"))
 }
 
 /// Joins a configured base URL and an endpoint path with exactly one `/` between them, whether

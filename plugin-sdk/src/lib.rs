@@ -20,15 +20,17 @@
 //!
 #![cfg_attr(feature = "provider", doc = "```")]
 #![cfg_attr(not(feature = "provider"), doc = "```ignore")]
-//! use wasmgate_plugin_sdk::{CanonicalRequest, Completion, NoStream, PluginError, Prepared};
-//! use wasmgate_plugin_sdk::{Provider, ProviderConfig, serde_json::json};
+//! use wasmgate_plugin_sdk::{CanonicalRequest, Completion, Entry, NoOptions, NoStream};
+//! use wasmgate_plugin_sdk::{PluginError, Prepared, Provider, serde_json::json};
 //!
 //! struct Hello;
 //!
 //! impl Provider for Hello {
+//!     type Settings = NoOptions;
 //!     type Decoder = NoStream;
+//!     const LOCAL: bool = true;
 //!
-//!     fn prepare(_: &ProviderConfig, req: CanonicalRequest) -> Result<Prepared, PluginError> {
+//!     fn prepare(_: &Entry<NoOptions>, req: CanonicalRequest) -> Result<Prepared, PluginError> {
 //!         let message = json!({"role": "assistant", "content": "hello"});
 //!         let choice = json!({"index": 0, "message": message, "finish_reason": "stop"});
 //!         let body = json!({"object": "chat.completion", "model": req.model, "choices": [choice]});
@@ -164,7 +166,7 @@
 //! - `limits`: reservations over several counters, and `x-ratelimit-*` headers.
 //! - `canonical`: the Chat Completions request a dialect decodes into, and the answers and
 //!   chunks it encodes, as types.
-//! - the crate root: the contract types, [`Provider`], [`StreamDecoder`], [`options`],
+//! - the crate root: the contract types, [`Provider`], [`StreamDecoder`], [`Entry`], [`Auth`], [`calls`],
 //!   `Router`, `Limiter`, `Dialect`, `StreamEncoder`, `Failure`, [`parse_options`], [`count_tokens`] and the error helpers
 //!   ([`error_kind_for_status`], `PluginError::...`).
 //!
@@ -187,6 +189,8 @@ pub mod counters;
 mod dialect;
 #[cfg(feature = "provider")]
 pub mod embeddings;
+#[cfg(feature = "provider")]
+mod entry;
 mod error;
 #[cfg(feature = "guard")]
 pub mod guard;
@@ -410,6 +414,8 @@ mod wit {
 
 #[cfg(feature = "dialect")]
 pub use dialect::{Dialect, NoStreamEncoder, StreamEncoder, openai_type};
+#[cfg(feature = "provider")]
+pub use entry::{Auth, Entry};
 pub use error::error_kind_for_status;
 #[cfg(feature = "guard")]
 pub use guard::{AnswerGuard, Guard, PassAnswers};
@@ -418,13 +424,18 @@ pub use host::count_tokens;
 pub use limiter::Limiter;
 #[cfg(feature = "provider")]
 pub use openai::{openai_error, openai_usage, openai_usage_in_body};
-#[cfg(any(feature = "router", feature = "limiter"))]
-pub use options::NoOptions;
-#[cfg(feature = "provider")]
-pub use options::options;
-pub use options::parse_options;
+pub use options::{NoOptions, parse_options};
 #[cfg(feature = "provider")]
 pub use provider::{NoStream, Provider, StreamDecoder};
+
+/// A provider's calls as the host makes them, through the SDK (the entry read, the key and
+/// headers added): for a plugin's unit tests.
+#[cfg(feature = "provider")]
+pub mod calls {
+    pub use crate::adapter::{
+        describe, native_dialects, native_operations, parse_response, prepare, validate,
+    };
+}
 #[cfg(feature = "router")]
 pub use router::Router;
 pub use serde_json;
@@ -437,8 +448,8 @@ pub use wit::dialect::{
 };
 #[cfg(feature = "provider")]
 pub use wit::exports::wasmgate::plugin::provider::{
-    CanonicalRequest, Completion, FormRequest, NativeCall, Operation, Prepared, ProviderConfig,
-    RawRequest, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, Description, FormRequest, NativeCall, Operation, Prepared,
+    ProviderConfig, RawRequest, RequestInfo, StreamOutput,
 };
 #[cfg(feature = "guard")]
 pub use wit::guard::{

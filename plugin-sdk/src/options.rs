@@ -1,21 +1,12 @@
 //! Reading a config entry's `options` into a plugin's own typed struct.
 
-#[cfg(any(feature = "router", feature = "limiter"))]
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use crate::ConfigError;
-#[cfg(feature = "provider")]
-use crate::ProviderConfig;
 
-/// Deserializes `config.options` into `T`, as [`parse_options`] does.
-#[cfg(feature = "provider")]
-pub fn options<T: DeserializeOwned>(config: &ProviderConfig) -> Result<T, ConfigError> {
-    parse_options(&config.options)
-}
-
-/// The options of a router or limiter that takes none: any key is refused.
-#[cfg(any(feature = "router", feature = "limiter"))]
+/// The options of a plugin that takes none: any key is refused.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoOptions {}
@@ -27,19 +18,30 @@ pub struct NoOptions {}
 ///
 /// An empty `options` string, or `null`, reads as `{}`.
 pub fn parse_options<T: DeserializeOwned>(options: &str) -> Result<T, ConfigError> {
+    from_object(parse_object(options)?)
+}
+
+/// A config entry's `options` (JSON text) as a JSON object; empty text or `null` as `{}`.
+pub(crate) fn parse_object(options: &str) -> Result<Map<String, Value>, ConfigError> {
     let text = options.trim();
     let text = if text.is_empty() { "{}" } else { text };
     // Through a `Value` rather than straight from the text, so that messages carry no line and
     // column of a JSON document the user never wrote (their config is YAML).
     let value: serde_json::Value = serde_json::from_str(text)
         .map_err(|err| ConfigError::new(format!("options are not valid JSON: {err}")))?;
-    let value = match value {
-        serde_json::Value::Null => serde_json::Value::Object(serde_json::Map::new()),
+    match value {
+        Value::Null => Ok(Map::new()),
         // serde would also read a struct from a list of its fields in order: refuse that.
-        serde_json::Value::Object(_) => value,
-        _ => return Err(ConfigError::new("options must be a mapping")),
-    };
-    serde_path_to_error::deserialize(value).map_err(|err| {
+        Value::Object(object) => Ok(object),
+        _ => Err(ConfigError::new("options must be a mapping")),
+    }
+}
+
+/// Deserializes an options object into `T`, naming the failing key.
+pub(crate) fn from_object<T: DeserializeOwned>(
+    object: Map<String, Value>,
+) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(Value::Object(object)).map_err(|err| {
         let path = err.path().to_string();
         let message = err.into_inner().to_string();
         if path == "." {
@@ -66,20 +68,6 @@ mod tests {
         #[serde(default)]
         headers: BTreeMap<String, String>,
         chunk_size: Option<core::num::NonZeroU32>,
-    }
-
-    #[cfg(feature = "provider")]
-    #[test]
-    fn provider_options_are_read_from_the_config() {
-        let config = ProviderConfig {
-            name: "p".into(),
-            base_url: None,
-            api_key: None,
-            models: vec![],
-            options: r#"{"chunk_size": 0}"#.into(),
-        };
-        let err = options::<Opts>(&config).unwrap_err();
-        assert_eq!(err.key.as_deref(), Some("chunk_size"));
     }
 
     #[test]
@@ -109,7 +97,6 @@ mod tests {
         assert_eq!(err.key.as_deref(), Some("chunk_size"));
     }
 
-    #[cfg(any(feature = "router", feature = "limiter"))]
     #[test]
     fn no_options_refuses_any_key() {
         assert!(parse_options::<NoOptions>("").is_ok());

@@ -1,5 +1,8 @@
 //! The traits a plugin implements: [`Provider`] for the calls, [`StreamDecoder`] for streams.
 
+use serde::de::DeserializeOwned;
+
+use crate::entry::{Auth, Entry};
 use crate::{
     CanonicalRequest, Completion, ConfigError, HttpResponse, Operation, PluginError, Prepared,
     ProviderConfig, RequestInfo, StreamOutput,
@@ -7,50 +10,80 @@ use crate::{
 
 /// A provider plugin. The host calls each function on a fresh instance, so implementations are
 /// types without values (`struct MyProvider;`) and everything arrives as arguments.
+///
+/// The SDK reads the config entry before each call into an [`Entry`]: base URL, key and the
+/// common `headers` and `auth_header` options checked, the rest of `options` parsed into
+/// [`Self::Settings`]. When the config loads, a failure there refuses the entry with the key at
+/// fault; so `prepare` never sees an entry that `validate` would refuse. After `prepare`, the SDK
+/// adds the key and the entry's headers to the upstream request.
 pub trait Provider: 'static {
+    /// The entry's `options` (but `headers` and `auth_header`, which the SDK reads). Give it
+    /// `#[serde(deny_unknown_fields)]` so that a misspelt option fails when the config loads;
+    /// [`NoOptions`](crate::NoOptions) for a provider that takes none.
+    type Settings: DeserializeOwned;
+
     /// Decodes a streamed upstream body; [`NoStream`] for plugins that only answer locally.
     type Decoder: StreamDecoder;
+
+    /// The upstream's OpenTelemetry GenAI name (`gen_ai.provider.name`: `openai`,
+    /// `gcp.gemini`, `aws.bedrock`, ...); `None`: the host uses the plugin's name.
+    const SYSTEM: Option<&'static str> = None;
+
+    /// How the entry's key goes upstream.
+    const AUTH: Auth = Auth::Bearer;
+
+    /// Whether the provider answers every request itself, so that an entry needs no base URL.
+    const LOCAL: bool = false;
+
+    /// Where an entry's requests go when it sets no `base_url`; `None` (the default) makes
+    /// `base_url` required. The host is told it when the config loads, and keeps every
+    /// upstream request under it.
+    fn default_base_url(settings: &Self::Settings) -> Option<String> {
+        let _ = settings;
+        None
+    }
 
     /// The dialect operations ([`Operation::Messages`], [`Operation::Responses`]) this entry's
     /// upstream serves itself; the host passes such requests through to `prepare` untranslated.
     /// The default is none: every dialect reaches the plugin translated into chat completions.
-    fn native_operations(config: &ProviderConfig) -> Vec<Operation> {
-        let _ = config;
+    fn native_operations(entry: &Entry<Self::Settings>) -> Vec<Operation> {
+        let _ = entry;
         Vec::new()
     }
 
     /// The dialects besides Messages and Responses, by their declared names (`gemini`), this
     /// entry's upstream serves itself: their requests reach `prepare` with
     /// [`CanonicalRequest::native`] set. The default is none.
-    fn native_dialects(config: &ProviderConfig) -> Vec<String> {
-        let _ = config;
+    fn native_dialects(entry: &Entry<Self::Settings>) -> Vec<String> {
+        let _ = entry;
         Vec::new()
     }
 
-    /// Checks a config entry's `base_url` and `options` once, when the gateway loads its config.
-    /// The default accepts anything.
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        let _ = config;
+    /// Checks what the settings' types cannot say, once, when the gateway loads its config.
+    /// The default accepts any entry the SDK could read.
+    fn validate(entry: &Entry<Self::Settings>) -> Result<(), ConfigError> {
+        let _ = entry;
         Ok(())
     }
 
     /// Turns a client request into an upstream request, or answers it locally. The request is
     /// passed by value so that its body can move into the upstream request without a copy.
-    fn prepare(config: &ProviderConfig, request: CanonicalRequest)
-    -> Result<Prepared, PluginError>;
+    fn prepare(
+        entry: &Entry<Self::Settings>,
+        request: CanonicalRequest,
+    ) -> Result<Prepared, PluginError>;
 
     /// Turns a complete upstream response (of any status) into OpenAI's response JSON and usage.
-    /// The default suits plugins that never go upstream.
+    /// The default reads OpenAI's format ([`openai_compat::parse_response`]).
+    ///
+    /// [`openai_compat::parse_response`]: crate::openai_compat::parse_response
     fn parse_response(
-        config: &ProviderConfig,
+        entry: &Entry<Self::Settings>,
         request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
-        let _ = (request, response);
-        Err(PluginError::upstream(format!(
-            "provider `{}` does not make upstream requests",
-            config.name
-        )))
+        let _ = entry;
+        crate::openai_compat::parse_response(request.operation, response)
     }
 }
 

@@ -1,23 +1,27 @@
 //! Provider plugins: translate between OpenAI's API and one upstream's wire format.
 //!
 //! ```js
-//! import { defineProvider, joinUrl, postJson, upstream } from 'wasmgate-plugin/provider';
+//! import { defineProvider, postJson, upstream } from 'wasmgate-plugin/provider';
 //!
 //! export const provider = defineProvider({
 //!   defaultBaseUrl: 'https://api.example.com/v1',
+//!   system: 'example',
 //!   prepare(entry, request) {
-//!     return upstream(postJson(joinUrl(entry.baseUrl, 'chat/completions'), request.body, entry.bearer()));
+//!     return upstream(postJson(entry.url('chat/completions'), request.body));
 //!   },
 //! });
 //! ```
 //!
 //! `parseResponse` and the stream decoder default to OpenAI's format. The host calls a provider
 //! on a fresh instance per request and does all network I/O; the plugin describes requests and
-//! reads responses. A request is `{ operation: 'chat-completions'|'embeddings'|
+//! reads responses. The SDK reads the config entry for each call: the options with the plugin's
+//! schema (errors naming the key), the base URL (the entry's, else `defaultBaseUrl`, checked),
+//! and the `headers` and `auth_header` options every provider takes; it adds the key and those
+//! headers to each upstream request `prepare` returns. A request is `{ operation: 'chat-completions'|'embeddings'|
 //! 'image-generations'|'list-models'|'completions'|'moderations'|'rerank'|..., model, body (JSON
 //! text), stream }` (the audio operations need `upstream-form`/`upstream-raw`: see wit/provider.wit).
 
-import { ConfigError, NoOptions, parseOptions } from './options.js';
+import { ConfigError, NoOptions, o, parseOptions } from './options.js';
 import { asTrap, configErrorPayload, witError } from './_export.js';
 import { PluginError } from './errors.js';
 import { OpenAiStream, parseOpenAiResponse } from './openai.js';
@@ -29,16 +33,23 @@ export { countTokens, log } from './host.js';
 
 const encoder = new TextEncoder();
 
-/** The provider's config entry, read: `name`, `baseUrl` (the entry's, else `defaultBaseUrl`),
- * `apiKey` (send it only upstream), `models`, `options` (read with the plugin's schema). */
+const COMMON = ['headers', 'auth_header'];
+
+/** The provider's config entry, read: `name`, `baseUrl` (the entry's, else `defaultBaseUrl`;
+ * `''` for a `local` provider given none), `apiKey` (send it only upstream; the SDK does),
+ * `models`, `options` (read with the plugin's schema). */
 class Entry {
   #apiKey;
-  constructor(config, baseUrl, options) {
+  #keyHeader;
+  #headers;
+  constructor(config, baseUrl, options, keyHeader, headers) {
     this.name = config.name;
     this.baseUrl = baseUrl;
-    this.#apiKey = config.apiKey;
+    this.#apiKey = config.apiKey || undefined;
     this.models = config.models;
     this.options = options;
+    this.#keyHeader = keyHeader;
+    this.#headers = headers;
   }
 
   /** The entry's API key, if any. Kept off the object's enumerable fields so that logging the
@@ -47,26 +58,86 @@ class Entry {
     return this.#apiKey;
   }
 
-  /** `[['authorization', 'Bearer <key>']]` when the entry has a key, else `[]`. */
+  /** `path` under the entry's base URL, with one `/` between them. */
+  url(path) {
+    return joinUrl(this.baseUrl, path);
+  }
+
+  /** `[['authorization', 'Bearer <key>']]` when the entry has a key, else `[]`. The SDK adds the
+   * key itself to what `prepare` returns: this is for requests built elsewhere. */
   bearer() {
     return this.#apiKey ? [['authorization', `Bearer ${this.#apiKey}`]] : [];
   }
+
+  /** Sets the key (in the provider's `authHeader`, or the entry's `auth_header`) and the entry's
+   * `headers` on `http`, replacing headers of the same names. The SDK does this to every upstream
+   * request `prepare` returns, after the plugin's own headers. */
+  authorize(http) {
+    if (this.#keyHeader && this.#apiKey) {
+      setHeader(http, this.#keyHeader, this.#keyHeader === 'authorization' ? `Bearer ${this.#apiKey}` : this.#apiKey);
+    }
+    for (const [name, value] of this.#headers) setHeader(http, name, value);
+  }
+}
+
+function setHeader(http, name, value) {
+  http.headers = [...http.headers.filter(([n]) => n.toLowerCase() !== name.toLowerCase()), [name, value]];
+}
+
+/** The entry's `options` without the common keys, read with the plugin's schema. */
+function pluginOptions(plugin, text) {
+  const all = parseOptions(text, (value) => value);
+  const own = Object.fromEntries(Object.entries(all).filter(([key]) => !COMMON.includes(key)));
+  return [(plugin.options ?? NoOptions)(own, ''), all];
+}
+
+function defaultBaseUrl(plugin, options) {
+  return typeof plugin.defaultBaseUrl === 'function' ? plugin.defaultBaseUrl(options) : plugin.defaultBaseUrl;
 }
 
 function readEntry(plugin, config) {
-  const baseUrl = config.baseUrl ?? plugin.defaultBaseUrl;
-  if (baseUrl === undefined) throw new ConfigError('this provider needs a base_url', 'base_url');
-  if (!isHttpUrl(baseUrl)) throw new ConfigError('must be an absolute http:// or https:// URL', 'base_url');
-  return new Entry(config, baseUrl, parseOptions(config.options, plugin.options ?? NoOptions));
+  const [options, all] = pluginOptions(plugin, config.options);
+  const headers = all.headers == null ? [] : Object.entries(o.map(o.string())(all.headers, 'headers'));
+  for (const [name, value] of headers) {
+    const problem = checkHeader(name, value);
+    if (problem) throw new ConfigError(problem, `headers.${name}`);
+  }
+  let keyHeader = plugin.authHeader === undefined ? 'authorization' : plugin.authHeader;
+  if (all.auth_header !== undefined) {
+    if (keyHeader === null) throw new ConfigError('this provider uses the key itself and sends it in no header', 'auth_header');
+    keyHeader = o.string()(all.auth_header, 'auth_header').toLowerCase();
+    const problem = checkHeader(keyHeader, '');
+    if (problem) throw new ConfigError(problem, 'auth_header');
+  }
+  // Never echo the key.
+  if (config.apiKey && checkHeader('x', config.apiKey)) throw new ConfigError('contains a control character', 'api_key');
+  const baseUrl = config.baseUrl ?? defaultBaseUrl(plugin, options) ?? '';
+  if (baseUrl && (!isHttpUrl(baseUrl) || /[?#]/.test(baseUrl))) {
+    throw new ConfigError('must be an absolute http:// or https:// URL without a query', 'base_url');
+  }
+  return new Entry(config, baseUrl, options, keyHeader, headers);
 }
 
 const asWit = (err) => (err instanceof PluginError ? witError(err.toWit()) : asTrap(err));
+
+/** The upstream request inside a `prepare` result, if it goes upstream. */
+function upstreamRequest(prepared) {
+  if (prepared.tag === 'upstream') return prepared.val;
+  if (prepared.tag === 'upstream-form' || prepared.tag === 'upstream-raw') return prepared.val.request;
+  return undefined;
+}
 
 /**
  * The `provider` export of a component: `export const provider = defineProvider({...})`.
  * `nativeOperations(entry)` lists the client dialects (`'messages'`, `'responses'`) the entry's
  * upstream serves itself; the default is none, so every dialect arrives translated.
- * @param {{ options?: Function, defaultBaseUrl?: string, validate?: (entry: Entry) => void,
+ * `defaultBaseUrl` is a string, or a function of the options returning one; `system` is the
+ * upstream's OpenTelemetry `gen_ai.provider.name`; `authHeader` the header the key goes in
+ * (`'authorization'`, the default, sends `Bearer <key>`; `null`: the plugin uses the key itself);
+ * `local: true` for a provider that answers everything itself and needs no base URL.
+ * @param {{ options?: Function, defaultBaseUrl?: string | ((options: object) => string | undefined),
+ *           system?: string, authHeader?: string | null, local?: boolean,
+ *           validate?: (entry: Entry) => void,
  *           nativeOperations?: (entry: Entry) => string[],
  *           prepare: (entry: Entry, request: object) => object,
  *           parseResponse?: (entry: Entry, request: object, response: object) => object,
@@ -83,6 +154,15 @@ export function defineProvider(plugin) {
   };
   const Decoder = plugin.Decoder ?? OpenAiStream;
   return {
+    describe(config) {
+      let defaultUrl;
+      try {
+        defaultUrl = defaultBaseUrl(plugin, pluginOptions(plugin, config.options)[0]);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw asTrap(err); // else `validate` says what is wrong
+      }
+      return { defaultBaseUrl: defaultUrl, system: plugin.system };
+    },
     nativeOperations(config) {
       let read;
       try {
@@ -99,19 +179,25 @@ export function defineProvider(plugin) {
     },
     validate(config) {
       try {
-        const entry = readEntry(plugin, config);
-        plugin.validate?.(entry);
+        const read = readEntry(plugin, config);
+        plugin.validate?.(read);
+        if (!read.baseUrl && !plugin.local) throw new ConfigError('is required: this provider has no default', 'base_url');
       } catch (err) {
         if (err instanceof ConfigError) throw witError(configErrorPayload(err));
         throw asTrap(err);
       }
     },
     prepare(config, request) {
+      const read = entry(config);
+      let prepared;
       try {
-        return plugin.prepare(entry(config), request);
+        prepared = plugin.prepare(read, request);
       } catch (err) {
         throw asWit(err);
       }
+      const http = upstreamRequest(prepared);
+      if (http) read.authorize(http);
+      return prepared;
     },
     parseResponse(config, request, response) {
       try {

@@ -5,6 +5,7 @@
 
 pub mod binary;
 pub mod cost;
+pub mod gateway;
 pub mod mock_api;
 pub mod mock_batches;
 pub mod mock_bedrock;
@@ -162,23 +163,9 @@ impl Drop for TestGateway {
     }
 }
 
-/// A config with an `openai` provider pointing at `base_url` and the built-in `echo` provider.
+/// [`gateway::Gateway::standard`]'s config, as YAML, for tests that add to it as text.
 pub fn config_for(base_url: &str) -> String {
-    format!(
-        r#"
-providers:
-  openai:
-    plugin: openai
-    base_url: {base_url}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini, text-embedding-3-small, dall-e-3, slow, endless, garbage,
-             error-400, error-401, error-404, error-429, error-500, error-503, shared-model]
-    timeout_ms: 1500
-  echo:
-    plugin: echo
-    models: [echo-1, shared-model]
-"#
-    )
+    gateway::Gateway::standard(base_url).to_yaml()
 }
 
 /// A plain HTTP client for requests an SDK would not send.

@@ -43,6 +43,17 @@ class ProviderTest(unittest.TestCase):
         usage = app.Provider().parse_response(config(), info, HttpResponse(200, [], body)).usage
         self.assertEqual((usage.output_tokens, usage.reasoning_tokens), (40, 32))
 
+    def test_it_describes_its_default_base_url(self):
+        described = app.Provider().describe(ProviderConfig("local", None, None, [], "{}"))
+        self.assertEqual((described.default_base_url, described.system), ("http://127.0.0.1:8000/v1", None))
+        http = app.Provider().prepare(ProviderConfig("local", None, "sk-1", [], "{}"), chat()).value
+        self.assertEqual(http.url, "http://127.0.0.1:8000/v1/chat/completions")
+
+    def test_auth_header_sends_the_bare_key(self):
+        http = app.Provider().prepare(config('{"auth_header": "api-key"}'), chat()).value
+        self.assertIn(("api-key", "sk-1"), http.headers)
+        self.assertNotIn("authorization", [name for name, _ in http.headers])
+
     def test_bad_header_is_refused(self):
         with self.assertRaises(Err) as refused:
             app.Provider().validate(config('{"headers": {"x-a": "1\\r\\nx-b: 2"}}'))

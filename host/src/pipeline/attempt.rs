@@ -63,7 +63,7 @@ pub async fn attempt(
     let mut span = cx.trace.attempt(
         operation,
         &provider.name,
-        provider.plugin.name(),
+        &provider.system,
         &cx.redactor.text(target.model),
     );
     cx.trying(target);

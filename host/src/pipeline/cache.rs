@@ -396,9 +396,9 @@ pub(super) async fn serve(mut cx: Context, hit: Hit) -> Reply {
     let (price, system) = match cx.gateway.resolve(&id) {
         Ok(target) => (
             target.provider.price(target.model),
-            crate::telemetry::gen_ai_system(target.provider.plugin.name()),
+            std::sync::Arc::clone(&target.provider.system),
         ),
-        Err(_) => (None, std::borrow::Cow::Borrowed("unknown")),
+        Err(_) => (None, std::sync::Arc::from("unknown")),
     };
     cx.target = Some(Tried {
         provider: entry.provider.clone(),

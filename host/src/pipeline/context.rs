@@ -91,7 +91,7 @@ pub(super) struct Tried {
     pub model: String,
     pub price: Option<Arc<ModelInfo>>,
     /// `gen_ai.provider.name` of its plugin.
-    pub system: std::borrow::Cow<'static, str>,
+    pub system: Arc<str>,
 }
 
 impl Context {
@@ -159,7 +159,7 @@ impl Context {
             provider: target.provider.name.to_string(),
             model: target.model.to_owned(),
             price: target.provider.price(target.model),
-            system: crate::telemetry::gen_ai_system(target.provider.plugin.name()),
+            system: Arc::clone(&target.provider.system),
         });
     }
 

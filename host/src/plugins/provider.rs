@@ -7,7 +7,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::bindings::provider_types::{
-    CanonicalRequest, Completion, Operation, ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, Description, Operation, ProviderConfig, RequestInfo, StreamOutput,
 };
 use super::bindings::types::{ConfigError, HttpResponse, PluginError};
 use super::bindings::{self, ProviderPluginPre};
@@ -78,6 +78,18 @@ impl PluginCall {
         f: impl AsyncFnOnce(&bindings::ProviderPlugin, &mut Store<PluginState>) -> wasmtime::Result<T>,
     ) -> Result<T, PluginFailure> {
         self.sandbox.run(call, &self.bindings, f).await
+    }
+
+    /// What the provider states of itself for this entry: its default base URL and telemetry
+    /// name.
+    pub async fn describe(
+        &mut self,
+        config: &ProviderConfig,
+    ) -> Result<Description, PluginFailure> {
+        self.run("describe", async |b, s| {
+            b.wasmgate_plugin_provider().call_describe(s, config).await
+        })
+        .await
     }
 
     /// The dialect operations (`Messages`, `Responses`) the entry's upstream serves itself, to

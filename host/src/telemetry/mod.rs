@@ -348,7 +348,7 @@ impl Trace {
         &self,
         operation: &'static str,
         provider: &str,
-        plugin: &str,
+        system: &str,
         model: &str,
     ) -> Attempt {
         let mut span = match &self.telemetry.tracer {
@@ -356,10 +356,9 @@ impl Trace {
             None => Span::none(),
         };
         if span.is_recording() {
-            let system = gen_ai_system(plugin);
             span.set("gen_ai.operation.name", operation);
-            span.set("gen_ai.provider.name", system.clone());
-            span.set("gen_ai.system", system);
+            span.set("gen_ai.provider.name", system.to_owned());
+            span.set("gen_ai.system", system.to_owned());
             span.set("gen_ai.request.model", model.to_owned());
             span.set("wasmgate.provider", provider.to_owned());
         }
@@ -452,19 +451,6 @@ impl Attempt {
         }
         self.span.fail(code, message);
     }
-}
-
-/// The OpenTelemetry `gen_ai.provider.name` of a provider plugin.
-pub fn gen_ai_system(plugin: &str) -> Cow<'static, str> {
-    Cow::Borrowed(match plugin {
-        "openai" => "openai",
-        "anthropic" => "anthropic",
-        "gemini" => "gcp.gemini",
-        "cohere" => "cohere",
-        "azure-openai" => "azure.ai.openai",
-        "bedrock" => "aws.bedrock",
-        other => return Cow::Owned(other.to_owned()),
-    })
 }
 
 /// The plugin host's calls, timed into the metrics and (but for stream chunks) traced.

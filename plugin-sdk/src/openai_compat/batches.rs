@@ -72,13 +72,3 @@ pub fn batch_call(
     })();
     Some(prepared)
 }
-
-/// The request inside `prepared`, to add headers to.
-pub fn request_of(prepared: &mut Prepared) -> Option<&mut HttpRequest> {
-    match prepared {
-        Prepared::Upstream(http) => Some(http),
-        Prepared::UpstreamForm(form) => Some(&mut form.request),
-        Prepared::UpstreamRaw(raw) => Some(&mut raw.request),
-        Prepared::Local(_) | Prepared::LocalStream(_) => None,
-    }
-}

@@ -12,7 +12,7 @@
 //! Messages requests (`POST /v1/messages` on the gateway) are passed through natively: see
 //! [`native`].
 //!
-//! Modules: [`settings`] (base URL and options), [`request`] (the request body), [`messages`]
+//! Modules: [`settings`] (options), [`request`] (the request body), [`messages`]
 //! (the conversation), [`response`] (complete answers), [`stream`] (streamed answers),
 //! [`errors`] (error bodies and stream error events), [`native`] (Messages passed through).
 
@@ -25,12 +25,11 @@ mod settings;
 mod stream;
 
 use wasmgate_plugin_sdk::chat::ChatRequest;
-use wasmgate_plugin_sdk::http::join_url;
 use wasmgate_plugin_sdk::native::{NativeStream, OrNative};
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    Auth, CanonicalRequest, Completion, ConfigError, Entry, HttpRequest, HttpResponse, Operation,
+    PluginError, Prepared, Provider, RequestInfo,
 };
 
 use settings::Settings;
@@ -43,30 +42,32 @@ const JSON_TOOL: &str = "wasmgate_json_response";
 struct Anthropic;
 
 impl Provider for Anthropic {
+    type Settings = Settings;
     type Decoder = OrNative<SseStream<stream::Events>, NativeStream<native::MessagesEvents>>;
+    const SYSTEM: Option<&'static str> = Some("anthropic");
+    const AUTH: Auth = Auth::Header("x-api-key");
+
+    fn default_base_url(_: &Settings) -> Option<String> {
+        Some("https://api.anthropic.com/v1".to_owned())
+    }
 
     /// Anthropic's own API is Messages: every entry serves it natively.
-    fn native_operations(_config: &ProviderConfig) -> Vec<Operation> {
+    fn native_operations(_: &Entry<Settings>) -> Vec<Operation> {
         vec![Operation::Messages]
     }
 
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        Settings::from_config(config).map(drop)
+    fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
+        entry.settings.check()
     }
 
     fn prepare(
-        config: &ProviderConfig,
+        entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
-        let settings = Settings::from_config(config).map_err(|_| {
-            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
-        })?;
+        let settings = &entry.settings;
         match request.operation {
             Operation::ChatCompletions => {}
-            Operation::Messages => {
-                let http = native::prepare(&settings, config.api_key.as_deref(), request)?;
-                return Ok(Prepared::Upstream(http));
-            }
+            Operation::Messages => return native::prepare(entry, request).map(Prepared::Upstream),
             Operation::Embeddings
             | Operation::ImageGenerations
             | Operation::ListModels
@@ -83,14 +84,11 @@ impl Provider for Anthropic {
             }
         }
         let chat = ChatRequest::parse(&request.body)?;
-        let body = request::build(&chat, request.stream, settings.default_max_tokens)?;
+        let body = request::build(&chat, request.stream, settings.default_max_tokens())?;
         let body = serde_json::to_vec(&body)
             .map_err(|_| PluginError::upstream("could not write the upstream request"))?;
-        let mut http = HttpRequest::post_json(join_url(&settings.base_url, "messages"), body)
+        let mut http = HttpRequest::post_json(entry.url("messages"), body)
             .header("anthropic-version", settings.version.as_str());
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            http.set_header("x-api-key", key);
-        }
         if !settings.beta.is_empty() {
             http.set_header("anthropic-beta", settings.beta.join(","));
         }
@@ -98,7 +96,7 @@ impl Provider for Anthropic {
     }
 
     fn parse_response(
-        _config: &ProviderConfig,
+        _: &Entry<Settings>,
         request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {

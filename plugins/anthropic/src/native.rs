@@ -4,9 +4,9 @@
 //! `message_delta`).
 
 use serde::Deserialize;
-use wasmgate_plugin_sdk::http::{check_header, join_url};
+use wasmgate_plugin_sdk::http::check_header;
 use wasmgate_plugin_sdk::native::{NativeDialect, forwarded_header};
-use wasmgate_plugin_sdk::{CanonicalRequest, Completion, HttpRequest, PluginError, Usage};
+use wasmgate_plugin_sdk::{CanonicalRequest, Completion, Entry, HttpRequest, PluginError, Usage};
 
 use crate::errors::{ErrorBody, stream_error};
 use crate::response::{AnthropicUsage, DeltaUsage};
@@ -16,10 +16,10 @@ use crate::settings::Settings;
 /// entry's (the client knows which version its body is written for); its `anthropic-beta` is
 /// sent as it came, with the entry's own betas added after any it does not already name.
 pub fn prepare(
-    settings: &Settings,
-    api_key: Option<&str>,
+    entry: &Entry<Settings>,
     request: CanonicalRequest,
 ) -> Result<HttpRequest, PluginError> {
+    let settings = &entry.settings;
     let version = client_header(&request, "anthropic-version")?
         .unwrap_or(&settings.version)
         .to_owned();
@@ -49,16 +49,10 @@ pub fn prepare(
     } else {
         "messages"
     };
-    let mut http = HttpRequest::post_json(
-        join_url(&settings.base_url, path),
-        request.body.into_bytes(),
-    )
-    .header("anthropic-version", version);
+    let mut http = HttpRequest::post_json(entry.url(path), request.body.into_bytes())
+        .header("anthropic-version", version);
     if !beta.is_empty() {
         http.set_header("anthropic-beta", beta);
-    }
-    if let Some(key) = api_key.filter(|k| !k.is_empty()) {
-        http.set_header("x-api-key", key);
     }
     Ok(http)
 }

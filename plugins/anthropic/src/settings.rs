@@ -1,54 +1,42 @@
-//! The entry's `base_url` and `options`, checked once at start-up and re-read per request.
+//! The entry's `options`, which the SDK reads into [`Settings`] for each call.
 
 use std::num::NonZeroU64;
 
 use serde::Deserialize;
-use wasmgate_plugin_sdk::http::{check_header, is_http_url};
-use wasmgate_plugin_sdk::{ConfigError, ProviderConfig};
+use wasmgate_plugin_sdk::ConfigError;
+use wasmgate_plugin_sdk::http::check_header;
 
-const DEFAULT_BASE_URL: &str = "https://api.anthropic.com/v1";
-/// The API version the translation was written against.
-const DEFAULT_VERSION: &str = "2023-06-01";
-/// Anthropic requires `max_tokens`; OpenAI clients often leave it out.
-const DEFAULT_MAX_TOKENS: u64 = 4096;
-
-/// The `options:` of an entry, as written in the config.
+/// The `options:` of an entry.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Options {
-    /// Sent as `anthropic-version`.
-    version: Option<String>,
-    /// `max_tokens` for requests that set neither `max_tokens` nor `max_completion_tokens`.
+pub struct Settings {
+    /// Sent as `anthropic-version`; the API version the translation was written against by
+    /// default.
+    #[serde(default = "default_version")]
+    pub version: String,
+    /// `max_tokens` for requests that set neither `max_tokens` nor `max_completion_tokens`:
+    /// Anthropic requires it, and OpenAI clients often leave it out.
     default_max_tokens: Option<NonZeroU64>,
     /// Beta features, sent as one `anthropic-beta` header.
     #[serde(default)]
-    beta: Vec<String>,
-}
-
-/// An entry's settings, known to be usable.
-pub struct Settings {
-    pub base_url: String,
-    pub version: String,
-    pub default_max_tokens: u64,
     pub beta: Vec<String>,
 }
 
+fn default_version() -> String {
+    "2023-06-01".to_owned()
+}
+
 impl Settings {
-    pub fn from_config(config: &ProviderConfig) -> Result<Self, ConfigError> {
-        let base_url = config.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL);
-        if !is_http_url(base_url) {
-            return Err(ConfigError::at(
-                "base_url",
-                "must be an absolute http:// or https:// URL",
-            ));
-        }
-        let options: Options = wasmgate_plugin_sdk::options(config)?;
-        let version = options
-            .version
-            .unwrap_or_else(|| DEFAULT_VERSION.to_owned());
-        check_header("anthropic-version", &version)
+    /// The `max_tokens` of a request that sets none.
+    pub fn default_max_tokens(&self) -> u64 {
+        self.default_max_tokens.map_or(4096, NonZeroU64::get)
+    }
+
+    /// What the types cannot say: the version and betas are header values, one beta a name.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        check_header("anthropic-version", &self.version)
             .map_err(|msg| ConfigError::at("version", msg))?;
-        for (i, beta) in options.beta.iter().enumerate() {
+        for (i, beta) in self.beta.iter().enumerate() {
             if beta.is_empty() || beta.contains(',') {
                 return Err(ConfigError::at(
                     format!("beta[{i}]"),
@@ -58,13 +46,6 @@ impl Settings {
             check_header("anthropic-beta", beta)
                 .map_err(|msg| ConfigError::at(format!("beta[{i}]"), msg))?;
         }
-        Ok(Settings {
-            base_url: base_url.to_owned(),
-            version,
-            default_max_tokens: options
-                .default_max_tokens
-                .map_or(DEFAULT_MAX_TOKENS, NonZeroU64::get),
-            beta: options.beta,
-        })
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! Native tests: the data-driven cases under `tests/cases/`, and config validation.
 
-use wasmgate_plugin_sdk::Provider;
+use wasmgate_plugin_sdk::ProviderConfig;
 
 use super::*;
 
@@ -26,8 +26,14 @@ fn config(base_url: Option<&str>, options: &str) -> ProviderConfig {
 fn validate_accepts_all_options() {
     let options = r#"{"version": "2023-06-01", "default_max_tokens": 1024,
         "beta": ["prompt-caching-2024-07-31"]}"#;
-    assert!(Anthropic::validate(&config(Some("http://127.0.0.1:1/v1"), options)).is_ok());
-    assert!(Anthropic::validate(&config(None, "{}")).is_ok());
+    assert!(
+        wasmgate_plugin_sdk::calls::validate::<Anthropic>(&config(
+            Some("http://127.0.0.1:1/v1"),
+            options
+        ))
+        .is_ok()
+    );
+    assert!(wasmgate_plugin_sdk::calls::validate::<Anthropic>(&config(None, "{}")).is_ok());
 }
 
 #[test]
@@ -40,7 +46,8 @@ fn validate_names_the_bad_key() {
         (Some("api.anthropic.com"), "{}", "base_url"),
     ];
     for (base_url, options, key) in cases {
-        let err = Anthropic::validate(&config(base_url, options)).unwrap_err();
+        let err = wasmgate_plugin_sdk::calls::validate::<Anthropic>(&config(base_url, options))
+            .unwrap_err();
         assert_eq!(err.key.as_deref(), Some(key), "{options}");
     }
 }
@@ -48,7 +55,7 @@ fn validate_names_the_bad_key() {
 #[test]
 fn every_entry_serves_messages_natively() {
     assert_eq!(
-        Anthropic::native_operations(&config(None, "{}")),
+        wasmgate_plugin_sdk::calls::native_operations::<Anthropic>(&config(None, "{}")),
         vec![Operation::Messages]
     );
 }

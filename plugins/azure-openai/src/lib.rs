@@ -28,12 +28,11 @@ mod settings;
 use serde_json::json;
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, with_model};
 use wasmgate_plugin_sdk::openai_compat::{
-    BATCHES_DIALECT, OpenAiStream, batch_call, parse_response, request_of, speech,
-    transcription_form,
+    BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
 };
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    Auth, CanonicalRequest, Completion, ConfigError, Entry, Operation, PluginError, Prepared,
+    Provider,
 };
 
 use settings::{ResponsesMode, Settings};
@@ -41,136 +40,92 @@ use settings::{ResponsesMode, Settings};
 struct AzureOpenAi;
 
 impl Provider for AzureOpenAi {
+    type Settings = Settings;
     type Decoder = OrNative<OpenAiStream, ResponsesStream>;
+    const SYSTEM: Option<&'static str> = Some("azure.ai.openai");
+    const AUTH: Auth = Auth::Header("api-key");
 
-    fn native_operations(config: &ProviderConfig) -> Vec<Operation> {
-        match Settings::from_config(config).map(|s| s.responses) {
-            Ok(ResponsesMode::Native) => vec![Operation::Responses],
-            // A misconfigured entry is refused by `validate`: it serves nothing.
-            Ok(ResponsesMode::Translate) | Err(_) => Vec::new(),
+    // No default base URL: every Azure resource has its own endpoint.
+
+    fn native_operations(entry: &Entry<Settings>) -> Vec<Operation> {
+        match entry.settings.responses {
+            ResponsesMode::Native => vec![Operation::Responses],
+            ResponsesMode::Translate => Vec::new(),
         }
     }
 
     /// The Files and Batch APIs (global batch deployments), which the host drives: a batch
     /// line's `model` is the deployment's name, so a batch deployment is named after its model.
-    fn native_dialects(_config: &ProviderConfig) -> Vec<String> {
+    fn native_dialects(_entry: &Entry<Settings>) -> Vec<String> {
         vec![BATCHES_DIALECT.to_owned()]
     }
 
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        Settings::from_config(config).map(drop)
+    fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
+        entry.settings.check()
     }
 
     fn prepare(
-        config: &ProviderConfig,
+        entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
-        let settings = Settings::from_config(config).map_err(|_| {
-            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
-        })?;
-        if let Some(prepared) = batch_call(&request, |path| settings.resource_url(path)) {
-            let mut prepared = prepared?;
-            if let Some(http) = request_of(&mut prepared) {
-                api_key(http, config);
-            }
-            return Ok(prepared);
+        let settings = &entry.settings;
+        if let Some(prepared) = batch_call(&request, |path| {
+            settings.resource_url(&entry.base_url, path)
+        }) {
+            return prepared;
         }
-        let path = match request.operation {
-            Operation::ChatCompletions => "chat/completions",
-            Operation::Embeddings => "embeddings",
-            Operation::ImageGenerations => "images/generations",
-            Operation::Completions => "completions",
-            Operation::AudioTranscriptions | Operation::AudioTranslations => {
-                let path = match request.operation {
-                    Operation::AudioTranslations => "audio/translations",
-                    _ => "audio/transcriptions",
-                };
-                let mut prepared =
-                    transcription_form(settings.url(&request.model, path)?, &request)?;
-                if let Prepared::UpstreamForm(form) = &mut prepared {
-                    api_key(&mut form.request, config);
-                }
-                return Ok(prepared);
-            }
-            Operation::AudioSpeech => {
-                let mut prepared = speech(settings.url(&request.model, "audio/speech")?, &request)?;
-                if let Prepared::UpstreamRaw(raw) = &mut prepared {
-                    api_key(&mut raw.request, config);
-                }
-                return Ok(prepared);
-            }
+        match request.operation {
+            // Azure serves no moderations or rerank endpoint: its content filters run on every
+            // deployment.
             Operation::Moderations | Operation::Rerank => {
-                return Err(PluginError::invalid_request(format!(
+                Err(PluginError::invalid_request(format!(
                     "provider `{}` (Azure OpenAI) serves no moderations or rerank endpoint",
-                    config.name
-                )));
+                    entry.name
+                )))
             }
             // Azure lists models a resource could deploy, not its deployments, and
             // `/openai/deployments` left the data plane after 2022-12-01: the configured
             // deployments are the answer.
-            Operation::ListModels => return Ok(Prepared::Local(list_models(&settings))),
+            Operation::ListModels => Ok(Prepared::Local(list_models(settings))),
             Operation::Responses if settings.responses == ResponsesMode::Native => {
-                return responses(&settings, config, request);
+                responses(entry, request)
             }
-            Operation::Responses | Operation::Messages => {
-                return Err(PluginError::invalid_request(format!(
-                    "provider `{}` does not serve this API natively",
-                    config.name
-                )));
+            Operation::Responses | Operation::Messages => Err(PluginError::invalid_request(
+                format!("provider `{}` does not serve this API natively", entry.name),
+            )),
+            // Azure takes the model from the URL and ignores the body's `model`.
+            Operation::ChatCompletions
+            | Operation::Embeddings
+            | Operation::ImageGenerations
+            | Operation::Completions
+            | Operation::AudioTranscriptions
+            | Operation::AudioTranslations
+            | Operation::AudioSpeech => {
+                let path = path(request.operation).unwrap_or_default();
+                upstream(
+                    settings.url(&entry.base_url, &request.model, path)?,
+                    request,
+                )
             }
-        };
-        let url = settings.url(&request.model, path)?;
-        // The host has validated the body already: re-serialising it would only cost time.
-        // Azure takes the model from the URL and ignores the body's `model`.
-        let mut http = HttpRequest::post_json(url, request.body.into_bytes());
-        if request.stream {
-            http.set_header("accept", "text/event-stream");
         }
-        api_key(&mut http, config);
-        Ok(Prepared::Upstream(http))
-    }
-
-    fn parse_response(
-        _config: &ProviderConfig,
-        request: &RequestInfo,
-        response: HttpResponse,
-    ) -> Result<Completion, PluginError> {
-        parse_response(request.operation, response)
     }
 }
 
 wasmgate_plugin_sdk::export_provider!(AzureOpenAi);
 
-/// Azure takes the key bare, in `api-key`.
-fn api_key(http: &mut HttpRequest, config: &ProviderConfig) {
-    if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-        http.set_header("api-key", key);
-    }
-}
-
-/// A Responses request to the v1 API. The body goes on as the client wrote it unless the model
-/// maps to a deployment of another name, which only `model` is changed to.
+/// A Responses request to the v1 API, which takes the deployment from the body's `model` and
+/// needs no `api-version`. The body goes on as the client wrote it unless the model maps to a
+/// deployment of another name, which only `model` is changed to.
 fn responses(
-    settings: &Settings,
-    config: &ProviderConfig,
-    request: CanonicalRequest,
+    entry: &Entry<Settings>,
+    mut request: CanonicalRequest,
 ) -> Result<Prepared, PluginError> {
-    let deployment = settings.deployment(&request.model)?;
-    let body = if deployment == request.model {
-        request.body
-    } else {
-        with_model(&request.body, deployment)?
-    };
-    let mut http = HttpRequest::post_json(settings.responses_url(), body.into_bytes());
-    if request.stream {
-        http.set_header("accept", "text/event-stream");
+    let deployment = entry.settings.deployment(&request.model)?;
+    if deployment != request.model {
+        request.body = with_model(&request.body, deployment)?;
     }
-    if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-        http.set_header("api-key", key);
-    }
-    Ok(Prepared::Upstream(http))
+    upstream(entry.url("openai/v1/responses"), request)
 }
-
 /// OpenAI's models list, one entry per model name the `deployments` option maps.
 fn list_models(settings: &Settings) -> Completion {
     let data: Vec<_> = settings

@@ -1,27 +1,11 @@
-//! The entry's `base_url` and `options`, checked once at start-up and re-read per request.
+//! The entry's `options`, which the SDK reads into [`Settings`] for each call, and the URLs of
+//! a resource's deployments.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use wasmgate_plugin_sdk::http::{is_http_url, join_url, path_segment};
-use wasmgate_plugin_sdk::{ConfigError, PluginError, ProviderConfig};
-
-/// The latest generally available inference API version when this was written.
-const DEFAULT_API_VERSION: &str = "2024-10-21";
-
-/// The `options:` of an entry, as written in the config.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Options {
-    /// The `api-version` query parameter.
-    api_version: Option<String>,
-    /// Model name -> deployment name, for deployments not named after their model.
-    #[serde(default)]
-    deployments: BTreeMap<String, String>,
-    /// Whether the resource serves the Responses API (`/openai/v1/responses`); `native` by
-    /// default, `translate` for a region or resource that does not.
-    responses: Option<ResponsesMode>,
-}
+use wasmgate_plugin_sdk::http::{join_url, path_segment};
+use wasmgate_plugin_sdk::{ConfigError, PluginError};
 
 /// How Responses requests reach this entry.
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
@@ -33,41 +17,41 @@ pub enum ResponsesMode {
     Translate,
 }
 
-/// An entry's settings, known to be usable.
+/// The `options:` of an entry.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Settings {
-    /// The resource endpoint, e.g. `https://my-resource.openai.azure.com`.
-    base_url: String,
+    /// The `api-version` query parameter.
+    #[serde(default = "default_api_version")]
     api_version: String,
+    /// Model name -> deployment name, for deployments not named after their model.
+    #[serde(default)]
     deployments: BTreeMap<String, String>,
+    /// Whether the resource serves the Responses API (`/openai/v1/responses`); `native` by
+    /// default, `translate` for a region or resource that does not.
+    #[serde(default = "native")]
     pub responses: ResponsesMode,
 }
 
+/// The latest generally available inference API version when this was written.
+fn default_api_version() -> String {
+    "2024-10-21".to_owned()
+}
+
+fn native() -> ResponsesMode {
+    ResponsesMode::Native
+}
+
 impl Settings {
-    pub fn from_config(config: &ProviderConfig) -> Result<Self, ConfigError> {
-        // Every Azure resource has its own endpoint: there is no default.
-        let base_url = config.base_url.as_deref().ok_or_else(|| {
-            ConfigError::at(
-                "base_url",
-                "is required: the resource endpoint, e.g. https://my-resource.openai.azure.com",
-            )
-        })?;
-        if !is_http_url(base_url) {
-            return Err(ConfigError::at(
-                "base_url",
-                "must be an absolute http:// or https:// URL",
-            ));
-        }
-        let options: Options = wasmgate_plugin_sdk::options(config)?;
-        let api_version = options
-            .api_version
-            .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned());
-        if api_version.is_empty() || !api_version.chars().all(is_name_char) {
+    /// What the types cannot say: the API version and deployments are names Azure takes.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        if self.api_version.is_empty() || !self.api_version.chars().all(is_name_char) {
             return Err(ConfigError::at(
                 "api_version",
                 "must look like 2024-10-21 or 2025-01-01-preview",
             ));
         }
-        for (model, deployment) in &options.deployments {
+        for (model, deployment) in &self.deployments {
             if !is_deployment_name(deployment) {
                 return Err(ConfigError::at(
                     format!("deployments.{model}"),
@@ -75,12 +59,7 @@ impl Settings {
                 ));
             }
         }
-        Ok(Settings {
-            base_url: base_url.to_owned(),
-            api_version,
-            deployments: options.deployments,
-            responses: options.responses.unwrap_or(ResponsesMode::Native),
-        })
+        Ok(())
     }
 
     /// The deployment that serves `model`: its mapping, else the model's own name, checked to be
@@ -98,14 +77,8 @@ impl Settings {
         }
     }
 
-    /// The URL of the v1 API's Responses endpoint. The v1 API takes the deployment from the
-    /// body's `model` and needs no `api-version`.
-    pub fn responses_url(&self) -> String {
-        join_url(&self.base_url, "openai/v1/responses")
-    }
-
     /// The URL of `path` (e.g. `chat/completions`) on the deployment that serves `model`.
-    pub fn url(&self, model: &str, path: &str) -> Result<String, PluginError> {
+    pub fn url(&self, base_url: &str, model: &str, path: &str) -> Result<String, PluginError> {
         // The name goes into the URL path: refuse anything Azure would not take as a name, and
         // escape what is left as one segment all the same.
         let deployment = self.deployment(model)?;
@@ -118,17 +91,17 @@ impl Settings {
         let endpoint = format!("openai/deployments/{deployment}/{path}");
         Ok(format!(
             "{}?api-version={}",
-            join_url(&self.base_url, &endpoint),
+            join_url(base_url, &endpoint),
             self.api_version
         ))
     }
 
     /// The URL of `path` (`files`, `batches/{id}`) on the resource's data plane, outside any
     /// deployment: where the Files and Batch APIs are.
-    pub fn resource_url(&self, path: &str) -> String {
+    pub fn resource_url(&self, base_url: &str, path: &str) -> String {
         format!(
             "{}?api-version={}",
-            join_url(&self.base_url, &format!("openai/{path}")),
+            join_url(base_url, &format!("openai/{path}")),
             self.api_version
         )
     }

@@ -1,6 +1,6 @@
 //! Native tests: the data-driven cases under `tests/cases/`, and config validation.
 
-use wasmgate_plugin_sdk::Provider;
+use wasmgate_plugin_sdk::ProviderConfig;
 
 use super::*;
 
@@ -25,9 +25,9 @@ fn config(base_url: Option<&str>, options: &str) -> ProviderConfig {
 #[test]
 fn validate_names_the_bad_key() {
     let base = Some("https://res.openai.azure.com");
-    assert!(AzureOpenAi::validate(&config(base, "{}")).is_ok());
+    assert!(wasmgate_plugin_sdk::calls::validate::<AzureOpenAi>(&config(base, "{}")).is_ok());
     let options = r#"{"api_version": "2025-01-01-preview", "deployments": {"gpt-4o": "prod-4o"}}"#;
-    assert!(AzureOpenAi::validate(&config(base, options)).is_ok());
+    assert!(wasmgate_plugin_sdk::calls::validate::<AzureOpenAi>(&config(base, options)).is_ok());
     let cases = [
         (None, "{}", "base_url"),
         (Some("res.openai.azure.com"), "{}", "base_url"),
@@ -40,7 +40,8 @@ fn validate_names_the_bad_key() {
         ),
     ];
     for (base_url, options, key) in cases {
-        let err = AzureOpenAi::validate(&config(base_url, options)).unwrap_err();
+        let err = wasmgate_plugin_sdk::calls::validate::<AzureOpenAi>(&config(base_url, options))
+            .unwrap_err();
         assert_eq!(err.key.as_deref(), Some(key), "{options}");
     }
 }
@@ -61,9 +62,10 @@ fn completions_and_audio_go_to_the_deployment_and_the_rest_is_refused() {
     let config = config(Some("https://res.openai.azure.com"), "{}");
     let url = "https://res.openai.azure.com/openai/deployments/whisper-1";
     let form = r#"{"model":"whisper-1","response_format":"srt","language":"en"}"#;
-    let Ok(Prepared::UpstreamForm(form)) =
-        AzureOpenAi::prepare(&config, request(Operation::AudioTranscriptions, form))
-    else {
+    let Ok(Prepared::UpstreamForm(form)) = wasmgate_plugin_sdk::calls::prepare::<AzureOpenAi>(
+        &config,
+        request(Operation::AudioTranscriptions, form),
+    ) else {
         panic!("a transcription is a form");
     };
     assert_eq!(
@@ -84,9 +86,10 @@ fn completions_and_audio_go_to_the_deployment_and_the_rest_is_refused() {
     assert!(form.fields.contains(&("language".into(), "en".into())));
 
     let speech = r#"{"model":"whisper-1","input":"Hi there","voice":"alloy"}"#;
-    let Ok(Prepared::UpstreamRaw(raw)) =
-        AzureOpenAi::prepare(&config, request(Operation::AudioSpeech, speech))
-    else {
+    let Ok(Prepared::UpstreamRaw(raw)) = wasmgate_plugin_sdk::calls::prepare::<AzureOpenAi>(
+        &config,
+        request(Operation::AudioSpeech, speech),
+    ) else {
         panic!("speech is passed through");
     };
     assert_eq!(
@@ -95,9 +98,10 @@ fn completions_and_audio_go_to_the_deployment_and_the_rest_is_refused() {
     );
     assert_eq!(raw.usage.map(|u| u.characters), Some(8));
 
-    let Ok(Prepared::Upstream(http)) =
-        AzureOpenAi::prepare(&config, request(Operation::Completions, "{}"))
-    else {
+    let Ok(Prepared::Upstream(http)) = wasmgate_plugin_sdk::calls::prepare::<AzureOpenAi>(
+        &config,
+        request(Operation::Completions, "{}"),
+    ) else {
         panic!("a completion goes upstream");
     };
     assert_eq!(
@@ -105,6 +109,9 @@ fn completions_and_audio_go_to_the_deployment_and_the_rest_is_refused() {
         format!("{url}/completions?api-version=2024-10-21")
     );
     for operation in [Operation::Moderations, Operation::Rerank] {
-        assert!(AzureOpenAi::prepare(&config, request(operation, "{}")).is_err());
+        assert!(
+            wasmgate_plugin_sdk::calls::prepare::<AzureOpenAi>(&config, request(operation, "{}"))
+                .is_err()
+        );
     }
 }

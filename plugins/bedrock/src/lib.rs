@@ -18,7 +18,7 @@
 //!   and the worked example of
 //!   <https://docs.aws.amazon.com/general/latest/gr/sigv4-create-canonical-request.html>
 //!
-//! Modules: [`settings`] (region, base URL, credentials), [`sigv4`] (signing), [`request`] (the
+//! Modules: [`settings`] (region, credentials), [`sigv4`] (signing), [`request`] (the
 //! Converse body), [`messages`] (the conversation), [`response`] (complete answers),
 //! [`eventstream`] (binary framing), [`stream`] (streamed answers), [`embeddings`] (Titan),
 //! [`errors`] (error bodies and stream exceptions).
@@ -34,10 +34,10 @@ mod sigv4;
 mod stream;
 
 use wasmgate_plugin_sdk::chat::{ChatRequest, unix_now};
-use wasmgate_plugin_sdk::http::path_segment;
+use wasmgate_plugin_sdk::http::{json_body, path_segment};
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    Auth, CanonicalRequest, Completion, ConfigError, Entry, HttpRequest, HttpResponse, Operation,
+    PluginError, Prepared, Provider, RequestInfo,
 };
 
 use settings::Settings;
@@ -48,21 +48,33 @@ const SERVICE: &str = "bedrock";
 struct Bedrock;
 
 impl Provider for Bedrock {
+    type Settings = Settings;
     type Decoder = stream::Events;
+    const SYSTEM: Option<&'static str> = Some("aws.bedrock");
+    // The key signs each request; it is never sent.
+    const AUTH: Auth = Auth::Own;
 
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        Settings::from_config(config).map(drop)
+    /// The runtime endpoint of the entry's region; none for a region that is no region name
+    /// (`validate` refuses it).
+    fn default_base_url(settings: &Settings) -> Option<String> {
+        let region = settings.region().ok()?;
+        Some(format!("https://bedrock-runtime.{region}.amazonaws.com"))
+    }
+
+    fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
+        entry.settings.region()?;
+        settings::credentials(entry).map(drop)
     }
 
     fn prepare(
-        config: &ProviderConfig,
+        entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
-        prepare_at(config, request, unix_now())
+        prepare_at(entry, request, unix_now())
     }
 
     fn parse_response(
-        _config: &ProviderConfig,
+        _: &Entry<Settings>,
         request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
@@ -94,13 +106,15 @@ fn unsupported() -> PluginError {
 
 /// [`Provider::prepare`], signing at `unix_secs` (the wall clock outside tests).
 fn prepare_at(
-    config: &ProviderConfig,
+    entry: &Entry<Settings>,
     request: CanonicalRequest,
     unix_secs: u64,
 ) -> Result<Prepared, PluginError> {
-    let settings = Settings::from_config(config).map_err(|_| {
-        PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
-    })?;
+    // `validate` accepted both when the config loaded.
+    let misconfigured =
+        |_| PluginError::upstream(format!("provider `{}` is misconfigured", entry.name));
+    let region = entry.settings.region().map_err(misconfigured)?;
+    let credentials = settings::credentials(entry).map_err(misconfigured)?;
     // Model ids hold `:` and ARNs `/`: the id is one encoded path segment, and one that no
     // encoding could keep a dot segment (`.`, `..`) is refused.
     let model = path_segment(&request.model).ok_or_else(|| {
@@ -110,7 +124,7 @@ fn prepare_at(
     let (action, body) = match request.operation {
         Operation::ChatCompletions => {
             let chat = ChatRequest::parse(&request.body)?;
-            let body = serde_json::to_vec(&request::build(&chat)?);
+            let body = json_body(&request::build(&chat)?)?;
             let action = if request.stream {
                 "converse-stream"
             } else {
@@ -120,7 +134,7 @@ fn prepare_at(
         }
         Operation::Embeddings => (
             "invoke",
-            serde_json::to_vec(&embeddings::build(&request.model, &request.body)?),
+            json_body(&embeddings::build(&request.model, &request.body)?)?,
         ),
         Operation::ImageGenerations
         | Operation::ListModels
@@ -133,19 +147,12 @@ fn prepare_at(
         | Operation::AudioTranslations
         | Operation::AudioSpeech => return Err(unsupported()),
     };
-    let body = body.map_err(|_| PluginError::upstream("could not write the upstream request"))?;
-    let url = format!("{}/model/{model}/{action}", settings.base_url);
+    let url = entry.url(&format!("model/{model}/{action}"));
     let mut http = HttpRequest::post_json(url, body);
     if request.operation == Operation::Embeddings {
         http.set_header("accept", "application/json");
     }
-    sigv4::sign(
-        &mut http,
-        &settings.credentials,
-        &settings.region,
-        SERVICE,
-        unix_secs,
-    );
+    sigv4::sign(&mut http, &credentials, region, SERVICE, unix_secs);
     Ok(Prepared::Upstream(http))
 }
 

@@ -1,7 +1,7 @@
 //! Native tests: the data-driven cases under `tests/cases/`, config validation, and the signed
 //! request as a whole at a fixed time.
 
-use wasmgate_plugin_sdk::Provider;
+use wasmgate_plugin_sdk::ProviderConfig;
 
 use super::*;
 
@@ -28,13 +28,13 @@ const KEYS: &str = r#""access_key_id": "AKIDEXAMPLE", "secret_access_key": "s""#
 #[test]
 fn validate_accepts_both_credential_sources() {
     let options = format!(r#"{{"region": "eu-west-3", {KEYS}, "session_token": "t"}}"#);
-    assert!(Bedrock::validate(&config(None, None, &options)).is_ok());
+    assert!(wasmgate_plugin_sdk::calls::validate::<Bedrock>(&config(None, None, &options)).is_ok());
     let from_key = config(
         Some("http://127.0.0.1:1"),
         Some("AKID:SECRET"),
         r#"{"region": "us-east-1"}"#,
     );
-    assert!(Bedrock::validate(&from_key).is_ok());
+    assert!(wasmgate_plugin_sdk::calls::validate::<Bedrock>(&from_key).is_ok());
 }
 
 #[test]
@@ -74,7 +74,9 @@ fn validate_names_the_bad_key() {
         ),
     ];
     for (base_url, api_key, options, key) in cases {
-        let err = Bedrock::validate(&config(base_url, api_key, &options)).unwrap_err();
+        let err =
+            wasmgate_plugin_sdk::calls::validate::<Bedrock>(&config(base_url, api_key, &options))
+                .unwrap_err();
         assert_eq!(err.key.as_deref(), key, "{options}");
         assert!(!err.message.contains("just-a-key"));
     }
@@ -92,9 +94,7 @@ fn signed_request_at_a_fixed_time() {
         stream: false,
         headers: vec![],
     };
-    let Ok(Prepared::Upstream(http)) =
-        prepare_at(&config(None, None, &options), request, 1_440_938_160)
-    else {
+    let Ok(Prepared::Upstream(http)) = prepare_at(&entry(&options), request, 1_440_938_160) else {
         panic!("expected an upstream request");
     };
     assert_eq!(
@@ -153,7 +153,7 @@ fn model_ids_are_one_path_segment() {
             stream: false,
             headers: vec![],
         };
-        match prepare_at(&config(None, None, &options), request, 1_440_938_160) {
+        match prepare_at(&entry(&options), request, 1_440_938_160) {
             Ok(Prepared::Upstream(http)) => Ok(http.url),
             Ok(_) => Err(None),
             Err(e) => Err(e.param),
@@ -198,4 +198,9 @@ fn stream_ids_come_from_the_request_id() {
         out.events[0].contains(r#""id":"chatcmpl-req-1""#),
         "{out:?}"
     );
+}
+
+/// The entry of `options`, read as the SDK reads it.
+fn entry(options: &str) -> wasmgate_plugin_sdk::Entry<Settings> {
+    wasmgate_plugin_sdk::Entry::read::<Bedrock>(&config(None, None, options)).unwrap()
 }

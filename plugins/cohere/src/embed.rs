@@ -8,18 +8,20 @@ use serde::{Deserialize, Serialize};
 use wasmgate_plugin_sdk::embeddings::{EmbeddingsRequest, EncodingFormat, embeddings_body};
 use wasmgate_plugin_sdk::{Completion, PluginError, RequestInfo, Usage};
 
+use crate::settings::InputType;
+
 #[derive(Debug, Serialize)]
-pub struct EmbedRequest<'a> {
+pub struct EmbedRequest {
     model: String,
     texts: Vec<String>,
-    input_type: &'a str,
+    input_type: InputType,
     embedding_types: [&'static str; 1],
     /// Only the models that can shorten their vectors (embed v4) accept it.
     #[serde(skip_serializing_if = "Option::is_none")]
     output_dimension: Option<u32>,
 }
 
-pub fn build<'a>(body: &str, input_type: &'a str) -> Result<EmbedRequest<'a>, PluginError> {
+pub fn build(body: &str, input_type: InputType) -> Result<EmbedRequest, PluginError> {
     let request = EmbeddingsRequest::parse(body)?;
     Ok(EmbedRequest {
         texts: request.texts().into_iter().map(str::to_owned).collect(),

@@ -18,12 +18,12 @@ mod settings;
 mod stream;
 
 use wasmgate_plugin_sdk::chat::ChatRequest;
-use wasmgate_plugin_sdk::http::join_url;
+use wasmgate_plugin_sdk::http::json_body;
 use wasmgate_plugin_sdk::openai_compat::parse_rerank;
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo, openai_error,
+    CanonicalRequest, Completion, Entry, HttpRequest, HttpResponse, Operation, PluginError,
+    Prepared, Provider, RequestInfo, openai_error,
 };
 
 use settings::Settings;
@@ -31,27 +31,26 @@ use settings::Settings;
 struct Cohere;
 
 impl Provider for Cohere {
+    type Settings = Settings;
     type Decoder = SseStream<stream::Events>;
+    const SYSTEM: Option<&'static str> = Some("cohere");
 
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        Settings::from_config(config).map(drop)
+    fn default_base_url(_: &Settings) -> Option<String> {
+        Some("https://api.cohere.com/v2".to_owned())
     }
 
     fn prepare(
-        config: &ProviderConfig,
+        entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
-        let settings = Settings::from_config(config).map_err(|_| {
-            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
-        })?;
         let (path, body) = match request.operation {
             Operation::ChatCompletions => {
                 let chat = ChatRequest::parse(&request.body)?;
-                ("chat", to_json(&request::build(&chat, request.stream)?)?)
+                ("chat", json_body(&request::build(&chat, request.stream)?)?)
             }
             Operation::Embeddings => (
                 "embed",
-                to_json(&embed::build(&request.body, &settings.input_type)?)?,
+                json_body(&embed::build(&request.body, entry.settings.input_type)?)?,
             ),
             // Cohere's v2 rerank is the gateway's rerank shape: the body goes on as it came.
             Operation::Rerank => ("rerank", request.body.into_bytes()),
@@ -69,18 +68,15 @@ impl Provider for Cohere {
                 ));
             }
         };
-        let mut http = HttpRequest::post_json(join_url(&settings.base_url, path), body);
+        let mut http = HttpRequest::post_json(entry.url(path), body);
         if request.stream {
             http.set_header("accept", "text/event-stream");
-        }
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            http.set_header("authorization", format!("Bearer {key}"));
         }
         Ok(Prepared::Upstream(http))
     }
 
     fn parse_response(
-        _config: &ProviderConfig,
+        _: &Entry<Settings>,
         request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
@@ -106,11 +102,6 @@ impl Provider for Cohere {
 }
 
 wasmgate_plugin_sdk::export_provider!(Cohere);
-
-fn to_json(body: &impl serde::Serialize) -> Result<Vec<u8>, PluginError> {
-    serde_json::to_vec(body)
-        .map_err(|_| PluginError::upstream("could not write the upstream request"))
-}
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! Native tests: the data-driven cases under `tests/cases/`, and config validation.
 
-use wasmgate_plugin_sdk::Provider;
+use wasmgate_plugin_sdk::ProviderConfig;
 
 use super::*;
 
@@ -24,14 +24,21 @@ fn config(base_url: Option<&str>, options: &str) -> ProviderConfig {
 
 #[test]
 fn validate_names_the_bad_key() {
-    assert!(Cohere::validate(&config(None, r#"{"input_type": "search_query"}"#)).is_ok());
+    assert!(
+        wasmgate_plugin_sdk::calls::validate::<Cohere>(&config(
+            None,
+            r#"{"input_type": "search_query"}"#
+        ))
+        .is_ok()
+    );
     let cases = [
         (None, r#"{"input_type": "documents"}"#, "input_type"),
         (None, r#"{"embedding_types": ["int8"]}"#, "embedding_types"),
         (Some("api.cohere.com"), "{}", "base_url"),
     ];
     for (base_url, options, key) in cases {
-        let err = Cohere::validate(&config(base_url, options)).unwrap_err();
+        let err =
+            wasmgate_plugin_sdk::calls::validate::<Cohere>(&config(base_url, options)).unwrap_err();
         assert_eq!(err.key.as_deref(), Some(key), "{options}");
     }
 }

@@ -18,14 +18,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, NoStream, Operation, PluginError, Prepared,
-    Provider, ProviderConfig,
+    CanonicalRequest, Completion, Entry, NoStream, Operation, PluginError, Prepared, Provider,
 };
 
 /// The `options:` of an entry.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Options {
+struct Settings {
     /// A fixed reply instead of the echo.
     reply: Option<String>,
     /// Words per streamed chunk.
@@ -35,24 +34,20 @@ struct Options {
 struct Echo;
 
 impl Provider for Echo {
+    type Settings = Settings;
     type Decoder = NoStream;
-
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        wasmgate_plugin_sdk::options::<Options>(config).map(drop)
-    }
+    const LOCAL: bool = true;
 
     fn prepare(
-        config: &ProviderConfig,
+        entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
-        let options: Options = wasmgate_plugin_sdk::options(config).map_err(|_| {
-            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
-        })?;
+        let settings = &entry.settings;
         match request.operation {
             Operation::ChatCompletions => {
-                let chunk_size = options.chunk_size.map_or(1, NonZeroU32::get);
+                let chunk_size = settings.chunk_size.map_or(1, NonZeroU32::get);
                 let body = parse_body(&request.body)?;
-                chat::answer(&request, &body, options.reply, chunk_size)
+                chat::answer(&request, &body, settings.reply.clone(), chunk_size)
             }
             Operation::Embeddings => {
                 let body = parse_body(&request.body)?;
@@ -61,7 +56,7 @@ impl Provider for Echo {
             Operation::ImageGenerations => {
                 images::answer(&parse_body(&request.body)?).map(Prepared::Local)
             }
-            Operation::ListModels => Ok(Prepared::Local(list_models(config))),
+            Operation::ListModels => Ok(Prepared::Local(list_models(&entry.models))),
             Operation::Completions => {
                 text_ops::completion(&request, &parse_body(&request.body)?, now())
             }
@@ -95,9 +90,8 @@ fn parse_body(body: &str) -> Result<Value, PluginError> {
     Ok(value)
 }
 
-fn list_models(config: &ProviderConfig) -> Completion {
-    let data: Vec<Value> = config
-        .models
+fn list_models(models: &[String]) -> Completion {
+    let data: Vec<Value> = models
         .iter()
         .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "echo"}))
         .collect();

@@ -2,7 +2,7 @@
 //! one token per four bytes, which is enough to check the arithmetic.
 
 use serde_json::{Value, json};
-use wasmgate_plugin_sdk::{ErrorKind, StreamOutput, Usage, count_tokens};
+use wasmgate_plugin_sdk::{ErrorKind, ProviderConfig, StreamOutput, Usage, count_tokens};
 
 use super::*;
 use crate::chunks::word_pieces;
@@ -30,7 +30,12 @@ fn request(operation: Operation, body: Value, stream: bool) -> CanonicalRequest 
 }
 
 fn local(options: &str, operation: Operation, body: Value) -> (Value, Option<Usage>) {
-    match Echo::prepare(&config(options), request(operation, body, false)).unwrap() {
+    match wasmgate_plugin_sdk::calls::prepare::<Echo>(
+        &config(options),
+        request(operation, body, false),
+    )
+    .unwrap()
+    {
         Prepared::Local(c) => (serde_json::from_str(&c.body).unwrap(), c.usage),
         Prepared::Upstream(_)
         | Prepared::LocalStream(_)
@@ -40,7 +45,7 @@ fn local(options: &str, operation: Operation, body: Value) -> (Value, Option<Usa
 }
 
 fn streamed(options: &str, body: Value) -> (Vec<Value>, StreamOutput) {
-    match Echo::prepare(
+    match wasmgate_plugin_sdk::calls::prepare::<Echo>(
         &config(options),
         request(Operation::ChatCompletions, body, true),
     )
@@ -74,13 +79,21 @@ fn chat_body() -> Value {
 
 #[test]
 fn validate_names_bad_options() {
-    assert!(Echo::validate(&config(r#"{"reply": "hi", "chunk_size": 3}"#)).is_ok());
-    let err = Echo::validate(&config(r#"{"replay": "hi"}"#)).unwrap_err();
+    assert!(
+        wasmgate_plugin_sdk::calls::validate::<Echo>(&config(
+            r#"{"reply": "hi", "chunk_size": 3}"#
+        ))
+        .is_ok()
+    );
+    let err =
+        wasmgate_plugin_sdk::calls::validate::<Echo>(&config(r#"{"replay": "hi"}"#)).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("replay"));
     assert!(err.message.contains("`reply`"), "{}", err.message);
-    let err = Echo::validate(&config(r#"{"chunk_size": 0}"#)).unwrap_err();
+    let err =
+        wasmgate_plugin_sdk::calls::validate::<Echo>(&config(r#"{"chunk_size": 0}"#)).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("chunk_size"));
-    let err = Echo::validate(&config(r#"{"chunk_size": "2"}"#)).unwrap_err();
+    let err = wasmgate_plugin_sdk::calls::validate::<Echo>(&config(r#"{"chunk_size": "2"}"#))
+        .unwrap_err();
     assert_eq!(err.key.as_deref(), Some("chunk_size"));
 }
 
@@ -139,7 +152,7 @@ fn array_content_and_fixed_reply() {
 #[test]
 fn bad_shapes_name_the_param() {
     let prepare = |body: Value| {
-        Echo::prepare(
+        wasmgate_plugin_sdk::calls::prepare::<Echo>(
             &config("{}"),
             request(Operation::ChatCompletions, body, false),
         )
@@ -298,7 +311,11 @@ fn embeddings_take_dimensions_tokens_and_base64() {
     assert_eq!(answer["data"][0]["embedding"].as_array().unwrap().len(), 3);
 
     let prepare = |body: Value| {
-        Echo::prepare(&config("{}"), request(Operation::Embeddings, body, false)).unwrap_err()
+        wasmgate_plugin_sdk::calls::prepare::<Echo>(
+            &config("{}"),
+            request(Operation::Embeddings, body, false),
+        )
+        .unwrap_err()
     };
     assert_eq!(
         prepare(json!({"input": []})).param.as_deref(),
@@ -344,7 +361,7 @@ fn images_repeat_n_times() {
     let (answer, usage) = local("{}", Operation::ImageGenerations, json!({"prompt": "x"}));
     assert_eq!(answer["data"].as_array().unwrap().len(), 1);
     assert_eq!(usage.unwrap().images, 1);
-    let err = Echo::prepare(
+    let err = wasmgate_plugin_sdk::calls::prepare::<Echo>(
         &config("{}"),
         request(Operation::ImageGenerations, json!({}), false),
     )
@@ -378,7 +395,7 @@ fn completions_echo_the_prompt_whole_or_word_by_word() {
         answer["usage"]["prompt_tokens"],
         usage.unwrap().input_tokens
     );
-    let Ok(Prepared::LocalStream(output)) = Echo::prepare(
+    let Ok(Prepared::LocalStream(output)) = wasmgate_plugin_sdk::calls::prepare::<Echo>(
         &config("{}"),
         request(
             Operation::Completions,

@@ -12,7 +12,9 @@
 //! Requests of Google's own API (the `gemini` client dialect) pass through untranslated:
 //! [`native`].
 //!
-//! Modules: [`settings`], [`request`] (generation settings and tools), [`contents`] (the
+//! The plugin takes no options of its own.
+//!
+//! Modules: [`request`] (generation settings and tools), [`contents`] (the
 //! conversation), [`response`], [`stream`], [`embeddings`], [`native`], [`errors`].
 
 mod contents;
@@ -21,39 +23,37 @@ mod errors;
 mod native;
 mod request;
 mod response;
-mod settings;
 mod stream;
 
 use wasmgate_plugin_sdk::chat::ChatRequest;
-use wasmgate_plugin_sdk::http::{join_url, path_segment};
+use wasmgate_plugin_sdk::http::{json_body, path_segment};
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    Auth, CanonicalRequest, Completion, Entry, HttpRequest, HttpResponse, NoOptions, Operation,
+    PluginError, Prepared, Provider, RequestInfo,
 };
-
-use settings::Settings;
 
 struct Gemini;
 
 impl Provider for Gemini {
+    type Settings = NoOptions;
     type Decoder = SseStream<stream::Events>;
+    const SYSTEM: Option<&'static str> = Some("gcp.gemini");
+    // The header rather than `?key=`, so that the key stays out of URLs and their logs.
+    const AUTH: Auth = Auth::Header("x-goog-api-key");
 
-    fn native_dialects(_config: &ProviderConfig) -> Vec<String> {
+    fn default_base_url(_: &NoOptions) -> Option<String> {
+        Some("https://generativelanguage.googleapis.com/v1beta".to_owned())
+    }
+
+    fn native_dialects(_: &Entry<NoOptions>) -> Vec<String> {
         vec![native::DIALECT.to_owned()]
     }
 
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        Settings::from_config(config).map(drop)
-    }
-
     fn prepare(
-        config: &ProviderConfig,
+        entry: &Entry<NoOptions>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
-        let settings = Settings::from_config(config).map_err(|_| {
-            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
-        })?;
         let model = model_path(&request.model);
         let resource = url_path(&request.model)?;
         let native = request
@@ -71,11 +71,11 @@ impl Provider for Gemini {
                 } else {
                     "generateContent"
                 };
-                (method, to_json(&body)?)
+                (method, json_body(&body)?)
             }
             (None, Operation::Embeddings) => {
                 let (method, body) = embeddings::build(&request.body, &model)?;
-                (method, to_json(&body)?)
+                (method, json_body(&body)?)
             }
             (
                 None,
@@ -95,17 +95,12 @@ impl Provider for Gemini {
                 ));
             }
         };
-        let url = join_url(&settings.base_url, &format!("{resource}:{method}"));
-        let mut http = HttpRequest::post_json(url, body);
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            // The header rather than `?key=`, so that the key stays out of URLs and their logs.
-            http.set_header("x-goog-api-key", key);
-        }
-        Ok(Prepared::Upstream(http))
+        let url = entry.url(&format!("{resource}:{method}"));
+        Ok(Prepared::Upstream(HttpRequest::post_json(url, body)))
     }
 
     fn parse_response(
-        _config: &ProviderConfig,
+        _: &Entry<NoOptions>,
         request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
@@ -162,11 +157,6 @@ fn bad_model() -> PluginError {
         "the model must be a Gemini model name, `models/<name>` or `tunedModels/<name>`",
     )
     .with_param("model")
-}
-
-fn to_json(body: &impl serde::Serialize) -> Result<Vec<u8>, PluginError> {
-    serde_json::to_vec(body)
-        .map_err(|_| PluginError::upstream("could not write the upstream request"))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
+use wasmgate_plugin_sdk::http::json_body;
 use wasmgate_plugin_sdk::{Completion, NativeCall, PluginError, Usage};
 
 use crate::response::UsageMetadata;
@@ -47,8 +48,7 @@ fn batch(body: &str, model_path: &str) -> Result<Vec<u8>, PluginError> {
             request.insert("model".to_owned(), Value::from(model_path));
         }
     }
-    serde_json::to_vec(&value)
-        .map_err(|_| PluginError::upstream("could not write the upstream request"))
+    json_body(&value)
 }
 
 /// A `countTokens` body whose `generateContentRequest` names the upstream's model.
@@ -61,8 +61,7 @@ fn with_inner_model(body: &str, model_path: &str) -> Result<Vec<u8>, PluginError
     {
         inner.insert("model".to_owned(), Value::from(model_path));
     }
-    serde_json::to_vec(&value)
-        .map_err(|_| PluginError::upstream("could not write the upstream request"))
+    json_body(&value)
 }
 
 #[derive(Deserialize)]

@@ -1,6 +1,6 @@
 //! Native tests: the data-driven cases under `tests/cases/`, and config validation.
 
-use wasmgate_plugin_sdk::Provider;
+use wasmgate_plugin_sdk::ProviderConfig;
 
 use super::*;
 
@@ -24,10 +24,13 @@ fn config(base_url: Option<&str>, options: &str) -> ProviderConfig {
 
 #[test]
 fn validate_names_the_bad_key() {
-    assert!(Gemini::validate(&config(None, "{}")).is_ok());
-    let err = Gemini::validate(&config(None, r#"{"api_version": "v1"}"#)).unwrap_err();
+    assert!(wasmgate_plugin_sdk::calls::validate::<Gemini>(&config(None, "{}")).is_ok());
+    let err =
+        wasmgate_plugin_sdk::calls::validate::<Gemini>(&config(None, r#"{"api_version": "v1"}"#))
+            .unwrap_err();
     assert_eq!(err.key.as_deref(), Some("api_version"));
-    let err = Gemini::validate(&config(Some("localhost"), "{}")).unwrap_err();
+    let err = wasmgate_plugin_sdk::calls::validate::<Gemini>(&config(Some("localhost"), "{}"))
+        .unwrap_err();
     assert_eq!(err.key.as_deref(), Some("base_url"));
 }
 
@@ -86,8 +89,13 @@ fn thinking_tokens_are_reasoning_tokens_within_the_output() {
 
 #[test]
 fn google_s_own_dialect_is_native() {
-    assert!(Gemini::native_operations(&config(None, "{}")).is_empty());
-    assert_eq!(Gemini::native_dialects(&config(None, "{}")), ["gemini"]);
+    assert!(
+        wasmgate_plugin_sdk::calls::native_operations::<Gemini>(&config(None, "{}")).is_empty()
+    );
+    assert_eq!(
+        wasmgate_plugin_sdk::calls::native_dialects::<Gemini>(&config(None, "{}")),
+        ["gemini"]
+    );
 }
 
 fn native_request(route: &str, body: &str) -> CanonicalRequest {
@@ -110,7 +118,7 @@ fn native_request(route: &str, body: &str) -> CanonicalRequest {
 #[test]
 fn a_native_request_passes_through_with_the_model_and_key_swapped() {
     let body = r#"{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"safetySettings":[]}"#;
-    let Prepared::Upstream(http) = Gemini::prepare(
+    let Prepared::Upstream(http) = wasmgate_plugin_sdk::calls::prepare::<Gemini>(
         &config(Some("http://127.0.0.1:9/v1beta"), "{}"),
         native_request("streamGenerateContent", body),
     )
@@ -130,7 +138,7 @@ fn a_native_request_passes_through_with_the_model_and_key_swapped() {
 
     let batch =
         r#"{"requests":[{"model":"models/client-name","content":{"parts":[{"text":"a"}]}}]}"#;
-    let Prepared::Upstream(http) = Gemini::prepare(
+    let Prepared::Upstream(http) = wasmgate_plugin_sdk::calls::prepare::<Gemini>(
         &config(Some("http://127.0.0.1:9/v1beta"), "{}"),
         native_request("batchEmbedContents", batch),
     )
@@ -146,7 +154,7 @@ fn a_native_request_passes_through_with_the_model_and_key_swapped() {
 fn a_native_answer_is_passed_on_with_its_usage() {
     let body = r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"hi"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1,"totalTokenCount":4}}"#;
     let info = native_request("generateContent", "{}").info();
-    let completion = Gemini::parse_response(
+    let completion = wasmgate_plugin_sdk::calls::parse_response::<Gemini>(
         &config(None, "{}"),
         &info,
         HttpResponse {

@@ -1,7 +1,7 @@
 //! The OpenAI provider: OpenAI itself and any upstream that speaks its API (vLLM, Ollama, Azure
 //! OpenAI with `auth_header: api-key`, ...). Requests and responses already are in the canonical
-//! format, so bodies pass through untouched; the plugin adds the URL and headers, and the SDK's
-//! `openai_compat` reads usage and maps errors.
+//! format, so bodies pass through untouched; the SDK's `openai_compat` builds the request, reads
+//! usage and maps errors, and adds the key and the entry's `headers`.
 //!
 //! Responses requests (`POST /v1/responses` on the gateway) go natively to `{base_url}/responses`
 //! when the entry's upstream serves that API: by default OpenAI's own base URL does and any
@@ -9,78 +9,106 @@
 //! of hosts that serve it set `native`). A `translate` entry gets them as chat completions,
 //! translated by the host.
 
-mod settings;
-
-use wasmgate_plugin_sdk::http::{check_header, join_url};
+use serde::Deserialize;
+use wasmgate_plugin_sdk::http::check_header;
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, forwarded_header};
 use wasmgate_plugin_sdk::openai_compat::{
-    BATCHES_DIALECT, OpenAiStream, batch_call, parse_response, request_of, speech,
-    transcription_form,
+    BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
 };
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo,
+    CanonicalRequest, ConfigError, Entry, Operation, PluginError, Prepared, Provider,
 };
 
-use settings::{ResponsesMode, Settings};
+/// The `options:` of an entry (besides the SDK's `headers` and `auth_header`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    /// Sent as `OpenAI-Organization`.
+    organization: Option<String>,
+    /// Sent as `OpenAI-Project`.
+    project: Option<String>,
+    /// Whether the upstream serves the Responses API itself. Default: `native` for OpenAI's
+    /// own base URL, `translate` for any other (most compatible hosts have no `/responses`).
+    responses: Option<ResponsesMode>,
+    /// Whether the upstream runs OpenAI's Files and Batch APIs. Default: yes for OpenAI's own
+    /// base URL, no for any other.
+    batches: Option<bool>,
+}
+
+#[derive(Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum ResponsesMode {
+    /// Passed through to `{base_url}/responses` as the client wrote them.
+    Native,
+    /// Translated into chat completions by the host's Responses dialect.
+    Translate,
+}
 
 struct OpenAi;
 
 impl Provider for OpenAi {
+    type Settings = Settings;
     type Decoder = OrNative<OpenAiStream, ResponsesStream>;
+    const SYSTEM: Option<&'static str> = Some("openai");
 
-    fn native_operations(config: &ProviderConfig) -> Vec<Operation> {
-        match Settings::from_config(config).map(|s| s.responses) {
-            Ok(ResponsesMode::Native) => vec![Operation::Responses],
-            // A misconfigured entry is refused by `validate`: it serves nothing.
-            Ok(ResponsesMode::Translate) | Err(_) => Vec::new(),
+    fn default_base_url(_: &Settings) -> Option<String> {
+        Some("https://api.openai.com/v1".to_owned())
+    }
+
+    fn native_operations(entry: &Entry<Settings>) -> Vec<Operation> {
+        let native = entry
+            .settings
+            .responses
+            .unwrap_or(match is_openai(&entry.base_url) {
+                true => ResponsesMode::Native,
+                false => ResponsesMode::Translate,
+            });
+        match native {
+            ResponsesMode::Native => vec![Operation::Responses],
+            ResponsesMode::Translate => Vec::new(),
         }
     }
 
     /// OpenAI's Files and Batch APIs, which the host drives (see `openai_compat::batch_call`),
     /// where the upstream runs them (the `batches` option).
-    fn native_dialects(config: &ProviderConfig) -> Vec<String> {
-        match Settings::from_config(config) {
-            Ok(settings) if settings.batches => vec![BATCHES_DIALECT.to_owned()],
-            Ok(_) | Err(_) => Vec::new(),
+    fn native_dialects(entry: &Entry<Settings>) -> Vec<String> {
+        match entry.settings.batches.unwrap_or(is_openai(&entry.base_url)) {
+            true => vec![BATCHES_DIALECT.to_owned()],
+            false => Vec::new(),
         }
     }
 
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        Settings::from_config(config).map(drop)
+    fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
+        for (key, name, value) in entry.settings.headers() {
+            if let Some(value) = value {
+                check_header(name, value).map_err(|msg| ConfigError::at(key, msg))?;
+            }
+        }
+        Ok(())
     }
 
     fn prepare(
-        config: &ProviderConfig,
+        entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
-        let settings = Settings::from_config(config).map_err(|_| {
-            PluginError::upstream(format!("provider `{}` is misconfigured", config.name))
-        })?;
-        if let Some(prepared) = batch_call(&request, |path| join_url(&settings.base_url, path)) {
+        if let Some(prepared) = batch_call(&request, |path| entry.url(path)) {
             let mut prepared = prepared?;
-            if let Some(http) = request_of(&mut prepared) {
-                settings.apply_headers(http, config.api_key.as_deref());
+            if let Some(http) = prepared.request_mut() {
+                for (_, name, value) in entry.settings.headers() {
+                    if let Some(value) = value {
+                        http.set_header(name, value);
+                    }
+                }
             }
             return Ok(prepared);
         }
-        let path = match request.operation {
-            Operation::ChatCompletions => "chat/completions",
-            Operation::Embeddings => "embeddings",
-            Operation::ImageGenerations => "images/generations",
-            Operation::ListModels => "models",
-            Operation::Completions => "completions",
-            Operation::Moderations => "moderations",
-            // vLLM, Jina and Voyage serve Cohere's shape under the OpenAI base URL.
-            Operation::Rerank => "rerank",
-            Operation::AudioTranscriptions => "audio/transcriptions",
-            Operation::AudioTranslations => "audio/translations",
-            Operation::AudioSpeech => "audio/speech",
-            Operation::Responses if settings.responses == ResponsesMode::Native => "responses",
-            Operation::Responses | Operation::Messages => {
+        let path = match path(request.operation) {
+            Some(path) => path,
+            None if Self::native_operations(entry).contains(&request.operation) => "responses",
+            None => {
                 return Err(PluginError::invalid_request(format!(
                     "provider `{}` does not serve this API natively",
-                    config.name
+                    entry.name
                 )));
             }
         };
@@ -95,58 +123,39 @@ impl Provider for OpenAi {
             }
             Some(_) | None => None,
         };
-        let url = join_url(&settings.base_url, path);
-        match request.operation {
-            Operation::AudioTranscriptions | Operation::AudioTranslations => {
-                return transcription_form(url, &request).map(|mut prepared| {
-                    if let Prepared::UpstreamForm(form) = &mut prepared {
-                        settings.apply_headers(&mut form.request, config.api_key.as_deref());
-                    }
-                    prepared
-                });
+        let mut prepared = upstream(entry.url(path), request)?;
+        if let Some(http) = prepared.request_mut() {
+            let beta = ("", "openai-beta", beta.as_deref());
+            for (_, name, value) in entry.settings.headers().into_iter().chain([beta]) {
+                if let Some(value) = value {
+                    http.set_header(name, value);
+                }
             }
-            Operation::AudioSpeech => {
-                return speech(url, &request).map(|mut prepared| {
-                    if let Prepared::UpstreamRaw(raw) = &mut prepared {
-                        settings.apply_headers(&mut raw.request, config.api_key.as_deref());
-                    }
-                    prepared
-                });
-            }
-            _ => {}
         }
-        let mut http = match request.operation {
-            Operation::ListModels => HttpRequest::get(url),
-            // The host has validated the body already: re-serialising it would only cost time.
-            Operation::ChatCompletions
-            | Operation::Embeddings
-            | Operation::ImageGenerations
-            | Operation::Responses
-            | Operation::Messages
-            | Operation::Completions
-            | Operation::Moderations
-            | Operation::Rerank
-            | Operation::AudioTranscriptions
-            | Operation::AudioTranslations
-            | Operation::AudioSpeech => HttpRequest::post_json(url, request.body.into_bytes()),
-        };
-        if request.stream {
-            http.set_header("accept", "text/event-stream");
-        }
-        if let Some(beta) = beta {
-            http.set_header("openai-beta", beta);
-        }
-        settings.apply_headers(&mut http, config.api_key.as_deref());
-        Ok(Prepared::Upstream(http))
+        Ok(prepared)
     }
+}
 
-    fn parse_response(
-        _config: &ProviderConfig,
-        request: &RequestInfo,
-        response: HttpResponse,
-    ) -> Result<Completion, PluginError> {
-        parse_response(request.operation, response)
+impl Settings {
+    /// (option, header, value) of the options sent as headers.
+    fn headers(&self) -> [(&'static str, &'static str, Option<&str>); 2] {
+        [
+            (
+                "organization",
+                "openai-organization",
+                self.organization.as_deref(),
+            ),
+            ("project", "openai-project", self.project.as_deref()),
+        ]
     }
+}
+
+/// Whether `base_url` is OpenAI's own API (`https://api.openai.com/...`), which serves
+/// Responses; compatible hosts mostly do not.
+fn is_openai(base_url: &str) -> bool {
+    let rest = base_url.strip_prefix("https://").unwrap_or_default();
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    host.eq_ignore_ascii_case("api.openai.com")
 }
 
 wasmgate_plugin_sdk::export_provider!(OpenAi);

@@ -72,7 +72,8 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
     let expected_upstream = read_json(&case.join("expected_upstream.json"))?;
 
     let config = config_of(name, request.get("config"));
-    P::validate(&config).map_err(|err| format!("validate failed: {err:?}"))?;
+    wasmgate_plugin_sdk::calls::validate::<P>(&config)
+        .map_err(|err| format!("validate failed: {err:?}"))?;
     // A raw body keeps the client's exact text (spacing, escapes, number forms), which a
     // dialect body must reach the upstream with.
     let text = match request.get("raw_body").and_then(Value::as_str) {
@@ -95,7 +96,7 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
     let info = canonical.info();
     let dialect = wasmgate_plugin_sdk::native::is_dialect(info.operation);
 
-    let http = match P::prepare(&config, canonical) {
+    let http = match wasmgate_plugin_sdk::calls::prepare::<P>(&config, canonical) {
         Err(err) => return check_error(&expected, &err, "prepare"),
         Ok(Prepared::Local(completion)) => {
             let body: Value = serde_json::from_str(&completion.body)
@@ -131,7 +132,7 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
     }
     let response = read_reply(&case.join("upstream_response.json"))?;
     let sent = response.body.clone();
-    match P::parse_response(&config, &info, response) {
+    match wasmgate_plugin_sdk::calls::parse_response::<P>(&config, &info, response) {
         Err(err) => check_error(&expected, &err, "parse_response"),
         Ok(completion) if dialect && completion.body.as_bytes() != sent => Err(format!(
             "a dialect answer must come back unchanged: got {}",

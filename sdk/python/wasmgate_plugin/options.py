@@ -63,6 +63,11 @@ def _hints(cls: type) -> dict[str, Any]:
 def parse_options(text: str, cls: type[T]) -> T:
     """Reads ``text`` (a JSON object; empty or ``null`` reads as ``{}``) into the dataclass
     ``cls``. Raises :class:`ConfigError` naming the failing key."""
+    return read_at(options_object(text), cls, "")
+
+
+def options_object(text: str) -> dict:
+    """``text`` (a JSON object; empty or ``null`` reads as ``{}``) as a dict."""
     text = text.strip() if text else ""
     try:
         value = json.loads(text) if text else None
@@ -72,7 +77,12 @@ def parse_options(text: str, cls: type[T]) -> T:
         value = {}
     if not isinstance(value, dict):
         raise ConfigError("options must be a mapping")
-    return _read(value, cls, "")
+    return value
+
+
+def read_at(value: Any, annotation: Any, path: str) -> Any:
+    """``value`` read as ``annotation``; errors name ``path`` and the keys below it."""
+    return _read(value, annotation, path)
 
 
 def _at(path: str, key: str | int) -> str:

@@ -5,20 +5,23 @@ A provider subclasses :class:`Provider` and implements ``prepare``, which turns 
 (:func:`local`). ``parse_response`` and the stream decoder default to OpenAI's format, so an
 OpenAI-compatible upstream needs nothing else::
 
-    from wasmgate_plugin.provider import Provider, export, join_url, post_json, upstream
+    from wasmgate_plugin.provider import Provider, export, post_json, upstream
 
     class Compatible(Provider):
         default_base_url = "https://api.example.com/v1"
+        system = "example"
 
         def prepare(self, entry, request):
-            url = join_url(entry.base_url, "chat/completions")
-            return upstream(post_json(url, request.body, entry.bearer()))
+            return upstream(post_json(entry.url("chat/completions"), request.body))
 
     export(Compatible)
 
 The host calls a provider on a fresh instance per request and does all the network I/O: the
-plugin only describes requests and reads responses. ``entry.options`` is the config entry's
-``options:`` read into the ``Options`` dataclass, checked when the config loads.
+plugin only describes requests and reads responses. The SDK reads the config entry for each
+call into an :class:`Entry`: ``entry.options`` is the entry's ``options:`` read into the
+``Options`` dataclass (checked when the config loads, errors naming the key), the base URL is
+the entry's or the provider's default, checked; and the SDK adds the key (``auth_header``) and
+the entry's ``headers`` option, which every provider takes, to each upstream request.
 """
 
 import json
@@ -28,11 +31,14 @@ from componentize_py_types import Err
 from wit_world.exports.provider import (
     CanonicalRequest,
     Completion,
+    Description,
     Operation,
     Prepared,
     Prepared_Local,
     Prepared_LocalStream,
     Prepared_Upstream,
+    Prepared_UpstreamForm,
+    Prepared_UpstreamRaw,
     ProviderConfig,
     RequestInfo,
     StreamOutput,
@@ -44,7 +50,7 @@ from . import _export
 from ._host import count_tokens, log
 from .errors import PluginError, kind_for_status
 from .openai import OpenAiStream, SseEvent, SseParser, openai_error, openai_usage, parse_openai_response
-from .options import ConfigError, NoOptions, parse_options
+from .options import ConfigError, NoOptions, options_object, read_at
 
 __all__ = [
     "CanonicalRequest", "Completion", "ConfigError", "Entry", "ErrorKind", "HttpRequest",
@@ -59,24 +65,47 @@ O = TypeVar("O")
 
 class Entry(Generic[O]):
     """The provider's config entry, read: ``name``, ``base_url`` (the entry's, else the
-    provider's ``default_base_url``), ``api_key`` (send it only upstream), ``models`` and
-    ``options`` (the ``Options`` dataclass)."""
+    provider's ``default_base_url``; ``""`` for a ``local`` provider given none), ``api_key``
+    (send it only upstream; the SDK does), ``models`` and ``options`` (the ``Options``
+    dataclass)."""
 
-    __slots__ = ("name", "base_url", "api_key", "models", "options")
+    __slots__ = ("name", "base_url", "api_key", "models", "options", "_key_header", "_headers")
 
-    def __init__(self, name: str, base_url: str | None, api_key: str | None, models: list[str], options: O):
+    def __init__(self, name: str, base_url: str, api_key: str | None, models: list[str], options: O,
+                 key_header: str | None = None, headers: list[tuple[str, str]] | None = None):
         self.name = name
         self.base_url = base_url
-        self.api_key = api_key
+        self.api_key = api_key or None
         self.models = models
         self.options = options
+        self._key_header = key_header
+        self._headers = headers or []
+
+    def url(self, path: str) -> str:
+        """``path`` under the entry's base URL, with one ``/`` between them."""
+        return join_url(self.base_url, path)
 
     def bearer(self) -> list[tuple[str, str]]:
-        """``Authorization: Bearer <key>`` when the entry has a key, else no header."""
+        """``Authorization: Bearer <key>`` when the entry has a key, else no header. The SDK adds
+        the key itself to what ``prepare`` returns: this is for requests built elsewhere."""
         return [("authorization", f"Bearer {self.api_key}")] if self.api_key else []
+
+    def authorize(self, http: HttpRequest) -> None:
+        """Sets the key (in the provider's ``auth_header``, or the entry's) and the entry's
+        ``headers`` on ``http``, replacing headers of the same names. The SDK does this to every
+        upstream request ``prepare`` returns, after the plugin's own headers."""
+        if self._key_header and self.api_key:
+            value = f"Bearer {self.api_key}" if self._key_header == "authorization" else self.api_key
+            _set_header(http, self._key_header, value)
+        for name, value in self._headers:
+            _set_header(http, name, value)
 
     def __repr__(self) -> str:  # the key stays out of logs and tracebacks
         return f"Entry(name={self.name!r}, base_url={self.base_url!r}, api_key={'***' if self.api_key else None})"
+
+
+def _set_header(http: HttpRequest, name: str, value: str) -> None:
+    http.headers = [(n, v) for n, v in http.headers if n.lower() != name.lower()] + [(name, value)]
 
 
 class StreamDecoder:
@@ -101,10 +130,20 @@ class Provider(Generic[O]):
     """A provider plugin. Override :meth:`prepare`; :meth:`parse_response` and ``Decoder``
     default to OpenAI's format."""
 
-    #: The dataclass the entry's ``options`` are read into, checked when the config loads.
+    #: The dataclass the entry's ``options`` are read into, checked when the config loads
+    #: (but ``headers`` and ``auth_header``, which the SDK reads for every provider).
     Options: type = NoOptions
-    #: The base URL when the entry sets none; ``None`` makes ``base_url`` required.
+    #: The base URL when the entry sets none (a string, or a method of the entry's options
+    #: returning one or ``None``); none makes ``base_url`` required. The host is told it when
+    #: the config loads and keeps every upstream request under it.
     default_base_url: str | None = None
+    #: The upstream's OpenTelemetry ``gen_ai.provider.name``; ``None``: the plugin's name.
+    system: str | None = None
+    #: The header the entry's key goes in: ``authorization`` sends ``Bearer <key>``, any other
+    #: name the bare key; ``None`` when the plugin uses the key itself (it signs requests).
+    auth_header: str | None = "authorization"
+    #: Whether the provider answers every request itself, so that ``base_url`` is not required.
+    local: bool = False
     #: The stream decoder class: ``OpenAiStream`` passes OpenAI-format SSE through.
     Decoder: type = OpenAiStream
 
@@ -199,15 +238,47 @@ def get(url: str, headers: list[tuple[str, str]] | None = None) -> HttpRequest:
 
 # The exported provider, for the stream decoder resource (`provider.StreamDecoder`).
 _EXPORTED: list[Any] = []
+_COMMON = ("headers", "auth_header")
 
 
-def _entry(cls: type, config: ProviderConfig) -> Entry:
-    base_url = config.base_url or cls.default_base_url
-    if base_url is None:
-        raise ConfigError("this provider needs a base_url", "base_url")
-    if not is_http_url(base_url):
-        raise ConfigError("must be an absolute http:// or https:// URL", "base_url")
-    return Entry(config.name, base_url, config.api_key, list(config.models), parse_options(config.options, cls.Options))
+def _default_base_url(plugin: Provider, options: Any) -> str | None:
+    default = plugin.default_base_url
+    return default(options) if callable(default) else default
+
+
+def _entry(plugin: Provider, config: ProviderConfig) -> Entry:
+    """Reads ``config`` as the SDK does for every call; raises :class:`ConfigError`."""
+    value = options_object(config.options)
+    common = {key: value.pop(key) for key in _COMMON if key in value}
+    options = read_at(value, type(plugin).Options, "")
+    headers = read_at(common.get("headers", {}), dict[str, str], "headers")
+    for name, header in headers.items():
+        problem = check_header(name, header)
+        if problem:
+            raise ConfigError(problem, f"headers.{name}")
+    key_header = plugin.auth_header
+    if "auth_header" in common:
+        if key_header is None:
+            raise ConfigError("this provider uses the key itself and sends it in no header", "auth_header")
+        key_header = read_at(common["auth_header"], str, "auth_header").lower()
+        problem = check_header(key_header, "")
+        if problem:
+            raise ConfigError(problem, "auth_header")
+    if config.api_key and check_header("x", config.api_key):
+        raise ConfigError("contains a control character", "api_key")  # never echo the key
+    base_url = config.base_url or _default_base_url(plugin, options) or ""
+    if base_url and (not is_http_url(base_url) or "?" in base_url or "#" in base_url):
+        raise ConfigError("must be an absolute http:// or https:// URL without a query", "base_url")
+    return Entry(config.name, base_url, config.api_key, list(config.models), options, key_header,
+                 list(headers.items()))
+
+
+def _upstream_request(prepared: Prepared) -> HttpRequest | None:
+    if isinstance(prepared, Prepared_Upstream):
+        return prepared.value
+    if isinstance(prepared, (Prepared_UpstreamForm, Prepared_UpstreamRaw)):
+        return prepared.value.request
+    return None
 
 
 def export(cls: type[Provider]) -> type:
@@ -217,14 +288,23 @@ def export(cls: type[Provider]) -> type:
 
     def entry(config: ProviderConfig) -> Entry:
         try:
-            return _entry(cls, config)
+            return _entry(plugin, config)
         except ConfigError:
             raise Err(PluginError.upstream(f"provider `{config.name}` is misconfigured").to_wit()) from None
 
     class Adapter:
+        def describe(self, config: ProviderConfig) -> Description:
+            try:
+                options = read_at({k: v for k, v in options_object(config.options).items() if k not in _COMMON},
+                                  cls.Options, "")
+                default = _default_base_url(plugin, options)
+            except ConfigError:
+                default = None  # `validate` says what is wrong
+            return Description(default, cls.system)
+
         def native_operations(self, config: ProviderConfig) -> list[Operation]:
             try:
-                return plugin.native_operations(_entry(cls, config))
+                return plugin.native_operations(_entry(plugin, config))
             except ConfigError:
                 return []  # `validate` refuses the entry
 
@@ -234,15 +314,23 @@ def export(cls: type[Provider]) -> type:
 
         def validate(self, config: ProviderConfig) -> None:
             try:
-                plugin.validate(_entry(cls, config))
+                read = _entry(plugin, config)
+                plugin.validate(read)
+                if not read.base_url and not cls.local:
+                    raise ConfigError("is required: this provider has no default", "base_url")
             except ConfigError as err:
                 raise Err(_WitConfigError(err.key, err.message)) from None
 
         def prepare(self, config: ProviderConfig, request: CanonicalRequest) -> Prepared:
+            read = entry(config)
             try:
-                return plugin.prepare(entry(config), request)
+                prepared = plugin.prepare(read, request)
             except PluginError as err:
                 raise Err(err.to_wit()) from None
+            http = _upstream_request(prepared)
+            if http is not None:
+                read.authorize(http)
+            return prepared
 
         def parse_response(self, config: ProviderConfig, request: RequestInfo, response: HttpResponse) -> Completion:
             try:
@@ -257,8 +345,8 @@ class _StreamDecoderAdapter:
     """The `stream-decoder` resource componentize-py exports (see the `provider` shim module)."""
 
     def __init__(self, config: ProviderConfig, request: RequestInfo, headers: list[tuple[str, str]]):
-        cls, _ = _EXPORTED
-        self._decoder = cls.Decoder(_entry(cls, config), request, headers)
+        cls, plugin = _EXPORTED
+        self._decoder = cls.Decoder(_entry(plugin, config), request, headers)
 
     def push(self, chunk: bytes) -> StreamOutput:
         try:

@@ -22,25 +22,35 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wasmgate_plugin_sdk::http::join_url;
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, PluginError, Prepared,
-    Provider, ProviderConfig, RequestInfo, StreamDecoder, StreamOutput, Usage, openai_error,
-    openai_usage_in_body,
+    CanonicalRequest, Completion, ConfigError, Entry, HttpRequest, HttpResponse, PluginError,
+    Prepared, Provider, ProviderConfig, RequestInfo, StreamDecoder, StreamOutput, Usage,
+    openai_error, openai_usage_in_body,
 };
+
+/// The entry's options, any keys: only `reject` and `join_model` mean something.
+type Settings = serde_json::Map<String, Value>;
+
+/// Whether the entry's boolean option `name` is `true`.
+fn option(entry: &Entry<Settings>, name: &str) -> bool {
+    entry.settings.get(name) == Some(&Value::Bool(true))
+}
 
 struct Faulty;
 
 impl Provider for Faulty {
+    type Settings = Settings;
     type Decoder = PanickingDecoder;
+    const LOCAL: bool = true;
 
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        if option(config, "reject") {
+    fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
+        if option(entry, "reject") {
             return Err(ConfigError::at("reject", "rejected on request"));
         }
         Ok(())
     }
 
     fn prepare(
-        config: &ProviderConfig,
+        entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
         match request.model.as_str() {
@@ -56,22 +66,22 @@ impl Provider for Faulty {
                 Ok(ok_answer(&request))
             }
             "trap-stream" if request.stream => {
-                let base = config.base_url.as_deref().ok_or_else(|| {
-                    PluginError::invalid_request("trap-stream needs the entry's base_url")
-                })?;
-                let url = join_url(base, "chat/completions");
+                if entry.base_url.is_empty() {
+                    return Err(PluginError::invalid_request(
+                        "trap-stream needs the entry's base_url",
+                    ));
+                }
+                let url = join_url(&entry.base_url, "chat/completions");
                 let http = HttpRequest::post_json(url, request.body.into_bytes())
                     .header("accept", "text/event-stream");
                 Ok(Prepared::Upstream(http))
             }
             "snoop" => Ok(snoop(&request)),
-            _ if option(config, "join_model") => {
-                let base = config.base_url.as_deref().unwrap_or_default();
-                let url = format!("{}/models/{}", base.trim_end_matches('/'), request.model);
-                let mut http = HttpRequest::post_json(url, request.body.into_bytes());
-                if let Some(key) = &config.api_key {
-                    http.set_header("authorization", format!("Bearer {key}"));
-                }
+            // The SDK adds the key.
+            _ if option(entry, "join_model") => {
+                let base = entry.base_url.trim_end_matches('/');
+                let url = format!("{base}/models/{}", request.model);
+                let http = HttpRequest::post_json(url, request.body.into_bytes());
                 Ok(Prepared::Upstream(http))
             }
             _ => Ok(ok_answer(&request)),
@@ -79,7 +89,7 @@ impl Provider for Faulty {
     }
 
     fn parse_response(
-        _config: &ProviderConfig,
+        _: &Entry<Settings>,
         _request: &RequestInfo,
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
@@ -94,12 +104,6 @@ impl Provider for Faulty {
 }
 
 wasmgate_plugin_sdk::export_provider!(Faulty);
-
-/// Whether the entry's boolean option `name` is `true`.
-fn option(config: &ProviderConfig, name: &str) -> bool {
-    let options: Value = serde_json::from_str(&config.options).unwrap_or(Value::Null);
-    options.get(name) == Some(&Value::Bool(true))
-}
 
 /// Panics on the first bytes of a stream.
 struct PanickingDecoder;

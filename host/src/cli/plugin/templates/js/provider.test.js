@@ -7,6 +7,11 @@ test('chat goes to the base url with the key', () => {
   const body = '{"model":"m","messages":[]}';
   const prepared = provider.prepare(config, { operation: 'chat-completions', model: 'm', body, stream: false });
   assert.equal(prepared.val.url, 'https://llm.example/v1/chat/completions');
-  assert.deepEqual(prepared.val.headers[1], ['authorization', 'Bearer sk-1']);
+  assert.deepEqual(prepared.val.headers.at(-1), ['authorization', 'Bearer sk-1']);
   assert.equal(new TextDecoder().decode(prepared.val.body), body);
+});
+
+test('it describes its default base url', () => {
+  const described = provider.describe({ name: 'p', models: [], options: '{}' });
+  assert.equal(described.defaultBaseUrl, 'http://127.0.0.1:8000/v1');
 });

@@ -1,8 +1,13 @@
-"""{{name}}: a wasmgate provider for an OpenAI-compatible upstream."""
+"""{{name}}: a wasmgate provider for an OpenAI-compatible upstream.
 
-from dataclasses import dataclass, field
+The SDK reads the config entry for every call: ``Options`` from its ``options`` (a misspelt key
+fails when the config loads, naming it), the base URL (the entry's, else ``default_base_url``),
+and the ``headers`` and ``auth_header`` options every provider takes. It adds the key and those
+headers to the request ``prepare`` returns, and reads OpenAI-format answers by default."""
 
-from wasmgate_plugin.provider import Provider, export, get, join_url, post_json, upstream
+from dataclasses import dataclass
+
+from wasmgate_plugin.provider import Provider, export, get, post_json, upstream
 
 PATHS = {"chat-completions": "chat/completions", "embeddings": "embeddings",
          "image-generations": "images/generations", "list-models": "models",
@@ -11,7 +16,7 @@ PATHS = {"chat-completions": "chat/completions", "embeddings": "embeddings",
 
 @dataclass
 class Options:
-    headers: dict[str, str] = field(default_factory=dict)
+    pass
 
 
 class Plugin(Provider):
@@ -19,11 +24,10 @@ class Plugin(Provider):
     default_base_url = "http://127.0.0.1:8000/v1"
 
     def prepare(self, entry, request):
-        url = join_url(entry.base_url, PATHS[request.operation.name.lower().replace("_", "-")])
-        headers = entry.bearer() + list(entry.options.headers.items())
+        url = entry.url(PATHS[request.operation.name.lower().replace("_", "-")])
         if request.operation.name == "LIST_MODELS":
-            return upstream(get(url, headers))
-        return upstream(post_json(url, request.body, headers))
+            return upstream(get(url))
+        return upstream(post_json(url, request.body))
 
 
 export(Plugin)

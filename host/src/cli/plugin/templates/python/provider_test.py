@@ -13,6 +13,10 @@ class ProviderTest(unittest.TestCase):
         self.assertIn(("authorization", "Bearer sk-1"), prepared.value.headers)
         self.assertEqual(prepared.value.body, body.encode())
 
+    def test_it_describes_its_default_base_url(self):
+        described = app.Provider().describe(ProviderConfig("p", None, None, [], "{}"))
+        self.assertEqual(described.default_base_url, "http://127.0.0.1:8000/v1")
+
 
 if __name__ == "__main__":
     unittest.main()

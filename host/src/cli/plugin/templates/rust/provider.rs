@@ -1,64 +1,37 @@
 //! {{name}}: a wasmgate provider for an OpenAI-compatible upstream.
+//!
+//! The SDK reads the config entry for every call: `Settings` from its `options` (a misspelt key
+//! fails when the config loads, naming it), the base URL (the entry's, else
+//! `default_base_url`), and the `headers` and `auth_header` options every provider takes. It
+//! adds the key and those headers to the request `prepare` returns, and reads OpenAI-format
+//! answers by default.
 
-use wasmgate_plugin_sdk::http::{is_http_url, join_url};
-use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, parse_response};
-use wasmgate_plugin_sdk::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, ProviderConfig, RequestInfo, export_provider,
-};
+use serde::Deserialize;
+use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, path, upstream};
+use wasmgate_plugin_sdk::{CanonicalRequest, Entry, PluginError, Prepared, Provider, export_provider};
 
-const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8000/v1";
+/// The entry's `options:`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {}
 
 struct Plugin;
 
-fn base_url(config: &ProviderConfig) -> &str {
-    config.base_url.as_deref().unwrap_or(DEFAULT_BASE_URL)
-}
-
 impl Provider for Plugin {
+    type Settings = Settings;
     type Decoder = OpenAiStream;
 
-    fn validate(config: &ProviderConfig) -> Result<(), ConfigError> {
-        if !is_http_url(base_url(config)) {
-            return Err(ConfigError::at("base_url", "must be an absolute http:// or https:// URL"));
-        }
-        Ok(())
+    fn default_base_url(_: &Settings) -> Option<String> {
+        Some("http://127.0.0.1:8000/v1".to_owned())
     }
 
-    fn prepare(config: &ProviderConfig, request: CanonicalRequest) -> Result<Prepared, PluginError> {
-        let path = match request.operation {
-            Operation::ChatCompletions => "chat/completions",
-            Operation::Embeddings => "embeddings",
-            Operation::ImageGenerations => "images/generations",
-            Operation::ListModels => "models",
-            Operation::Completions => "completions",
-            Operation::Moderations => "moderations",
-            Operation::Rerank => "rerank",
-            // Served natively only by plugins that say so (`native_operations`); this one
-            // gets them translated into chat completions.
-            Operation::Messages | Operation::Responses => {
-                return Err(PluginError::invalid_request("this provider takes chat completions"));
-            }
-            // Uploads and audio: see `openai_compat::{transcription_form, speech}` in the SDK.
-            Operation::AudioTranscriptions
-            | Operation::AudioTranslations
-            | Operation::AudioSpeech => {
-                return Err(PluginError::invalid_request("this provider serves no audio"));
-            }
+    fn prepare(entry: &Entry<Settings>, request: CanonicalRequest) -> Result<Prepared, PluginError> {
+        // Messages and Responses are served natively only by plugins that say so
+        // (`native_operations`); this one gets them translated into chat completions.
+        let Some(path) = path(request.operation) else {
+            return Err(PluginError::invalid_request("this provider takes chat completions"));
         };
-        let url = join_url(base_url(config), path);
-        let mut http = match request.operation {
-            Operation::ListModels => HttpRequest::get(url),
-            _ => HttpRequest::post_json(url, request.body.into_bytes()),
-        };
-        if let Some(key) = config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            http.set_header("authorization", format!("Bearer {key}"));
-        }
-        Ok(Prepared::Upstream(http))
-    }
-
-    fn parse_response(_: &ProviderConfig, request: &RequestInfo, response: HttpResponse) -> Result<Completion, PluginError> {
-        parse_response(request.operation, response)
+        upstream(entry.url(path), request)
     }
 }
 
@@ -66,7 +39,8 @@ export_provider!(Plugin);
 
 #[cfg(test)]
 mod tests {
-    use wasmgate_plugin_sdk::{CanonicalRequest, Operation, Prepared, Provider, ProviderConfig};
+    use wasmgate_plugin_sdk::calls::prepare;
+    use wasmgate_plugin_sdk::{CanonicalRequest, Operation, Prepared, ProviderConfig};
 
     use super::Plugin;
 
@@ -77,9 +51,10 @@ mod tests {
             api_key: Some("sk-1".into()), models: vec![], options: "{}".into(),
         };
         let request = CanonicalRequest {
-            operation: Operation::ChatCompletions, model: "m".into(), body: "{}".into(), stream: false,
+            operation: Operation::ChatCompletions, model: "m".into(), body: "{}".into(),
+            stream: false, headers: vec![], native: None,
         };
-        let Ok(Prepared::Upstream(http)) = Plugin::prepare(&config, request) else { panic!("not upstream") };
+        let Ok(Prepared::Upstream(http)) = prepare::<Plugin>(&config, request) else { panic!("not upstream") };
         assert_eq!(http.url, "https://llm.example/v1/chat/completions");
         assert!(http.headers.contains(&("authorization".into(), "Bearer sk-1".into())));
     }

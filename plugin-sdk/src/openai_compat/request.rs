@@ -1,0 +1,52 @@
+//! The upstream request for an OpenAI-compatible host: OpenAI's path for the operation, the body
+//! passed through.
+
+use super::{speech, transcription_form};
+use crate::{CanonicalRequest, HttpRequest, Operation, PluginError, Prepared};
+
+/// OpenAI's path, under the base URL, of a canonical operation; `None` for the dialects
+/// (`messages`, `responses`), which only a provider that serves them natively takes.
+pub fn path(operation: Operation) -> Option<&'static str> {
+    Some(match operation {
+        Operation::ChatCompletions => "chat/completions",
+        Operation::Embeddings => "embeddings",
+        Operation::ImageGenerations => "images/generations",
+        Operation::ListModels => "models",
+        Operation::Completions => "completions",
+        Operation::Moderations => "moderations",
+        // vLLM, Jina and Voyage serve Cohere's shape under the OpenAI base URL.
+        Operation::Rerank => "rerank",
+        Operation::AudioTranscriptions => "audio/transcriptions",
+        Operation::AudioTranslations => "audio/translations",
+        Operation::AudioSpeech => "audio/speech",
+        Operation::Messages | Operation::Responses => return None,
+    })
+}
+
+/// `request` sent to `url` as OpenAI's API takes it: `GET` for the models list, a multipart
+/// form for an upload, audio streamed back for speech, and otherwise the body as the host
+/// validated it (re-serialising it would only cost time), asking for an event stream when the
+/// client asked for a stream. The SDK adds the key and the entry's headers.
+pub fn upstream(url: String, request: CanonicalRequest) -> Result<Prepared, PluginError> {
+    match request.operation {
+        Operation::AudioTranscriptions | Operation::AudioTranslations => {
+            transcription_form(url, &request)
+        }
+        Operation::AudioSpeech => speech(url, &request),
+        Operation::ListModels => Ok(Prepared::Upstream(HttpRequest::get(url))),
+        Operation::ChatCompletions
+        | Operation::Embeddings
+        | Operation::ImageGenerations
+        | Operation::Completions
+        | Operation::Moderations
+        | Operation::Rerank
+        | Operation::Messages
+        | Operation::Responses => {
+            let mut http = HttpRequest::post_json(url, request.body.into_bytes());
+            if request.stream {
+                http.set_header("accept", "text/event-stream");
+            }
+            Ok(Prepared::Upstream(http))
+        }
+    }
+}
