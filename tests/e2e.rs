@@ -10,6 +10,8 @@ mod accounting;
 mod api_endpoints;
 mod auth;
 mod auth_matrix;
+mod batches;
+mod batches_memory;
 mod bedrock;
 mod cache;
 mod cache_key;

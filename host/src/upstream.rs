@@ -9,7 +9,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-pub use form::{Upload, send_form};
+pub use form::{FilePart, Upload, send_form, send_form_part};
 pub use guard::{Admitted, Refusal, Scope, dot_segment, shorten};
 
 /// Why an upstream request got no response.

@@ -8,6 +8,7 @@ pub mod cost;
 pub mod gateway;
 pub mod mcp;
 pub mod mock_api;
+pub mod mock_batches;
 pub mod mock_bedrock;
 pub mod mock_leaky;
 pub mod mock_openai;

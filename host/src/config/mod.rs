@@ -1,5 +1,6 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
+pub mod batches;
 pub mod cache;
 mod catalog;
 pub mod guards;
@@ -106,6 +107,9 @@ pub struct Config {
     /// Pass-through routes to what the gateway does not model: `<prefix>/<entry>/<path>`.
     #[serde(default)]
     pub passthrough: passthrough::PassthroughConfig,
+    /// OpenAI's Files and Batch APIs (`/v1/files`, `/v1/batches`).
+    #[serde(default)]
+    pub batches: batches::BatchesConfig,
 }
 
 /// `dialects:`: the client APIs the gateway serves besides Chat Completions, each by the dialect
@@ -845,6 +849,7 @@ impl Config {
         }
         self.cache.check()?;
         self.passthrough.check()?;
+        self.batches.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

@@ -328,7 +328,8 @@ pub enum Flavor {
 pub const COLUMNS: &str = "request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
     provider, model, operation, input_tokens, output_tokens, cached_input_tokens, cost_micros,
     latency_us, status, error_type, estimated, ttft_us, reasoning_tokens, cache_write_tokens,
-    guards, cache_hit, saved_cost_micros, bytes_in, bytes_out";
+    guards, cache_hit, saved_cost_micros, bytes_in, bytes_out, batch_id, audio_ms, characters,
+    search_units";
 
 /// The statement of one page (`limit + 1` rows, so that the caller knows whether more follow),
 /// for the users `user_keys` names (`None`: no user filter).

@@ -7,7 +7,9 @@ use super::responses::StoredResponse;
 use super::time::{HOUR_US, format_utc};
 use super::*;
 
+mod batches;
 mod records;
+use batches::{check_batch_records, check_files_and_batches};
 use records::{by, log_record, record};
 
 #[path = "../../../tests/common/postgres.rs"]
@@ -49,6 +51,8 @@ on_every_store!(
     check_request_pages,
     check_one_request_per_project,
     check_stored_responses,
+    check_files_and_batches,
+    check_batch_records,
     check_stats,
     check_stats_from_rollups_equal_the_records,
 );
@@ -1253,7 +1257,7 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
 }
 
 /// Drops what the migrations after V1 added (V3: the response cache's columns; V5: the guards
-/// keys name; V6: the MCP columns; V7: the keys' pass-through patterns).
+/// keys name; V6: the MCP columns; V7: the keys' pass-through patterns; V8: batches and units).
 const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
@@ -1268,11 +1272,26 @@ const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_records DROP COLUMN bytes_in;
     ALTER TABLE usage_records DROP COLUMN bytes_out;
-    ALTER TABLE api_keys DROP COLUMN tools;";
+    ALTER TABLE api_keys DROP COLUMN tools;
+    ALTER TABLE usage_records DROP COLUMN batch_id;
+    ALTER TABLE usage_records DROP COLUMN audio_ms;
+    ALTER TABLE usage_records DROP COLUMN characters;
+    ALTER TABLE usage_records DROP COLUMN search_units;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_cost_micros;
+    DROP TABLE gateway_files;
+    DROP TABLE gateway_batches;";
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
-/// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns, V7's pass-through patterns).
+/// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns, V7's
+/// pass-through patterns, V8's batches).
 const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
     ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_records DROP COLUMN bytes_in;
@@ -1289,6 +1308,20 @@ const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
     ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
     ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_records DROP COLUMN batch_id;
+    ALTER TABLE usage_records DROP COLUMN audio_ms;
+    ALTER TABLE usage_records DROP COLUMN characters;
+    ALTER TABLE usage_records DROP COLUMN search_units;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_cost_micros;
+    DROP TABLE gateway_files;
+    DROP TABLE gateway_batches;
     DROP TABLE ledger_schema_history;";
 
 /// Makes a database look like one written before the rollups held the console's sums: their
@@ -1672,6 +1705,68 @@ impl ResponseStore for Stuck {
         Ok(false)
     }
 }
+
+/// A [`BatchStore`] that keeps nothing, for the test stores that only test usage records.
+macro_rules! no_batches {
+    ($store:ty) => {
+        impl crate::ledger::BatchStore for $store {
+            fn put_file(&self, _: &crate::ledger::StoredFile) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn file(&self, _: &str, _: &str) -> anyhow::Result<Option<crate::ledger::StoredFile>> {
+                Ok(None)
+            }
+            fn files(
+                &self,
+                _: &str,
+                _: Option<&str>,
+                _: Option<&str>,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredFile>> {
+                Ok(Vec::new())
+            }
+            fn delete_file(&self, _: &str, _: &str) -> anyhow::Result<bool> {
+                Ok(false)
+            }
+            fn put_batch(&self, _: &crate::ledger::StoredBatch) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn batch(
+                &self,
+                _: &str,
+                _: &str,
+            ) -> anyhow::Result<Option<crate::ledger::StoredBatch>> {
+                Ok(None)
+            }
+            fn batches(
+                &self,
+                _: &str,
+                _: Option<&str>,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredBatch>> {
+                Ok(Vec::new())
+            }
+            fn update_batch(&self, _: &str, _: &str, _: &str, _: &str) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn unmetered_batches(
+                &self,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredBatch>> {
+                Ok(Vec::new())
+            }
+            fn claim_metering(&self, _: &str, _: &str, _: i64, _: i64) -> anyhow::Result<bool> {
+                Ok(false)
+            }
+            fn metered(&self, _: &str, _: &str, _: i64, _: i64) -> anyhow::Result<()> {
+                Ok(())
+            }
+        }
+    };
+}
+
+no_batches!(Stuck);
+no_batches!(LosesFirstAck);
 
 #[tokio::test]
 async fn a_full_queue_drops_and_counts() {

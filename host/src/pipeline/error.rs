@@ -109,6 +109,21 @@ pub enum ApiError {
     /// No stored response of the caller's project has this id (another project's is not shown).
     #[error("Response with id '{}' not found.", echo(.0))]
     ResponseNotFound(String),
+    /// No file or batch of the caller's project has this id (`what`: `File`, `Batch`), as
+    /// OpenAI words it; another project's is not shown.
+    #[error("No such {what} object: {}", echo(id))]
+    ObjectNotFound { what: &'static str, id: String },
+    /// A line of a batch input file cannot be run: refused before anything goes upstream, with
+    /// its number (from 1).
+    #[error(
+        "Line {line} of the batch input file: {}",
+        clip(message, crate::clip::MESSAGE)
+    )]
+    InvalidBatchLine { line: u64, message: String },
+    /// An upload could not be written to or read from `batches.spool_dir` (the detail is logged,
+    /// not sent).
+    #[error("The gateway could not hold the upload; try again later.")]
+    SpoolFailed(String),
     #[error(
         "You didn't provide an API key. Send it as `Authorization: Bearer <key>`; \
          `wasmgate keys create --project <project>` makes one."
@@ -211,7 +226,10 @@ impl ApiError {
             Self::ModelNotFound(_)
             | Self::UnknownRoute { .. }
             | Self::RequestNotFound(_)
-            | Self::ResponseNotFound(_) => StatusCode::NOT_FOUND,
+            | Self::ResponseNotFound(_)
+            | Self::ObjectNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::InvalidBatchLine { .. } => StatusCode::BAD_REQUEST,
+            Self::SpoolFailed(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::UnsafeUpstreamUrl { .. } => StatusCode::BAD_REQUEST,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::DuplicateHeader(_) | Self::InvalidHeader { .. } => StatusCode::BAD_REQUEST,
@@ -332,6 +350,13 @@ impl ApiError {
                 Some("request_not_found"),
             ),
             Self::ResponseNotFound(_) => ("invalid_request_error", None, None),
+            Self::ObjectNotFound { .. } => ("invalid_request_error", Some("id"), None),
+            Self::SpoolFailed(_) => ("api_error", None, Some("upload_spool_failed")),
+            Self::InvalidBatchLine { .. } => (
+                "invalid_request_error",
+                Some("file"),
+                Some("invalid_batch_line"),
+            ),
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
             Self::ExpiredApiKey => ("invalid_request_error", None, Some("expired_api_key")),
@@ -539,6 +564,9 @@ impl ApiError {
             | Self::LedgerFull
             | Self::RequestNotFound(_)
             | Self::ResponseNotFound(_)
+            | Self::ObjectNotFound { .. }
+            | Self::InvalidBatchLine { .. }
+            | Self::SpoolFailed(_)
             | Self::DialectRejected(_)
             | Self::PreviousResponseNotFound(_)
             | Self::ConversationTooLong(_)
@@ -582,6 +610,7 @@ impl ApiError {
             Self::UpstreamUnreachable { detail, .. }
             | Self::BadUpstreamRequest { detail, .. }
             | Self::LedgerUnavailable(detail)
+            | Self::SpoolFailed(detail)
             | Self::GuardFailed { detail, .. }
             | Self::GuardUnavailable { detail, .. } => detail.clone(),
             _ => return None,

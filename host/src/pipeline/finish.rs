@@ -153,6 +153,9 @@ impl Context {
                 record.cached_input_tokens = usage.cached_input_tokens;
                 record.reasoning_tokens = usage.reasoning_tokens;
                 record.cache_write_tokens = usage.cache_write_tokens;
+                record.audio_ms = usage.audio_ms;
+                record.characters = usage.characters;
+                record.search_units = usage.search_units;
                 record.cost_micros = cost;
             }
             // A stream whose upstream reported no usage (or whose client left before it did):

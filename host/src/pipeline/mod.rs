@@ -32,7 +32,7 @@ mod json_array;
 mod operations;
 pub mod parse;
 mod passthrough;
-mod raw_json;
+pub mod raw_json;
 pub mod relay;
 pub mod request;
 #[cfg(test)]
