@@ -1,32 +1,20 @@
 //! Calls into dialect plugins: one sandboxed instance per request, and a stream encoder that
 //! keeps its instance for as long as the stream lasts.
 
-use std::sync::Arc;
-
-use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
+use super::PluginFailure;
+use super::bindings;
 use super::bindings::dialect_types::{AnswerInfo, Call, Declaration, Decoded, Event, Failure};
 use super::bindings::types::Usage;
-use super::bindings::{self, DialectPluginPre};
-use super::sandbox::Sandbox;
-use super::slots::SlotKind;
-use super::state::PluginState;
-use super::{PluginFailure, PluginHost};
+use super::loaded::{Instance, Loaded};
 
-/// A loaded dialect plugin, ready to instantiate cheaply.
-#[derive(Clone)]
-pub struct DialectPlugin {
-    host: PluginHost,
-    name: Arc<str>,
-    pre: DialectPluginPre<PluginState>,
-}
+/// A loaded dialect plugin, ready to instantiate cheaply; `start` makes one request's instance
+/// (a stream's encoder lives as long as the stream).
+pub type DialectPlugin = Loaded<bindings::DialectPlugin>;
 
 /// One request's instance of a dialect plugin. Each method call gets the full deadline.
-pub struct DialectCall {
-    sandbox: Sandbox,
-    bindings: bindings::DialectPlugin,
-}
+pub type DialectCall = Instance<bindings::DialectPlugin>;
 
 /// A stream encoder with the instance it lives in.
 pub struct DialectStream {
@@ -36,45 +24,7 @@ pub struct DialectStream {
 
 type CallResult<T> = Result<Result<T, Failure>, PluginFailure>;
 
-impl DialectPlugin {
-    pub(super) fn new(
-        host: PluginHost,
-        name: &str,
-        component: &wasmtime::component::Component,
-    ) -> wasmtime::Result<Self> {
-        let pre = host.inner.linker.instantiate_pre(component)?;
-        let pre = DialectPluginPre::new(pre)?;
-        Ok(Self {
-            host,
-            name: name.into(),
-            pre,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// A fresh instance for one request, in a slot of `kind` (a stream's encoder lives as long
-    /// as the stream).
-    pub async fn start(&self, kind: SlotKind) -> Result<DialectCall, PluginFailure> {
-        let mut sandbox = self.host.sandbox(&self.name, kind).await?;
-        let bindings = sandbox
-            .instantiate(async |s| self.pre.instantiate_async(s).await)
-            .await?;
-        Ok(DialectCall { sandbox, bindings })
-    }
-}
-
 impl DialectCall {
-    async fn run<T>(
-        &mut self,
-        call: &'static str,
-        f: impl AsyncFnOnce(&bindings::DialectPlugin, &mut Store<PluginState>) -> wasmtime::Result<T>,
-    ) -> Result<T, PluginFailure> {
-        self.sandbox.run(call, &self.bindings, f).await
-    }
-
     pub async fn describe(&mut self) -> Result<Declaration, PluginFailure> {
         self.run("describe", async |b, s| {
             b.wasmgate_plugin_dialect().call_describe(s).await

@@ -1,61 +1,32 @@
 //! Calls into guard plugins: validate an entry's options, check a request (on a warm instance,
 //! as policy plugins do), and guard one answer on an instance that lives as long as it.
 
-use std::sync::Arc;
-
-use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
+use super::PluginFailure;
+use super::bindings::GuardPlugin as Bindings;
 use super::bindings::guard_types::{
     AnswerEvent, ConsultReply, GuardInfo, RequestVerdict, StreamVerdict,
 };
 use super::bindings::types::ConfigError;
-use super::bindings::{GuardPlugin as Bindings, GuardPluginPre};
-use super::sandbox::{Sandbox, WarmPool};
+use super::loaded::{Instance, Warm};
 use super::slots::SlotKind;
-use super::state::PluginState;
-use super::{PluginFailure, PluginHost};
 
 /// A loaded guard plugin.
-#[derive(Clone)]
-pub struct GuardPlugin {
-    host: PluginHost,
-    name: Arc<str>,
-    pre: GuardPluginPre<PluginState>,
-    warm: Arc<WarmPool<Bindings>>,
-}
+pub type GuardPlugin = Warm<Bindings>;
 
 /// One answer's guard, with the instance it lives in. Each call gets the full deadline.
 pub struct AnswerGuardCall {
-    sandbox: Sandbox,
-    bindings: Bindings,
+    instance: Instance<Bindings>,
     guard: ResourceAny,
 }
 
 impl GuardPlugin {
-    pub(super) fn new(
-        host: PluginHost,
-        name: &str,
-        component: &wasmtime::component::Component,
-    ) -> wasmtime::Result<Self> {
-        let pre = host.inner.linker.instantiate_pre(component)?;
-        Ok(Self {
-            host,
-            name: name.into(),
-            pre: GuardPluginPre::new(pre)?,
-            warm: Arc::default(),
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     pub async fn validate(
         &self,
         options: &str,
     ) -> Result<Result<GuardInfo, ConfigError>, PluginFailure> {
-        self.call("validate", async |b: &Bindings, s| {
+        self.call("validate", None, async |b: &Bindings, s| {
             b.wasmgate_plugin_guard().call_validate(s, options).await
         })
         .await
@@ -67,7 +38,7 @@ impl GuardPlugin {
         options: &str,
         request: &str,
     ) -> Result<RequestVerdict, PluginFailure> {
-        self.call("check_request", async |b: &Bindings, s| {
+        self.call("check_request", None, async |b: &Bindings, s| {
             b.wasmgate_plugin_guard()
                 .call_check_request(s, options, request)
                 .await
@@ -84,7 +55,7 @@ impl GuardPlugin {
         context: &str,
         reply: &ConsultReply,
     ) -> Result<RequestVerdict, PluginFailure> {
-        self.call("check_request_reply", async |b: &Bindings, s| {
+        self.call("check_request_reply", None, async |b: &Bindings, s| {
             b.wasmgate_plugin_guard()
                 .call_check_request_reply(s, options, request, context, reply)
                 .await
@@ -100,34 +71,16 @@ impl GuardPlugin {
         options: &str,
         request: &str,
     ) -> Result<AnswerGuardCall, PluginFailure> {
-        let mut sandbox = self.host.sandbox(&self.name, kind).await?;
-        let bindings = sandbox
-            .instantiate(async |s| self.pre.instantiate_async(s).await)
-            .await?;
-        let guard = sandbox
-            .run("open_answer", &bindings, async |b: &Bindings, s| {
+        let mut instance = self.start(kind).await?;
+        let guard = instance
+            .run("open_answer", async |b: &Bindings, s| {
                 b.wasmgate_plugin_guard()
                     .answer_guard()
                     .call_constructor(s, options, request)
                     .await
             })
             .await?;
-        Ok(AnswerGuardCall {
-            sandbox,
-            bindings,
-            guard,
-        })
-    }
-
-    async fn call<T>(
-        &self,
-        call: &'static str,
-        f: impl AsyncFnOnce(&Bindings, &mut Store<PluginState>) -> wasmtime::Result<T>,
-    ) -> Result<T, PluginFailure> {
-        let instantiate = async |s: &mut Store<_>| self.pre.instantiate_async(s).await;
-        self.warm
-            .run(&self.host, &self.name, call, instantiate, None, f)
-            .await
+        Ok(AnswerGuardCall { instance, guard })
     }
 }
 
@@ -135,8 +88,8 @@ impl AnswerGuardCall {
     /// Pushes the next events of the answer.
     pub async fn push(&mut self, events: &[AnswerEvent]) -> Result<StreamVerdict, PluginFailure> {
         let guard = self.guard;
-        self.sandbox
-            .run("push", &self.bindings, async |b: &Bindings, s| {
+        self.instance
+            .run("push", async |b: &Bindings, s| {
                 b.wasmgate_plugin_guard()
                     .answer_guard()
                     .call_push(s, guard, events)
@@ -148,8 +101,8 @@ impl AnswerGuardCall {
     /// The answer ended: everything still held.
     pub async fn finish(&mut self) -> Result<StreamVerdict, PluginFailure> {
         let guard = self.guard;
-        self.sandbox
-            .run("finish", &self.bindings, async |b: &Bindings, s| {
+        self.instance
+            .run("finish", async |b: &Bindings, s| {
                 b.wasmgate_plugin_guard()
                     .answer_guard()
                     .call_finish(s, guard)
@@ -161,8 +114,8 @@ impl AnswerGuardCall {
     /// What came of the outside call the last verdict asked for.
     pub async fn reply(&mut self, reply: &ConsultReply) -> Result<StreamVerdict, PluginFailure> {
         let guard = self.guard;
-        self.sandbox
-            .run("reply", &self.bindings, async |b: &Bindings, s| {
+        self.instance
+            .run("reply", async |b: &Bindings, s| {
                 b.wasmgate_plugin_guard()
                     .answer_guard()
                     .call_reply(s, guard, reply)

@@ -2,42 +2,18 @@
 
 use std::sync::Arc;
 
+use super::bindings::LimiterPlugin as Bindings;
 use super::bindings::limiter_types::{Decision, LimitRequest, Settlement};
 use super::bindings::types::ConfigError;
-use super::bindings::{LimiterPlugin as Bindings, LimiterPluginPre};
-use super::sandbox::WarmPool;
-use super::state::{CounterAccess, PluginState};
-use super::{CounterStore, PluginFailure, PluginHost};
+use super::loaded::Warm;
+use super::state::CounterAccess;
+use super::{CounterStore, PluginFailure};
 
 /// A loaded limiter plugin. Calls reuse warm instances (see `WarmPool`), each call with the
 /// counters of its rule.
-#[derive(Clone)]
-pub struct LimiterPlugin {
-    host: PluginHost,
-    name: Arc<str>,
-    pre: LimiterPluginPre<PluginState>,
-    warm: Arc<WarmPool<Bindings>>,
-}
+pub type LimiterPlugin = Warm<Bindings>;
 
 impl LimiterPlugin {
-    pub(super) fn new(
-        host: PluginHost,
-        name: &str,
-        component: &wasmtime::component::Component,
-    ) -> wasmtime::Result<Self> {
-        let pre = host.inner.linker.instantiate_pre(component)?;
-        Ok(Self {
-            host,
-            name: name.into(),
-            pre: LimiterPluginPre::new(pre)?,
-            warm: Arc::default(),
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
     pub async fn validate(&self, options: &str) -> Result<Result<(), ConfigError>, PluginFailure> {
         self.call("validate", None, async |b: &Bindings, s| {
             b.wasmgate_plugin_limiter().call_validate(s, options).await
@@ -83,17 +59,5 @@ impl LimiterPlugin {
                 .await
         })
         .await
-    }
-
-    async fn call<T>(
-        &self,
-        call: &'static str,
-        counters: Option<CounterAccess>,
-        f: impl AsyncFnOnce(&Bindings, &mut wasmtime::Store<PluginState>) -> wasmtime::Result<T>,
-    ) -> Result<T, PluginFailure> {
-        let instantiate = async |s: &mut wasmtime::Store<_>| self.pre.instantiate_async(s).await;
-        self.warm
-            .run(&self.host, &self.name, call, instantiate, counters, f)
-            .await
     }
 }

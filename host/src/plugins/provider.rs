@@ -1,37 +1,24 @@
 //! Calls into provider plugins: one sandboxed instance per request, and a stream decoder that
 //! keeps its instance for as long as the stream lasts.
 
-use std::sync::Arc;
-
-use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
+use super::PluginFailure;
+use super::bindings;
 use super::bindings::provider_types::{
     CanonicalRequest, Completion, Description, Metered, Operation, PassthroughAuth,
     PassthroughCall, ProviderConfig, RequestInfo, StreamOutput,
 };
 use super::bindings::types::{ConfigError, HttpResponse, PluginError};
-use super::bindings::{self, ProviderPluginPre};
-use super::sandbox::Sandbox;
-use super::slots::SlotKind;
-use super::state::PluginState;
-use super::{PluginFailure, PluginHost};
+use super::loaded::{Instance, Loaded};
 
 pub use bindings::provider_types::Prepared;
 
-/// A loaded provider plugin, ready to instantiate cheaply.
-#[derive(Clone)]
-pub struct ProviderPlugin {
-    host: PluginHost,
-    name: Arc<str>,
-    pre: ProviderPluginPre<PluginState>,
-}
+/// A loaded provider plugin, ready to instantiate cheaply; `start` makes one request's instance.
+pub type ProviderPlugin = Loaded<bindings::ProviderPlugin>;
 
 /// One request's instance of a provider plugin. Each method call gets the full deadline.
-pub struct PluginCall {
-    sandbox: Sandbox,
-    bindings: bindings::ProviderPlugin,
-}
+pub type PluginCall = Instance<bindings::ProviderPlugin>;
 
 /// A stream decoder with the instance it lives in.
 pub struct ProviderStream {
@@ -41,46 +28,7 @@ pub struct ProviderStream {
 
 type CallResult<T, E> = Result<Result<T, E>, PluginFailure>;
 
-impl ProviderPlugin {
-    pub(super) fn new(
-        host: PluginHost,
-        name: &str,
-        component: &wasmtime::component::Component,
-    ) -> wasmtime::Result<Self> {
-        let pre = host.inner.linker.instantiate_pre(component)?;
-        let pre = ProviderPluginPre::new(pre)?;
-        Ok(Self {
-            host,
-            name: name.into(),
-            pre,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// A fresh instance for one request: waits (for a bounded time) for a free slot of `kind`,
-    /// then instantiates. A request that may turn into a stream takes a `SlotKind::Stream`
-    /// slot, since its instance then lives as long as the stream.
-    pub async fn start(&self, kind: SlotKind) -> Result<PluginCall, PluginFailure> {
-        let mut sandbox = self.host.sandbox(&self.name, kind).await?;
-        let bindings = sandbox
-            .instantiate(async |s| self.pre.instantiate_async(s).await)
-            .await?;
-        Ok(PluginCall { sandbox, bindings })
-    }
-}
-
 impl PluginCall {
-    async fn run<T>(
-        &mut self,
-        call: &'static str,
-        f: impl AsyncFnOnce(&bindings::ProviderPlugin, &mut Store<PluginState>) -> wasmtime::Result<T>,
-    ) -> Result<T, PluginFailure> {
-        self.sandbox.run(call, &self.bindings, f).await
-    }
-
     /// What the provider states of itself for this entry: its default base URL and telemetry
     /// name.
     pub async fn describe(
