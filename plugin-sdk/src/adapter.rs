@@ -5,7 +5,7 @@ use core::cell::RefCell;
 use core::marker::PhantomData;
 
 use crate::entry::Entry;
-use crate::wit::exports::wasmgate::plugin::provider::{Description, Guest, GuestStreamDecoder};
+use crate::wit::provider::{Description, Guest, GuestStreamDecoder};
 use crate::{
     CanonicalRequest, Completion, ConfigError, HttpResponse, Metered, Operation, PassthroughAuth,
     PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo, StreamDecoder,

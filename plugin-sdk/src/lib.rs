@@ -238,247 +238,84 @@ compile_error!(
      `dialect`, `guard` or `cache-key`"
 );
 
-/// The generated bindings. Each world imports `host` (and with it `types`), so whichever world is
-/// generated first (provider, router, limiter) provides those modules, and the others, if enabled
-/// too, reuse them.
+/// Generates the bindings of the world `$world` when the feature `$feature` is on, and re-exports
+/// `$uses` (paths within the world's bindings) from `crate::wit`. Every world imports `host`
+/// (and with it `types`): the first kind enabled, in the order of the calls below (none of the
+/// `$earlier` features on), generates those at `crate::wit`; a later one generates only its own
+/// items, in the module `$module`, so that its `exports` does not clash with the first world's.
+/// Either way the world's `exports` (which its export macro looks for) is at
+/// `crate::wit::$module::exports`.
+macro_rules! world {
+    ($feature:tt, $world:tt, $module:ident, after [$($earlier:tt),*],
+     uses [$($($segment:ident)::+),+]) => {
+        #[cfg(all(feature = $feature, not(any($(feature = $earlier),*))))]
+        wit_bindgen::generate!({
+            path: "../wit",
+            world: $world,
+            pub_export_macro: true,
+            additional_derives: [PartialEq],
+        });
+        #[cfg(all(feature = $feature, not(any($(feature = $earlier),*))))]
+        pub mod $module {
+            pub use super::exports;
+        }
+        #[cfg(all(feature = $feature, not(any($(feature = $earlier),*))))]
+        pub use self::{$($($segment)::+),+};
+
+        #[cfg(all(feature = $feature, any($(feature = $earlier),*)))]
+        pub mod $module {
+            wit_bindgen::generate!({
+                path: "../wit",
+                world: $world,
+                pub_export_macro: true,
+                additional_derives: [PartialEq],
+                with: {
+                    "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
+                    "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
+                },
+            });
+        }
+        #[cfg(all(feature = $feature, any($(feature = $earlier),*)))]
+        pub use self::$module::{$($($segment)::+),+};
+    };
+}
+
+/// The generated bindings, one world per kind of plugin enabled (see `world!`).
 #[expect(
     missing_docs,
     reason = "generated modules and traits; the WIT documents the items"
 )]
 mod wit {
-    #[cfg(feature = "provider")]
-    wit_bindgen::generate!({
-        path: "../wit",
-        world: "provider-plugin",
-        pub_export_macro: true,
-        additional_derives: [PartialEq],
-    });
-
-    #[cfg(all(feature = "router", not(feature = "provider")))]
-    wit_bindgen::generate!({
-        path: "../wit",
-        world: "router-plugin",
-        pub_export_macro: true,
-        additional_derives: [PartialEq],
-    });
-    #[cfg(all(feature = "router", not(feature = "provider")))]
-    pub use exports::wasmgate::plugin::router;
-
-    /// With both features, the router's own exports, in a module of their own so that its
-    /// `exports` does not clash with the provider's.
-    #[cfg(all(feature = "router", feature = "provider"))]
-    pub mod router_world {
-        wit_bindgen::generate!({
-            path: "../wit",
-            world: "router-plugin",
-            pub_export_macro: true,
-            additional_derives: [PartialEq],
-            with: {
-                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
-                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
-            },
-        });
+    world! {
+        "provider", "provider-plugin", provider_world,
+        after [],
+        uses [exports::wasmgate::plugin::provider]
     }
-    #[cfg(all(feature = "router", feature = "provider"))]
-    pub use router_world::exports::wasmgate::plugin::router;
-
-    #[cfg(all(
-        feature = "limiter",
-        not(any(feature = "provider", feature = "router"))
-    ))]
-    wit_bindgen::generate!({
-        path: "../wit",
-        world: "limiter-plugin",
-        pub_export_macro: true,
-        additional_derives: [PartialEq],
-    });
-    #[cfg(all(
-        feature = "limiter",
-        not(any(feature = "provider", feature = "router"))
-    ))]
-    pub use {exports::wasmgate::plugin::limiter, wasmgate::plugin::counters};
-
-    /// With another kind's feature, the limiter's own imports and exports, in a module of their
-    /// own so that its `exports` does not clash with the other world's.
-    #[cfg(all(feature = "limiter", any(feature = "provider", feature = "router")))]
-    pub mod limiter_world {
-        wit_bindgen::generate!({
-            path: "../wit",
-            world: "limiter-plugin",
-            pub_export_macro: true,
-            additional_derives: [PartialEq],
-            with: {
-                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
-                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
-            },
-        });
+    world! {
+        "router", "router-plugin", router_world,
+        after ["provider"],
+        uses [exports::wasmgate::plugin::router]
     }
-    #[cfg(all(feature = "limiter", any(feature = "provider", feature = "router")))]
-    pub use limiter_world::{exports::wasmgate::plugin::limiter, wasmgate::plugin::counters};
-
-    #[cfg(all(
-        feature = "dialect",
-        not(any(feature = "provider", feature = "router", feature = "limiter"))
-    ))]
-    wit_bindgen::generate!({
-        path: "../wit",
-        world: "dialect-plugin",
-        pub_export_macro: true,
-        additional_derives: [PartialEq],
-    });
-    #[cfg(all(
-        feature = "dialect",
-        not(any(feature = "provider", feature = "router", feature = "limiter"))
-    ))]
-    pub use exports::wasmgate::plugin::dialect;
-
-    /// With another kind's feature, the dialect's own exports, in a module of their own so that
-    /// its `exports` does not clash with the other world's.
-    #[cfg(all(
-        feature = "dialect",
-        any(feature = "provider", feature = "router", feature = "limiter")
-    ))]
-    pub mod dialect_world {
-        wit_bindgen::generate!({
-            path: "../wit",
-            world: "dialect-plugin",
-            pub_export_macro: true,
-            additional_derives: [PartialEq],
-            with: {
-                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
-                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
-            },
-        });
+    world! {
+        "limiter", "limiter-plugin", limiter_world,
+        after ["provider", "router"],
+        uses [exports::wasmgate::plugin::limiter, wasmgate::plugin::counters]
     }
-    #[cfg(all(
-        feature = "dialect",
-        any(feature = "provider", feature = "router", feature = "limiter")
-    ))]
-    pub use dialect_world::exports::wasmgate::plugin::dialect;
-
-    #[cfg(all(
-        feature = "guard",
-        not(any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect"
-        ))
-    ))]
-    wit_bindgen::generate!({
-        path: "../wit",
-        world: "guard-plugin",
-        pub_export_macro: true,
-        additional_derives: [PartialEq],
-    });
-    #[cfg(all(
-        feature = "guard",
-        not(any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect"
-        ))
-    ))]
-    pub use exports::wasmgate::plugin::guard;
-
-    /// With another kind's feature, the guard's own exports, in a module of their own so that
-    /// its `exports` does not clash with the other world's.
-    #[cfg(all(
-        feature = "guard",
-        any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect"
-        )
-    ))]
-    pub mod guard_world {
-        wit_bindgen::generate!({
-            path: "../wit",
-            world: "guard-plugin",
-            pub_export_macro: true,
-            additional_derives: [PartialEq],
-            with: {
-                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
-                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
-            },
-        });
+    world! {
+        "dialect", "dialect-plugin", dialect_world,
+        after ["provider", "router", "limiter"],
+        uses [exports::wasmgate::plugin::dialect]
     }
-    #[cfg(all(
-        feature = "guard",
-        any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect"
-        )
-    ))]
-    pub use guard_world::exports::wasmgate::plugin::guard;
-
-    #[cfg(all(
-        feature = "cache-key",
-        not(any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect",
-            feature = "guard"
-        ))
-    ))]
-    wit_bindgen::generate!({
-        path: "../wit",
-        world: "cache-key-plugin",
-        pub_export_macro: true,
-        additional_derives: [PartialEq],
-    });
-    #[cfg(all(
-        feature = "cache-key",
-        not(any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect",
-            feature = "guard"
-        ))
-    ))]
-    pub use exports::wasmgate::plugin::cache_key;
-
-    /// With another kind's feature, the cache-key policy's own exports, in a module of their
-    /// own so that its `exports` does not clash with the other world's.
-    #[cfg(all(
-        feature = "cache-key",
-        any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect",
-            feature = "guard"
-        )
-    ))]
-    pub mod cache_key_world {
-        wit_bindgen::generate!({
-            path: "../wit",
-            world: "cache-key-plugin",
-            pub_export_macro: true,
-            additional_derives: [PartialEq],
-            with: {
-                "wasmgate:plugin/types@0.1.0": crate::wit::wasmgate::plugin::types,
-                "wasmgate:plugin/host@0.1.0": crate::wit::wasmgate::plugin::host,
-            },
-        });
+    world! {
+        "guard", "guard-plugin", guard_world,
+        after ["provider", "router", "limiter", "dialect"],
+        uses [exports::wasmgate::plugin::guard]
     }
-    #[cfg(all(
-        feature = "cache-key",
-        any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect",
-            feature = "guard"
-        )
-    ))]
-    pub use cache_key_world::exports::wasmgate::plugin::cache_key;
+    world! {
+        "cache-key", "cache-key-plugin", cache_key_world,
+        after ["provider", "router", "limiter", "dialect", "guard"],
+        uses [exports::wasmgate::plugin::cache_key]
+    }
 }
 
 #[cfg(feature = "cache-key")]
@@ -519,12 +356,6 @@ pub use wit::dialect::{
     AnswerInfo, Call, Canonical, Declaration, Decoded, Event, Failure, Framing, KeySource, Route,
     RouteKind,
 };
-#[cfg(feature = "provider")]
-pub use wit::exports::wasmgate::plugin::provider::{
-    CanonicalRequest, Completion, Description, FormRequest, Metered, NativeCall, Operation,
-    PassthroughAuth, PassthroughCall, Prepared, ProviderConfig, RawRequest, RequestInfo,
-    StreamOutput,
-};
 #[cfg(feature = "guard")]
 pub use wit::guard::{
     AnswerEvent, Consult, ConsultReply, Finding, GuardInfo, Refusal, Release, RequestVerdict,
@@ -532,6 +363,12 @@ pub use wit::guard::{
 };
 #[cfg(feature = "limiter")]
 pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};
+#[cfg(feature = "provider")]
+pub use wit::provider::{
+    CanonicalRequest, Completion, Description, FormRequest, Metered, NativeCall, Operation,
+    PassthroughAuth, PassthroughCall, Prepared, ProviderConfig, RawRequest, RequestInfo,
+    StreamOutput,
+};
 #[cfg(feature = "router")]
 pub use wit::router::{CircuitState, RouteRequest, Target};
 pub use wit::wasmgate::plugin::types::{
@@ -551,85 +388,47 @@ impl CanonicalRequest {
     }
 }
 
-/// What the `export_*!` macros expand to. Not part of the API.
+/// What the `export_*!` macros expand to. Not part of the API. The generated export macros
+/// look for the bindings under `<path>::exports::...`.
 #[doc(hidden)]
 pub mod __private {
     #[cfg(feature = "provider")]
     pub use crate::adapter::Adapter;
-    // The generated export macros look for the bindings under `<path>::exports::...`.
     #[cfg(feature = "provider")]
-    pub use crate::wit::exports;
+    pub use crate::wit::provider_world::exports;
 
-    /// The router's bindings, apart: with both features they are not under `crate::wit`.
+    /// The router's bindings, apart from the provider's.
     #[cfg(feature = "router")]
     pub mod router {
         pub use crate::router::RouterAdapter;
-        #[cfg(not(feature = "provider"))]
-        pub use crate::wit::exports;
-        #[cfg(feature = "provider")]
         pub use crate::wit::router_world::exports;
     }
 
-    /// The dialect's bindings, apart: with another feature they are not under `crate::wit`.
+    /// The dialect's bindings, apart from the other kinds'.
     #[cfg(feature = "dialect")]
     pub mod dialect {
         pub use crate::dialect::DialectAdapter;
-        #[cfg(any(feature = "provider", feature = "router", feature = "limiter"))]
         pub use crate::wit::dialect_world::exports;
-        #[cfg(not(any(feature = "provider", feature = "router", feature = "limiter")))]
-        pub use crate::wit::exports;
     }
 
-    /// The cache-key policy's bindings, apart: with another feature they are not under
-    /// `crate::wit`.
+    /// The cache-key policy's bindings, apart from the other kinds'.
     #[cfg(feature = "cache-key")]
     pub mod cache_key {
         pub use crate::cache_key::CacheKeyAdapter;
-        #[cfg(any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect",
-            feature = "guard"
-        ))]
         pub use crate::wit::cache_key_world::exports;
-        #[cfg(not(any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect",
-            feature = "guard"
-        )))]
-        pub use crate::wit::exports;
     }
 
-    /// The guard's bindings, apart: with another feature they are not under `crate::wit`.
+    /// The guard's bindings, apart from the other kinds'.
     #[cfg(feature = "guard")]
     pub mod guard {
         pub use crate::guard::GuardAdapter;
-        #[cfg(not(any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect"
-        )))]
-        pub use crate::wit::exports;
-        #[cfg(any(
-            feature = "provider",
-            feature = "router",
-            feature = "limiter",
-            feature = "dialect"
-        ))]
         pub use crate::wit::guard_world::exports;
     }
 
-    /// The limiter's bindings, apart: with another feature they are not under `crate::wit`.
+    /// The limiter's bindings, apart from the other kinds'.
     #[cfg(feature = "limiter")]
     pub mod limiter {
         pub use crate::limiter::LimiterAdapter;
-        #[cfg(not(any(feature = "provider", feature = "router")))]
-        pub use crate::wit::exports;
-        #[cfg(any(feature = "provider", feature = "router"))]
         pub use crate::wit::limiter_world::exports;
     }
 }
