@@ -9,6 +9,7 @@
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 
+use common::guards::{chat, verdicts};
 use common::mock_openai::MockOpenAi;
 use common::{TestGateway, http, test_plugins_dir};
 use serde_json::{Value, json};
@@ -26,29 +27,6 @@ providers:
     models: [gpt-4o-mini, spell]
 "#
     )
-}
-
-/// A chat request with `x-request-id: id`; the status and the body (SSE text for a stream).
-async fn chat(
-    gateway: &TestGateway,
-    id: &str,
-    model: &str,
-    text: &str,
-    stream: bool,
-) -> (u16, String) {
-    let response = http()
-        .post(gateway.url("/v1/chat/completions"))
-        .header("x-request-id", id)
-        .json(&json!({"model": model, "stream": stream,
-                      "messages": [{"role": "user", "content": text}]}))
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.text().await.unwrap())
-}
-
-fn guards_of(record: &wasmgate::ledger::UsageRecord) -> Value {
-    serde_json::from_str(record.guards.as_deref().expect("guards recorded")).unwrap()
 }
 
 #[tokio::test]
@@ -89,7 +67,7 @@ async fn a_card_spread_over_stream_deltas_is_redacted_in_order_for_the_openai_sd
     );
     let record = gateway.record_of("guard-card").await;
     assert_eq!(
-        guards_of(&record),
+        verdicts(&record),
         json!([{"guard": "answers", "side": "answer", "action": "rewrite", "counts": {"card": 1}}])
     );
     assert_eq!(record.status, 200);
@@ -120,7 +98,7 @@ async fn requests_are_redacted_before_they_leave() {
     let sent = mock.last_request().await.body;
     assert_eq!(sent["messages"][0]["content"], "My card is [CARD], thanks.");
     let record = gateway.record_of("guard-req").await;
-    let verdicts = guards_of(&record);
+    let verdicts = verdicts(&record);
     assert_eq!(verdicts[0]["side"], "request");
     assert_eq!(verdicts[0]["action"], "rewrite");
     assert_eq!(verdicts[1]["side"], "answer");
@@ -194,7 +172,7 @@ async fn a_stop_mid_stream_ends_with_the_dialects_error_event() {
         "{error}"
     );
     let record = gateway.record_of("guard-stop").await;
-    assert_eq!(guards_of(&record)[0]["action"], "stop");
+    assert_eq!(verdicts(&record)[0]["action"], "stop");
     assert_eq!(record.error_type.as_deref(), Some("stream_incomplete"));
 }
 
@@ -223,7 +201,7 @@ async fn monitor_mode_changes_nothing_but_the_record() {
         mock.last_request().await.body["messages"][0]["content"],
         CARD
     );
-    let verdicts = guards_of(&gateway.record_of("guard-monitor").await);
+    let verdicts = verdicts(&gateway.record_of("guard-monitor").await);
     let actions: Vec<(&str, &str, &str)> = verdicts
         .as_array()
         .unwrap()
@@ -285,7 +263,7 @@ guards:
         assert_eq!(status, 200, "the next request after {fault}: {body}");
         let record = gateway.record_of(&id).await;
         assert_eq!(record.status, 500);
-        assert_eq!(guards_of(&record)[0]["action"], "error");
+        assert_eq!(verdicts(&record)[0]["action"], "error");
     }
     assert_eq!(
         mock.requests().await.len(),
@@ -298,7 +276,7 @@ guards:
     let (status, body) = chat(&gateway, "guard-open", "openai/spell", "guard-trap", true).await;
     assert_eq!(status, 200);
     assert!(body.contains("gua") && body.contains("[DONE]"), "{body}");
-    let verdicts = guards_of(&gateway.record_of("guard-open").await);
+    let verdicts = verdicts(&gateway.record_of("guard-open").await);
     assert_eq!(verdicts[0]["guard"], "lenient");
     assert_eq!(
         (&verdicts[0]["action"], &verdicts[1]["action"]),
@@ -355,7 +333,7 @@ guards:
         let content = sent["messages"][0]["content"].to_string();
         assert!(content.contains("[CARD]"), "{sent}");
         assert!(!sent.to_string().contains("4111"), "{sent}");
-        let verdicts = guards_of(&gateway.record_of(&id).await);
+        let verdicts = verdicts(&gateway.record_of(&id).await);
         assert_eq!(verdicts[0]["action"], "rewrite");
         assert_eq!(verdicts[1]["side"], "answer", "the answer was guarded too");
     }
@@ -423,7 +401,7 @@ async fn a_local_stream_a_guard_stops_ends_with_the_dialects_error_event() {
     let last = &events.last().unwrap().data;
     assert_eq!(last["error"]["code"], "answer_stopped", "{body}");
     let record = gateway.record_of("guard-local-chat").await;
-    assert_eq!(guards_of(&record)[0]["action"], "stop");
+    assert_eq!(verdicts(&record)[0]["action"], "stop");
     assert_eq!(record.error_type.as_deref(), Some("stream_incomplete"));
 
     let response = http()

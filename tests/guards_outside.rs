@@ -8,6 +8,7 @@
 
 use crate::common;
 
+use common::guards::{chat, verdicts};
 use common::mock_api::{API_KEY, MockApi};
 use common::mock_openai::MockOpenAi;
 use common::{TestGateway, http};
@@ -37,28 +38,6 @@ guards:
     options: {{window: 24}}
 "#
     )
-}
-
-async fn chat(
-    gateway: &TestGateway,
-    id: &str,
-    model: &str,
-    text: &str,
-    stream: bool,
-) -> (u16, String) {
-    let response = http()
-        .post(gateway.url("/v1/chat/completions"))
-        .header("x-request-id", id)
-        .json(&json!({"model": model, "stream": stream,
-                      "messages": [{"role": "user", "content": text}]}))
-        .send()
-        .await
-        .unwrap();
-    (response.status().as_u16(), response.text().await.unwrap())
-}
-
-fn verdicts(record: &wasmgate::ledger::UsageRecord) -> Value {
-    serde_json::from_str(record.guards.as_deref().expect("guards recorded")).unwrap()
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use async_openai::types::chat::CreateChatCompletionRequestArgs;
+use common::js_guard::{build_js_guard, js_guarded, say};
 use common::mock_openai::{MockOpenAi, REPLY};
 use common::{TestGateway, http, plugin_cache_dir};
 use serde_json::{Value, json};
@@ -416,62 +417,15 @@ fn new_python_and_javascript_projects_pass_their_own_tests() {
 /// that names it, while everything else passes unchanged.
 #[tokio::test]
 async fn a_javascript_guard_built_from_the_template_refuses_and_stops_in_the_gateway() {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/polyglot");
-    assert!(
-        tools.join("js/node_modules").exists(),
-        "the JavaScript toolchain is missing: run scripts/polyglot.sh"
-    );
     let dir = common::binary::temp_dir("js-guard");
-    let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
-    let created = std::process::Command::new(wasmgate)
-        .args([
-            "plugin", "new", "guard", "js-words", "--lang", "js", "--dir",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
-    );
-    let plugins = dir.join("plugins");
-    let built = std::process::Command::new(wasmgate)
-        .args(["plugin", "build"])
-        .arg(dir.join("js-words"))
-        .arg("--out")
-        .arg(&plugins)
-        .env("WASMGATE_JS_TOOLCHAIN", tools.join("js"))
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&built.stdout),
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let gateway = TestGateway::start(&format!(
-        r#"
-plugins: {{ dir: "{dir}", cache_dir: "{cache}", max_instances: 16 }}
-providers:
-  a: {{ plugin: echo, models: [m] }}
-  b: {{ plugin: echo, models: [m], options: {{ reply: "The falcon flies at dawn." }} }}
-guards:
-  - plugin: js-words
-    options: {{ words: [Falcon] }}
-"#,
-        dir = plugins.display(),
-        cache = plugin_cache_dir().display(),
-    ))
+    let plugins = build_js_guard(&dir, "js-words", None);
+    let gateway = js_guarded(
+        &plugins,
+        "  - plugin: js-words\n    options: { words: [Falcon] }\n",
+    )
     .await;
-    let chat = |model: &'static str, text: &'static str| {
-        http()
-            .post(gateway.url("/v1/chat/completions"))
-            .json(&json!({"model": model, "messages": [{"role": "user", "content": text}]}))
-            .send()
-    };
 
-    let passed = chat("a/m", "hello there").await.unwrap();
+    let passed = say(&gateway, "a/m", "hello there", false).await;
     assert_eq!(passed.status(), 200);
     let body: Value = passed.json().await.unwrap();
     assert!(
@@ -482,7 +436,7 @@ guards:
         "{body}"
     );
 
-    let refused = chat("a/m", "tell me about the FALCON").await.unwrap();
+    let refused = say(&gateway, "a/m", "tell me about the FALCON", false).await;
     assert_eq!(refused.status(), 400);
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "guard_refused", "{body}");
@@ -494,7 +448,7 @@ guards:
         "{body}"
     );
 
-    let stopped = chat("b/m", "hello there").await.unwrap();
+    let stopped = say(&gateway, "b/m", "hello there", false).await;
     let status = stopped.status().as_u16();
     let body = stopped.text().await.unwrap();
     assert_ne!(status, 200, "{body}");
@@ -510,17 +464,6 @@ async fn guarded(reply: &str, guards: &str) -> TestGateway {
         "  c: {{ plugin: echo, models: [m], options: {{ reply: \"{reply}\", chunk_size: 3 }} }}\nguards:\n{guards}"
     )))
     .await
-}
-
-/// One user turn to `model`, whole or streamed.
-async fn say(gateway: &TestGateway, model: &str, text: &str, stream: bool) -> reqwest::Response {
-    http()
-        .post(gateway.url("/v1/chat/completions"))
-        .json(&json!({"model": model, "stream": stream,
-            "messages": [{"role": "user", "content": text}]}))
-        .send()
-        .await
-        .unwrap()
 }
 
 /// The text of a streamed chat answer: its choice 0 deltas' content, joined.

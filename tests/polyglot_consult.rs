@@ -7,10 +7,9 @@
 
 use crate::common;
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use common::{TestGateway, http, plugin_cache_dir};
+use common::js_guard::{build_js_guard, js_guarded, say};
 use serde_json::{Value, json};
 
 /// The guard: every request and every whole answer is sent to the endpoint as
@@ -76,73 +75,16 @@ async fn webhook() -> (String, Arc<Mutex<Vec<Value>>>) {
 
 #[tokio::test]
 async fn a_javascript_guard_asks_the_operators_webhook_through_the_host() {
-    let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/polyglot");
-    assert!(
-        tools.join("js/node_modules").exists(),
-        "the JavaScript toolchain is missing: run scripts/polyglot.sh"
-    );
     let dir = common::binary::temp_dir("js-consult");
-    let wasmgate = env!("CARGO_BIN_EXE_wasmgate");
-    let created = std::process::Command::new(wasmgate)
-        .args([
-            "plugin",
-            "new",
-            "guard",
-            "js-consult",
-            "--lang",
-            "js",
-            "--dir",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        created.status.success(),
-        "{}",
-        String::from_utf8_lossy(&created.stderr)
-    );
-    let project = dir.join("js-consult");
-    std::fs::write(project.join("app.js"), APP).unwrap();
-    // The template's own tests are of the template's guard.
-    let _ = std::fs::remove_file(project.join("app.test.js"));
-    let plugins = dir.join("plugins");
-    let built = std::process::Command::new(wasmgate)
-        .args(["plugin", "build"])
-        .arg(&project)
-        .arg("--out")
-        .arg(&plugins)
-        .env("WASMGATE_JS_TOOLCHAIN", tools.join("js"))
-        .output()
-        .unwrap();
-    assert!(
-        built.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&built.stdout),
-        String::from_utf8_lossy(&built.stderr)
-    );
+    let plugins = build_js_guard(&dir, "js-consult", Some(APP));
     let (url, seen) = webhook().await;
-    let gateway = TestGateway::start(&format!(
-        r#"
-plugins: {{ dir: "{dir}", cache_dir: "{cache}", max_instances: 16 }}
-providers:
-  a: {{ plugin: echo, models: [m] }}
-  b: {{ plugin: echo, models: [m], options: {{ reply: "The falcon flies at dawn." }} }}
-guards:
-  - plugin: js-consult
-    endpoint: {{ url: "{url}", timeout_ms: 2000 }}
-"#,
-        dir = plugins.display(),
-        cache = plugin_cache_dir().display(),
-    ))
+    let gateway = js_guarded(
+        &plugins,
+        &format!("  - plugin: js-consult\n    endpoint: {{ url: \"{url}\", timeout_ms: 2000 }}\n"),
+    )
     .await;
-    let chat = |model: &'static str, text: &'static str| {
-        http()
-            .post(gateway.url("/v1/chat/completions"))
-            .json(&json!({"model": model, "messages": [{"role": "user", "content": text}]}))
-            .send()
-    };
 
-    let passed = chat("a/m", "hello there").await.unwrap();
+    let passed = say(&gateway, "a/m", "hello there", false).await;
     assert_eq!(passed.status(), 200);
     let body: Value = passed.json().await.unwrap();
     assert!(
@@ -160,12 +102,12 @@ guards:
         ]
     );
 
-    let refused = chat("a/m", "tell me about the falcon").await.unwrap();
+    let refused = say(&gateway, "a/m", "tell me about the falcon", false).await;
     assert_eq!(refused.status(), 403);
     let body: Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "guard_refused", "{body}");
 
-    let stopped = chat("b/m", "hello there").await.unwrap();
+    let stopped = say(&gateway, "b/m", "hello there", false).await;
     assert_ne!(stopped.status(), 200);
     let body = stopped.text().await.unwrap();
     assert!(body.contains("answer_stopped"), "{body}");

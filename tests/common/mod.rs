@@ -6,6 +6,8 @@
 pub mod binary;
 pub mod cost;
 pub mod gateway;
+pub mod guards;
+pub mod js_guard;
 pub mod mcp;
 pub mod mock_api;
 pub mod mock_batches;
