@@ -1,5 +1,8 @@
 //! How a plugin's errors cross into the component: an export returning `result<_, E>` fails by
-//! throwing, and the bindings take the thrown value's `payload` as the `E`.
+//! throwing, and the bindings take the thrown value's `payload` as the `E`. And what every kind's
+//! `validate` does with its options text.
+
+import { ConfigError, parseOptions } from './options.js';
 
 /** An error whose `payload` is the WIT error value. */
 export function witError(payload) {
@@ -20,4 +23,18 @@ export function configErrorPayload(err) {
 export function asTrap(err) {
   if (err instanceof Error && err.payload === undefined) return err;
   return new Error(typeof err === 'string' ? err : 'the plugin failed');
+}
+
+/**
+ * `check`'s answer on `text` read with `schema`: what every kind's `validate` export does. A
+ * `ConfigError` (from the reading or from `check`) becomes the WIT `config-error`; anything else
+ * traps. The options are read first, so a plugin without a `validate` still has them checked.
+ */
+export function checkOptions(text, schema, check) {
+  try {
+    return check(parseOptions(text, schema));
+  } catch (err) {
+    if (err instanceof ConfigError) throw witError(configErrorPayload(err));
+    throw asTrap(err);
+  }
 }

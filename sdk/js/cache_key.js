@@ -17,8 +17,8 @@
 //! key, namespace, operation, model) stays in the key whatever it says. A plugin that throws or
 //! runs out of time makes its request a bypass, never an error. See `wit/cache-key.wit`.
 
-import { ConfigError, NoOptions, optionsCache, parseOptions } from './options.js';
-import { asTrap, configErrorPayload, witError } from './_export.js';
+import { NoOptions, optionsCache } from './options.js';
+import { asTrap, checkOptions } from './_export.js';
 
 export { ConfigError } from './options.js';
 export { countTokens, log } from './host.js';
@@ -48,14 +48,7 @@ export function defineCacheKey(plugin) {
   const options = optionsCache(schema);
   return {
     validate(text) {
-      try {
-        // Read first: `validate?.(...)` would skip reading them when there is no `validate`.
-        const parsed = parseOptions(text, schema);
-        plugin.validate?.(parsed);
-      } catch (err) {
-        if (err instanceof ConfigError) throw witError(configErrorPayload(err));
-        throw asTrap(err);
-      }
+      checkOptions(text, schema, (parsed) => plugin.validate?.(parsed));
     },
     key(text, request) {
       try {

@@ -30,8 +30,8 @@
 //! the answer's `reply(reply)`, where `reply` is `{ tag: 'answered', val: [status, body] }` or
 //! `{ tag: 'failed', val: reason }` (`consultAnswer` reads it).
 
-import { ConfigError, NoOptions, optionsCache, parseOptions } from './options.js';
-import { asTrap, configErrorPayload, witError } from './_export.js';
+import { NoOptions, optionsCache } from './options.js';
+import { asTrap, checkOptions } from './_export.js';
 
 export { ConfigError } from './options.js';
 export { countTokens, log } from './host.js';
@@ -75,18 +75,11 @@ export function defineGuard(plugin) {
 
   return {
     validate(text) {
-      try {
-        // Read first: `plugin.validate?.(...)` would skip its argument without a validate.
-        const parsed = parseOptions(text, schema);
-        const held = plugin.validate?.(parsed) ?? 0;
-        if (!Number.isSafeInteger(held) || held < 0 || held > 0xffffffff) {
-          throw new Error(`validate returned ${held}, not a count of characters`);
-        }
-        return { maxHoldChars: held };
-      } catch (err) {
-        if (err instanceof ConfigError) throw witError(configErrorPayload(err));
-        throw asTrap(err);
+      const held = checkOptions(text, schema, (parsed) => plugin.validate?.(parsed)) ?? 0;
+      if (!Number.isSafeInteger(held) || held < 0 || held > 0xffffffff) {
+        throw asTrap(new Error(`validate returned ${held}, not a count of characters`));
       }
+      return { maxHoldChars: held };
     },
     checkRequest(text, request) {
       return plugin.checkRequest ? plugin.checkRequest(options(text), request) : allow();

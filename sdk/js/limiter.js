@@ -25,8 +25,8 @@
 //! replicas, in UTC windows: `'minute'`, `'hour'`, `'day'`, `'month'`, `'total'`.
 
 import * as counters from 'wasmgate:plugin/counters@0.1.0';
-import { ConfigError, NoOptions, optionsCache, parseOptions } from './options.js';
-import { asTrap, configErrorPayload, witError } from './_export.js';
+import { NoOptions, optionsCache } from './options.js';
+import { checkOptions } from './_export.js';
 
 export { ConfigError } from './options.js';
 export { countTokens, log } from './host.js';
@@ -47,14 +47,7 @@ export function defineLimiter(plugin) {
   const request = (r) => ({ ...r, estimatedCostMicros: num(r.estimatedCostMicros) });
   return {
     validate(text) {
-      try {
-        // Read first: `plugin.validate?.(...)` would skip its argument without a validate.
-        const parsed = parseOptions(text, schema);
-        plugin.validate?.(parsed);
-      } catch (err) {
-        if (err instanceof ConfigError) throw witError(configErrorPayload(err));
-        throw asTrap(err);
-      }
+      checkOptions(text, schema, (parsed) => plugin.validate?.(parsed));
     },
     check(text, r) {
       return plugin.check(options(text), request(r));

@@ -19,8 +19,8 @@
 //! [key, value][], random: bigint }`. The host keeps the statistics; the router only decides and
 //! keeps no state (warm instances serve many calls).
 
-import { ConfigError, NoOptions, optionsCache, parseOptions } from './options.js';
-import { asTrap, configErrorPayload, witError } from './_export.js';
+import { ConfigError, NoOptions, optionsCache } from './options.js';
+import { asTrap, checkOptions, witError } from './_export.js';
 
 export { ConfigError } from './options.js';
 export { countTokens, log } from './host.js';
@@ -38,13 +38,7 @@ export function defineRouter(plugin) {
   const options = optionsCache(schema);
   return {
     validate(text, targets) {
-      try {
-        const parsed = parseOptions(text, schema);
-        plugin.validate?.(parsed, targets);
-      } catch (err) {
-        if (err instanceof ConfigError) throw witError(configErrorPayload(err));
-        throw asTrap(err);
-      }
+      checkOptions(text, schema, (parsed) => plugin.validate?.(parsed, targets));
     },
     route(text, request, targets) {
       let parsed;

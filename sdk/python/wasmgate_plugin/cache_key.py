@@ -32,7 +32,6 @@ import json
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from componentize_py_types import Err
 from wit_world.exports.cache_key import (
     KeyDecision,
     KeyDecision_Bypass,
@@ -40,11 +39,10 @@ from wit_world.exports.cache_key import (
     KeyDecision_Replace,
     KeyRequest,
 )
-from wit_world.imports.types import ConfigError as _WitConfigError
 
 from . import _export
 from ._host import count_tokens, log
-from .options import ConfigError, NoOptions, parse_options
+from .options import ConfigError, NoOptions
 
 __all__ = [
     "CacheKey",
@@ -116,20 +114,11 @@ def export(cls: type[CacheKey]) -> type:
     """Makes ``cls`` the component's cache-key policy. Call it once, at the end of the app
     module."""
     plugin = cls()
-    cache: list[Any] = [None, None]  # the last options text and its reading; never a request's
-
-    def options(text: str) -> Any:
-        if text != cache[0]:
-            cache[1] = parse_options(text, cls.Options)
-            cache[0] = text
-        return cache[1]
+    options = _export.options_cache(cls.Options)
 
     class Adapter:
         def validate(self, text: str) -> None:
-            try:
-                plugin.validate(parse_options(text, cls.Options))
-            except ConfigError as err:
-                raise Err(_WitConfigError(err.key, err.message)) from None
+            _export.check_options(text, cls.Options, plugin.validate)
 
         def key(self, text: str, wit: KeyRequest) -> KeyDecision:
             fields = json.loads(wit.fields)
@@ -141,11 +130,7 @@ def export(cls: type[CacheKey]) -> type:
 def validate(adapter: type, options: str) -> ConfigError | None:
     """Checks ``options`` as the host does when the config loads, through the exported
     ``adapter`` (the value :func:`export` returned): the error, or ``None``."""
-    try:
-        adapter().validate(options)
-    except Err as err:
-        return ConfigError(err.value.message, err.value.key)
-    return None
+    return _export.validation_error(adapter, options)
 
 
 def request(fields: dict[str, Any], operation: str = "chat.completions", model: str = "m",

@@ -38,7 +38,6 @@ reply)`` or the answer guard's ``reply(reply)``, where ``reply`` is
 import json
 from typing import Any, Generic, TypeVar
 
-from componentize_py_types import Err
 from wit_world.exports.guard import (
     AnswerEvent,
     AnswerEvent_Stop,
@@ -67,7 +66,6 @@ from wit_world.exports.guard import (
     TextDelta,
     ToolCallDelta,
 )
-from wit_world.imports.types import ConfigError as _WitConfigError
 
 from . import _export
 from ._host import count_tokens, log
@@ -223,10 +221,7 @@ def export(cls: type[Guard]) -> type:
 
     class Adapter:
         def validate(self, text: str) -> GuardInfo:
-            try:
-                held = plugin.validate(parse_options(text, cls.Options))
-            except ConfigError as err:
-                raise Err(_WitConfigError(err.key, err.message)) from None
+            held = _export.check_options(text, cls.Options, plugin.validate)
             return GuardInfo(int(held or 0))
 
         def check_request(self, text: str, request: str) -> RequestVerdict:
@@ -263,11 +258,7 @@ class _AnswerGuardAdapter:
 def validate(adapter: type, options: str) -> ConfigError | None:
     """Checks ``options`` as the host does when the config loads, through the exported
     ``adapter`` (the value :func:`export` returned): the error, or ``None``."""
-    try:
-        adapter().validate(options)
-    except Err as err:
-        return ConfigError(err.value.message, err.value.key)
-    return None
+    return _export.validation_error(adapter, options)
 
 
 def answer(cls: type[Guard], options: str, request: str = "{}") -> Any:

@@ -29,7 +29,6 @@ requests and gateway replicas. Keys are private to the rule; include ``request.s
 
 from typing import Any, Generic, TypeVar
 
-from componentize_py_types import Err
 from wit_world.exports.limiter import (
     Decision,
     Decision_Allow,
@@ -41,11 +40,10 @@ from wit_world.exports.limiter import (
 )
 from wit_world.imports import counters as _counters
 from wit_world.imports.counters import Counter, Period
-from wit_world.imports.types import ConfigError as _WitConfigError
 
 from . import _export
 from ._host import count_tokens, in_sandbox, log
-from .options import ConfigError, NoOptions, parse_options
+from .options import ConfigError, NoOptions
 
 __all__ = [
     "ConfigError",
@@ -214,22 +212,13 @@ def ratelimit_headers(kind: str, limit: int, remaining: int, resets_in_ms: int |
 def export(cls: type[Limiter]) -> type:
     """Makes ``cls`` the component's limiter. Call it once, at the end of the app module."""
     plugin = cls()
-    cache: list[Any] = [None, None]  # the last options text and its reading; never a request's
-
-    def options(text: str) -> Any:
-        # Options the config accepted cannot fail here; if they do, the call traps and the
-        # host refuses the request as a failed limiter (neither allowing nor denying is right).
-        if text != cache[0]:
-            cache[1] = parse_options(text, cls.Options)
-            cache[0] = text
-        return cache[1]
+    # Options the config accepted cannot fail here; if they do, the call traps and the host
+    # refuses the request as a failed limiter (neither allowing nor denying is right).
+    options = _export.options_cache(cls.Options)
 
     class Adapter:
         def validate(self, text: str) -> None:
-            try:
-                plugin.validate(parse_options(text, cls.Options))
-            except ConfigError as err:
-                raise Err(_WitConfigError(err.key, err.message)) from None
+            _export.check_options(text, cls.Options, plugin.validate)
 
         def check(self, text: str, request: LimitRequest) -> Decision:
             return plugin.check(options(text), request)
@@ -243,11 +232,7 @@ def export(cls: type[Limiter]) -> type:
 def validate(adapter: type, options: str) -> ConfigError | None:
     """Checks ``options`` as the host does when the config loads, through the exported
     ``adapter`` (the value :func:`export` returned): the error, or ``None``."""
-    try:
-        adapter().validate(options)
-    except Err as err:
-        return ConfigError(err.value.message, err.value.key)
-    return None
+    return _export.validation_error(adapter, options)
 
 
 def request(scope_key: str = "global", **facts: Any) -> LimitRequest:

@@ -31,11 +31,10 @@ from typing import Any, Generic, TypeVar
 
 from componentize_py_types import Err
 from wit_world.exports.router import CircuitState, RouteRequest, Target
-from wit_world.imports.types import ConfigError as _WitConfigError
 
 from . import _export
 from ._host import count_tokens, log
-from .options import ConfigError, NoOptions, parse_options
+from .options import ConfigError, NoOptions
 
 __all__ = [
     "CircuitState",
@@ -82,38 +81,18 @@ class Router(Generic[O]):
         raise NotImplementedError
 
 
-class _Options:
-    """Parsed options by their text: the host passes a virtual model's options unchanged on
-    every call, and reading them again would be most of a small router's cost. Only the text's
-    own reading is kept, never anything of a request."""
-
-    def __init__(self, cls: type):
-        self.cls = cls
-        self.text: str | None = None
-        self.value: Any = None
-
-    def get(self, text: str) -> Any:
-        if text != self.text:
-            self.value = parse_options(text, self.cls)
-            self.text = text
-        return self.value
-
-
 def export(cls: type[Router]) -> type:
     """Makes ``cls`` the component's router. Call it once, at the end of the app module."""
     plugin = cls()
-    options = _Options(cls.Options)
+    options = _export.options_cache(cls.Options)
 
     class Adapter:
         def validate(self, text: str, targets: list[str]) -> None:
-            try:
-                plugin.validate(parse_options(text, cls.Options), list(targets))
-            except ConfigError as err:
-                raise Err(_WitConfigError(err.key, err.message)) from None
+            _export.check_options(text, cls.Options, lambda parsed: plugin.validate(parsed, list(targets)))
 
         def route(self, text: str, request: RouteRequest, targets: list[Target]) -> list[int]:
             try:
-                parsed = options.get(text)
+                parsed = options(text)
             except ConfigError as err:
                 raise Err(f"the router's options are invalid: {err.message}") from None
             try:
@@ -210,11 +189,7 @@ def request(model: str = "virtual", **facts: Any) -> RouteRequest:
 def validate(adapter: type, options: str, targets: list[str]) -> ConfigError | None:
     """Checks ``options`` as the host does when the config loads, through the exported
     ``adapter`` (the value :func:`export` returned): the error, or ``None``."""
-    try:
-        adapter().validate(options, targets)
-    except Err as err:
-        return ConfigError(err.value.message, err.value.key)
-    return None
+    return _export.validation_error(adapter, options, targets)
 
 
 def route(adapter: type, options: str, req: RouteRequest, targets: list[Target]) -> list[int] | str:
