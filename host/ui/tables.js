@@ -16,10 +16,15 @@ const FIGURES = [
   { key: "latency_us_avg", label: "Avg latency", show: ms },
 ];
 
-// The key columns of each breakdown, as the API names them.
+// What a request that never reached a provider (refused by a guard or a limit, or naming no
+// model served here) shows in a provider column: the API answers its provider as "".
+export const NO_PROVIDER = "(none: refused before routing)";
+const PROVIDER = { key: "provider", label: "Provider", none: NO_PROVIDER };
+
+// The key columns of each breakdown, as the API names them; `none` is shown for an absent value.
 export const KEYS = {
-  provider: [{ key: "provider", label: "Provider" }],
-  model: [{ key: "provider", label: "Provider" }, { key: "model", label: "Model" }],
+  provider: [PROVIDER],
+  model: [PROVIDER, { key: "model", label: "Model" }],
   user: [{ key: "user_id", label: "User" }],
   tag: [{ key: "tag", label: "Tag" }],
 };
@@ -68,7 +73,8 @@ export class Breakdown {
       const tr = body.insertRow();
       for (const column of this.columns) {
         const value = row[column.key];
-        const td = el("td", column.text ? (value ?? "(none)") : column.show(value), column.text ? "" : "num");
+        const absent = value == null || value === "";
+        const td = el("td", column.text ? (absent ? column.none ?? "(none)" : value) : column.show(value), column.text ? "" : "num");
         td.dataset.field = column.key;
         td.dataset.value = value == null ? "" : String(value);
         if (column.text) td.title = value ?? "";
