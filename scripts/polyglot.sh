@@ -32,7 +32,11 @@ if [ "$(installed @bytecodealliance/componentize-js)" != "$COMPONENTIZE_JS" ] ||
     "@bytecodealliance/componentize-js@$COMPONENTIZE_JS" "rolldown@$ROLLDOWN")
 fi
 
-cargo build --quiet --bin wasmgate
+# The gateway binary as the tests build it: `cargo build --bin wasmgate` unifies dependencies'
+# features without the dev-dependencies, so it built wasmtime and cranelift a second time, with
+# other features, before `cargo test --workspace` built them again for the tests (CI minutes).
+# This builds the tests too, which scripts/test.sh runs next without building anything.
+cargo test --workspace --no-run --quiet
 wasmgate=$PWD/target/debug/wasmgate
 export WASMGATE_PYTHON_TOOLCHAIN=$py WASMGATE_JS_TOOLCHAIN=$js
 for project in examples/plugins/* tests/polyglot/*; do
