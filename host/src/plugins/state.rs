@@ -9,7 +9,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::PluginLimits;
 use crate::tokenizer::Tokenizer;
 
-pub(crate) struct PluginState {
+/// `pub` (in a private module) only so that `loaded::World`, a public trait, may name it.
+pub struct PluginState {
     pub(super) plugin: Arc<str>,
     pub(super) tokenizer: Tokenizer,
     wasi: WasiCtx,
