@@ -13,7 +13,9 @@ pub mod catalog;
 pub mod dispatch;
 pub mod error;
 pub mod guard;
+pub mod legacy;
 pub mod permit;
+pub mod progress;
 pub mod session;
 pub mod sse;
 pub mod upstream;
@@ -38,6 +40,10 @@ pub struct Hub {
     pub config: McpConfig,
     changes: broadcast::Sender<Changed>,
     stop: CancellationToken,
+    /// Tool calls in flight on this replica, for clients' cancellations.
+    pub in_flight: Arc<progress::InFlight>,
+    /// The older transport's event streams open on this replica.
+    pub sse: Arc<legacy::Streams>,
     /// Ends the clients' notification streams (when the gateway starts draining).
     streams: CancellationToken,
     tasks: TaskTracker,
@@ -75,6 +81,8 @@ impl Hub {
             config: config.clone(),
             changes,
             stop,
+            in_flight: Arc::default(),
+            sse: Arc::default(),
             streams: CancellationToken::new(),
             tasks,
         }

@@ -63,12 +63,15 @@ pub struct Upstream {
     /// Connections made since start (the first one included).
     connections: AtomicU64,
     changes: broadcast::Sender<Changed>,
+    /// The progress of calls in flight on the connection of the moment.
+    pub progress: Arc<super::progress::Progress>,
 }
 
 /// rmcp's handler of what the server sends: list changes, passed on.
 struct Listener {
     server: Arc<str>,
     changes: broadcast::Sender<Changed>,
+    progress: Arc<super::progress::Progress>,
 }
 
 impl Listener {
@@ -102,6 +105,15 @@ impl ClientHandler for Listener {
         self.changed(Changed::Resources)
     }
 
+    fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.progress.deliver(params);
+        std::future::ready(())
+    }
+
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::Implementation::default();
         info.name = "wasmgate".to_owned();
@@ -122,6 +134,7 @@ impl Upstream {
             broken: Notify::new(),
             connections: AtomicU64::new(0),
             changes,
+            progress: Arc::default(),
         }
     }
 
@@ -163,6 +176,8 @@ impl Upstream {
                 Ok(Ok(running)) => {
                     let n = self.connections.fetch_add(1, Ordering::Relaxed) + 1;
                     tracing::info!(server = &*self.name, connection = n, "MCP server connected");
+                    // Tokens start again with each connection: routes of the last one go.
+                    self.progress.clear();
                     self.peer.store(Some(Arc::new(running.peer().clone())));
                     if n > 1 {
                         // What it offers may have changed while it was away.
@@ -215,6 +230,7 @@ impl Upstream {
         let listener = Listener {
             server: Arc::clone(&self.name),
             changes: self.changes.clone(),
+            progress: Arc::clone(&self.progress),
         };
         let url = self.config.url.clone().unwrap_or_default();
         Ok(match self.config.transport {
