@@ -37,6 +37,7 @@ mod limits;
 mod mcp_calls;
 mod mcp_claude_code;
 mod mcp_gateway;
+mod mcp_reload;
 mod mcp_sse;
 mod messages;
 mod module_graph;

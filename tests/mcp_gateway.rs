@@ -287,7 +287,8 @@ async fn a_server_that_is_down_is_left_out_of_listings_and_reported() {
     let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
     // The stdio server comes up; the HTTP one never answers.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let files = &gateway.state.mcp.servers()[1];
+    let servers = gateway.state.mcp.servers();
+    let files = &servers[1];
     while files.peer().is_none() {
         assert!(
             std::time::Instant::now() < deadline,

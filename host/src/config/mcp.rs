@@ -58,7 +58,7 @@ pub struct McpProject {
 }
 
 /// One upstream MCP server.
-#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServer {
     /// How the gateway reaches it.

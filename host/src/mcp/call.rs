@@ -127,7 +127,7 @@ impl Call<'_> {
         facts.server = Some(server.name.to_string());
         let tool_label: String = crate::clip::clip(tool, TOOL_NAME_MAX).into_owned();
 
-        let admission = match (self.hub.config.calls_per_minute, &self.caller.key_id) {
+        let admission = match (self.hub.config().calls_per_minute, &self.caller.key_id) {
             (Some(per_minute), Some(key_id)) => {
                 match self
                     .limits
@@ -191,7 +191,7 @@ impl Call<'_> {
         }
         let request = serde_json::from_value(Value::Object(upstream))
             .map_err(|e| McpError::InvalidParams(e.to_string()))?;
-        let called = self.upstream(server, &peer, request).await;
+        let called = self.upstream(&server, &peer, request).await;
         let succeeded = called.is_ok();
         if let Some(admission) = admission {
             self.background

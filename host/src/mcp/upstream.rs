@@ -65,6 +65,8 @@ pub struct Upstream {
     changes: broadcast::Sender<Changed>,
     /// The progress of calls in flight on the connection of the moment.
     pub progress: Arc<super::progress::Progress>,
+    /// Ends its supervisor: when the gateway stops, or a reload removes it.
+    stop: CancellationToken,
 }
 
 /// rmcp's handler of what the server sends: list changes, passed on.
@@ -124,7 +126,12 @@ impl ClientHandler for Listener {
 }
 
 impl Upstream {
-    pub fn new(name: &str, config: McpServer, changes: broadcast::Sender<Changed>) -> Self {
+    pub fn new(
+        name: &str,
+        config: McpServer,
+        changes: broadcast::Sender<Changed>,
+        stop: CancellationToken,
+    ) -> Self {
         Self {
             name: name.into(),
             prefix: config.prefix_for(name),
@@ -135,6 +142,7 @@ impl Upstream {
             connections: AtomicU64::new(0),
             changes,
             progress: Arc::default(),
+            stop,
         }
     }
 
@@ -161,9 +169,20 @@ impl Upstream {
         }
     }
 
-    /// Keeps the server connected until `stop`: connects, waits for the connection to end,
-    /// pauses, connects again. A stdio server's process is killed when its connection ends.
-    pub async fn supervise(self: Arc<Self>, http: reqwest::Client, stop: CancellationToken) {
+    /// Its entry in the config.
+    pub fn config(&self) -> &McpServer {
+        &self.config
+    }
+
+    /// Closes its connection for good (a reload removed it).
+    pub fn retire(&self) {
+        self.stop.cancel();
+    }
+
+    /// Keeps the server connected until it is stopped: connects, waits for the connection to
+    /// end, pauses, connects again. A stdio server's process is killed when its connection ends.
+    pub async fn supervise(self: Arc<Self>, http: reqwest::Client) {
+        let stop = self.stop.clone();
         let mut backoff = BACKOFF_MIN;
         while !stop.is_cancelled() {
             let started = Instant::now();

@@ -59,18 +59,18 @@ async fn open_stream(State(state): State<Arc<AppState>>, headers: HeaderMap) -> 
         &key_id,
         TRANSPORT_VERSION,
         now_s(),
-        hub.config.session_ttl_s,
+        hub.config().session_ttl_s,
     );
     let session_id = hub.signer().issue(&session);
     let Some(opened) = hub
         .sse
-        .open(&session_id, &key_id, hub.config.sse_streams_per_key)
+        .open(&session_id, &key_id, hub.config().sse_streams_per_key)
     else {
         let e = McpError::Http {
             status: StatusCode::TOO_MANY_REQUESTS,
             message: format!(
                 "This key holds {} event streams open already (mcp.sse_streams_per_key).",
-                hub.config.sse_streams_per_key
+                hub.config().sse_streams_per_key
             ),
         };
         return error(&Value::Null, &e);

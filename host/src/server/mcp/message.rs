@@ -85,7 +85,7 @@ impl Asked {
         relay: Option<&Relay>,
         cancel: Option<&CancellationToken>,
     ) -> Result<Value, McpError> {
-        let permit = Permit::of(&self.caller, &state.mcp.config);
+        let permit = Permit::of(&self.caller, &state.mcp.config());
         let gateway = state.gateway.load();
         let call = Call {
             hub: &state.mcp,

@@ -147,21 +147,39 @@ async fn tool_call(
         drop(entry);
         outcome
     });
-    let Some(progress) = progress else {
-        return match call.await {
-            Ok(Ok(result)) => json_response(StatusCode::OK, &answer(&id, result), None),
-            Ok(Err(e)) => error(&id, &e),
-            Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
-        };
+    let as_json = |answered: Result<Result<Value, McpError>, tokio::task::JoinError>| match answered
+    {
+        Ok(Ok(result)) => json_response(StatusCode::OK, &answer(&id, result), None),
+        Ok(Err(e)) => error(&id, &e),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    };
+    let Some(mut progress) = progress else {
+        return as_json(call.await);
+    };
+    // A stream only once there is progress to send: a call that ends first is answered as JSON,
+    // in one write (rmcp's clients ask every request for progress, and most tools report none).
+    let mut call = call;
+    let first = tokio::select! {
+        biased;
+        // `None`: the relay is gone, so the call has ended.
+        note = progress.recv() => note,
+        answered = &mut call => return as_json(answered),
+    };
+    let Some(first) = first else {
+        return as_json(call.await);
     };
     // The relay is the task's: the progress ends when the call does, then comes its answer.
     let events = futures_util::stream::unfold(
-        (Some(progress), Some(call), id),
-        |(mut progress, mut call, id)| async move {
-            if let Some(note) = progress.as_mut()?.recv().await {
+        (Some(first), Some(progress), Some(call), id),
+        |(mut first, mut progress, mut call, id)| async move {
+            let note = match first.take() {
+                Some(note) => Some(note),
+                None => progress.as_mut()?.recv().await,
+            };
+            if let Some(note) = note {
                 return Some((
                     Ok::<_, Infallible>(message_event(&note)),
-                    (progress, call, id),
+                    (None, progress, call, id),
                 ));
             }
             let message = match call.take()?.await {
@@ -169,7 +187,7 @@ async fn tool_call(
                 Ok(Err(McpError::Cancelled)) | Err(_) => return None,
                 Ok(Err(e)) => e.response(&id),
             };
-            Some((Ok(message_event(&message)), (progress, None, id)))
+            Some((Ok(message_event(&message)), (None, None, None, id)))
         },
     );
     Sse::new(events).into_response()
@@ -202,7 +220,7 @@ fn initialize(hub: &Hub, caller: &Caller, id: &Value, params: Option<&Value>) ->
         caller.key_id.as_deref().unwrap_or_default(),
         version,
         now_s(),
-        hub.config.session_ttl_s,
+        hub.config().session_ttl_s,
     );
     let session_id = hub.signer().issue(&session);
     json_response(
