@@ -108,7 +108,10 @@ async fn the_anthropic_sdk_s_count_tokens_reaches_openai_s_and_gemini_s_own_coun
     assert_eq!(with_tools["model"], GPT);
     assert_eq!(with_tools["input"][0]["role"], "system", "{with_tools}");
     assert_eq!(with_tools["tools"][0]["type"], "function", "{with_tools}");
-    assert_eq!(with_tools["tools"][0]["name"], "get_weather", "{with_tools}");
+    assert_eq!(
+        with_tools["tools"][0]["name"], "get_weather",
+        "{with_tools}"
+    );
     assert!(with_tools.get("max_tokens").is_none());
     // Gemini's got a whole generateContentRequest, so the system instruction and tools count.
     let gemini = s.gemini.requests().await;
@@ -121,7 +124,11 @@ async fn the_anthropic_sdk_s_count_tokens_reaches_openai_s_and_gemini_s_own_coun
     let request = &gemini[1].body["generateContentRequest"];
     assert_eq!(request["model"], format!("models/{GEMINI}"), "{request}");
     assert!(request["systemInstruction"].is_object(), "{request}");
-    assert!(gemini.iter().all(|r| r.header("x-goog-api-key") == Some(KEY)));
+    assert!(
+        gemini
+            .iter()
+            .all(|r| r.header("x-goog-api-key") == Some(KEY))
+    );
     assert!(s.anthropic.requests().await.is_empty());
 }
 
@@ -173,8 +180,13 @@ async fn the_answer_carries_the_upstream_s_number_and_says_who_counted() {
     )
     .await;
     assert_eq!((status, counter.as_str()), (200, "upstream"), "{body}");
-    let words = s.gemini.last_request().await.body["generateContentRequest"].to_string();
-    let expected = words.split_whitespace().count();
+    let sent = &s.gemini.last_request().await.body["generateContentRequest"];
+    let prompt = format!("{} {}", sent["systemInstruction"], sent["contents"]);
+    let expected = prompt.split_whitespace().count();
+    assert!(
+        prompt.contains("Be brief."),
+        "the system prompt counted: {prompt}"
+    );
     assert_eq!(body, json!({"input_tokens": expected}));
 
     // Responses' input_tokens to Anthropic's counter, in OpenAI's answer shape.

@@ -394,9 +394,9 @@ pub mod gemini {
                     generate["systemInstruction"], generate["contents"]
                 ))
             }
-            (Some(_), Some(_)) => Err(
-                "contents and generate_content_request cannot both be set.".to_owned(),
-            ),
+            (Some(_), Some(_)) => {
+                Err("contents and generate_content_request cannot both be set.".to_owned())
+            }
             (None, None) => Err("contents or generate_content_request is required.".to_owned()),
         }
     }
