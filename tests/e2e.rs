@@ -23,6 +23,7 @@ mod cli_help;
 mod commands;
 mod config_cli;
 mod console;
+mod count_translated;
 mod endpoints;
 mod errors;
 mod fault_isolation;
