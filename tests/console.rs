@@ -6,7 +6,9 @@
 //! request opened, charts drawn, a CSV export, no console error and no request to another
 //! origin. Screenshots land in `target/console-screenshots/`. With an admin key,
 //! `tests/console/keys.mjs` checks the Keys view against `GET /admin/keys` and creates, changes
-//! and revokes a key through it.
+//! (models, limits, MCP tool patterns) and revokes a key through it, then narrows a project's
+//! request log to MCP tool calls (an MCP server over stdio, written with the official Python
+//! SDK, which `scripts/sdk-clients.sh` installs).
 //!
 //! Also here, without a browser: the console's files and their headers.
 
@@ -280,9 +282,13 @@ async fn the_console_shows_an_admin_every_projects_keys_and_manages_them() {
          auth: {{ required: true }}\n\
          plugins: {{ dir: {plugins}, cache_dir: {cache} }}\n\
          ledger: {{ url: '{ledger}' }}\n\
-         providers:\n  echo:\n    plugin: echo\n    models: [echo-1]\n",
+         providers:\n  echo:\n    plugin: echo\n    models: [echo-1]\n\
+         mcp:\n  servers:\n    files:\n      transport: stdio\n      command: {python}\n      \
+         args: ['{stdio}']\n      timeout_ms: 10000\n",
         plugins = dir.join("plugins").display(),
         cache = common::plugin_cache_dir().display(),
+        python = common::mcp::python().display(),
+        stdio = common::mcp::script("stdio_server.py").display(),
     );
     std::fs::write(dir.join("config.yaml"), config).unwrap();
     let key = wasmgate(
@@ -313,6 +319,12 @@ async fn the_console_shows_an_admin_every_projects_keys_and_manages_them() {
     );
     assert!(admin_key.starts_with("wgadm_"), "{admin_key}");
     let gateway = Gateway::serve(&dir, &dir.join("config.yaml")).await;
+    // The project's traffic: a chat request and two tool calls, for the log's MCP filter.
+    assert_eq!(
+        chat(&gateway, &key, "echo-1", json!({"id": "ada"}), false).await,
+        200
+    );
+    tool_calls(&gateway, &key, &["add", "pid"]).await;
 
     let shots = repo().join("target/console-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
@@ -342,6 +354,69 @@ async fn the_console_shows_an_admin_every_projects_keys_and_manages_them() {
     assert!(stdout.contains("keys: all checks passed"), "{stdout}");
     drop(gateway);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Calls each of the stdio server's `tools` once through `/mcp` with `key` (waiting for the
+/// server, which the gateway starts in the background, to be up).
+async fn tool_calls(gateway: &Gateway, key: &str, tools: &[&str]) {
+    let post = |body: Value, session: Option<String>| {
+        let mut request = http()
+            .post(gateway.url("/mcp"))
+            .bearer_auth(key)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let session = response
+                .headers()
+                .get("mcp-session-id")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (session, response.json::<Value>().await.unwrap())
+        }
+    };
+    let (session, _) = post(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "console-test", "version": "1"}}}),
+        None,
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, listed) = post(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            session.clone(),
+        )
+        .await;
+        if listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the stdio MCP server never came up"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for (i, tool) in tools.iter().enumerate() {
+        let arguments = if *tool == "add" {
+            json!({"a": 1, "b": 2})
+        } else {
+            json!({})
+        };
+        let (_, called) = post(
+            json!({"jsonrpc": "2.0", "id": i + 2, "method": "tools/call",
+                   "params": {"name": format!("files_{tool}"), "arguments": arguments}}),
+            session.clone(),
+        )
+        .await;
+        assert!(called["result"].is_object(), "{called}");
+    }
 }
 
 /// The console's files: the right content types, a strict CSP, nosniff, an ETag that a

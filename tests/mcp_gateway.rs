@@ -9,23 +9,15 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common::mcp::{
-    HttpMcpServer, calls, config, connected, python_client, typescript_client,
+    HttpMcpServer, McpGateway, TOKEN, config, connected, python_client, typescript_client,
 };
 use crate::common::{TestGateway, http};
 
-/// The token the HTTP server demands, which the gateway holds in its config.
-const TOKEN: &str = "upstream-token-7f3a";
-
 #[tokio::test]
 async fn the_python_sdk_lists_and_calls_the_tools_of_two_servers_through_one_endpoint() {
-    let server = HttpMcpServer::start(Some(TOKEN)).await;
-    let gateway = TestGateway::start(&config(&server, TOKEN, "  page_size: 3")).await;
-    connected(&gateway).await;
-    let key = gateway.api_key("acme").await;
-    let out = python_client(
-        &gateway.url("/mcp"),
-        &key,
-        json!([
+    let mcp = McpGateway::builder().mcp("page_size: 3").start().await;
+    let out = mcp
+        .python(json!([
             ["tools"],
             ["call", "files_add", {"a": 2, "b": 3}],
             ["call", "search_search", {"query": "wasm"}],
@@ -34,9 +26,8 @@ async fn the_python_sdk_lists_and_calls_the_tools_of_two_servers_through_one_end
             ["prompt", "search_summarize", {"topic": "MCP"}],
             ["resources"],
             ["read", "search+docs://readme"],
-        ]),
-    )
-    .await;
+        ]))
+        .await;
     let mut names: Vec<&str> = out[0]["names"]
         .as_array()
         .unwrap()
@@ -51,13 +42,16 @@ async fn the_python_sdk_lists_and_calls_the_tools_of_two_servers_through_one_end
             "files_crash",
             "files_delete_all",
             "files_pid",
+            "search_cancelled",
             "search_config",
             "search_count",
             "search_search",
             "search_slow",
+            "search_steps",
+            "search_wait",
         ]
     );
-    assert_eq!(out[0]["pages"], 3, "8 tools in pages of 3");
+    assert_eq!(out[0]["pages"], 4, "11 tools in pages of 3");
     assert_eq!(out[1], json!({"texts": ["5"], "is_error": false}));
     assert_eq!(
         out[2],
@@ -80,7 +74,7 @@ async fn the_python_sdk_lists_and_calls_the_tools_of_two_servers_through_one_end
     );
 
     // Every call is recorded: server, tool, key, project, status, latency, bytes.
-    let records = calls(&gateway, &key, 3).await;
+    let records = mcp.calls(3).await;
     let add = records.iter().find(|r| r["model"] == "add").unwrap();
     assert_eq!(add["provider"], "files");
     assert_eq!(add["operation"], "mcp.tools.call");
@@ -92,51 +86,45 @@ async fn the_python_sdk_lists_and_calls_the_tools_of_two_servers_through_one_end
     assert!(add["latency_us"].as_i64().unwrap() > 0);
     let search = records.iter().find(|r| r["model"] == "search").unwrap();
     assert_eq!(search["provider"], "search");
-    let metrics = gateway.metrics().await;
+    let metrics = mcp.gateway.metrics().await;
     assert!(
         metrics.contains(r#"operation="mcp.tools.call""#),
         "tool calls are counted: {metrics}"
     );
-    gateway.stop().await;
+    mcp.stop().await;
 }
 
 #[tokio::test]
 async fn the_typescript_sdk_lists_and_calls_tools() {
-    let server = HttpMcpServer::start(Some(TOKEN)).await;
-    let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
-    connected(&gateway).await;
-    let key = gateway.api_key("acme").await;
+    let mcp = McpGateway::start().await;
     let out = typescript_client(
-        &gateway.url("/mcp"),
-        &key,
+        &mcp.url(),
+        &mcp.key,
         json!([["tools"], ["call", "files_add", {"a": 40, "b": 2}], ["call", "search_search", {"query": "ts"}]]),
     )
     .await;
-    assert_eq!(out[0]["names"].as_array().unwrap().len(), 8, "{out}");
+    assert_eq!(out[0]["names"].as_array().unwrap().len(), 11, "{out}");
     assert_eq!(out[1], json!({"texts": ["42"], "is_error": false}));
     assert_eq!(
         out[2],
         json!({"texts": ["results for ts"], "is_error": false})
     );
-    gateway.stop().await;
+    mcp.stop().await;
 }
 
 #[tokio::test]
 async fn a_key_that_may_not_see_a_tool_neither_lists_nor_calls_it() {
-    let server = HttpMcpServer::start(Some(TOKEN)).await;
-    let extra = "  projects:\n    support:\n      tools: [\"search/*\", \"files/*\"]";
-    let gateway = TestGateway::start(&config(&server, TOKEN, extra)).await;
-    connected(&gateway).await;
-    let key = gateway.api_key("support").await;
+    let mcp = McpGateway::builder()
+        .mcp("projects:\n  support:\n    tools: [\"search/*\", \"files/*\"]")
+        .project("support")
+        .start()
+        .await;
     // The key is narrowed further than its project: one tool of `files`, all of `search`.
-    let (status, _) = admin_patch_tools(&gateway, &key, &["files/add", "search/*"]).await;
+    let (status, _) = admin_patch_tools(&mcp.gateway, &mcp.key, &["files/add", "search/*"]).await;
     assert_eq!(status, 200);
-    let out = python_client(
-        &gateway.url("/mcp"),
-        &key,
-        json!([["tools"], ["call", "files_delete_all", {}], ["call", "files_add", {"a": 1, "b": 1}], ["resources"]]),
-    )
-    .await;
+    let out = mcp
+        .python(json!([["tools"], ["call", "files_delete_all", {}], ["call", "files_add", {"a": 1, "b": 1}], ["resources"]]))
+        .await;
     let names = out[0]["names"].as_array().unwrap();
     assert!(names.contains(&json!("files_add")) && names.contains(&json!("search_search")));
     assert!(!names.contains(&json!("files_delete_all")), "{names:?}");
@@ -153,26 +141,20 @@ async fn a_key_that_may_not_see_a_tool_neither_lists_nor_calls_it() {
     assert_eq!(out[3]["uris"], json!(["search+docs://readme"]));
 
     // A project whose rule allows only `search` tools: its key sees no `files` tool at all.
-    let other = TestGateway::start(&config(
-        &server,
-        TOKEN,
-        "  projects:\n    support:\n      tools: [\"search/search\"]",
-    ))
-    .await;
-    connected(&other).await;
-    let key = other.api_key("support").await;
-    let out = python_client(
-        &other.url("/mcp"),
-        &key,
-        json!([["tools"], ["call", "files_add", {"a": 1, "b": 1}]]),
-    )
-    .await;
+    let other = McpGateway::builder()
+        .mcp("projects:\n  support:\n    tools: [\"search/search\"]")
+        .project("support")
+        .start()
+        .await;
+    let out = other
+        .python(json!([["tools"], ["call", "files_add", {"a": 1, "b": 1}]]))
+        .await;
     assert_eq!(out[0]["names"], json!(["search_search"]));
     assert_eq!(out[1]["error"]["code"], -32602);
-    let records = calls(&other, &key, 1).await;
+    let records = other.calls(1).await;
     assert_eq!(records[0]["status"], 404);
     assert_eq!(records[0]["error_type"], "unknown_tool");
-    gateway.stop().await;
+    mcp.stop().await;
     other.stop().await;
 }
 
@@ -209,7 +191,6 @@ async fn admin_patch_tools(gateway: &TestGateway, key: &str, tools: &[&str]) -> 
 
 #[tokio::test]
 async fn guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument() {
-    let server = HttpMcpServer::start(Some(TOKEN)).await;
     let guards = r#"
 guards:
   - plugin: redact
@@ -219,16 +200,10 @@ guards:
     apply: request
     options: {phrases: ["drop table"], reason: "no SQL in searches"}
 "#;
-    let yaml = format!("{}{guards}", config(&server, TOKEN, ""));
-    let gateway = TestGateway::start(&yaml).await;
-    connected(&gateway).await;
-    let key = gateway.api_key("acme").await;
-    let out = python_client(
-        &gateway.url("/mcp"),
-        &key,
-        json!([["call", "search_config", {}], ["call", "search_search", {"query": "x; DROP TABLE users"}], ["call", "search_search", {"query": "fine"}]]),
-    )
-    .await;
+    let mcp = McpGateway::builder().yaml(guards).start().await;
+    let out = mcp
+        .python(json!([["call", "search_config", {}], ["call", "search_search", {"query": "x; DROP TABLE users"}], ["call", "search_search", {"query": "fine"}]]))
+        .await;
     let text = out[0]["texts"][0].as_str().unwrap();
     assert!(
         !text.contains("sk-proj-"),
@@ -247,11 +222,12 @@ guards:
     );
     assert_eq!(out[2]["texts"], json!(["results for fine"]));
 
-    let records = calls(&gateway, &key, 3).await;
+    let records = mcp.calls(3).await;
     let config_call = records.iter().find(|r| r["model"] == "config").unwrap();
     let refused = records.iter().find(|r| r["status"] == 403).unwrap();
     assert_eq!(refused["error_type"], "guard_refused");
-    let record = gateway
+    let record = mcp
+        .gateway
         .record_of(config_call["request_id"].as_str().unwrap())
         .await;
     let verdicts: Value = serde_json::from_str(record.guards.as_deref().unwrap()).unwrap();
@@ -263,28 +239,22 @@ guards:
             .any(|v| v["guard"] == "redact" && v["side"] == "answer" && v["action"] == "rewrite"),
         "{verdicts}"
     );
-    gateway.stop().await;
+    mcp.stop().await;
 }
 
 #[tokio::test]
 async fn a_server_that_dies_mid_session_is_restarted_without_disturbing_the_other() {
-    let server = HttpMcpServer::start(Some(TOKEN)).await;
-    let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
-    connected(&gateway).await;
-    let key = gateway.api_key("acme").await;
-    let out = python_client(
-        &gateway.url("/mcp"),
-        &key,
-        json!([
+    let mcp = McpGateway::start().await;
+    let out = mcp
+        .python(json!([
             ["call", "files_pid", {}],
             ["call", "files_crash", {}],
             ["call", "search_search", {"query": "still here"}],
             ["sleep", 8],
             ["call", "files_pid", {}],
             ["tools"],
-        ]),
-    )
-    .await;
+        ]))
+        .await;
     let first = out[0]["texts"][0].as_str().unwrap().to_owned();
     assert_eq!(
         out[1]["error"]["code"], -32003,
@@ -298,16 +268,16 @@ async fn a_server_that_dies_mid_session_is_restarted_without_disturbing_the_othe
         "restarted: {first} then {}",
         out[4]
     );
-    assert_eq!(out[5]["names"].as_array().unwrap().len(), 8);
+    assert_eq!(out[5]["names"].as_array().unwrap().len(), 11);
     assert!(
-        gateway
+        mcp.gateway
             .state
             .mcp
             .servers()
             .iter()
             .any(|s| &*s.name == "files" && s.connections() >= 2)
     );
-    gateway.stop().await;
+    mcp.stop().await;
 }
 
 #[tokio::test]
@@ -317,7 +287,8 @@ async fn a_server_that_is_down_is_left_out_of_listings_and_reported() {
     let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
     // The stdio server comes up; the HTTP one never answers.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let files = &gateway.state.mcp.servers()[1];
+    let servers = gateway.state.mcp.servers();
+    let files = &servers[1];
     while files.peer().is_none() {
         assert!(
             std::time::Instant::now() < deadline,
@@ -344,55 +315,40 @@ async fn a_server_that_is_down_is_left_out_of_listings_and_reported() {
 
 #[tokio::test]
 async fn an_expired_upstream_session_is_reestablished_without_the_client_noticing() {
-    let mut server = HttpMcpServer::start(Some(TOKEN)).await;
-    let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
-    connected(&gateway).await;
-    let key = gateway.api_key("acme").await;
-    let url = gateway.url("/mcp");
-    let first = python_client(
-        &url,
-        &key,
-        json!([["call", "search_search", {"query": "a"}], ["call", "search_count", {}]]),
-    )
-    .await;
+    let mut mcp = McpGateway::start().await;
+    let first = mcp
+        .python(json!([["call", "search_search", {"query": "a"}], ["call", "search_count", {}]]))
+        .await;
     assert_eq!(first[1]["texts"], json!(["1"]));
     // The upstream forgets every session it handed out (a new process on the same port): the
     // gateway's session with it answers 404 from now on.
-    server.restart().await;
-    let second = python_client(
-        &url,
-        &key,
-        json!([["call", "search_search", {"query": "b"}], ["call", "search_count", {}]]),
-    )
-    .await;
+    mcp.server.restart().await;
+    let second = mcp
+        .python(json!([["call", "search_search", {"query": "b"}], ["call", "search_count", {}]]))
+        .await;
     assert_eq!(second[0]["texts"], json!(["results for b"]), "{second}");
     assert_eq!(
         second[1]["texts"],
         json!(["1"]),
         "served by the new process"
     );
-    gateway.stop().await;
+    mcp.stop().await;
 }
 
 #[tokio::test]
 async fn calls_past_the_keys_limit_are_refused() {
-    let server = HttpMcpServer::start(Some(TOKEN)).await;
-    let gateway = TestGateway::start(&config(&server, TOKEN, "  calls_per_minute: 2")).await;
-    connected(&gateway).await;
-    let key = gateway.api_key("acme").await;
+    let mcp = McpGateway::builder()
+        .mcp("calls_per_minute: 2")
+        .start()
+        .await;
     let call = json!(["call", "files_add", {"a": 1, "b": 1}]);
-    let out = python_client(
-        &gateway.url("/mcp"),
-        &key,
-        json!([call, call, call, ["tools"]]),
-    )
-    .await;
+    let out = mcp.python(json!([call, call, call, ["tools"]])).await;
     assert_eq!(out[1]["texts"], json!(["2"]));
     assert_eq!(out[2]["error"]["code"], -32004, "{}", out[2]);
     assert!(out[3]["names"].is_array(), "listing is not a call");
-    let records = calls(&gateway, &key, 3).await;
+    let records = mcp.calls(3).await;
     assert!(records.iter().any(|r| r["status"] == 429));
-    gateway.stop().await;
+    mcp.stop().await;
 }
 
 /// One raw JSON-RPC POST to `/mcp`; the status, the session header and the body.
@@ -456,7 +412,7 @@ async fn sessions_are_served_by_any_replica_and_bound_to_their_key() {
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
     let (status, _, body) = post(&b.url("/mcp"), Some(&key), Some(&session), list.clone()).await;
     assert_eq!(status, 200, "replica b serves a's session: {body}");
-    assert_eq!(body["result"]["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(body["result"]["tools"].as_array().unwrap().len(), 11);
     let (status, _, _) = post(&b.url("/mcp"), Some(&key), None, list.clone()).await;
     assert_eq!(status, 400, "no session");
     let other = b.api_key("acme").await;
@@ -498,7 +454,7 @@ async fn a_server_on_the_older_sse_transport_is_merged_too() {
     )
     .await;
     let names = out[1]["names"].as_array().unwrap();
-    assert_eq!(names.len(), 12, "{names:?}");
+    assert_eq!(names.len(), 18, "{names:?}");
     assert!(names.contains(&json!("old_search")) && names.contains(&json!("search_search")));
     assert_eq!(out[2]["texts"], json!(["results for legacy"]));
     gateway.stop().await;
@@ -543,22 +499,12 @@ async fn timed_calls(url: &str, token: &str, tool: &str, arguments: Value, n: us
 #[tokio::test]
 #[ignore = "a measurement: prints figures, asserts nothing about them"]
 async fn added_latency_per_tool_call() {
-    let server = HttpMcpServer::start(Some(TOKEN)).await;
-    let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
-    connected(&gateway).await;
-    let key = gateway.api_key("acme").await;
+    let mcp = McpGateway::start().await;
     let n = 300;
     let query = json!({"query": "latency"});
-    let direct = timed_calls(&server.url(), TOKEN, "search", query.clone(), n).await;
-    let through = timed_calls(
-        &gateway.url("/mcp"),
-        &key,
-        "search_search",
-        query.clone(),
-        n,
-    )
-    .await;
-    let direct_again = timed_calls(&server.url(), TOKEN, "search", query, n).await;
+    let direct = timed_calls(&mcp.server.url(), TOKEN, "search", query.clone(), n).await;
+    let through = timed_calls(&mcp.url(), &mcp.key, "search_search", query.clone(), n).await;
+    let direct_again = timed_calls(&mcp.server.url(), TOKEN, "search", query, n).await;
     let (d50, d90) = percentiles(direct.into_iter().chain(direct_again).collect());
     let (g50, g90) = percentiles(through);
     eprintln!(
@@ -566,5 +512,5 @@ async fn added_latency_per_tool_call() {
          gateway p50 {g50} µs p90 {g90} µs; added p50 {} µs",
         g50.saturating_sub(d50)
     );
-    gateway.stop().await;
+    mcp.stop().await;
 }

@@ -422,6 +422,7 @@ async fn totals_and_model_buckets_per_project_in_ms_or_us(backend: Backend) {
                 "total_cost": 3.0 * MOCK_COST_MICROS as f64 / 1e6,
             },
             "cache": {"hits": 0, "hit_rate": 0.0, "saved_cost": 0.0},
+            "batch": {"requests": 0, "cost": 0.0},
             "period_start": start_us,
             "period_end": end_us,
         })

@@ -119,7 +119,18 @@ impl Reloader {
             runtime.block_on(Gateway::load_replacing(config, &plugins, Some(&current)))
         })
         .await??;
+        let mcp = gateway.config.mcp.clone();
         state.gateway.store(Arc::new(gateway));
+        if mcp.session_secret != state.mcp.config().session_secret {
+            tracing::warn!(
+                "config reload: mcp.session_secret cannot change without a restart; keeping the \
+                 running secret"
+            );
+        }
+        let (started, retired) = state.mcp.reload(&mcp, &state.http);
+        if started + retired > 0 {
+            tracing::info!("config reload: MCP servers: {started} started, {retired} retired");
+        }
         self.generation += 1;
         Ok(self.generation)
     }

@@ -13,6 +13,7 @@ const COLUMNS = [
   ["project", (k) => k.project, (v) => v, false],
   ["prefix", (k) => k.prefix, (v) => v, false],
   ["models", (k) => k.models.join(", "), (v) => v || "all", false],
+  ["tools", (k) => (k.tools ?? []).join(", "), (v) => v || "all", false],
   ["expires_at", (k) => k.expires_at, (v) => v ?? "never", false],
   ["rpm", (k) => k.rpm, (v) => (v == null ? "–" : String(v)), true],
   ["tpm", (k) => k.tpm, (v) => (v == null ? "–" : String(v)), true],
@@ -103,6 +104,7 @@ function startEditing(k) {
   $("k-project").disabled = true;
   $("k-name").value = k.name ?? "";
   $("k-models").value = k.models.join(", ");
+  $("k-tools").value = (k.tools ?? []).join(", ");
   $("k-expires").value = k.expires_at ?? "";
   shownExpiry = $("k-expires").value;
   $("k-rpm").value = k.rpm ?? "";
@@ -136,10 +138,11 @@ function number(id, label) {
 // The form as the admin API takes it: empty fields clear a limit (null).
 function fields() {
   const text = (id) => $(id).value.trim() || null;
-  const models = $("k-models").value.split(",").map((m) => m.trim()).filter((m) => m !== "");
+  const list = (id) => $(id).value.split(",").map((m) => m.trim()).filter((m) => m !== "");
   const body = {
     name: text("k-name"),
-    models,
+    models: list("k-models"),
+    tools: list("k-tools"),
     expires: text("k-expires") ?? "never",
     rpm: number("k-rpm", "Requests per minute"),
     tpm: number("k-tpm", "Tokens per minute"),

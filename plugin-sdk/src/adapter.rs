@@ -7,9 +7,9 @@ use core::marker::PhantomData;
 use crate::entry::Entry;
 use crate::wit::provider::{Description, Guest, GuestStreamDecoder};
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpResponse, Metered, Operation, PassthroughAuth,
-    PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo, StreamDecoder,
-    StreamOutput,
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Metered, Operation,
+    PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo,
+    StreamDecoder, StreamOutput,
 };
 
 /// The type [`export_provider!`](crate::export_provider) exports for a provider `P`.
@@ -44,6 +44,21 @@ impl<P: Provider> Guest for Adapter<P> {
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
         parse_response::<P>(&config, &request, response)
+    }
+
+    fn prepare_count(
+        config: ProviderConfig,
+        request: CanonicalRequest,
+    ) -> Result<Option<HttpRequest>, PluginError> {
+        prepare_count::<P>(&config, request)
+    }
+
+    fn parse_count(
+        config: ProviderConfig,
+        request: RequestInfo,
+        response: HttpResponse,
+    ) -> Result<u64, PluginError> {
+        P::parse_count(&entry::<P>(&config)?, &request, response)
     }
 
     fn passthrough(
@@ -116,6 +131,20 @@ pub fn prepare<P: Provider>(
     let mut prepared = P::prepare(&entry, request)?;
     entry.authorize_prepared(&mut prepared);
     Ok(prepared)
+}
+
+/// `P::prepare_count` as the host calls it: the entry read, then the key and configured
+/// headers added to the counting request.
+pub fn prepare_count<P: Provider>(
+    config: &ProviderConfig,
+    request: CanonicalRequest,
+) -> Result<Option<HttpRequest>, PluginError> {
+    let entry = entry::<P>(config)?;
+    let mut counting = P::prepare_count(&entry, request)?;
+    if let Some(http) = &mut counting {
+        entry.authorize(http);
+    }
+    Ok(counting)
 }
 
 /// `P::parse_response` as the host calls it.

@@ -341,7 +341,8 @@ pub use provider::{NoStream, Provider, StreamDecoder};
 #[cfg(feature = "provider")]
 pub mod calls {
     pub use crate::adapter::{
-        describe, native_dialects, native_operations, parse_response, prepare, validate,
+        describe, native_dialects, native_operations, parse_response, prepare, prepare_count,
+        validate,
     };
 }
 #[cfg(feature = "router")]

@@ -86,6 +86,32 @@ pub trait Provider: 'static {
         crate::openai_compat::parse_response(request.operation, response)
     }
 
+    /// The request to the upstream's own token-counting endpoint for a canonical chat request
+    /// (a dialect's count whose target speaks another dialect), or `None` (the default) when
+    /// the upstream has none: the gateway then counts with its own tokenizer. The SDK adds the
+    /// key and the entry's headers, as after `prepare`.
+    fn prepare_count(
+        entry: &Entry<Self::Settings>,
+        request: CanonicalRequest,
+    ) -> Result<Option<crate::HttpRequest>, PluginError> {
+        let _ = (entry, request);
+        Ok(None)
+    }
+
+    /// The prompt's tokens, from the counting endpoint's answer to [`Self::prepare_count`]'s
+    /// request. Only called when `prepare_count` sent one; the default refuses.
+    fn parse_count(
+        entry: &Entry<Self::Settings>,
+        request: &RequestInfo,
+        response: HttpResponse,
+    ) -> Result<u64, PluginError> {
+        let _ = (request, response);
+        Err(PluginError::upstream(format!(
+            "provider `{}` has no counting endpoint",
+            entry.name
+        )))
+    }
+
     /// The credentials of a pass-through request (`/passthrough/<entry>/<path>`) to this
     /// entry's upstream: by default the key as [`Self::AUTH`] sends it and the entry's
     /// `headers`, as on every request. A provider that answers locally ([`Self::LOCAL`]) or

@@ -177,6 +177,13 @@ export function defineProvider(plugin) {
     nativeDialects() {
       return [];
     },
+    // No counting endpoint from JavaScript yet: the host counts with its own tokenizer.
+    prepareCount() {
+      return undefined;
+    },
+    parseCount(config) {
+      throw witError(PluginError.upstream(`provider \`${config.name}\` has no counting endpoint`).toWit());
+    },
     // Pass-through routes: none from JavaScript yet (the host then answers 404).
     passthrough(config) {
       throw witError(new PluginError('not-found', `provider \`${config.name}\` offers no pass-through route`).toWit());

@@ -142,6 +142,15 @@ mcp:
 
 /// Runs the Python SDK client's `steps` on one session against `url` with `key`; its outcomes.
 pub async fn python_client(url: &str, key: &str, steps: Value) -> Value {
+    python_client_on(url, key, steps, false).await
+}
+
+/// The same over the older HTTP+SSE transport (`url` is the event stream's).
+pub async fn python_sse_client(url: &str, key: &str, steps: Value) -> Value {
+    python_client_on(url, key, steps, true).await
+}
+
+async fn python_client_on(url: &str, key: &str, steps: Value, sse: bool) -> Value {
     let mut command = tokio::process::Command::new(python());
     command.arg(script("client.py")).args([
         "--url",
@@ -151,6 +160,9 @@ pub async fn python_client(url: &str, key: &str, steps: Value) -> Value {
         "--steps",
         &steps.to_string(),
     ]);
+    if sse {
+        command.arg("--sse");
+    }
     run(command).await
 }
 
@@ -227,5 +239,97 @@ pub async fn connected(gateway: &super::TestGateway) {
             "the MCP servers did not connect"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The token the test HTTP server demands, which the gateway holds in its config.
+pub const TOKEN: &str = "upstream-token-7f3a";
+
+/// The usual setup of the MCP tests: the HTTP server (with [`TOKEN`]), a gateway merging it
+/// (`search`) and the stdio server (`files`), connected, and a key of one project.
+pub struct McpGateway {
+    pub server: HttpMcpServer,
+    pub gateway: super::TestGateway,
+    pub key: String,
+}
+
+/// What a test changes in [`McpGateway`]'s setup.
+#[must_use]
+pub struct McpSetup {
+    mcp: String,
+    yaml: String,
+    project: String,
+}
+
+impl McpGateway {
+    pub fn builder() -> McpSetup {
+        McpSetup {
+            mcp: String::new(),
+            yaml: String::new(),
+            project: "acme".to_owned(),
+        }
+    }
+
+    /// The setup as it comes.
+    pub async fn start() -> Self {
+        Self::builder().start().await
+    }
+
+    /// `/mcp`.
+    pub fn url(&self) -> String {
+        self.gateway.url("/mcp")
+    }
+
+    /// The Python SDK client's `steps` on one session of `/mcp`, with the key.
+    pub async fn python(&self, steps: Value) -> Value {
+        python_client(&self.url(), &self.key, steps).await
+    }
+
+    /// The key's MCP calls once `n` are recorded.
+    pub async fn calls(&self, n: usize) -> Vec<Value> {
+        calls(&self.gateway, &self.key, n).await
+    }
+
+    pub async fn stop(self) {
+        self.gateway.stop().await;
+    }
+}
+
+impl McpSetup {
+    /// Lines added to the `mcp:` section (indented by two spaces, as `calls_per_minute: 2`).
+    pub fn mcp(mut self, lines: &str) -> Self {
+        self.mcp = lines
+            .lines()
+            .map(|line| format!("  {line}\n"))
+            .collect::<String>();
+        self
+    }
+
+    /// Other top-level config (`guards:`, say), as [`super::gateway::GatewayBuilder::yaml`].
+    pub fn yaml(mut self, fragment: &str) -> Self {
+        self.yaml = fragment.to_owned();
+        self
+    }
+
+    /// The project of the key (`acme` unless told).
+    pub fn project(mut self, project: &str) -> Self {
+        project.clone_into(&mut self.project);
+        self
+    }
+
+    pub async fn start(self) -> McpGateway {
+        let server = HttpMcpServer::start(Some(TOKEN)).await;
+        let gateway = super::gateway::Gateway::builder()
+            .yaml(&config(&server, TOKEN, &self.mcp))
+            .yaml(&self.yaml)
+            .start()
+            .await;
+        connected(&gateway).await;
+        let key = gateway.api_key(&self.project).await;
+        McpGateway {
+            server,
+            gateway,
+            key,
+        }
     }
 }

@@ -336,11 +336,13 @@ pub mod gemini {
                 }
             }
             // The real API counts with the model's tokenizer; the mock, one token a word.
-            "countTokens" => {
-                let text = request["contents"].to_string();
-                let words = text.split_whitespace().count().max(1);
-                axum::Json(json!({"totalTokens": words})).into_response()
-            }
+            "countTokens" => match counted(&request) {
+                Ok(prompt) => {
+                    let words = prompt.split_whitespace().count().max(1);
+                    axum::Json(json!({"totalTokens": words})).into_response()
+                }
+                Err(message) => error(400, "INVALID_ARGUMENT", &message),
+            },
             "embedContent" => {
                 let n = request["outputDimensionality"].as_u64().unwrap_or(3) as usize;
                 axum::Json(json!({"embedding": {"values": embedding(n)}})).into_response()
@@ -353,6 +355,49 @@ pub mod gemini {
                 axum::Json(json!({"embeddings": embeddings})).into_response()
             }
             _ => error(404, "NOT_FOUND", "unknown method"),
+        }
+    }
+
+    /// The text `countTokens` counts, or what the real API refuses in its body: it takes
+    /// either `contents` or a whole `generateContentRequest` (whose `model` is required), not
+    /// both, and checks either as `generateContent` does.
+    fn counted(request: &Value) -> Result<String, String> {
+        let Some(fields) = request.as_object() else {
+            return Err("Invalid JSON payload received.".to_owned());
+        };
+        if let Some(unknown) = fields
+            .keys()
+            .find(|k| !matches!(k.as_str(), "contents" | "generateContentRequest"))
+        {
+            return Err(format!(
+                "Invalid JSON payload received. Unknown name \"{unknown}\": Cannot find field."
+            ));
+        }
+        match (fields.get("contents"), fields.get("generateContentRequest")) {
+            (Some(contents), None) => {
+                refused(&json!({"contents": contents}))?;
+                Ok(contents.to_string())
+            }
+            (None, Some(generate)) => {
+                let mut generate = generate.clone();
+                let model = generate.as_object_mut().and_then(|g| g.remove("model"));
+                if !model
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m.starts_with("models/") || m.starts_with("tunedModels/"))
+                {
+                    return Err("* GenerateContentRequest.model: model is required and must be of the form models/{model}".to_owned());
+                }
+                refused(&generate)?;
+                Ok(format!(
+                    "{} {}",
+                    generate["systemInstruction"], generate["contents"]
+                ))
+            }
+            (Some(_), Some(_)) => {
+                Err("contents and generate_content_request cannot both be set.".to_owned())
+            }
+            (None, None) => Err("contents or generate_content_request is required.".to_owned()),
         }
     }
 

@@ -1,7 +1,8 @@
 // The console's Keys view in headless Chromium (Debian's), driven by playwright-core; run by
 // tests/console.rs against the real binary. The table is compared with GET /admin/keys asked
-// from Node, a key is created with a budget and models through the page, then revoked; a
-// project's key sees no Keys view.
+// from Node, a key is created with a budget, models and MCP tool patterns through the page,
+// changed, then revoked; a project's key sees no Keys view, and its request log narrowed to
+// MCP tool calls (and to one tool) equals the API's.
 //
 // Environment (set by the Rust test): CONSOLE_URL, CONSOLE_ADMIN_KEY, CONSOLE_KEY (a project's
 // key), CONSOLE_SCREENSHOTS, CONSOLE_CHROMIUM, CONSOLE_PLAYWRIGHT.
@@ -32,6 +33,31 @@ async function keys() {
 
 const step = (name) => console.log(`keys: ${name}`);
 
+// The project's request log as the API answers it.
+async function usage(query) {
+  const response = await fetch(base + "/usage/requests", {
+    method: "POST",
+    headers: { Authorization: `Bearer ${projectKey}`, "Content-Type": "application/json" },
+    body: JSON.stringify(query),
+  });
+  assert.equal(response.status, 200);
+  return response.json();
+}
+
+// The tools `key` is shown by /mcp (initialize, then tools/list).
+async function toolsOf(key) {
+  const post = async (body, session) => {
+    const headers = { Authorization: `Bearer ${key}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" };
+    if (session) headers["Mcp-Session-Id"] = session;
+    const response = await fetch(base + "/mcp", { method: "POST", headers, body: JSON.stringify(body) });
+    assert.equal(response.status, 200);
+    return { session: response.headers.get("mcp-session-id"), body: await response.json() };
+  };
+  const init = await post({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "console-test", version: "1" } } });
+  const list = await post({ jsonrpc: "2.0", id: 2, method: "tools/list" }, init.session);
+  return list.body.result.tools.map((t) => t.name).sort();
+}
+
 // The table as the page shows it: per row id, each cell's field to its raw value and text.
 async function table(page) {
   return page.$$eval("#keys-table tbody tr", (rows) => rows.map((tr) => ({
@@ -49,6 +75,7 @@ function expected(k) {
     state: k.state,
     values: {
       name: s(k.name), project: k.project, prefix: k.prefix, models: k.models.join(", "),
+      tools: (k.tools ?? []).join(", "),
       expires_at: s(k.expires_at), rpm: s(k.rpm), tpm: s(k.tpm), budget: s(k.budget?.usd),
       period: s(k.budget?.period), spend: s(k.spend?.usd), state: k.state,
     },
@@ -115,6 +142,7 @@ try {
   await page.fill("#k-project", "made-in-page");
   await page.fill("#k-name", "from the console");
   await page.fill("#k-models", "echo/echo-1, openai/gpt-4o*");
+  await page.fill("#k-tools", "files/add, search/*");
   await page.fill("#k-rpm", "30");
   await page.fill("#k-budget", "2.5");
   await page.selectOption("#k-period", "month");
@@ -128,6 +156,7 @@ try {
   const made = after.find((k) => k.project === "made-in-page");
   assert.ok(made, "the key is listed by the API");
   assert.deepEqual(made.models, ["echo/echo-1", "openai/gpt-4o*"]);
+  assert.deepEqual(made.tools, ["files/add", "search/*"]);
   assert.deepEqual(made.budget, { usd: 2.5, period: "month" });
   assert.equal(made.rpm, 30);
   assert.equal(made.name, "from the console");
@@ -137,12 +166,16 @@ try {
   const models = await fetch(base + "/v1/models", { headers: { Authorization: `Bearer ${secret}` } });
   assert.equal(models.status, 200);
   assert.deepEqual((await models.json()).data.map((m) => m.id).sort(), ["echo/echo-1"]);
-  step("a key created through the page, listed with its budget and models");
+  // It may call `files/add` and no other tool of `files`.
+  assert.deepEqual(await toolsOf(secret), ["files_add"]);
+  step("a key created through the page, listed with its budget, models and tools");
 
-  // Change its limits: rpm cleared, tpm set.
+  // Change its limits: rpm cleared, tpm set, its tools narrowed to none of `files`.
   const row = `#keys-table tr[data-id="${made.id}"]`;
   await page.click(`${row} button[data-action=edit]`);
   assert.equal(await page.inputValue("#k-rpm"), "30");
+  assert.equal(await page.inputValue("#k-tools"), "files/add, search/*");
+  await page.fill("#k-tools", "search/*");
   await page.fill("#k-rpm", "");
   await page.fill("#k-tpm", "9000");
   const beforeSave = Number(await page.getAttribute("#keys-table", "data-loaded"));
@@ -152,6 +185,8 @@ try {
   assert.equal(changed.rpm, null);
   assert.equal(changed.tpm, 9000);
   assert.deepEqual(changed.budget, { usd: 2.5, period: "month" });
+  assert.deepEqual(changed.tools, ["search/*"]);
+  assert.equal(await page.textContent(`${row} td[data-field=tools]`), "search/*");
   assert.equal(await page.textContent(`${row} td[data-field=tpm]`), "9000");
   await page.screenshot({ path: join(shots, "keys.png"), fullPage: true });
   step("its limits changed through the page");
@@ -188,6 +223,28 @@ try {
   assert.ok(await page.isHidden("#keys"));
   assert.equal(await page.$$eval("#keys-table tbody tr", (r) => r.length), 0);
   step("a project's key: no Keys view");
+
+  // Its request log, narrowed to MCP tool calls, then to one tool: as the API answers.
+  await page.click("#nav-requests");
+  await page.waitForSelector("#log[data-loaded]");
+  const ids = () => page.$$eval("#log tbody tr", (trs) => trs.map((tr) => tr.dataset.requestId));
+  const all = (await ids()).length;
+  for (const [fill, filter, n] of [
+    [async () => page.selectOption("#f-dialect", "mcp"), { dialect: "mcp" }, 2],
+    [async () => page.fill("#f-model", "pid"), { dialect: "mcp", model: "pid" }, 1],
+  ]) {
+    await fill();
+    await page.click("#log-filters button[type=submit]");
+    await page.waitForSelector("#log[data-loaded]");
+    const range = await page.evaluate(() => ({ ...document.getElementById("log").dataset }));
+    const answer = await usage({ start_time_us: Number(range.start), end_time_us: Number(range.end), limit: 50, ...filter });
+    assert.deepEqual(await ids(), answer.data.map((r) => r.request_id), JSON.stringify(filter));
+    assert.equal(answer.data.length, n, JSON.stringify(answer.data));
+    assert.ok(answer.data.every((r) => r.provider === "files" && r.dialect === "mcp"));
+  }
+  assert.ok(all > 2, "the log held other requests before the filter");
+  assert.deepEqual(await page.$$eval("#log tbody tr td:nth-child(4)", (tds) => tds.map((td) => td.textContent)), ["files"]);
+  step("the request log narrowed to MCP tool calls, then to one tool");
 
   const elsewhere = requests.filter((u) => new URL(u).origin !== origin);
   assert.deepEqual(elsewhere, [], "requests to another origin");

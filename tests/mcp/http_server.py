@@ -5,19 +5,23 @@ Usage: http_server.py PORT [TOKEN] [sse]. With TOKEN (`-` for none), every reque
 `Authorization: Bearer TOKEN` (the credential the gateway sends for it), else 401. With `sse` it
 speaks the older HTTP+SSE transport (`GET /sse`, `POST /messages/`) instead. Its tools:
 `search` (echoes its query), `config` (returns text holding a fake OpenAI key, for the guard
-test), `slow` (sleeps), `count` (how many calls this process served); a prompt and a resource.
+test), `slow` (sleeps), `count` (how many calls this process served), `steps` (reports its
+progress), `wait` (waits until it is cancelled), `cancelled` (how many calls were cancelled
+here); a prompt and a resource.
 """
 
 import asyncio
 import sys
 
+import anyio
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 port = int(sys.argv[1])
 token = sys.argv[2] if len(sys.argv) > 2 and sys.argv[2] != "-" else None
 legacy = len(sys.argv) > 3 and sys.argv[3] == "sse"
 calls = 0
+cancellations = 0
 
 mcp = MCPServer("search-server")
 
@@ -47,6 +51,33 @@ async def slow(seconds: float) -> str:
 def count() -> int:
     """How many searches this process served."""
     return calls
+
+
+@mcp.tool()
+async def steps(n: int, ctx: Context) -> str:
+    """Works through N steps, reporting each."""
+    for i in range(1, n + 1):
+        await ctx.report_progress(i, n, f"step {i} of {n}")
+        await asyncio.sleep(0.05)
+    return f"{n} steps done"
+
+
+@mcp.tool()
+async def wait() -> str:
+    """Waits a minute, or until the call is cancelled."""
+    global cancellations
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        cancellations += 1
+        raise
+    return "waited"
+
+
+@mcp.tool()
+def cancelled() -> int:
+    """How many calls were cancelled here."""
+    return cancellations
 
 
 @mcp.prompt()

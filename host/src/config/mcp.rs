@@ -35,6 +35,11 @@ pub struct McpConfig {
     #[serde(default)]
     #[schemars(range(min = 1), extend("examples" = [600]))]
     pub calls_per_minute: Option<u32>,
+    /// Event streams of the older HTTP+SSE transport (`GET /mcp/sse`) one API key may hold open
+    /// on one replica at a time; a further one is refused with 429.
+    #[serde(default = "default_sse_streams_per_key")]
+    #[schemars(range(min = 1), extend("examples" = [8]))]
+    pub sse_streams_per_key: usize,
     /// Which servers and tools each project's keys may use (a key's own `tools` narrows it
     /// further). A project not listed may use every tool.
     #[serde(default)]
@@ -53,7 +58,7 @@ pub struct McpProject {
 }
 
 /// One upstream MCP server.
-#[derive(Clone, Debug, serde::Deserialize, JsonSchema)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServer {
     /// How the gateway reaches it.
@@ -121,6 +126,7 @@ impl Default for McpConfig {
             session_ttl_s: default_session_ttl_s(),
             page_size: default_page_size(),
             calls_per_minute: None,
+            sse_streams_per_key: default_sse_streams_per_key(),
             projects: IndexMap::new(),
         }
     }
@@ -132,6 +138,10 @@ fn default_session_ttl_s() -> u64 {
 
 fn default_page_size() -> usize {
     100
+}
+
+fn default_sse_streams_per_key() -> usize {
+    8
 }
 
 fn default_timeout_ms() -> u64 {
@@ -165,6 +175,7 @@ pub(super) fn validate(mcp: &McpConfig) -> Result<(), ConfigError> {
     for (key, value) in [
         ("session_ttl_s", mcp.session_ttl_s),
         ("page_size", mcp.page_size as u64),
+        ("sse_streams_per_key", mcp.sse_streams_per_key as u64),
         (
             "calls_per_minute",
             mcp.calls_per_minute.map_or(1, u64::from),

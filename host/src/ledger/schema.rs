@@ -34,7 +34,9 @@ const SHARED: &[(&str, &str)] = &[
         "V7__passthrough.sql",
         include_str!("migrations/shared/V7__passthrough.sql"),
     ),
-    ("V8__batches.sql", include_str!("migrations/shared/V8__batches.sql"),
+    (
+        "V8__batches.sql",
+        include_str!("migrations/shared/V8__batches.sql"),
     ),
 ];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");

@@ -5,12 +5,16 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
+use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use super::Hub;
 use super::error::{McpError, from_service};
 use super::guard::{self, Verdicts};
 use super::permit::Permit;
+use super::progress::Relay;
 use crate::auth::Caller;
 use crate::guards::Guards;
 use crate::ledger::time::now_us;
@@ -37,6 +41,10 @@ pub struct Call<'a> {
     pub permit: &'a Permit,
     pub request_id: &'a str,
     pub headers: &'a axum::http::HeaderMap,
+    /// Where the server's progress goes (when the client asked for it with a token).
+    pub relay: Option<&'a Relay>,
+    /// Cancelled by the client's `notifications/cancelled`.
+    pub cancel: Option<&'a CancellationToken>,
 }
 
 /// What a call's record learns as it goes.
@@ -119,7 +127,7 @@ impl Call<'_> {
         facts.server = Some(server.name.to_string());
         let tool_label: String = crate::clip::clip(tool, TOOL_NAME_MAX).into_owned();
 
-        let admission = match (self.hub.config.calls_per_minute, &self.caller.key_id) {
+        let admission = match (self.hub.config().calls_per_minute, &self.caller.key_id) {
             (Some(per_minute), Some(key_id)) => {
                 match self
                     .limits
@@ -183,8 +191,8 @@ impl Call<'_> {
         }
         let request = serde_json::from_value(Value::Object(upstream))
             .map_err(|e| McpError::InvalidParams(e.to_string()))?;
-        let called = tokio::time::timeout(server.timeout, peer.call_tool(request)).await;
-        let succeeded = matches!(called, Ok(Ok(_)));
+        let called = self.upstream(&server, &peer, request).await;
+        let succeeded = called.is_ok();
         if let Some(admission) = admission {
             self.background
                 .spawn(admission.settle(crate::plugins::Settlement {
@@ -194,16 +202,7 @@ impl Call<'_> {
                     succeeded,
                 }));
         }
-        let result = match called {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => {
-                if !matches!(e, rmcp::ServiceError::McpError(_)) {
-                    server.mark_broken(&peer);
-                }
-                return Err(from_service(&server.name, e));
-            }
-            Err(_) => return Err(McpError::Timeout(server.name.to_string())),
-        };
+        let result = called?;
         facts.tool = Some(tool_label);
         facts.tool_error = result.is_error == Some(true);
         let mut result = serde_json::to_value(&result).map_err(|_| McpError::GuardFailed)?;
@@ -221,5 +220,84 @@ impl Call<'_> {
         .await?;
         facts.bytes_out = i64::try_from(result.to_string().len()).ok();
         Ok(result)
+    }
+}
+
+impl Call<'_> {
+    /// Sends the call to `server` and waits for its answer, relaying its progress, until it
+    /// answers, the client cancels, or the server's time is up; the server is told of a
+    /// cancellation or a timeout with the request id it knows.
+    async fn upstream(
+        &self,
+        server: &super::upstream::Upstream,
+        peer: &Arc<Peer<RoleClient>>,
+        request: rmcp::model::CallToolRequestParams,
+    ) -> Result<rmcp::model::CallToolResult, McpError> {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(request));
+        let sent = peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await;
+        let mut handle = match sent {
+            Ok(handle) => handle,
+            Err(e) => {
+                server.mark_broken(peer);
+                return Err(from_service(&server.name, e));
+            }
+        };
+        let mut progress = self
+            .relay
+            .map(|_| server.progress.subscribe(handle.progress_token.clone()));
+        let deadline = tokio::time::sleep(server.timeout);
+        tokio::pin!(deadline);
+        let never = CancellationToken::new();
+        let cancel = self.cancel.unwrap_or(&never);
+        let answered = loop {
+            tokio::select! {
+                answered = &mut handle.rx => break Ok(answered),
+                Some(note) = async {
+                    match progress.as_mut() {
+                        Some(progress) => progress.next().await,
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    if let Some(relay) = self.relay {
+                        relay.send(&note);
+                    }
+                }
+                () = cancel.cancelled() => break Err(McpError::Cancelled),
+                () = &mut deadline => break Err(McpError::Timeout(server.name.to_string())),
+            }
+        };
+        let answered = match answered {
+            Ok(answered) => answered,
+            Err(e) => {
+                let reason = match e {
+                    McpError::Cancelled => "cancelled by the client",
+                    _ => "the gateway's time for the call is up",
+                };
+                let _ = handle.cancel(Some(reason.to_owned())).await;
+                return Err(e);
+            }
+        };
+        match answered {
+            Ok(Ok(ServerResult::CallToolResult(result))) => Ok(result),
+            // A result with nothing in it reads as the empty result.
+            Ok(Ok(ServerResult::EmptyResult(_))) => Ok(rmcp::model::CallToolResult::default()),
+            Ok(Ok(_)) => Err(from_service(
+                &server.name,
+                rmcp::ServiceError::UnexpectedResponse,
+            )),
+            Ok(Err(e)) => {
+                if !matches!(e, rmcp::ServiceError::McpError(_)) {
+                    server.mark_broken(peer);
+                }
+                Err(from_service(&server.name, e))
+            }
+            // The connection dropped the request: it is gone.
+            Err(_) => {
+                server.mark_broken(peer);
+                Err(McpError::Unavailable(server.name.to_string()))
+            }
+        }
     }
 }

@@ -61,7 +61,8 @@ pub async fn list(
             .and_then(|n| n.parse::<usize>().ok())
             .ok_or_else(|| McpError::InvalidParams("unknown cursor".to_owned()))?,
     };
-    let asked = hub.servers().iter().map(|server| async move {
+    let servers = hub.servers();
+    let asked = servers.iter().map(|server| async move {
         let items = match server.peer() {
             Some(peer) => {
                 let listed = tokio::time::timeout(server.timeout, fetch(&peer, kind)).await;
@@ -96,7 +97,7 @@ pub async fn list(
         }
     }
     let total = merged.len();
-    let end = offset.saturating_add(hub.config.page_size).min(total);
+    let end = offset.saturating_add(hub.config().page_size).min(total);
     let page: Vec<Value> = merged.drain(offset.min(end)..end).collect();
     let mut result = Map::new();
     result.insert(kind.field().to_owned(), Value::Array(page));

@@ -17,6 +17,8 @@ const SESSION: i64 = -32002;
 const UNAVAILABLE: i64 = -32003;
 const RATE_LIMITED: i64 = -32004;
 const REFUSED: i64 = -32005;
+/// The code LSP and MCP SDKs use for a request its sender cancelled.
+const CANCELLED: i64 = -32800;
 
 /// Everything an MCP request can fail with before or instead of an upstream's answer.
 #[derive(Debug, thiserror::Error)]
@@ -57,6 +59,9 @@ pub enum McpError {
     Refused { guard: String, reason: String },
     #[error("A guard failed to check this call.")]
     GuardFailed,
+    /// The client cancelled the call (`notifications/cancelled`).
+    #[error("The call was cancelled.")]
+    Cancelled,
     /// The upstream's own JSON-RPC error, passed on as it came.
     #[error("{}", clip(message, 1000))]
     Upstream {
@@ -86,6 +91,7 @@ impl McpError {
             Self::LimitsUnavailable => (UNAVAILABLE, StatusCode::OK),
             Self::Refused { .. } => (REFUSED, StatusCode::OK),
             Self::GuardFailed => (INTERNAL_ERROR, StatusCode::OK),
+            Self::Cancelled => (CANCELLED, StatusCode::OK),
             Self::Upstream { code, .. } => (*code, StatusCode::OK),
         }
     }
@@ -105,6 +111,8 @@ impl McpError {
             Self::Unavailable(_) | Self::LimitsUnavailable => 503,
             Self::Timeout(_) => 504,
             Self::GuardFailed => 500,
+            // As nginx records a request its client gave up on.
+            Self::Cancelled => 499,
             // The server refused the call itself (an unknown tool, bad arguments).
             Self::Upstream { code, .. } if matches!(*code, METHOD_NOT_FOUND | INVALID_PARAMS) => {
                 400
@@ -130,6 +138,7 @@ impl McpError {
             Self::LimitsUnavailable => "limits_unavailable",
             Self::Refused { .. } => "guard_refused",
             Self::GuardFailed => "guard_failed",
+            Self::Cancelled => "cancelled",
             Self::Upstream { .. } => "upstream_error",
         }
     }

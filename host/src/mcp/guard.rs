@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::error::McpError;
-use crate::guards::{Guard, Guards, Who};
+use crate::guards::{Guard, GuardError, Guards, Who};
 use crate::plugins::{Finding, RequestVerdict};
 
 /// Kinds one verdict keeps at most, and bytes of a kind's name.
@@ -214,7 +214,9 @@ fn put_texts(result: &mut Value, texts: Vec<(Place, String)>) {
     }
 }
 
-/// One guard's verdict on `body`: `Some(rewritten body)` when it is to be changed.
+/// One guard's verdict on `body`, with the outside calls it asks for made as on the chat path
+/// (to its entry's endpoint, under its deadline): `Some(rewritten body)` when it is to be
+/// changed.
 async fn check(
     guard: &Guard,
     side: &'static str,
@@ -222,16 +224,36 @@ async fn check(
     verdicts: &mut Verdicts,
 ) -> Result<Option<Value>, McpError> {
     let monitor = guard.mode == crate::config::guards::GuardMode::Monitor;
-    match guard
-        .plugin
-        .check_request(&guard.options, &body.to_string())
-        .await
-    {
-        Ok(RequestVerdict::Allow(findings)) => {
+    let verdict = match guard.check_request(&body.to_string()).await {
+        Ok(checked) => {
+            if checked.outside_failed {
+                // Its endpoint failed and its entry let the call through: on the record.
+                verdicts.push(guard, side, "error", &[]);
+            }
+            checked.verdict
+        }
+        Err(failure) => {
+            verdicts.push(guard, side, "error", &[]);
+            tracing::warn!(
+                guard = &*guard.name,
+                "guard failed on an MCP call: {failure}"
+            );
+            // An endpoint that failed refuses unless the entry's `on_failure` let it through
+            // (then there is no error here): `fail_open` is about the plugin, not the service.
+            let unavailable = matches!(failure, GuardError::Unavailable(_));
+            return if monitor || (guard.fail_open && !unavailable) {
+                Ok(None)
+            } else {
+                Err(McpError::GuardFailed)
+            };
+        }
+    };
+    match verdict {
+        RequestVerdict::Allow(findings) => {
             verdicts.push(guard, side, "allow", &findings);
             Ok(None)
         }
-        Ok(RequestVerdict::Rewrite(rewrite)) => {
+        RequestVerdict::Rewrite(rewrite) => {
             verdicts.push(guard, side, "rewrite", &rewrite.findings);
             if monitor {
                 return Ok(None);
@@ -240,7 +262,7 @@ async fn check(
                 .map(Some)
                 .map_err(|_| McpError::GuardFailed)
         }
-        Ok(RequestVerdict::Refuse(refusal)) => {
+        RequestVerdict::Refuse(refusal) => {
             verdicts.push(guard, side, "refuse", &refusal.findings);
             if monitor {
                 return Ok(None);
@@ -250,23 +272,10 @@ async fn check(
                 reason: refusal.reason,
             })
         }
-        // Outside verdicts are made on the chat path only: a guard that asks for one on a tool
-        // call is treated as one that failed.
-        other => {
+        // `check_request` answers consults itself and never returns one.
+        RequestVerdict::Consult(_) => {
             verdicts.push(guard, side, "error", &[]);
-            let failure = match other {
-                Err(failure) => failure.to_string(),
-                _ => "it asked for an outside verdict".to_owned(),
-            };
-            tracing::warn!(
-                guard = &*guard.name,
-                "guard failed on an MCP call: {failure}"
-            );
-            if guard.fail_open || monitor {
-                Ok(None)
-            } else {
-                Err(McpError::GuardFailed)
-            }
+            Err(McpError::GuardFailed)
         }
     }
 }

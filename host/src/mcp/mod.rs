@@ -13,13 +13,16 @@ pub mod catalog;
 pub mod dispatch;
 pub mod error;
 pub mod guard;
+pub mod legacy;
 pub mod permit;
+pub mod progress;
 pub mod session;
 pub mod sse;
 pub mod upstream;
 
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -31,13 +34,18 @@ use upstream::{Changed, Upstream};
 pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
 /// The MCP servers of the config, connected, and what `/mcp` needs to serve them. It lives as
-/// long as the process (a reload keeps it: the `mcp:` section is read at start-up).
+/// long as the process; a config reload swaps its servers and settings ([`Hub::reload`]), all
+/// but the session secret, which takes effect at a restart.
 pub struct Hub {
-    servers: Vec<Arc<Upstream>>,
+    servers: ArcSwap<Vec<Arc<Upstream>>>,
     signer: session::Signer,
-    pub config: McpConfig,
+    config: ArcSwap<McpConfig>,
     changes: broadcast::Sender<Changed>,
     stop: CancellationToken,
+    /// Tool calls in flight on this replica, for clients' cancellations.
+    pub in_flight: Arc<progress::InFlight>,
+    /// The older transport's event streams open on this replica.
+    pub sse: Arc<legacy::Streams>,
     /// Ends the clients' notification streams (when the gateway starts draining).
     streams: CancellationToken,
     tasks: TaskTracker,
@@ -53,10 +61,17 @@ impl Hub {
         let servers: Vec<Arc<Upstream>> = config
             .servers
             .iter()
-            .map(|(name, server)| Arc::new(Upstream::new(name, server.clone(), changes.clone())))
+            .map(|(name, server)| {
+                Arc::new(Upstream::new(
+                    name,
+                    server.clone(),
+                    changes.clone(),
+                    stop.child_token(),
+                ))
+            })
             .collect();
         for server in &servers {
-            tasks.spawn(Arc::clone(server).supervise(http.clone(), stop.clone()));
+            tasks.spawn(Arc::clone(server).supervise(http.clone()));
         }
         tasks.close();
         if config.session_secret.is_none() && !servers.is_empty() {
@@ -65,16 +80,18 @@ impl Hub {
             );
         }
         Self {
-            servers,
+            servers: ArcSwap::from_pointee(servers),
             signer: session::Signer::new(
                 config
                     .session_secret
                     .as_ref()
                     .map(|s| s.expose().as_bytes()),
             ),
-            config: config.clone(),
+            config: ArcSwap::from_pointee(config.clone()),
             changes,
             stop,
+            in_flight: Arc::default(),
+            sse: Arc::default(),
             streams: CancellationToken::new(),
             tasks,
         }
@@ -82,28 +99,93 @@ impl Hub {
 
     /// Whether `/mcp` is served (some server is configured).
     pub fn enabled(&self) -> bool {
-        !self.servers.is_empty()
+        !self.servers.load().is_empty()
     }
 
-    pub fn servers(&self) -> &[Arc<Upstream>] {
-        &self.servers
+    /// The servers of the running config.
+    pub fn servers(&self) -> Arc<Vec<Arc<Upstream>>> {
+        self.servers.load_full()
+    }
+
+    /// The `mcp:` section of the running config.
+    pub fn config(&self) -> Arc<McpConfig> {
+        self.config.load_full()
     }
 
     /// The server whose prefix `name` starts with, and the name as that server knows it.
     /// Prefixes are checked at load never to begin one another, so at most one matches.
-    pub fn route<'a>(&self, name: &'a str) -> Option<(&Arc<Upstream>, &'a str)> {
-        self.servers.iter().find_map(|server| {
+    pub fn route<'a>(&self, name: &'a str) -> Option<(Arc<Upstream>, &'a str)> {
+        self.servers.load().iter().find_map(|server| {
             name.strip_prefix(server.prefix.as_str())
                 .filter(|rest| !rest.is_empty())
-                .map(|rest| (server, rest))
+                .map(|rest| (Arc::clone(server), rest))
         })
     }
 
     /// The server a merged resource URI (`<server>+<uri>`) belongs to, and its own URI.
-    pub fn route_uri<'a>(&self, uri: &'a str) -> Option<(&Arc<Upstream>, &'a str)> {
+    pub fn route_uri<'a>(&self, uri: &'a str) -> Option<(Arc<Upstream>, &'a str)> {
         let (name, rest) = uri.split_once('+')?;
-        let server = self.servers.iter().find(|s| &*s.name == name)?;
+        let server = self
+            .servers
+            .load()
+            .iter()
+            .find(|s| &*s.name == name)
+            .cloned()?;
         Some((server, rest))
+    }
+
+    /// Takes the `mcp:` section of a reloaded config: a server whose entry is unchanged keeps
+    /// its connection (calls in flight on it are untouched); a new or changed one is connected
+    /// in the background; one removed or replaced leaves the view at once, and its connection
+    /// is closed once calls that were in flight on it have had their `timeout_ms` to end.
+    /// Clients are told the lists changed. Returns the servers started and retired.
+    pub fn reload(&self, config: &McpConfig, http: &reqwest::Client) -> (usize, usize) {
+        let current = self.servers.load_full();
+        let mut next = Vec::with_capacity(config.servers.len());
+        let mut started = 0;
+        for (name, entry) in &config.servers {
+            if let Some(kept) = current
+                .iter()
+                .find(|s| &*s.name == name && s.config() == entry)
+            {
+                next.push(Arc::clone(kept));
+                continue;
+            }
+            let server = Arc::new(Upstream::new(
+                name,
+                entry.clone(),
+                self.changes.clone(),
+                self.stop.child_token(),
+            ));
+            self.tasks
+                .spawn(Arc::clone(&server).supervise(http.clone()));
+            next.push(server);
+            started += 1;
+        }
+        let retired: Vec<Arc<Upstream>> = current
+            .iter()
+            .filter(|s| !next.iter().any(|n| Arc::ptr_eq(n, s)))
+            .cloned()
+            .collect();
+        self.servers.store(Arc::new(next));
+        self.config.store(Arc::new(config.clone()));
+        for server in &retired {
+            let (grace, stop) = (server.timeout, self.stop.clone());
+            let server = Arc::clone(server);
+            self.tasks.spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(grace) => {}
+                    () = stop.cancelled() => {}
+                }
+                server.retire();
+            });
+        }
+        if started + retired.len() > 0 {
+            for what in [Changed::Tools, Changed::Prompts, Changed::Resources] {
+                let _ = self.changes.send(what);
+            }
+        }
+        (started, retired.len())
     }
 
     /// List changes the servers announce, from now on.

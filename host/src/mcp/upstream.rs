@@ -63,12 +63,17 @@ pub struct Upstream {
     /// Connections made since start (the first one included).
     connections: AtomicU64,
     changes: broadcast::Sender<Changed>,
+    /// The progress of calls in flight on the connection of the moment.
+    pub progress: Arc<super::progress::Progress>,
+    /// Ends its supervisor: when the gateway stops, or a reload removes it.
+    stop: CancellationToken,
 }
 
 /// rmcp's handler of what the server sends: list changes, passed on.
 struct Listener {
     server: Arc<str>,
     changes: broadcast::Sender<Changed>,
+    progress: Arc<super::progress::Progress>,
 }
 
 impl Listener {
@@ -102,6 +107,15 @@ impl ClientHandler for Listener {
         self.changed(Changed::Resources)
     }
 
+    fn on_progress(
+        &self,
+        params: rmcp::model::ProgressNotificationParam,
+        _: rmcp::service::NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.progress.deliver(params);
+        std::future::ready(())
+    }
+
     fn get_info(&self) -> rmcp::model::ClientConfig {
         let mut info = rmcp::model::Implementation::default();
         info.name = "wasmgate".to_owned();
@@ -112,7 +126,12 @@ impl ClientHandler for Listener {
 }
 
 impl Upstream {
-    pub fn new(name: &str, config: McpServer, changes: broadcast::Sender<Changed>) -> Self {
+    pub fn new(
+        name: &str,
+        config: McpServer,
+        changes: broadcast::Sender<Changed>,
+        stop: CancellationToken,
+    ) -> Self {
         Self {
             name: name.into(),
             prefix: config.prefix_for(name),
@@ -122,6 +141,8 @@ impl Upstream {
             broken: Notify::new(),
             connections: AtomicU64::new(0),
             changes,
+            progress: Arc::default(),
+            stop,
         }
     }
 
@@ -148,9 +169,20 @@ impl Upstream {
         }
     }
 
-    /// Keeps the server connected until `stop`: connects, waits for the connection to end,
-    /// pauses, connects again. A stdio server's process is killed when its connection ends.
-    pub async fn supervise(self: Arc<Self>, http: reqwest::Client, stop: CancellationToken) {
+    /// Its entry in the config.
+    pub fn config(&self) -> &McpServer {
+        &self.config
+    }
+
+    /// Closes its connection for good (a reload removed it).
+    pub fn retire(&self) {
+        self.stop.cancel();
+    }
+
+    /// Keeps the server connected until it is stopped: connects, waits for the connection to
+    /// end, pauses, connects again. A stdio server's process is killed when its connection ends.
+    pub async fn supervise(self: Arc<Self>, http: reqwest::Client) {
+        let stop = self.stop.clone();
         let mut backoff = BACKOFF_MIN;
         while !stop.is_cancelled() {
             let started = Instant::now();
@@ -163,6 +195,8 @@ impl Upstream {
                 Ok(Ok(running)) => {
                     let n = self.connections.fetch_add(1, Ordering::Relaxed) + 1;
                     tracing::info!(server = &*self.name, connection = n, "MCP server connected");
+                    // Tokens start again with each connection: routes of the last one go.
+                    self.progress.clear();
                     self.peer.store(Some(Arc::new(running.peer().clone())));
                     if n > 1 {
                         // What it offers may have changed while it was away.
@@ -215,6 +249,7 @@ impl Upstream {
         let listener = Listener {
             server: Arc::clone(&self.name),
             changes: self.changes.clone(),
+            progress: Arc::clone(&self.progress),
         };
         let url = self.config.url.clone().unwrap_or_default();
         Ok(match self.config.transport {

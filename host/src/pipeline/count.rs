@@ -1,14 +1,25 @@
-//! Token counts from the model's own tokenizer: a dialect's `count-tokens` request whose model
-//! is one entry's, and that entry speaks the dialect natively (Messages' `count_tokens` to an
-//! `anthropic` entry, Google's `:countTokens` to a `gemini` entry), goes to the upstream's own
-//! counting endpoint as the client wrote it, with the model and key swapped; anything else is
-//! counted by the gateway. The answer says which (`x-wasmgate-count`). Counting is not billed
-//! and writes no ledger record.
+//! Token counts from the model's own tokenizer. A dialect's `count-tokens` request whose model
+//! is one entry's goes to that upstream's own counting endpoint:
+//! - as the client wrote it, with the model and key swapped, when the entry speaks the dialect
+//!   natively (Messages' `count_tokens` to an `anthropic` entry, Google's `:countTokens` to a
+//!   `gemini` entry): the upstream's answer is the client's;
+//! - translated otherwise: the canonical request goes to the provider plugin's `prepare-count`
+//!   (Messages' `count_tokens` to OpenAI's `/responses/input_tokens` or Google's
+//!   `:countTokens`, ...), `parse-count` reads the number, and the dialect writes the answer.
+//!
+//! A target whose plugin has no counting endpoint (a local one, a compatible host without the
+//! Responses API) is counted by the gateway. The answer says which (`x-wasmgate-count`).
+//! Counting is not billed and writes no ledger record.
 
 use super::dialect::{Edge, forwarded, operation_of};
 use super::error::ApiError;
 use super::raw_json::Fields;
-use crate::plugins::{CanonicalRequest, HttpResponse, NativeCall, Prepared, RequestInfo, SlotKind};
+use super::request::ClientRequest;
+use crate::gateway::Target;
+use crate::plugins::{
+    CanonicalRequest, Decoded, HttpRequest, HttpResponse, NativeCall, Operation, Prepared,
+    RequestInfo, SlotKind,
+};
 use crate::state::AppState;
 use crate::upstream;
 
@@ -30,26 +41,57 @@ impl Counter {
     }
 }
 
+/// What the target's own counter said.
+pub enum Counted {
+    /// The answer in the client's dialect, from a target that speaks it.
+    Answer(String),
+    /// The prompt's tokens, for the dialect to write its answer with.
+    Tokens(u64),
+}
+
 /// Characters of a model name an error repeats.
 const MODEL_SHOWN: usize = 64;
 
-/// The upstream's own count of `fields` (the client's body) for `model`, if the model is one
-/// entry's and the entry speaks the dialect; `None` when the gateway must count.
+/// The upstream's own count for the decoded request's model of `fields` (the client's body),
+/// or of its canonical form (`decoded.body`, an `operation` request) for a target of another
+/// dialect; `None` when the model is no entry's or the
+/// entry's upstream has no counter, and the gateway must count.
 pub async fn upstream(
     state: &AppState,
     edge: &Edge,
     headers: &http::HeaderMap,
-    model: &str,
+    decoded: &Decoded,
+    operation: Operation,
+    fields: &Fields,
+) -> Result<Option<Counted>, ApiError> {
+    let Ok(target) = edge.gateway.resolve(&decoded.model) else {
+        return Ok(None);
+    };
+    if target.provider.native.contains(&edge.matched.dialect.name) {
+        return native(state, edge, headers, &target, fields)
+            .await
+            .map(|answer| answer.map(Counted::Answer));
+    }
+    // The counting endpoints take a conversation; nothing else is counted upstream.
+    if operation != Operation::ChatCompletions {
+        return Ok(None);
+    }
+    let mut request = ClientRequest::parse(operation, decoded.body.as_bytes())?;
+    translated(state, edge, headers, &target, &mut request)
+        .await
+        .map(|tokens| tokens.map(Counted::Tokens))
+}
+
+/// The client's body counted by a target that speaks its dialect.
+async fn native(
+    state: &AppState,
+    edge: &Edge,
+    headers: &http::HeaderMap,
+    target: &Target<'_>,
     fields: &Fields,
 ) -> Result<Option<String>, ApiError> {
     let dialect = &edge.matched.dialect;
-    let Ok(target) = edge.gateway.resolve(model) else {
-        return Ok(None);
-    };
     let provider = target.provider;
-    if !provider.native.contains(&dialect.name) {
-        return Ok(None);
-    }
     let mut body = fields.clone();
     if body.contains_key("model")
         && let Ok(raw) = serde_json::value::to_raw_value(target.model)
@@ -105,6 +147,62 @@ pub async fn upstream(
             return Ok(None);
         }
     };
+    let response = send(state, target, http).await?;
+    let completion = call
+        .parse_response(&provider.config, &info, &response)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(|error| ApiError::provider(&provider.name, error, &redactor))?;
+    Ok(Some(completion.body))
+}
+
+/// The canonical request counted by the target's plugin's own counter, if it has one.
+async fn translated(
+    state: &AppState,
+    edge: &Edge,
+    headers: &http::HeaderMap,
+    target: &Target<'_>,
+    request: &mut ClientRequest,
+) -> Result<Option<u64>, ApiError> {
+    let provider = target.provider;
+    let request = request.canonical(target.model);
+    let info = RequestInfo {
+        operation: request.operation,
+        native: None,
+        model: request.model.clone(),
+        stream: false,
+    };
+    let redactor = edge.gateway.secrets.for_request(headers);
+    let mut call = provider
+        .plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    let bytes = request.body.len();
+    let prepared = call
+        .prepare_count(&provider.config, &request)
+        .await
+        .map_err(|failure| ApiError::prepare_failed(failure, bytes))?
+        .map_err(|error| ApiError::provider(&provider.name, error, &redactor))?;
+    let Some(http) = prepared else {
+        return Ok(None);
+    };
+    let response = send(state, target, http).await?;
+    let tokens = call
+        .parse_count(&provider.config, &info, &response)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(|error| ApiError::provider(&provider.name, error, &redactor))?;
+    Ok(Some(tokens))
+}
+
+/// Sends a counting request under the entry's URL guard and reads the whole answer.
+async fn send(
+    state: &AppState,
+    target: &Target<'_>,
+    http: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let provider = target.provider;
     let admitted = provider
         .scope
         .admit(http)
@@ -121,15 +219,9 @@ pub async fn upstream(
     let body = upstream::read_body(response, provider.timeout)
         .await
         .map_err(|e| ApiError::upstream(&provider.name, e))?;
-    let response = HttpResponse {
+    Ok(HttpResponse {
         status,
         headers,
         body: body.to_vec(),
-    };
-    let completion = call
-        .parse_response(&provider.config, &info, &response)
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(|error| ApiError::provider(&provider.name, error, &redactor))?;
-    Ok(Some(completion.body))
+    })
 }

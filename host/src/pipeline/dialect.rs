@@ -16,6 +16,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::context::{Context, Dialect};
+use super::count::{Counted, Counter};
 use super::error::ApiError;
 use super::raw_json::{self, Fields, MAX_FIELDS, Unreadable};
 use super::request::ClientRequest;
@@ -464,9 +465,9 @@ fn plugin_error(failure: Failure) -> PluginError {
 }
 
 /// A `count-tokens` route (`/v1/messages/count_tokens`, Google's `:countTokens`, OpenAI's
-/// `/v1/responses/input_tokens`): the prompt's tokens by the target's own counting endpoint
-/// where its entry speaks the dialect (see `count.rs`), else by the gateway's own tokenizer (the
-/// one limits and estimates use), the body then written by the dialect's plugin; without a
+/// `/v1/responses/input_tokens`): the prompt's tokens by the target's own counting endpoint,
+/// natively or translated (see `count.rs`), else by the gateway's own tokenizer (the one
+/// limits and estimates use), the body then written by the dialect's plugin; without a
 /// ledger record either way. Auth is that of `/v1/*`, a key limited to some models counts only
 /// for those, and the limit rules admit it as a request that spends nothing.
 pub async fn count_tokens(
@@ -474,7 +475,7 @@ pub async fn count_tokens(
     edge: &Edge,
     headers: &http::HeaderMap,
     body: axum::body::Body,
-) -> Result<(String, super::count::Counter), ApiError> {
+) -> Result<(String, Counter), ApiError> {
     let caller = super::auth::caller(state, headers, edge.gateway.config.auth.required).await?;
     let (bytes, _reservation) = super::body::read(state, body).await?;
     let bytes = if bytes.is_empty() {
@@ -490,14 +491,21 @@ pub async fn count_tokens(
         return Err(ApiError::ModelNotAllowed(decoded.model));
     }
     super::admit::count(&edge.gateway, &caller, &decoded.model, &state.background).await?;
-    if let Some(counted) =
-        super::count::upstream(state, edge, headers, &decoded.model, &fields).await?
-    {
-        return Ok((counted, super::count::Counter::Upstream));
-    }
     let operation = canonical_operation(decoded.operation);
-    let request = ClientRequest::parse(operation, decoded.body.as_bytes())?;
-    let tokens = request.estimate_input_tokens(crate::tokenizer::Tokenizer);
+    let counted =
+        super::count::upstream(state, edge, headers, &decoded, operation, &fields).await?;
+    let (tokens, counter) = match counted {
+        Some(Counted::Answer(body)) => return Ok((body, Counter::Upstream)),
+        // The dialect's answer carries a `u32`; no prompt a model takes comes near it.
+        Some(Counted::Tokens(tokens)) => {
+            (u32::try_from(tokens).unwrap_or(u32::MAX), Counter::Upstream)
+        }
+        None => {
+            let request = ClientRequest::parse(operation, decoded.body.as_bytes())?;
+            let tokens = request.estimate_input_tokens(crate::tokenizer::Tokenizer);
+            (tokens, Counter::Estimate)
+        }
+    };
     let info = AnswerInfo {
         route: edge.matched.route().name.clone(),
         model: decoded.model,
@@ -514,7 +522,7 @@ pub async fn count_tokens(
         .encode_count(&info, tokens)
         .await
         .map_err(ApiError::plugin)?;
-    Ok((body, super::count::Counter::Estimate))
+    Ok((body, counter))
 }
 
 /// A `list-models` or `get-model` route's body: the gateway's `list` (OpenAI's JSON) in the

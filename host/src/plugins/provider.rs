@@ -9,7 +9,7 @@ use super::bindings::provider_types::{
     CanonicalRequest, Completion, Description, Metered, Operation, PassthroughAuth,
     PassthroughCall, ProviderConfig, RequestInfo, StreamOutput,
 };
-use super::bindings::types::{ConfigError, HttpResponse, PluginError};
+use super::bindings::types::{ConfigError, HttpRequest, HttpResponse, PluginError};
 use super::loaded::{Instance, Loaded};
 
 pub use bindings::provider_types::Prepared;
@@ -96,6 +96,36 @@ impl PluginCall {
         self.run("parse_response", async |b, s| {
             b.wasmgate_plugin_provider()
                 .call_parse_response(s, config, request, response)
+                .await
+        })
+        .await
+    }
+
+    /// The request to the upstream's own counting endpoint for a canonical request, if it
+    /// has one.
+    pub async fn prepare_count(
+        &mut self,
+        config: &ProviderConfig,
+        request: &CanonicalRequest,
+    ) -> CallResult<Option<HttpRequest>, PluginError> {
+        self.run("prepare_count", async |b, s| {
+            b.wasmgate_plugin_provider()
+                .call_prepare_count(s, config, request)
+                .await
+        })
+        .await
+    }
+
+    /// The prompt's tokens from the counting endpoint's answer.
+    pub async fn parse_count(
+        &mut self,
+        config: &ProviderConfig,
+        request: &RequestInfo,
+        response: &HttpResponse,
+    ) -> CallResult<u64, PluginError> {
+        self.run("parse_count", async |b, s| {
+            b.wasmgate_plugin_provider()
+                .call_parse_count(s, config, request, response)
                 .await
         })
         .await

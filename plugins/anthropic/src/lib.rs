@@ -12,10 +12,11 @@
 //! Messages requests (`POST /v1/messages` on the gateway) are passed through natively: see
 //! [`native`].
 //!
-//! Modules: [`settings`] (options), [`request`] (the request body), [`messages`]
+//! Modules: [`settings`] (options), [`count`] (counts by Anthropic's tokenizer), [`request`] (the request body), [`messages`]
 //! (the conversation), [`response`] (complete answers), [`stream`] (streamed answers),
 //! [`errors`] (error bodies and stream error events), [`native`] (Messages passed through).
 
+mod count;
 mod errors;
 mod messages;
 mod native;
@@ -113,6 +114,22 @@ impl Provider for Anthropic {
             http.set_header("anthropic-beta", settings.beta.join(","));
         }
         Ok(Prepared::Upstream(http))
+    }
+
+    /// Anthropic's own counter, `POST /messages/count_tokens`, which every entry has.
+    fn prepare_count(
+        entry: &Entry<Settings>,
+        request: CanonicalRequest,
+    ) -> Result<Option<HttpRequest>, PluginError> {
+        count::prepare(entry, &request.body).map(Some)
+    }
+
+    fn parse_count(
+        _: &Entry<Settings>,
+        _: &RequestInfo,
+        response: HttpResponse,
+    ) -> Result<u64, PluginError> {
+        count::parse(response)
     }
 
     fn parse_response(

@@ -14,10 +14,11 @@
 //!
 //! The plugin takes no options of its own.
 //!
-//! Modules: [`request`] (generation settings and tools), [`contents`] (the
+//! Modules: [`request`] (generation settings and tools), [`count`] (counts by Gemini's tokenizer), [`contents`] (the
 //! conversation), [`response`], [`stream`], [`embeddings`], [`native`], [`errors`].
 
 mod contents;
+mod count;
 mod embeddings;
 mod errors;
 mod native;
@@ -97,6 +98,24 @@ impl Provider for Gemini {
         };
         let url = entry.url(&format!("{resource}:{method}"));
         Ok(Prepared::Upstream(HttpRequest::post_json(url, body)))
+    }
+
+    /// Google's own counter, `models/{model}:countTokens`.
+    fn prepare_count(
+        entry: &Entry<NoOptions>,
+        request: CanonicalRequest,
+    ) -> Result<Option<HttpRequest>, PluginError> {
+        let body = count::body(&request.body, &model_path(&request.model))?;
+        let url = entry.url(&format!("{}:countTokens", url_path(&request.model)?));
+        Ok(Some(HttpRequest::post_json(url, json_body(&body)?)))
+    }
+
+    fn parse_count(
+        _: &Entry<NoOptions>,
+        _: &RequestInfo,
+        response: HttpResponse,
+    ) -> Result<u64, PluginError> {
+        count::parse(response)
     }
 
     fn parse_response(

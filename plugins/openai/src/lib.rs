@@ -9,14 +9,17 @@
 //! of hosts that serve it set `native`). A `translate` entry gets them as chat completions,
 //! translated by the host.
 
+mod count;
+
 use serde::Deserialize;
-use wasmgate_plugin_sdk::http::check_header;
+use wasmgate_plugin_sdk::http::{check_header, json_body};
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, forwarded_header};
 use wasmgate_plugin_sdk::openai_compat::{
     BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
 };
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, ConfigError, Entry, Operation, PluginError, Prepared, Provider,
+    CanonicalRequest, ConfigError, Entry, HttpRequest, HttpResponse, Operation, PluginError,
+    Prepared, Provider, RequestInfo,
 };
 
 /// The `options:` of an entry (besides the SDK's `headers` and `auth_header`).
@@ -142,6 +145,34 @@ impl Provider for OpenAi {
             }
         }
         Ok(prepared)
+    }
+
+    /// OpenAI's own counter, `POST /responses/input_tokens`: only an upstream that serves
+    /// the Responses API has it.
+    fn prepare_count(
+        entry: &Entry<Settings>,
+        request: CanonicalRequest,
+    ) -> Result<Option<HttpRequest>, PluginError> {
+        if !Self::native_operations(entry).contains(&Operation::Responses) {
+            return Ok(None);
+        }
+        let body = count::body(&request.body, &request.model)?;
+        let url = entry.url("responses/input_tokens");
+        let mut http = HttpRequest::post_json(url, json_body(&body)?);
+        for (_, name, value) in entry.settings.headers() {
+            if let Some(value) = value {
+                http.set_header(name, value);
+            }
+        }
+        Ok(Some(http))
+    }
+
+    fn parse_count(
+        _: &Entry<Settings>,
+        _: &RequestInfo,
+        response: HttpResponse,
+    ) -> Result<u64, PluginError> {
+        count::parse(response)
     }
 }
 

@@ -338,6 +338,14 @@ def export(cls: type[Provider]) -> type:
             except PluginError as err:
                 raise Err(err.to_wit()) from None
 
+        def prepare_count(self, config: ProviderConfig, request: CanonicalRequest) -> Any:
+            # No counting endpoint from Python yet: the host counts with its own tokenizer.
+            return None
+
+        def parse_count(self, config: ProviderConfig, request: RequestInfo, response: HttpResponse) -> int:
+            message = f"provider `{config.name}` has no counting endpoint"
+            raise Err(PluginError(ErrorKind.UPSTREAM, message).to_wit())
+
         def passthrough(self, config: ProviderConfig, call: Any) -> Any:
             # Pass-through routes: none from Python yet (the host then answers 404).
             message = f"provider `{config.name}` offers no pass-through route"

@@ -368,6 +368,9 @@ pub(super) async fn input_tokens(
             Some("unknown_parameter"),
         );
     }
+    if let Err(r) = validate::prompt(fields) {
+        return error(400, &r.message, r.param.as_deref(), r.code);
+    }
     let counted = tokens(&request["input"]) + tokens(&request["instructions"]);
     axum::Json(json!({"object": "response.input_tokens", "input_tokens": counted})).into_response()
 }

@@ -186,6 +186,12 @@ pub(super) fn request(body: &Value) -> Result<(), Refusal> {
         })?;
         known(options, &["include_obfuscation"], "stream_options.")?;
     }
+    prompt(object)
+}
+
+/// The prompt's part of a body (`tools` and the `input` items), which
+/// `POST /v1/responses/input_tokens` checks as `POST /v1/responses` does.
+pub(super) fn prompt(object: &Map<String, Value>) -> Result<(), Refusal> {
     tools(object.get("tools"))?;
     match object.get("input") {
         None | Some(Value::String(_)) => Ok(()),

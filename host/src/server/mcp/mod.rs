@@ -1,7 +1,10 @@
 //! `/mcp`, the Streamable HTTP transport: `POST` takes one JSON-RPC message and answers it with
-//! one JSON response (202 for a notification), `GET` opens the session's stream of server
-//! notifications (list changes), `DELETE` is refused with 405 (a session id is a signed token
-//! that lapses by itself, so there is nothing to end early, which the transport allows).
+//! one JSON response (202 for a notification), or, for a `tools/call` asking for progress, with
+//! an event stream of the server's progress and then the answer; `GET` opens the session's
+//! stream of server notifications (list changes); `DELETE` is refused with 405 (a session id is
+//! a signed token that lapses by itself, so there is nothing to end early, which the transport
+//! allows). `notifications/cancelled` cancels the call it names (see [`crate::mcp::progress`]).
+//! The older HTTP+SSE transport is in [`legacy`].
 //!
 //! Every request presents a gateway key (`Authorization: Bearer`); after `initialize` it also
 //! presents the session id it was given, which must belong to the same key. An `Origin` header,
@@ -23,9 +26,8 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
-use crate::mcp::call::Call;
 use crate::mcp::error::McpError;
-use crate::mcp::permit::Permit;
+use crate::mcp::progress::Relay;
 use crate::mcp::session::{Session, new_session};
 use crate::mcp::{Hub, PROTOCOL_VERSIONS};
 use crate::pipeline::error::ApiError;
@@ -36,11 +38,18 @@ use crate::state::AppState;
 const SESSION: &str = "mcp-session-id";
 const PROTOCOL: &str = "mcp-protocol-version";
 
+mod legacy;
+mod message;
+
+use message::{Asked, Message, answer, read_message};
+
 pub fn routes() -> Router<Arc<AppState>> {
-    Router::new().route(
-        "/mcp",
-        post(post_message).get(open_stream).delete(end_session),
-    )
+    Router::new()
+        .route(
+            "/mcp",
+            post(post_message).get(open_stream).delete(end_session),
+        )
+        .merge(legacy::routes())
 }
 
 async fn post_message(
@@ -57,43 +66,14 @@ async fn post_message(
         Ok(caller) => caller,
         Err(e) => return error(&Value::Null, &e),
     };
-    let bytes = match crate::pipeline::body::read(&state, body).await {
-        Ok((bytes, _reservation)) => bytes,
-        Err(e) => return error(&Value::Null, &refused(&e)),
-    };
-    let message: Value = match serde_json::from_slice(&bytes) {
-        Ok(Value::Object(message)) => Value::Object(message),
-        Ok(Value::Array(_)) => {
-            let e = McpError::InvalidRequest(
-                "JSON-RPC batches are not supported: send one message per request.",
-            );
-            return error(&Value::Null, &e);
+    let (id, method, params) = match read_message(&state, body).await {
+        Ok(Message::Request { id, method, params }) => (id, method, params),
+        Ok(Message::Cancelled(params)) => {
+            return cancelled(&hub, &caller, &headers, params.as_ref());
         }
-        Ok(_) => {
-            return error(
-                &Value::Null,
-                &McpError::InvalidRequest("A JSON-RPC message is an object."),
-            );
-        }
-        Err(e) => return error(&Value::Null, &McpError::Parse(e.to_string())),
+        Ok(Message::Taken) => return StatusCode::ACCEPTED.into_response(),
+        Err(e) => return error(&Value::Null, &e),
     };
-    let method = message.get("method").and_then(Value::as_str);
-    let is_response = message.get("result").is_some() || message.get("error").is_some();
-    // Notifications (`notifications/initialized`, `notifications/cancelled`) and responses (the
-    // gateway sends clients no requests) are taken and need no answer.
-    if (message.get("id").is_none() && method.is_some()) || (method.is_none() && is_response) {
-        return StatusCode::ACCEPTED.into_response();
-    }
-    let id = message
-        .get("id")
-        .filter(|id| id.is_string() || id.is_i64() || id.is_u64());
-    let (Some(id), Some(method)) = (id.cloned(), method.map(str::to_owned)) else {
-        let e = McpError::InvalidRequest(
-            "A JSON-RPC request needs an `id` (a string or an integer) and a `method`.",
-        );
-        return error(&Value::Null, &e);
-    };
-    let params = message.get("params").cloned();
     if method == "initialize" {
         return initialize(&hub, &caller, &id, params.as_ref());
     }
@@ -105,32 +85,154 @@ async fn post_message(
     if let Err(e) = session(&hub, &caller, &headers) {
         return error(&id, &e);
     }
-    let permit = Permit::of(&caller, &hub.config);
-    let gateway = state.gateway.load();
-    let call = Call {
-        hub: &hub,
-        ledger: &state.ledger,
-        telemetry: &state.telemetry,
-        limits: &gateway.limits,
-        guards: &gateway.guards,
-        background: &state.background,
-        caller: &caller,
-        permit: &permit,
-        request_id: &request_id,
-        headers: &headers,
+    let asked = Asked {
+        caller,
+        request_id,
+        headers,
     };
-    match crate::mcp::dispatch::dispatch(&call, &method, params).await {
-        Ok(result) => json_response(
-            StatusCode::OK,
-            &json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            None,
-        ),
+    if method == "tools/call" {
+        return tool_call(state, asked, id, params).await;
+    }
+    match asked.dispatch(&state, &method, params, None, None).await {
+        Ok(result) => json_response(StatusCode::OK, &answer(&id, result), None),
         Err(e) => error(&id, &e),
     }
 }
 
+/// `tools/call`, run as a task of its own, so that it ends and is recorded however the client's
+/// connection ends (a dropped connection is not a cancellation). Answered as JSON, or as an
+/// event stream carrying the server's progress before the answer when the client asked for
+/// progress (`_meta.progressToken`) and reads event streams. A call the client cancels gets no
+/// answer on a stream (as the protocol asks); as JSON it gets the cancellation error.
+async fn tool_call(
+    state: Arc<AppState>,
+    asked: Asked,
+    id: Value,
+    params: Option<Value>,
+) -> Response {
+    let token = params
+        .as_ref()
+        .and_then(|p| p.pointer("/_meta/progressToken"))
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .cloned();
+    let streams = asked
+        .headers
+        .get(header::ACCEPT)
+        .and_then(|a| a.to_str().ok())
+        .is_some_and(|a| a.contains("text/event-stream"));
+    let (relay, progress) = match token.filter(|_| streams) {
+        Some(token) => {
+            let (relay, progress) = Relay::new(token);
+            (Some(relay), Some(progress))
+        }
+        None => (None, None),
+    };
+    let session = asked
+        .headers
+        .get(SESSION)
+        .and_then(|s| s.to_str().ok())
+        .unwrap_or_default();
+    let entry = state.mcp.in_flight.enter(session, &id);
+    let task_state = Arc::clone(&state);
+    let call = state.background.spawn(async move {
+        let outcome = asked
+            .dispatch(
+                &task_state,
+                "tools/call",
+                params,
+                relay.as_ref(),
+                Some(&entry.cancel),
+            )
+            .await;
+        drop(entry);
+        outcome
+    });
+    let as_json = |answered: Result<Result<Value, McpError>, tokio::task::JoinError>| match answered
+    {
+        Ok(Ok(result)) => json_response(StatusCode::OK, &answer(&id, result), None),
+        Ok(Err(e)) => error(&id, &e),
+        Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    };
+    let Some(mut progress) = progress else {
+        return as_json(call.await);
+    };
+    // A stream only once there is progress to send: a call that ends first is answered as JSON,
+    // in one write (rmcp's clients ask every request for progress, and most tools report none).
+    let mut call = call;
+    let first = tokio::select! {
+        biased;
+        // `None`: the relay is gone, so the call has ended.
+        note = progress.recv() => note,
+        answered = &mut call => return as_json(answered),
+    };
+    let Some(first) = first else {
+        return as_json(call.await);
+    };
+    // The relay is the task's: the progress ends when the call does, then comes its answer.
+    let events = futures_util::stream::unfold(
+        (Some(first), Some(progress), Some(call), id),
+        |(mut first, mut progress, mut call, id)| async move {
+            let note = match first.take() {
+                Some(note) => Some(note),
+                None => progress.as_mut()?.recv().await,
+            };
+            if let Some(note) = note {
+                return Some((
+                    Ok::<_, Infallible>(message_event(&note)),
+                    (None, progress, call, id),
+                ));
+            }
+            let message = match call.take()?.await {
+                Ok(Ok(result)) => answer(&id, result),
+                Ok(Err(McpError::Cancelled)) | Err(_) => return None,
+                Ok(Err(e)) => e.response(&id),
+            };
+            Some((Ok(message_event(&message)), (None, None, None, id)))
+        },
+    );
+    Sse::new(events).into_response()
+}
+
+fn message_event(message: &Value) -> Event {
+    Event::default().event("message").data(message.to_string())
+}
+
+/// A client's `notifications/cancelled`: the call it names, in its session, is cancelled.
+fn cancelled(hub: &Hub, caller: &Caller, headers: &HeaderMap, params: Option<&Value>) -> Response {
+    if let Err(e) = session(hub, caller, headers) {
+        return error(&Value::Null, &e);
+    }
+    let session = headers
+        .get(SESSION)
+        .and_then(|s| s.to_str().ok())
+        .unwrap_or_default();
+    if let Some(id) = params.and_then(|p| p.get("requestId")) {
+        // An unknown id is a call that already ended (or one on another replica).
+        let _ = hub.in_flight.cancel(session, id);
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
 /// Starts a session: the version both sides speak, the gateway's capabilities, and the id.
 fn initialize(hub: &Hub, caller: &Caller, id: &Value, params: Option<&Value>) -> Response {
+    let (version, result) = handshake(params);
+    let session = new_session(
+        caller.key_id.as_deref().unwrap_or_default(),
+        version,
+        now_s(),
+        hub.config().session_ttl_s,
+    );
+    let session_id = hub.signer().issue(&session);
+    json_response(
+        StatusCode::OK,
+        &answer(id, result),
+        HeaderValue::from_str(&session_id).ok(),
+    )
+}
+
+/// `initialize`'s answer: the version both sides speak (the client's when the gateway speaks
+/// it, else the newest) and the gateway's capabilities.
+fn handshake(params: Option<&Value>) -> (&'static str, Value) {
     let asked = params
         .and_then(|p| p.get("protocolVersion"))
         .and_then(Value::as_str)
@@ -139,13 +241,6 @@ fn initialize(hub: &Hub, caller: &Caller, id: &Value, params: Option<&Value>) ->
         .into_iter()
         .find(|v| *v == asked)
         .unwrap_or(PROTOCOL_VERSIONS[0]);
-    let session = new_session(
-        caller.key_id.as_deref().unwrap_or_default(),
-        version,
-        now_s(),
-        hub.config.session_ttl_s,
-    );
-    let session_id = hub.signer().issue(&session);
     let result = json!({
         "protocolVersion": version,
         "capabilities": {
@@ -155,11 +250,7 @@ fn initialize(hub: &Hub, caller: &Caller, id: &Value, params: Option<&Value>) ->
         },
         "serverInfo": {"name": "wasmgate", "version": env!("CARGO_PKG_VERSION")},
     });
-    json_response(
-        StatusCode::OK,
-        &json!({"jsonrpc": "2.0", "id": id, "result": result}),
-        HeaderValue::from_str(&session_id).ok(),
-    )
+    (version, result)
 }
 
 /// `GET /mcp`: the session's stream of notifications (list changes of any server), until the
@@ -193,8 +284,7 @@ fn notifications(hub: &Hub) -> impl Stream<Item = Result<Event, Infallible>> + u
             match changed {
                 Ok(what) => {
                     let message = json!({"jsonrpc": "2.0", "method": what.method()});
-                    let event = Event::default().event("message").data(message.to_string());
-                    return Some((Ok(event), (changes, stop)));
+                    return Some((Ok(message_event(&message)), (changes, stop)));
                 }
                 // Missed changes: the client re-lists on the next one anyway.
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
