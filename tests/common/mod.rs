@@ -7,6 +7,7 @@ pub mod binary;
 pub mod cost;
 pub mod gateway;
 pub mod mcp;
+pub mod mock_anthropic_batches;
 pub mod mock_api;
 pub mod mock_batches;
 pub mod mock_bedrock;
