@@ -84,7 +84,11 @@ async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once()
                 record.cache_write_tokens,
                 record.output_tokens
             ),
-            (INPUT_TOKENS + CACHE_WRITE_TOKENS, CACHE_WRITE_TOKENS, *max_tokens)
+            (
+                INPUT_TOKENS + CACHE_WRITE_TOKENS,
+                CACHE_WRITE_TOKENS,
+                *max_tokens
+            )
         );
         assert_eq!(record.batch_id.as_deref(), Some(batch.as_str()));
         assert_eq!(record.status, 200);
@@ -109,7 +113,10 @@ async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once()
     assert_eq!(params["messages"][0]["role"], "user");
     let calls = mock.calls().await;
     assert_eq!(
-        calls.iter().filter(|c| *c == "POST /v1/messages/batches").count(),
+        calls
+            .iter()
+            .filter(|c| *c == "POST /v1/messages/batches")
+            .count(),
         1
     );
     let results = calls.iter().filter(|c| c.ends_with("/results")).count();

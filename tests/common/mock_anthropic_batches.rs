@@ -233,8 +233,13 @@ async fn create(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         let Some(object) = request.as_object() else {
             return invalid(&format!("requests.{i}: Input should be an object"));
         };
-        if let Some(extra) = object.keys().find(|k| !["custom_id", "params"].contains(&k.as_str())) {
-            return invalid(&format!("requests.{i}.{extra}: Extra inputs are not permitted"));
+        if let Some(extra) = object
+            .keys()
+            .find(|k| !["custom_id", "params"].contains(&k.as_str()))
+        {
+            return invalid(&format!(
+                "requests.{i}.{extra}: Extra inputs are not permitted"
+            ));
         }
         let Some(id) = object.get("custom_id").and_then(Value::as_str) else {
             return invalid(&format!("requests.{i}.custom_id: Field required"));
@@ -251,14 +256,18 @@ async fn create(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             return invalid(&format!("requests.{i}.params: Field required"));
         };
         if params.get("stream") == Some(&Value::Bool(true)) {
-            return invalid(&format!("requests.{i}.params.stream: streaming is not supported in batches"));
+            return invalid(&format!(
+                "requests.{i}.params.stream: streaming is not supported in batches"
+            ));
         }
         if let Err(message) = message_request(params) {
             return invalid(&format!("requests.{i}.params.{message}"));
         }
         kept.push((id.to_owned(), params.clone()));
     }
-    let n = shared.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = shared
+        .next
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let batch = MockMessageBatch {
         id: format!("msgbatch_mock{n:020}"),
         status: "in_progress".into(),

@@ -199,7 +199,9 @@ pub async fn requests_body(held: &Path, dir: &Path) -> Result<Spooled, ApiError>
     let mut reader = BufReader::with_capacity(256 << 10, reader);
     let (mut spooled, out) = Spooled::create(dir).await.map_err(spool_failed)?;
     let mut out = BufWriter::with_capacity(256 << 10, out);
-    out.write_all(b"{\"requests\":[").await.map_err(spool_failed)?;
+    out.write_all(b"{\"requests\":[")
+        .await
+        .map_err(spool_failed)?;
     let mut bytes = 13;
     let mut line = Vec::new();
     let mut first = true;
@@ -231,8 +233,8 @@ pub async fn requests_body(held: &Path, dir: &Path) -> Result<Spooled, ApiError>
 /// Seconds since the epoch of an RFC 3339 time, as OpenAI's objects give times.
 fn seconds(value: Option<&Value>) -> Option<i64> {
     let text = value?.as_str()?;
-    let time = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .ok()?;
+    let time =
+        time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
     Some(time.unix_timestamp())
 }
 

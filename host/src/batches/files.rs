@@ -180,17 +180,25 @@ pub struct Content {
 
 /// `GET /v1/files/{id}/content`: the upstream's answer (or, for Anthropic, the lines the
 /// gateway holds or the batch's results translated), streamed through as it arrives.
-pub async fn content(state: &AppState, headers: &HeaderMap, id: String) -> Result<Content, ApiError> {
+pub async fn content(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: String,
+) -> Result<Content, ApiError> {
     let file = find(state, headers, id).await?;
     let gateway = state.gateway.load_full();
     let provider = upstream::provider(&gateway, &file.provider)?;
     let jsonl = "application/jsonl".to_owned();
     if upstream::api(provider) == Some(Api::Anthropic) {
         if let Some((batch, kind)) = results::named(&file.upstream_id) {
-            let response = upstream::send(state, &gateway, provider, Call::BatchResults(batch)).await?;
+            let response =
+                upstream::send(state, &gateway, provider, Call::BatchResults(batch)).await?;
             let model = file.model.clone().unwrap_or_default();
             let body = Results::new(provider, response, model, kind).into_stream();
-            return Ok(Content { content_type: jsonl, body });
+            return Ok(Content {
+                content_type: jsonl,
+                body,
+            });
         }
         let held = anthropic::held_path(&gateway.config.batches.spool_dir(), &file.id);
         let reader = tokio::fs::File::open(held)
@@ -199,7 +207,10 @@ pub async fn content(state: &AppState, headers: &HeaderMap, id: String) -> Resul
         let body = tokio_util::io::ReaderStream::with_capacity(reader, 256 << 10)
             .map(|chunk| chunk.map_err(|e| ApiError::SpoolFailed(e.to_string())))
             .boxed();
-        return Ok(Content { content_type: jsonl, body });
+        return Ok(Content {
+            content_type: jsonl,
+            body,
+        });
     }
     let response = upstream::send(
         state,

@@ -12,9 +12,9 @@
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
 
+use super::anthropic;
 use super::lines::ENDPOINTS;
 use super::objects::{self, batch_object};
-use super::anthropic;
 use super::upstream::{self, Api, Call};
 use super::{caller, poll, possible, store_call};
 use crate::auth::Caller;

@@ -67,11 +67,15 @@ pub async fn meter(
     if let Some((batch_id, kind)) = results::named(output_upstream_id)
         .filter(|_| upstream::api(provider) == Some(Api::Anthropic))
     {
-        let response = upstream::send(state, gateway, provider, Call::BatchResults(batch_id)).await?;
+        let response =
+            upstream::send(state, gateway, provider, Call::BatchResults(batch_id)).await?;
         let mut results = Results::new(provider, response, batch.model.clone(), kind);
         while let Some(translated) = results.next().await {
             let translated = translated?;
-            let line = translated.line.strip_suffix(b"\n").unwrap_or(&translated.line);
+            let line = translated
+                .line
+                .strip_suffix(b"\n")
+                .unwrap_or(&translated.line);
             record_line(line, translated.usage.as_ref());
         }
         return Ok(lines);

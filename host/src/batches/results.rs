@@ -141,8 +141,7 @@ impl Results {
             }),
             Ok(Some(Ok(chunk))) => {
                 self.buffer.extend_from_slice(&chunk);
-                if self.buffer.len() > LINE_MAX && memchr::memchr(b'\n', &self.buffer).is_none()
-                {
+                if self.buffer.len() > LINE_MAX && memchr::memchr(b'\n', &self.buffer).is_none() {
                     return Err(ApiError::BadUpstreamRequest {
                         provider: self.provider.clone(),
                         detail: "a line of the batch results is too long".to_owned(),

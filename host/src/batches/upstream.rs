@@ -31,7 +31,11 @@ pub enum Api {
 pub fn api(provider: &Provider) -> Option<Api> {
     if provider.native.iter().any(|d| d == DIALECT) {
         Some(Api::OpenAi)
-    } else if provider.native.iter().any(|d| d == super::anthropic::DIALECT) {
+    } else if provider
+        .native
+        .iter()
+        .any(|d| d == super::anthropic::DIALECT)
+    {
         Some(Api::Anthropic)
     } else {
         None

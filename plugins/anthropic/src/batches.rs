@@ -39,7 +39,9 @@ pub fn call(
     let http = (|| {
         Ok(match call.route.as_str() {
             "batches.create" => HttpRequest::post_json(entry.url("messages/batches"), Vec::new()),
-            "batches.retrieve" => HttpRequest::get(entry.url(&format!("messages/batches/{}", id()?))),
+            "batches.retrieve" => {
+                HttpRequest::get(entry.url(&format!("messages/batches/{}", id()?)))
+            }
             "batches.cancel" => HttpRequest::post_json(
                 entry.url(&format!("messages/batches/{}/cancel", id()?)),
                 Vec::new(),
