@@ -56,15 +56,17 @@ impl Session {
     }
 
     pub async fn call(&mut self) -> Result<&mut PluginCall, ApiError> {
-        if self.call.is_none() {
-            let call = self
-                .plugin
-                .start(SlotKind::Call)
-                .await
-                .map_err(ApiError::plugin)?;
-            self.call = Some(call);
+        match &mut self.call {
+            Some(call) => Ok(call),
+            slot @ None => {
+                let call = self
+                    .plugin
+                    .start(SlotKind::Call)
+                    .await
+                    .map_err(ApiError::plugin)?;
+                Ok(slot.insert(call))
+            }
         }
-        Ok(self.call.as_mut().expect("started above"))
     }
 
     /// Drops the instance, which a trap may have left unusable.
