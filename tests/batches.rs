@@ -470,7 +470,7 @@ async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused(
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("does not run"),
+            .contains("runs neither"),
         "{body}"
     );
     gateway.stop().await;
