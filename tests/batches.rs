@@ -47,7 +47,7 @@ fn batch_cost(completion_tokens: u64) -> i64 {
     (PROMPT_TOKENS * 125 / 100 + completion_tokens * 5) as i64
 }
 
-async fn records(gateway: &common::TestGateway) -> u64 {
+pub(crate) async fn records(gateway: &common::TestGateway) -> u64 {
     let store = gateway.state.ledger.store();
     tokio::task::spawn_blocking(move || store.count())
         .await
@@ -57,7 +57,7 @@ async fn records(gateway: &common::TestGateway) -> u64 {
 
 /// Waits until the ledger holds `n` records (the writer flushes every 200 ms), then a little
 /// longer to see that no more come.
-async fn settles_at(gateway: &common::TestGateway, n: u64) {
+pub(crate) async fn settles_at(gateway: &common::TestGateway, n: u64) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while records(gateway).await < n {
         assert!(
@@ -470,7 +470,7 @@ async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused(
         body["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("does not run"),
+            .contains("runs neither"),
         "{body}"
     );
     gateway.stop().await;

@@ -11,6 +11,7 @@ mod api_endpoints;
 mod auth;
 mod auth_matrix;
 mod batches;
+mod batches_anthropic;
 mod batches_memory;
 mod bedrock;
 mod cache;

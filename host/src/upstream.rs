@@ -61,6 +61,18 @@ pub async fn send(
     }
 }
 
+/// Sends `admitted` with its own headers and `body` (its own ignored) streamed as it is read,
+/// waiting up to `timeout` for the response headers.
+pub async fn send_body(
+    client: &reqwest::Client,
+    admitted: Admitted,
+    body: reqwest::Body,
+    timeout: Duration,
+) -> Result<reqwest::Response, UpstreamError> {
+    let headers = header_map(admitted.request.headers.clone())?;
+    send_streaming(client, admitted, headers, body, timeout).await
+}
+
 /// Sends `admitted` (its own body ignored) with `body` streamed as it arrives, and `headers`
 /// as they are (already checked), waiting up to `timeout` for the response headers: a
 /// pass-through request, whose body the gateway never holds whole.

@@ -11,6 +11,10 @@ Scenarios:
 - `isolation`: another project's key gets 404 for this project's file and batch.
 - `refused`: a line for a model the restricted key may not use is refused with its number.
 - `big`: uploads --file (purpose `user_data`) and downloads it back to `<file>.back`.
+- `claude`: as `batch`, for --model (a Claude model run on Anthropic's Message Batches): a
+  `custom_id` Anthropic refuses is refused with its line number first; the lifecycle is
+  `in_progress → completed`, and each output line's body is a `chat.completion`.
+- `claude_cancel`: as `cancel`, for --model.
 
 Prints `ok <scenario>` when it holds; exits 1 when it does not."""
 
@@ -167,6 +171,79 @@ def scenario_big(client, args):
     print(f"file {uploaded.id} {uploaded.bytes}")
 
 
+def scenario_claude(client, args):
+    bad = lines_of(3, args.model).splitlines()
+    line = json.loads(bad[1])
+    line["custom_id"] = "req 1"
+    bad[1] = json.dumps(line)
+    try:
+        client.files.create(file=("bad.jsonl", ("\n".join(bad) + "\n").encode()), purpose="batch")
+        raise Failed("a custom_id Anthropic refuses was accepted")
+    except openai.BadRequestError as e:
+        error = e.body if isinstance(e.body, dict) else {}
+        check(error.get("message", "").startswith("Line 2 "), "the line number", error)
+        check("custom_id" in error.get("message", ""), "what is wrong", error)
+
+    data = lines_of(args.lines, args.model).encode()
+    uploaded = client.files.create(file=("claude.jsonl", io.BytesIO(data)), purpose="batch")
+    check(uploaded.bytes == len(data), "the bytes uploaded", uploaded.bytes)
+    held = client.files.content(uploaded.id).text.splitlines()
+    check(len(held) == args.lines, "the held requests", len(held))
+    first = json.loads(held[0])
+    check(set(first) == {"custom_id", "params"}, "a Message Batches request", first)
+    check(first["params"]["max_tokens"] == 1, "translated params", first)
+
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h")
+    check(batch.id.startswith("batch_") and batch.status == "in_progress", "created", batch)
+    check(batch.input_file_id == uploaded.id, "the gateway's file id", batch.input_file_id)
+    check(batch.request_counts.total == args.lines, "the counts", batch.request_counts)
+    batch, seen = run_to_end(client, batch)
+    check(seen == ["in_progress", "completed"], "the lifecycle", seen)
+    failed = [i for i in range(args.lines) if i == 6 or (i > 0 and i % 250 == 0)]
+    counts = batch.request_counts
+    check((counts.total, counts.completed, counts.failed)
+          == (args.lines, args.lines - len(failed), len(failed)), "the final counts", counts)
+
+    output = client.files.content(batch.output_file_id).text.splitlines()
+    check(len(output) == args.lines - len(failed), "one output line per success", len(output))
+    one = json.loads(output[0])
+    check(one["response"]["status_code"] == 200, "a success", one)
+    body = one["response"]["body"]
+    check(body["object"] == "chat.completion", "a chat completion", body)
+    check(body["choices"][0]["message"]["content"] == "Answer to req-0.", "the answer", body)
+    errors = client.files.content(batch.error_file_id).text.splitlines()
+    check(len(errors) == len(failed), "one error line per failure", len(errors))
+    error = json.loads(errors[0])
+    check(error["custom_id"] == "req-6" and error["response"]["status_code"] == 400,
+          "the error file", error)
+
+    print(f"batch {batch.id}")
+    for line in output:
+        line = json.loads(line)
+        i = int(line["custom_id"].split("-")[1])
+        print(f"custom {line['custom_id']} {1 + i % 50}")
+
+
+def scenario_claude_cancel(client, args):
+    uploaded = client.files.create(file=("small.jsonl", lines_of(10, args.model).encode()),
+                                   purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h")
+    check(batch.status == "in_progress", "in progress", batch.status)
+    batch = client.batches.cancel(batch.id)
+    check(batch.status == "cancelling", "cancelling", batch.status)
+    batch, seen = run_to_end(client, batch)
+    check(seen[-1] == "cancelled", "cancelled", seen)
+    check(batch.request_counts.completed == 5, "half run", batch.request_counts)
+    output = client.files.content(batch.output_file_id).text.splitlines()
+    check(len(output) == 5, "the lines run before the cancel", len(output))
+    errors = [json.loads(l) for l in client.files.content(batch.error_file_id).text.splitlines()]
+    check(len(errors) == 5 and all(e["error"]["code"] == "batch_cancelled" for e in errors),
+          "the lines not run", errors)
+    print(f"batch {batch.id}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--base-url", required=True)
@@ -176,6 +253,7 @@ def main():
     parser.add_argument("--other-key")
     parser.add_argument("--restricted-key")
     parser.add_argument("--file")
+    parser.add_argument("--model", default=MODEL)
     args = parser.parse_args()
     client = openai.OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0,
                            timeout=600)

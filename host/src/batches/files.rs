@@ -6,12 +6,16 @@
 
 use axum::body::Body;
 use axum::http::HeaderMap;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
 
 use super::lines::LineChecker;
 use super::objects::{self, file_object};
-use super::upstream::{self, Call, DIALECT};
-use super::{caller, possible, spool, store_call};
+use super::results::{self, Results};
+use super::upstream::{self, Api, Call, DIALECT};
+use super::{anthropic, caller, possible, spool, store_call};
 use crate::ledger::StoredFile;
 use crate::ledger::time::now_us;
 use crate::pipeline::ApiError;
@@ -47,24 +51,36 @@ pub async fn upload(state: &AppState, headers: &HeaderMap, body: Body) -> Result
                 message: "No provider of this gateway runs OpenAI's Files API.".to_owned(),
             })?,
     };
-    let response = upstream::send(
-        state,
-        &gateway,
-        provider,
-        Call::UploadFile {
-            purpose: &form.purpose,
-            fields: &form.fields,
-            filename: &form.filename,
-            file: &file,
-        },
-    )
-    .await?;
-    let answer = upstream::json(provider, response).await?;
+    let id = objects::new_id("file-");
+    let upstream_id = match upstream::api(provider) {
+        // Anthropic keeps no files: the gateway holds the lines, translated.
+        Some(Api::Anthropic) => {
+            let held = anthropic::held_path(&dir, &id);
+            anthropic::translate_lines(provider, &file, &held).await?;
+            id.clone()
+        }
+        Some(Api::OpenAi) | None => {
+            let response = upstream::send(
+                state,
+                &gateway,
+                provider,
+                Call::UploadFile {
+                    purpose: &form.purpose,
+                    fields: &form.fields,
+                    filename: &form.filename,
+                    file: &file,
+                },
+            )
+            .await?;
+            let answer = upstream::json(provider, response).await?;
+            objects::upstream_id(&provider.name, answer.get("id"))?
+        }
+    };
     let stored = StoredFile {
         project: caller.project,
-        id: objects::new_id("file-"),
+        id,
         provider: provider.name.to_string(),
-        upstream_id: objects::upstream_id(&provider.name, answer.get("id"))?,
+        upstream_id,
         purpose: form.purpose,
         filename: form.filename,
         bytes: uploaded_bytes,
@@ -133,34 +149,91 @@ pub async fn delete(state: &AppState, headers: &HeaderMap, id: String) -> Result
     let file = find(state, headers, id).await?;
     let gateway = state.gateway.load_full();
     let provider = upstream::provider(&gateway, &file.provider)?;
-    let response = upstream::send(
-        state,
-        &gateway,
-        provider,
-        Call::DeleteFile(&file.upstream_id),
-    )
-    .await?;
-    // The answer says no more than the status did.
-    drop(response);
+    if upstream::api(provider) == Some(Api::Anthropic) {
+        if results::named(&file.upstream_id).is_none() {
+            let held = anthropic::held_path(&gateway.config.batches.spool_dir(), &file.id);
+            if let Err(e) = tokio::fs::remove_file(held).await {
+                tracing::warn!(file = %file.id, "removing a held batch file: {e}");
+            }
+        }
+    } else {
+        let response = upstream::send(
+            state,
+            &gateway,
+            provider,
+            Call::DeleteFile(&file.upstream_id),
+        )
+        .await?;
+        // The answer says no more than the status did.
+        drop(response);
+    }
     let (project, id) = (file.project.clone(), file.id.clone());
     store_call(state, move |store| store.delete_file(&project, &id)).await?;
     Ok(json!({"id": file.id, "object": "file", "deleted": true}))
 }
 
-/// `GET /v1/files/{id}/content`: the upstream's answer, streamed through as it arrives.
+/// A file's content, as it is read.
+pub struct Content {
+    pub content_type: String,
+    pub body: BoxStream<'static, Result<Bytes, ApiError>>,
+}
+
+/// `GET /v1/files/{id}/content`: the upstream's answer (or, for Anthropic, the lines the
+/// gateway holds or the batch's results translated), streamed through as it arrives.
 pub async fn content(
     state: &AppState,
     headers: &HeaderMap,
     id: String,
-) -> Result<reqwest::Response, ApiError> {
+) -> Result<Content, ApiError> {
     let file = find(state, headers, id).await?;
     let gateway = state.gateway.load_full();
     let provider = upstream::provider(&gateway, &file.provider)?;
-    upstream::send(
+    let jsonl = "application/jsonl".to_owned();
+    if upstream::api(provider) == Some(Api::Anthropic) {
+        if let Some((batch, kind)) = results::named(&file.upstream_id) {
+            let response =
+                upstream::send(state, &gateway, provider, Call::BatchResults(batch)).await?;
+            let model = file.model.clone().unwrap_or_default();
+            let body = Results::new(provider, response, model, kind).into_stream();
+            return Ok(Content {
+                content_type: jsonl,
+                body,
+            });
+        }
+        let held = anthropic::held_path(&gateway.config.batches.spool_dir(), &file.id);
+        let reader = tokio::fs::File::open(held)
+            .await
+            .map_err(|e| ApiError::SpoolFailed(e.to_string()))?;
+        let body = tokio_util::io::ReaderStream::with_capacity(reader, 256 << 10)
+            .map(|chunk| chunk.map_err(|e| ApiError::SpoolFailed(e.to_string())))
+            .boxed();
+        return Ok(Content {
+            content_type: jsonl,
+            body,
+        });
+    }
+    let response = upstream::send(
         state,
         &gateway,
         provider,
         Call::FileContent(&file.upstream_id),
     )
-    .await
+    .await?;
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/octet-stream")
+        .to_owned();
+    let name = provider.name.to_string();
+    let body = response
+        .bytes_stream()
+        .map(move |chunk| {
+            chunk.map_err(|e| ApiError::UpstreamUnreachable {
+                provider: name.clone(),
+                detail: e.without_url().to_string(),
+            })
+        })
+        .boxed();
+    Ok(Content { content_type, body })
 }

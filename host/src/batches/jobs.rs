@@ -12,9 +12,10 @@
 use axum::http::HeaderMap;
 use serde_json::{Value, json};
 
+use super::anthropic;
 use super::lines::ENDPOINTS;
 use super::objects::{self, batch_object};
-use super::upstream::{self, Call};
+use super::upstream::{self, Api, Call};
 use super::{caller, poll, possible, store_call};
 use crate::auth::Caller;
 use crate::gateway::Gateway;
@@ -91,12 +92,32 @@ pub async fn create(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Resul
     let gateway = state.gateway.load_full();
     check_budget(&gateway, &caller, &model, &file).await?;
     let provider = upstream::provider(&gateway, &file.provider)?;
-    if let Ok(upstream) = serde_json::value::to_raw_value(&file.upstream_id) {
-        fields.insert("input_file_id".to_owned(), upstream);
-    }
-    let request = serde_json::to_string(&fields).unwrap_or_default();
-    let response = upstream::send(state, &gateway, provider, Call::CreateBatch(request)).await?;
-    let raw = upstream::json(provider, response).await?;
+    let raw = match upstream::api(provider) {
+        Some(Api::Anthropic) => {
+            if endpoint != "/v1/chat/completions" {
+                return Err(invalid(
+                    "endpoint",
+                    "Anthropic's Message Batches run '/v1/chat/completions' only.",
+                ));
+            }
+            let dir = gateway.config.batches.spool_dir();
+            let held = anthropic::held_path(&dir, &file.id);
+            let body = anthropic::requests_body(&held, &dir).await?;
+            let response =
+                upstream::send(state, &gateway, provider, Call::SubmitRequests(&body)).await?;
+            let asked = serde_json::to_value(&fields).unwrap_or_default();
+            upstream::batch_json(provider, response, &asked).await?
+        }
+        Some(Api::OpenAi) | None => {
+            if let Ok(upstream) = serde_json::value::to_raw_value(&file.upstream_id) {
+                fields.insert("input_file_id".to_owned(), upstream);
+            }
+            let request = serde_json::to_string(&fields).unwrap_or_default();
+            let response =
+                upstream::send(state, &gateway, provider, Call::CreateBatch(request)).await?;
+            upstream::json(provider, response).await?
+        }
+    };
     let mut batch = StoredBatch {
         project: caller.project,
         id: objects::new_id("batch_"),
@@ -199,7 +220,7 @@ pub async fn cancel(state: &AppState, headers: &HeaderMap, id: String) -> Result
         Call::CancelBatch(&batch.upstream_id),
     )
     .await?;
-    let raw = upstream::json(provider, response).await?;
+    let raw = upstream::batch_json(provider, response, &object_of(&batch)).await?;
     let status: String = raw
         .get("status")
         .and_then(Value::as_str)

@@ -12,12 +12,14 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::lines::LINE_MAX;
-use super::upstream::{self, Call};
+use super::results::{self, Results};
+use super::upstream::{self, Api, Call};
 use crate::catalog::cost_micros;
 use crate::clip::clip;
 use crate::gateway::{Gateway, Provider};
 use crate::ledger::{StoredBatch, UsageRecord};
 use crate::pipeline::ApiError;
+use crate::plugins::Usage;
 use crate::state::AppState;
 
 /// How long a replica may take to meter a batch before another may take it over.
@@ -35,13 +37,6 @@ pub async fn meter(
     object: &Value,
     output_upstream_id: &str,
 ) -> Result<i64, ApiError> {
-    let response = upstream::send(
-        state,
-        gateway,
-        provider,
-        Call::FileContent(output_upstream_id),
-    )
-    .await?;
     // Every line is priced as the batch's model at this entry; a line whose upstream model
     // differs (a snapshot of it) is still the model the client asked for.
     let target = gateway.resolve(&batch.model).ok();
@@ -56,17 +51,44 @@ pub async fn meter(
         .map_or(batch.created_us, |s| s.saturating_mul(1_000_000));
     let operation = operation_of(object);
     let mut lines = 0;
-    let mut buffer = BytesMut::new();
-    let mut body = response.bytes_stream();
-    let mut record_line = |line: &[u8]| {
+    let mut record_line = |line: &[u8], usage: Option<&Usage>| {
         let Some(record) = record(batch, line, at, operation, &upstream_model, price.as_ref())
         else {
             return;
+        };
+        let record = match usage {
+            Some(usage) => with_usage(record, usage, price.as_ref()),
+            None => record,
         };
         lines += 1;
         // The journal holds it from here; the batch is marked metered after the last.
         drop(state.ledger.record(record));
     };
+    if let Some((batch_id, kind)) = results::named(output_upstream_id)
+        .filter(|_| upstream::api(provider) == Some(Api::Anthropic))
+    {
+        let response =
+            upstream::send(state, gateway, provider, Call::BatchResults(batch_id)).await?;
+        let mut results = Results::new(provider, response, batch.model.clone(), kind);
+        while let Some(translated) = results.next().await {
+            let translated = translated?;
+            let line = translated
+                .line
+                .strip_suffix(b"\n")
+                .unwrap_or(&translated.line);
+            record_line(line, translated.usage.as_ref());
+        }
+        return Ok(lines);
+    }
+    let response = upstream::send(
+        state,
+        gateway,
+        provider,
+        Call::FileContent(output_upstream_id),
+    )
+    .await?;
+    let mut buffer = BytesMut::new();
+    let mut body = response.bytes_stream();
     loop {
         let chunk = match tokio::time::timeout(provider.timeout, body.next()).await {
             Err(_) => {
@@ -86,7 +108,7 @@ pub async fn meter(
         buffer.extend_from_slice(&chunk);
         while let Some(end) = memchr::memchr(b'\n', &buffer) {
             let line = buffer.split_to(end + 1);
-            record_line(&line[..end]);
+            record_line(&line[..end], None);
         }
         if buffer.len() > LINE_MAX {
             // A line longer than any answer: skipped to its end rather than held.
@@ -95,7 +117,7 @@ pub async fn meter(
         }
     }
     if !buffer.is_empty() {
-        record_line(&buffer);
+        record_line(&buffer, None);
     }
     Ok(lines)
 }
@@ -107,6 +129,39 @@ fn operation_of(object: &Value) -> &'static str {
         Some("/v1/completions") => "completions",
         Some("/v1/moderations") => "moderations",
         _ => "chat.completions",
+    }
+}
+
+/// `record` with the counts the plugin read from the upstream's own answer (cache writes
+/// among them, which OpenAI's line has no place for).
+fn with_usage(
+    record: UsageRecord,
+    usage: &Usage,
+    price: Option<&crate::catalog::ModelInfo>,
+) -> UsageRecord {
+    let succeeded = (200..300).contains(&record.status);
+    // As a live answer is priced: the tokens written to the cache at the cache-write price.
+    let cache_write = usage.cache_write_tokens.min(usage.input_tokens);
+    let cost = match (succeeded, price) {
+        (true, Some(info)) => Some(cost_micros(
+            info,
+            usage.input_tokens - cache_write,
+            usage.output_tokens,
+            usage.cached_input_tokens,
+            cache_write,
+            0,
+        )),
+        (true, None) => None,
+        (false, _) => Some(0),
+    };
+    UsageRecord {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cached_input_tokens: usage.cached_input_tokens,
+        cache_write_tokens: usage.cache_write_tokens,
+        reasoning_tokens: usage.reasoning_tokens,
+        cost_micros: cost,
+        ..record
     }
 }
 

@@ -9,16 +9,21 @@
 //! - [`meter`]: a finished batch's output metered, one record per line at the batch price.
 //! - [`poll`]: batches followed to their end, and metered once across replicas.
 //!
+//! - [`anthropic`]: batches run on Anthropic's Message Batches, lines translated as live
+//!   requests are; [`results`]: its results translated back into OpenAI's output lines.
+//!
 //! A provider runs these APIs when its plugin lists [`upstream::DIALECT`] in
 //! `native-dialects`: `openai` (for OpenAI's own base URL, or with `batches: true`) and
-//! `azure-openai` do.
+//! `azure-openai` do; `anthropic` lists [`anthropic::DIALECT`] instead.
 
+pub mod anthropic;
 pub mod files;
 pub mod jobs;
 pub mod lines;
 mod meter;
 pub mod objects;
 pub mod poll;
+pub mod results;
 pub mod spool;
 pub mod upstream;
 

@@ -93,6 +93,7 @@ pub fn result_files(batch: &StoredBatch, object: &Value) -> Result<Vec<StoredFil
             filename: format!("{}_{}.jsonl", batch.id, field.trim_end_matches("_file_id")),
             bytes: 0,
             created_us: crate::ledger::time::now_us(),
+            model: Some(batch.model.clone()),
             ..StoredFile::default()
         });
     }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::meter::{self, LEASE_US};
 use super::objects::{self, is_terminal};
 use super::store_call;
-use super::upstream::{self, Call};
+use super::upstream::{self, Api, Call};
 use crate::ledger::StoredBatch;
 use crate::ledger::time::now_us;
 use crate::pipeline::ApiError;
@@ -33,7 +33,8 @@ pub async fn refresh(state: &AppState, batch: StoredBatch) -> Result<StoredBatch
         Call::RetrieveBatch(&batch.upstream_id),
     )
     .await?;
-    let raw = upstream::json(provider, response).await?;
+    let previous = serde_json::from_str(&batch.object).unwrap_or(Value::Null);
+    let raw = upstream::batch_json(provider, response, &previous).await?;
     let status = raw
         .get("status")
         .and_then(Value::as_str)
@@ -84,6 +85,11 @@ async fn meter_once(
     }
     let provider = upstream::provider(gateway, &batch.provider)?;
     let lines = match raw.get("output_file_id").filter(|v| !v.is_null()) {
+        // Every line that ran, succeeded or not, from Anthropic's results.
+        _ if upstream::api(provider) == Some(Api::Anthropic) => {
+            let all = format!("{}.all", batch.upstream_id);
+            meter::meter(state, gateway, provider, batch, raw, &all).await?
+        }
         Some(output) => {
             let output = objects::upstream_id(&batch.provider, Some(output))?;
             meter::meter(state, gateway, provider, batch, raw, &output).await?

@@ -35,6 +35,13 @@ impl Spooled {
     fn create_path(dir: &Path) -> PathBuf {
         dir.join(format!("wasmgate-upload-{}", uuid::Uuid::new_v4().simple()))
     }
+
+    /// A new empty file in `dir`, open for writing.
+    pub async fn create(dir: &Path) -> std::io::Result<(Self, tokio::fs::File)> {
+        let path = Self::create_path(dir);
+        let file = tokio::fs::File::create(&path).await?;
+        Ok((Self { path, bytes: 0 }, file))
+    }
 }
 
 /// A `POST /v1/files` form, read.

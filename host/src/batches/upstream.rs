@@ -17,6 +17,30 @@ use super::spool::{self, Spooled};
 
 /// The name a provider lists in `native-dialects` to run the Files and Batch APIs.
 pub const DIALECT: &str = "openai-batches";
+
+/// Which batch API an entry's upstream runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI's Files and Batch APIs ([`DIALECT`]).
+    OpenAi,
+    /// Anthropic's Message Batches ([`super::anthropic::DIALECT`]): files held by the gateway.
+    Anthropic,
+}
+
+/// The batch API `provider` runs, if any.
+pub fn api(provider: &Provider) -> Option<Api> {
+    if provider.native.iter().any(|d| d == DIALECT) {
+        Some(Api::OpenAi)
+    } else if provider
+        .native
+        .iter()
+        .any(|d| d == super::anthropic::DIALECT)
+    {
+        Some(Api::Anthropic)
+    } else {
+        None
+    }
+}
 /// Bytes of a JSON answer (a file or batch object) read, at most.
 const ANSWER_MAX: usize = 1 << 20;
 
@@ -31,8 +55,12 @@ pub enum Call<'a> {
     FileContent(&'a str),
     DeleteFile(&'a str),
     CreateBatch(String),
+    /// Anthropic's create: `{"requests": [...]}` streamed from the spool.
+    SubmitRequests(&'a Spooled),
     RetrieveBatch(&'a str),
     CancelBatch(&'a str),
+    /// Anthropic's results of an ended batch.
+    BatchResults(&'a str),
 }
 
 impl Call<'_> {
@@ -41,9 +69,10 @@ impl Call<'_> {
             Call::UploadFile { .. } => "files.create",
             Call::FileContent(_) => "files.content",
             Call::DeleteFile(_) => "files.delete",
-            Call::CreateBatch(_) => "batches.create",
+            Call::CreateBatch(_) | Call::SubmitRequests(_) => "batches.create",
             Call::RetrieveBatch(_) => "batches.retrieve",
             Call::CancelBatch(_) => "batches.cancel",
+            Call::BatchResults(_) => "batches.results",
         }
     }
 
@@ -56,8 +85,10 @@ impl Call<'_> {
                 .chain(fields.iter().cloned())
                 .collect(),
             Call::FileContent(id) | Call::DeleteFile(id) => one("file_id", id),
-            Call::RetrieveBatch(id) | Call::CancelBatch(id) => one("batch_id", id),
-            Call::CreateBatch(_) => Vec::new(),
+            Call::RetrieveBatch(id) | Call::CancelBatch(id) | Call::BatchResults(id) => {
+                one("batch_id", id)
+            }
+            Call::CreateBatch(_) | Call::SubmitRequests(_) => Vec::new(),
         }
     }
 }
@@ -68,12 +99,12 @@ pub fn provider<'a>(gateway: &'a Gateway, name: &str) -> Result<&'a Provider, Ap
         .providers
         .iter()
         .find(|p| &*p.name == name)
-        .filter(|p| p.native.iter().any(|d| d == DIALECT))
+        .filter(|p| api(p).is_some())
         .ok_or_else(|| ApiError::InvalidField {
             param: "model".to_owned(),
             message: format!(
-                "The provider `{name}` does not run OpenAI's Files and Batch APIs (its plugin \
-                 or its `batches` option says so)."
+                "The provider `{name}` runs neither OpenAI's Files and Batch APIs (its plugin \
+                 or its `batches` option says so) nor Anthropic's Message Batches."
             ),
         })
 }
@@ -85,8 +116,12 @@ pub async fn send(
     provider: &Provider,
     call: Call<'_>,
 ) -> Result<reqwest::Response, ApiError> {
+    let dialect = match api(provider) {
+        Some(Api::Anthropic) => super::anthropic::DIALECT,
+        _ => DIALECT,
+    };
     let native = NativeCall {
-        dialect: DIALECT.to_owned(),
+        dialect: dialect.to_owned(),
         route: call.route().to_owned(),
         params: call.params(),
     };
@@ -141,6 +176,15 @@ pub async fn send(
                 form.fields,
                 form.file_field,
                 part,
+                provider.timeout,
+            )
+            .await
+        }
+        (Prepared::Upstream(http), Call::SubmitRequests(file)) => {
+            upstream::send_body(
+                &state.http,
+                admit(http)?,
+                spool::body(file).await?,
                 provider.timeout,
             )
             .await
@@ -203,4 +247,18 @@ pub async fn json(
         return Err(bad("the upstream's answer is too long"));
     }
     serde_json::from_slice(&body).map_err(|_| bad("the upstream's answer is not JSON"))
+}
+
+/// A success answer read as a batch object in OpenAI's shape (Anthropic's mapped over
+/// `previous`, the object last shown).
+pub async fn batch_json(
+    provider: &Provider,
+    response: reqwest::Response,
+    previous: &serde_json::Value,
+) -> Result<serde_json::Value, ApiError> {
+    let raw = json(provider, response).await?;
+    Ok(match api(provider) {
+        Some(Api::Anthropic) => super::anthropic::openai_batch(&raw, previous),
+        Some(Api::OpenAi) | None => raw,
+    })
 }

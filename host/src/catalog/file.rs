@@ -248,6 +248,7 @@ fn model_info(
         batch_input: None,
         batch_output: None,
         batch_cached_input: None,
+        batch_cache_write: None,
     };
     // A batch price given wins; else the provider's discount of the model's own.
     let discounted = |p: Option<i64>| Some((p? as f64 * batch_discount?).round() as i64);
@@ -265,6 +266,7 @@ fn model_info(
         )?
         .or(discounted(prices.output)),
         batch_cached_input: discounted(prices.cached_input),
+        batch_cache_write: discounted(prices.cache_write),
         ..prices
     };
     if entry.context_window == Some(0) {

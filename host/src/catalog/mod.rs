@@ -138,11 +138,13 @@ pub struct Prices {
     pub per_audio_second: Option<i64>,
     /// Per character of text spoken.
     pub per_character: Option<i64>,
-    /// Per prompt token, per completion token and per cached prompt token of a request run
-    /// through the provider's Batch API; `None` where the catalog knows no batch price.
+    /// Per prompt token, per completion token, per cached prompt token and per token written to
+    /// the cache of a request run through the provider's Batch API; `None` where the catalog
+    /// knows no batch price.
     pub batch_input: Option<i64>,
     pub batch_output: Option<i64>,
     pub batch_cached_input: Option<i64>,
+    pub batch_cache_write: Option<i64>,
 }
 
 /// One model of the catalog.
@@ -168,6 +170,8 @@ impl ModelInfo {
         info.prices.input = Some(input);
         info.prices.output = Some(output);
         info.prices.cached_input = p.batch_cached_input.or(Some(input));
+        // Anthropic's batch discount applies to cache writes too.
+        info.prices.cache_write = p.batch_cache_write.or(p.cache_write);
         Some(info)
     }
 

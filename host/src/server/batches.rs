@@ -82,13 +82,10 @@ pub async fn file_content(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
-    let upstream = files::content(&state, &headers, id).await?;
-    let content_type = upstream
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .cloned()
-        .unwrap_or_else(|| HeaderValue::from_static("application/octet-stream"));
-    let mut response = Body::from_stream(upstream.bytes_stream()).into_response();
+    let content = files::content(&state, &headers, id).await?;
+    let content_type = HeaderValue::from_str(&content.content_type)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
+    let mut response = Body::from_stream(content.body).into_response();
     response
         .headers_mut()
         .insert(header::CONTENT_TYPE, content_type);

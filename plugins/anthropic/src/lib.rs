@@ -14,9 +14,11 @@
 //!
 //! Modules: [`settings`] (options), [`count`] (counts by Anthropic's tokenizer), [`request`] (the request body), [`messages`]
 //! (the conversation), [`response`] (complete answers), [`stream`] (streamed answers),
-//! [`errors`] (error bodies and stream error events), [`native`] (Messages passed through).
+//! [`errors`] (error bodies and stream error events), [`native`] (Messages passed through),
+//! [`batches`] (Message Batches calls).
 
 mod count;
+mod batches;
 mod errors;
 mod messages;
 mod native;
@@ -57,6 +59,12 @@ impl Provider for Anthropic {
         vec![Operation::Messages]
     }
 
+    /// Anthropic's Message Batches API, which the host drives to run OpenAI batches (see
+    /// [`batches`]).
+    fn native_dialects(_: &Entry<Settings>) -> Vec<String> {
+        vec![batches::DIALECT.to_owned()]
+    }
+
     fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
         entry.settings.check()
     }
@@ -85,6 +93,9 @@ impl Provider for Anthropic {
         entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
+        if let Some(call) = batches::call(entry, &request) {
+            return call.map(Prepared::Upstream);
+        }
         let settings = &entry.settings;
         match request.operation {
             Operation::ChatCompletions => {}

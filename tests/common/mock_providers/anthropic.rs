@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 mod stream;
 mod validate;
+pub(crate) use validate::message_request;
 
 pub const VERSION: &str = "2023-06-01";
 pub const TEXT: &str = "Hi! My name is Claude.";

@@ -87,7 +87,7 @@ const CUSTOM_TOOL_FIELDS: &[&str] = &[
 type Checked<T> = Result<T, String>;
 
 /// A `POST /v1/messages` body.
-pub(super) fn message_request(request: &Value) -> Checked<()> {
+pub(crate) fn message_request(request: &Value) -> Checked<()> {
     let object = body(request)?;
     known_fields(object, MESSAGE_FIELDS, "")?;
     model(object)?;
