@@ -17,8 +17,8 @@
 //! [`errors`] (error bodies and stream error events), [`native`] (Messages passed through),
 //! [`batches`] (Message Batches calls).
 
-mod count;
 mod batches;
+mod count;
 mod errors;
 mod messages;
 mod native;
