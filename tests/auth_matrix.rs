@@ -45,6 +45,8 @@ fn routes() -> Vec<(Method, &'static str, Option<Value>)> {
         ),
         (Method::GET, "/v1/models", None),
         (Method::GET, "/v1/models/echo-1", None),
+        (Method::GET, "/v1/files", None),
+        (Method::GET, "/v1/batches", None),
         (Method::POST, "/usage/total", Some(json!({}))),
         (Method::POST, "/usage/models", Some(json!({}))),
         (Method::POST, "/usage/requests", Some(json!({}))),

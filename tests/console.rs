@@ -19,6 +19,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::binary::{Gateway, temp_dir};
+use common::mock_batches::MockBatches;
 use common::mock_openai::MockOpenAi;
 use common::{TestGateway, http};
 use serde_json::{Value, json};
@@ -41,6 +42,49 @@ fn wasmgate(dir: &Path, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Lines of the console's batch.
+const BATCH_LINES: usize = 3;
+
+/// Uploads `lines` lines for `batchy/gpt-4o` and submits their batch.
+async fn batch(gateway: &Gateway, key: &str, lines: usize) {
+    let text: String = (0..lines)
+        .map(|i| {
+            json!({"custom_id": format!("c{i}"), "method": "POST", "url": "/v1/chat/completions",
+                   "body": {"model": "batchy/gpt-4o", "max_tokens": 50,
+                            "messages": [{"role": "user", "content": "hello"}]}})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    let form = reqwest::multipart::Form::new()
+        .text("purpose", "batch")
+        .part(
+            "file",
+            reqwest::multipart::Part::text(text).file_name("console.jsonl"),
+        );
+    let file: Value = http()
+        .post(gateway.url("/v1/files"))
+        .bearer_auth(key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let created = http()
+        .post(gateway.url("/v1/batches"))
+        .bearer_auth(key)
+        .json(
+            &json!({"input_file_id": file["id"], "endpoint": "/v1/chat/completions",
+                      "completion_window": "24h"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 200, "{file}");
 }
 
 /// One chat request as `user` (an `extra.user` object), streamed or not; returns its status.
@@ -105,6 +149,7 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
         "{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)"
     );
     let mock = MockOpenAi::start().await;
+    let batches = MockBatches::start().await;
     let dir = temp_dir("console");
     let db = dir.join("ledger.db");
     let ledger = format!("sqlite://{}", db.display());
@@ -115,13 +160,18 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
          ledger: {{ url: '{ledger}' }}\n\
          providers:\n  openai:\n    plugin: openai\n    base_url: {base}\n    api_key: sk-test\n    \
          models: [gpt-4o-mini, gpt-4o, error-500, error-429]\n  \
-         echo:\n    plugin: echo\n    models: [echo-1]\n\
+         echo:\n    plugin: echo\n    models: [echo-1]\n  \
+         batchy:\n    plugin: openai\n    base_url: {batches_url}\n    api_key: {batches_key}\n    \
+         options: {{ batches: true }}\n    models: [gpt-4o]\n\
          guards:\n  - plugin: deny\n    name: no-falcon\n    apply: request\n    \
          scope: {{models: [echo-1]}}\n    options: {{phrases: [project falcon]}}\n\
-         cache: {{ rules: [ {{ models: [gpt-4o-mini], enabled: true }} ] }}\n",
+         cache: {{ rules: [ {{ models: [gpt-4o-mini], enabled: true }} ] }}\n\
+         batches: {{ poll_interval_ms: 100 }}\n",
         plugins = dir.join("plugins").display(),
         cache = common::plugin_cache_dir().display(),
         base = mock.base_url(),
+        batches_url = batches.openai_url(),
+        batches_key = common::mock_batches::API_KEY,
     );
     std::fs::write(dir.join("config.yaml"), config).unwrap();
     let key = wasmgate(
@@ -172,6 +222,9 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
     for _ in 0..3 {
         chat(&gateway, &other, "gpt-4o", bob.clone(), false).await;
     }
+    // A batch of three lines, metered by the poller once it ends: shown as batch spend.
+    batch(&gateway, &key, BATCH_LINES).await;
+    sent += BATCH_LINES;
     let deadline = Instant::now() + Duration::from_secs(20);
     while logged(&gateway, &key).await < sent {
         assert!(Instant::now() < deadline, "the ledger never held {sent}");
@@ -188,6 +241,7 @@ async fn the_console_in_a_real_browser_shows_what_the_usage_api_answers() {
                 .env("CONSOLE_URL", url)
                 .env("CONSOLE_KEY", key)
                 .env("CONSOLE_REQUESTS", sent.to_string())
+                .env("CONSOLE_BATCH_LINES", BATCH_LINES.to_string())
                 .env("CONSOLE_SCREENSHOTS", shots)
                 .env("CONSOLE_CHROMIUM", CHROMIUM)
                 .env("CONSOLE_PLAYWRIGHT", browser_dir)

@@ -32,7 +32,7 @@ providers:
 "#;
 
 /// Every route with the method it takes (and paths no route has).
-const ROUTES: [(&str, Method); 13] = [
+const ROUTES: [(&str, Method); 15] = [
     ("/v1/chat/completions", Method::POST),
     ("/v1/embeddings", Method::POST),
     ("/v1/images/generations", Method::POST),
@@ -41,6 +41,8 @@ const ROUTES: [(&str, Method); 13] = [
     ("/v1/rerank", Method::POST),
     ("/v1/models", Method::GET),
     ("/v1/models/echo-1", Method::GET),
+    ("/v1/batches", Method::POST),
+    ("/v1/files", Method::GET),
     ("/usage/total", Method::POST),
     ("/usage/models", Method::POST),
     ("/health", Method::GET),
@@ -71,6 +73,8 @@ fn valid_body(path: &str) -> Value {
             json!({"model": "echo-1", "query": "a", "documents": ["a", "b"], "top_n": 1})
         }
         "/usage/models" => json!({"start_time_us": 0, "min_unit": "day", "user_tags": ["a"]}),
+        "/v1/batches" => json!({"input_file_id": "file-abc", "endpoint": "/v1/chat/completions",
+            "completion_window": "24h"}),
         _ => json!({"start_time_us": 0}),
     }
 }

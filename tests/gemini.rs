@@ -333,6 +333,10 @@ async fn errors_are_google_s_shape() {
         .await
         .unwrap();
     assert_eq!(response.status(), 405);
+    // POST, and GET too: the path is also one `models/{model}` takes.
+    let allow = response.headers()["allow"].to_str().unwrap().to_owned();
+    assert!(allow.split(',').any(|m| m == "POST"), "{allow}");
+    assert!(!allow.contains("PUT"), "{allow}");
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], 405, "{body}");
 }

@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["telemetry"],
     &["gateway", "mcp"],
     &["state"],
-    &["pipeline"],
+    &["pipeline", "batches"],
     &["server"],
     &["reload", "cli"],
 ];

@@ -1294,7 +1294,8 @@ async fn requests_a_provider_cannot_express_are_400s_naming_the_param_and_never_
 
 /// Each entry's native dialects are what its built-in plugin says when the config loads:
 /// Messages for Anthropic, Responses for OpenAI's own API, an Azure resource and a preset whose
-/// host serves it, none for a compatible host without it or for the other plugins.
+/// host serves it, none for a compatible host without it or for the other plugins; OpenAI's
+/// Files and Batch APIs (`openai-batches`) for OpenAI's own API and every Azure resource.
 #[tokio::test]
 async fn entries_learn_their_native_dialects_from_their_plugins() {
     let yaml = r#"
@@ -1315,11 +1316,11 @@ providers:
         provider.native.clone()
     };
     assert_eq!(native("anthropic"), ["messages"]);
-    assert_eq!(native("openai"), ["responses"]);
+    assert_eq!(native("openai"), ["responses", "openai-batches"]);
     assert!(native("deepseek").is_empty());
     assert_eq!(native("groq"), ["responses"]);
-    assert_eq!(native("azure"), ["responses"]);
-    assert!(native("azure-old").is_empty());
+    assert_eq!(native("azure"), ["responses", "openai-batches"]);
+    assert_eq!(native("azure-old"), ["openai-batches"]);
     assert!(native("echo").is_empty());
 }
 

@@ -869,3 +869,51 @@ async fn input_items_are_listed_in_the_long_form_with_ids() {
         "{item}"
     );
 }
+
+/// `POST /v1/responses/input_tokens` (issue 21): OpenAI's own count for an entry that speaks
+/// Responses (the strict mock counts, and refuses fields the endpoint does not take), the
+/// gateway's estimate for one that does not; the answer says which, in OpenAI's
+/// `response.input_tokens` shape, and no count is recorded.
+#[tokio::test]
+async fn input_tokens_are_counted_by_openai_natively_and_estimated_otherwise() {
+    let s = setup("").await;
+    let body = |model: &str| {
+        json!({"model": model, "input": "How many tokens is this sentence?",
+               "instructions": "Count carefully."})
+    };
+    let count = |model: String, id: &'static str| {
+        let request = http()
+            .post(s.gateway.url("/v1/responses/input_tokens"))
+            .header("x-request-id", id)
+            .json(&body(&model));
+        send(request)
+    };
+    let native = count(format!("openai/{GPT}"), "count-native").await;
+    assert_eq!(native.status, 200, "{}", native.text);
+    assert_eq!(native.headers["x-wasmgate-count"], "upstream");
+    let counted = native.json();
+    assert_eq!(counted["object"], "response.input_tokens", "{counted}");
+    // The mock counts a token per four characters of `input` and `instructions`.
+    assert_eq!(counted["input_tokens"], 9 + 4, "{counted}");
+    let sent = s.openai.last_request().await;
+    assert_eq!(sent.path, "/v1/responses/input_tokens");
+    assert_eq!(sent.body["model"], GPT, "the model rewritten");
+
+    let estimated = count(format!("chat/{CHAT_GPT}"), "count-estimate").await;
+    assert_eq!(estimated.status, 200, "{}", estimated.text);
+    assert_eq!(estimated.headers["x-wasmgate-count"], "estimate");
+    let counted = estimated.json();
+    assert_eq!(counted["object"], "response.input_tokens");
+    assert!(counted["input_tokens"].as_u64().unwrap() > 5, "{counted}");
+
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let store = s.gateway.state.ledger.store();
+    for id in ["count-native", "count-estimate"] {
+        let store = store.clone();
+        let found = tokio::task::spawn_blocking(move || store.record(id))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(found.is_none(), "a count was recorded: {found:?}");
+    }
+}

@@ -20,6 +20,7 @@
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
 pub mod auth;
+pub mod batches;
 pub mod cache;
 pub mod catalog;
 pub mod cli;

@@ -216,6 +216,10 @@ struct KeyLimitArgs {
     /// `search/*,files/read_*`. Empty: every tool its project may use.
     #[arg(long)]
     tools: Option<String>,
+    /// The pass-through routes it may reach, comma-separated `<entry>/<path>` patterns:
+    /// `openai/files*,openai/vector_stores*`. Empty: those of the config's `passthrough.allow`.
+    #[arg(long, value_name = "PATTERNS")]
+    passthrough: Option<String>,
 }
 
 impl KeyLimitArgs {
@@ -230,6 +234,7 @@ impl KeyLimitArgs {
             budget_period: self.budget_period,
             guards: self.guards,
             tools: self.tools,
+            passthrough: self.passthrough,
         }
     }
 }

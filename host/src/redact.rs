@@ -210,6 +210,11 @@ impl Redactor {
             saved_cost_micros: _,
             bytes_in: _,
             bytes_out: _,
+            // The gateway's own id.
+            batch_id: _,
+            audio_ms: _,
+            characters: _,
+            search_units: _,
         } = record;
         for text in [request_id, project, operation] {
             *text = self.string(std::mem::take(text));

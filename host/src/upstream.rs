@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-pub use form::{Upload, send_form};
-pub use guard::{Admitted, Refusal, Scope, shorten};
+pub use form::{FilePart, Upload, send_form, send_form_part};
+pub use guard::{Admitted, Refusal, Scope, dot_segment, shorten};
 
 /// Why an upstream request got no response.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +52,32 @@ pub async fn send(
         .request(method, url)
         .headers(headers)
         .body(Bytes::from(request.body))
+        .send();
+    match tokio::time::timeout(timeout, send).await {
+        Err(_) => Err(UpstreamError::Timeout(timeout)),
+        Ok(Err(e)) if e.is_timeout() => Err(UpstreamError::Timeout(timeout)),
+        Ok(Err(e)) => Err(UpstreamError::Connect(describe(e))),
+        Ok(Ok(response)) => Ok(response),
+    }
+}
+
+/// Sends `admitted` (its own body ignored) with `body` streamed as it arrives, and `headers`
+/// as they are (already checked), waiting up to `timeout` for the response headers: a
+/// pass-through request, whose body the gateway never holds whole.
+pub async fn send_streaming(
+    client: &reqwest::Client,
+    admitted: Admitted,
+    headers: HeaderMap,
+    body: reqwest::Body,
+    timeout: Duration,
+) -> Result<reqwest::Response, UpstreamError> {
+    let Admitted { request, url } = admitted;
+    let method = reqwest::Method::from_bytes(request.method.as_bytes())
+        .map_err(|_| UpstreamError::InvalidRequest(format!("bad method {:?}", request.method)))?;
+    let send = client
+        .request(method, url)
+        .headers(headers)
+        .body(body)
         .send();
     match tokio::time::timeout(timeout, send).await {
         Err(_) => Err(UpstreamError::Timeout(timeout)),

@@ -29,6 +29,9 @@ const TILES = [
   ["input_tokens", "Input tokens", (t) => t.input_tokens, count, false],
   ["output_tokens", "Output tokens", (t) => t.output_tokens, count, false],
   ["cached_input_tokens", "Cached input tokens", (t) => t.cached_input_tokens, count, false],
+  // Output lines of batches, at the batch price (part of the cost and requests above).
+  ["batch_cost", "Batch cost", (t) => t.batch?.cost, usd, true],
+  ["batch_requests", "Batch requests", (t) => t.batch?.requests, count, false],
   ["error_rate", "Error rate", (t) => t.error_rate, percent, true],
   ["cache_hits", "Cache hits", (t) => t.cache_hits, count, false],
   ["cache_hit_rate", "Cache hit rate", (t) => t.cache_hit_rate, percent, false],
@@ -96,9 +99,11 @@ async function overview() {
   loading = true;
   const range = rangeOf($("range").value);
   try {
-    const [stats, previous] = await Promise.all([
+    const [stats, previous, total, previousTotal] = await Promise.all([
       post("/usage/stats", { start_time_us: range.start, end_time_us: range.end, bucket: range.bucket }),
       post("/usage/stats", { start_time_us: range.start - range.length, end_time_us: range.start, bucket: range.bucket }),
+      post("/usage/total", { start_time_us: range.start, end_time_us: range.end }),
+      post("/usage/total", { start_time_us: range.start - range.length, end_time_us: range.start }),
     ]);
     $("overview-error").textContent = "";
     $("project").textContent = `project ${stats.project}`;
@@ -106,7 +111,7 @@ async function overview() {
     section.dataset.start = String(stats.period_start);
     section.dataset.end = String(stats.period_end);
     section.dataset.bucket = stats.bucket;
-    tiles(stats.total, previous.total);
+    tiles({ ...stats.total, batch: total.batch }, { ...previous.total, batch: previousTotal.batch });
     // Axis ticks in three significant digits; the legend shows the exact figure.
     stacked($("chart-cost"), stats, (row) => row.cost, usd, (v) => "$" + Number(v.toPrecision(3)));
     stacked($("chart-tokens"), stats, (row) => row.input_tokens + row.output_tokens, count);

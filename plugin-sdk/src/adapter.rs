@@ -7,8 +7,9 @@ use core::marker::PhantomData;
 use crate::entry::Entry;
 use crate::wit::exports::wasmgate::plugin::provider::{Description, Guest, GuestStreamDecoder};
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpResponse, Operation, PluginError, Prepared,
-    Provider, ProviderConfig, RequestInfo, StreamDecoder, StreamOutput,
+    CanonicalRequest, Completion, ConfigError, HttpResponse, Metered, Operation, PassthroughAuth,
+    PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo, StreamDecoder,
+    StreamOutput,
 };
 
 /// The type [`export_provider!`](crate::export_provider) exports for a provider `P`.
@@ -43,6 +44,22 @@ impl<P: Provider> Guest for Adapter<P> {
         response: HttpResponse,
     ) -> Result<Completion, PluginError> {
         parse_response::<P>(&config, &request, response)
+    }
+
+    fn passthrough(
+        config: ProviderConfig,
+        call: PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        P::passthrough(&entry::<P>(&config)?, &call)
+    }
+
+    fn passthrough_usage(
+        config: ProviderConfig,
+        call: PassthroughCall,
+        response: HttpResponse,
+        whole: bool,
+    ) -> Option<Metered> {
+        P::passthrough_usage(&entry::<P>(&config).ok()?, &call, &response, whole)
     }
 }
 

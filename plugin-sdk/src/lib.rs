@@ -212,6 +212,8 @@ pub mod openai;
 pub mod openai_compat;
 mod options;
 #[cfg(feature = "provider")]
+pub mod passthrough;
+#[cfg(feature = "provider")]
 mod provider;
 #[cfg(feature = "router")]
 mod router;
@@ -519,8 +521,9 @@ pub use wit::dialect::{
 };
 #[cfg(feature = "provider")]
 pub use wit::exports::wasmgate::plugin::provider::{
-    CanonicalRequest, Completion, Description, FormRequest, NativeCall, Operation, Prepared,
-    ProviderConfig, RawRequest, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, Description, FormRequest, Metered, NativeCall, Operation,
+    PassthroughAuth, PassthroughCall, Prepared, ProviderConfig, RawRequest, RequestInfo,
+    StreamOutput,
 };
 #[cfg(feature = "guard")]
 pub use wit::guard::{

@@ -4,8 +4,8 @@ use serde::de::DeserializeOwned;
 
 use crate::entry::{Auth, Entry};
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpResponse, Operation, PluginError, Prepared,
-    ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, ConfigError, HttpResponse, Metered, Operation, PassthroughAuth,
+    PassthroughCall, PluginError, Prepared, ProviderConfig, RequestInfo, StreamOutput,
 };
 
 /// A provider plugin. The host calls each function on a fresh instance, so implementations are
@@ -84,6 +84,42 @@ pub trait Provider: 'static {
     ) -> Result<Completion, PluginError> {
         let _ = entry;
         crate::openai_compat::parse_response(request.operation, response)
+    }
+
+    /// The credentials of a pass-through request (`/passthrough/<entry>/<path>`) to this
+    /// entry's upstream: by default the key as [`Self::AUTH`] sends it and the entry's
+    /// `headers`, as on every request. A provider that answers locally ([`Self::LOCAL`]) or
+    /// signs its requests itself ([`Auth::Own`]) refuses by default: its upstream cannot take
+    /// a body the plugin never sees.
+    fn passthrough(
+        entry: &Entry<Self::Settings>,
+        call: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        let _ = call;
+        if Self::LOCAL || matches!(Self::AUTH, Auth::Own) {
+            return Err(crate::passthrough::unsupported(&entry.name));
+        }
+        let mut request = crate::HttpRequest::get(String::new());
+        entry.authorize(&mut request);
+        Ok(PassthroughAuth {
+            headers: request.headers,
+            query: Vec::new(),
+        })
+    }
+
+    /// The usage of a pass-through answer, from its whole body (`whole`) or its tail. The
+    /// default reads the shapes the common APIs write ([`crate::passthrough::read_usage`]).
+    fn passthrough_usage(
+        entry: &Entry<Self::Settings>,
+        call: &PassthroughCall,
+        response: &HttpResponse,
+        whole: bool,
+    ) -> Option<Metered> {
+        let _ = (entry, call);
+        if !(200..300).contains(&response.status) {
+            return None;
+        }
+        crate::passthrough::read_usage(&response.body, whole)
     }
 }
 

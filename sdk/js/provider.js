@@ -177,6 +177,13 @@ export function defineProvider(plugin) {
     nativeDialects() {
       return [];
     },
+    // Pass-through routes: none from JavaScript yet (the host then answers 404).
+    passthrough(config) {
+      throw witError(new PluginError('not-found', `provider \`${config.name}\` offers no pass-through route`).toWit());
+    },
+    passthroughUsage() {
+      return undefined;
+    },
     validate(config) {
       try {
         const read = readEntry(plugin, config);

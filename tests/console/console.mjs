@@ -100,6 +100,7 @@ try {
     output_tokens: stats.total.output_tokens, cached_input_tokens: stats.total.cached_input_tokens,
     error_rate: stats.total.error_rate,
     cache_hits: stats.total.cache_hits, cache_hit_rate: stats.total.cache_hit_rate, saved_cost: stats.total.saved_cost,
+    batch_cost: total.batch.cost, batch_requests: total.batch.requests,
     latency_p50: stats.total.latency_us.p50, latency_p90: stats.total.latency_us.p90, latency_p99: stats.total.latency_us.p99,
     ttft_p50: stats.total.ttft_us.p50, ttft_p90: stats.total.ttft_us.p90, ttft_p99: stats.total.ttft_us.p99,
   };
@@ -115,7 +116,12 @@ try {
   assert.equal(shown.cache_hit_rate, (stats.total.cache_hit_rate * 100).toFixed(2) + "%");
   const mini = stats.by_model.rows.find((r) => r.model === "gpt-4o-mini");
   assert.ok(mini.cache_hits === stats.total.cache_hits && mini.saved_cost > 0, JSON.stringify(mini));
-  step(`totals equal the API's (${sent} requests, $${stats.total.cost}, ${stats.total.errors} errors, ${stats.total.cache_hits} cache hits)`);
+  // The batch's lines, at the batch price, shown apart.
+  const batchLines = Number(process.env.CONSOLE_BATCH_LINES);
+  assert.ok(batchLines > 0 && total.batch.requests === batchLines && total.batch.cost > 0, JSON.stringify(total.batch));
+  assert.equal(shown.batch_requests, String(batchLines));
+  assert.equal(shown.batch_cost, "$" + total.batch.cost.toFixed(6));
+  step(`totals equal the API's (${sent} requests, $${stats.total.cost}, ${stats.total.errors} errors, ${stats.total.cache_hits} cache hits, ${batchLines} batch lines)`);
 
   // Breakdowns: every row and figure, and sorting.
   for (const [kind, rows] of [["provider", stats.by_provider], ["model", stats.by_model], ["user", stats.by_user], ["tag", stats.by_tag]]) {
@@ -125,8 +131,11 @@ try {
     assert.deepEqual(table, rows.rows.map(asText), kind);
     assert.ok(table.length > 0, kind);
   }
-  // Two providers, and the requests a guard refused before any provider was chosen.
-  assert.ok(stats.by_model.rows.length >= 4 && stats.by_provider.rows.length === 3);
+  // Three providers, and a row for the requests a guard refused before any provider was chosen.
+  const named = stats.by_provider.rows.filter((r) => r.provider).map((r) => r.provider).sort();
+  assert.ok(stats.by_model.rows.length >= 4, JSON.stringify(stats.by_model.rows));
+  assert.deepEqual(named, ["batchy", "echo", "openai"], JSON.stringify(stats.by_provider.rows));
+  assert.equal(stats.by_provider.rows.length, 4, JSON.stringify(stats.by_provider.rows));
   await page.click("table[data-breakdown=model] th[data-key=requests]");
   const byRequests = await page.$$eval("table[data-breakdown=model] tbody td[data-field=requests]", (tds) => tds.map((td) => Number(td.dataset.value)));
   assert.deepEqual(byRequests, [...byRequests].sort((a, b) => b - a));

@@ -25,6 +25,12 @@ pub struct ProviderBlock {
     #[serde(default)]
     #[schemars(extend("examples" = ["our negotiated rate, 2026-11"]))]
     pub source: Option<String>,
+    /// What a request sent through the provider's Batch API costs, as a fraction of the model's
+    /// price (OpenAI's and Azure's batches: 0.5), for the models that give no batch price of
+    /// their own.
+    #[serde(default)]
+    #[schemars(extend("examples" = [0.5]))]
+    pub batch_discount: Option<f64>,
     /// The provider's models: each replaces the catalog's model of that name, or is added.
     #[serde(default)]
     pub models: Vec<ModelEntry>,
@@ -79,6 +85,15 @@ pub struct ModelEntry {
     #[serde(default)]
     #[schemars(extend("examples" = [15.0]))]
     pub per_mchar: Option<f64>,
+    /// USD per million prompt tokens of a batch request, where it is not the provider's
+    /// `batch_discount` of `input_per_mtok`.
+    #[serde(default)]
+    #[schemars(extend("examples" = [0.075]))]
+    pub batch_input_per_mtok: Option<f64>,
+    /// USD per million completion tokens of a batch request, likewise.
+    #[serde(default)]
+    #[schemars(extend("examples" = [0.3]))]
+    pub batch_output_per_mtok: Option<f64>,
 }
 
 /// Capabilities; any left out is false.
@@ -156,6 +171,14 @@ impl TryFrom<CatalogFile> for Catalog {
                     format!("provider `{}` has an earlier block", block.provider),
                 ));
             }
+            if let Some(d) = block.batch_discount
+                && !(d.is_finite() && (0.0..=1.0).contains(&d))
+            {
+                return Err(CatalogError::key(
+                    at("batch_discount"),
+                    "must be a fraction from 0 to 1",
+                ));
+            }
             let mut models = IndexMap::new();
             for (m, entry) in block.models.into_iter().enumerate() {
                 let at = |key: &str| format!("providers[{b}].models[{m}].{key}");
@@ -166,7 +189,7 @@ impl TryFrom<CatalogFile> for Catalog {
                         format!("`{}/{}` is listed twice", block.provider, entry.model),
                     ));
                 }
-                let info = model_info(&block.provider, entry, &at)?;
+                let info = model_info(&block.provider, entry, block.batch_discount, &at)?;
                 models.insert(info.model.clone(), std::sync::Arc::new(info));
             }
             providers.insert(
@@ -184,6 +207,7 @@ impl TryFrom<CatalogFile> for Catalog {
 fn model_info(
     provider: &str,
     entry: ModelEntry,
+    batch_discount: Option<f64>,
     at: &dyn Fn(&str) -> String,
 ) -> Result<ModelInfo, CatalogError> {
     let price = |value: Option<f64>, key: &str, convert: fn(f64) -> Option<i64>| {
@@ -221,6 +245,27 @@ fn model_info(
         )?,
         // Per million characters converts as per million tokens does.
         per_character: price(entry.per_mchar, "per_mchar", per_mtok_to_pico)?,
+        batch_input: None,
+        batch_output: None,
+        batch_cached_input: None,
+    };
+    // A batch price given wins; else the provider's discount of the model's own.
+    let discounted = |p: Option<i64>| Some((p? as f64 * batch_discount?).round() as i64);
+    let prices = Prices {
+        batch_input: price(
+            entry.batch_input_per_mtok,
+            "batch_input_per_mtok",
+            per_mtok_to_pico,
+        )?
+        .or(discounted(prices.input)),
+        batch_output: price(
+            entry.batch_output_per_mtok,
+            "batch_output_per_mtok",
+            per_mtok_to_pico,
+        )?
+        .or(discounted(prices.output)),
+        batch_cached_input: discounted(prices.cached_input),
+        ..prices
     };
     if entry.context_window == Some(0) {
         return Err(CatalogError::key(

@@ -138,6 +138,11 @@ pub struct Prices {
     pub per_audio_second: Option<i64>,
     /// Per character of text spoken.
     pub per_character: Option<i64>,
+    /// Per prompt token, per completion token and per cached prompt token of a request run
+    /// through the provider's Batch API; `None` where the catalog knows no batch price.
+    pub batch_input: Option<i64>,
+    pub batch_output: Option<i64>,
+    pub batch_cached_input: Option<i64>,
 }
 
 /// One model of the catalog.
@@ -154,6 +159,18 @@ pub struct ModelInfo {
 }
 
 impl ModelInfo {
+    /// This model as its batch requests are billed: the batch prices in place of the input,
+    /// output and cached-input ones. `None` when the catalog knows no batch price for it.
+    pub fn at_batch_price(&self) -> Option<ModelInfo> {
+        let p = self.prices;
+        let (input, output) = (p.batch_input?, p.batch_output?);
+        let mut info = self.clone();
+        info.prices.input = Some(input);
+        info.prices.output = Some(output);
+        info.prices.cached_input = p.batch_cached_input.or(Some(input));
+        Some(info)
+    }
+
     /// Whether the catalog knows what this model's tokens (or images) cost.
     pub fn is_priced(&self) -> bool {
         match self.kind {

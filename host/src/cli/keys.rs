@@ -27,6 +27,8 @@ pub struct LimitArgs {
     pub guards: Option<String>,
     /// Comma-separated MCP tool patterns (`<server>/<tool>`, `search/*`).
     pub tools: Option<String>,
+    /// Comma-separated pass-through patterns (`openai/files*`).
+    pub passthrough: Option<String>,
 }
 
 /// A comma-separated list, its items trimmed, the empty ones left out.
@@ -62,6 +64,7 @@ impl LimitArgs {
             }
         };
         Ok(KeyChanges {
+            passthrough: self.passthrough.as_deref().map(list_of),
             name: self.name.clone().map(|n| Some(n).filter(|n| !n.is_empty())),
             models: self.models.as_deref().map(list_of),
             guards: self.guards.as_deref().map(list_of),
@@ -173,6 +176,9 @@ pub fn describe(limits: &KeyLimits) -> String {
     }
     if !limits.guards.is_empty() {
         parts.push(format!("guards {}", limits.guards.join(", ")));
+    }
+    if !limits.passthrough.is_empty() {
+        parts.push(format!("pass-through {}", limits.passthrough.join(", ")));
     }
     if parts.is_empty() {
         "no limits of its own".to_owned()

@@ -1,10 +1,12 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
+pub mod batches;
 pub mod cache;
 mod catalog;
 pub mod guards;
 mod interpolate;
 pub mod mcp;
+pub mod passthrough;
 pub mod presets;
 pub mod reference;
 mod resources;
@@ -102,6 +104,12 @@ pub struct Config {
     /// The MCP gateway: upstream MCP servers merged behind `/mcp`.
     #[serde(default)]
     pub mcp: mcp::McpConfig,
+    /// Pass-through routes to what the gateway does not model: `<prefix>/<entry>/<path>`.
+    #[serde(default)]
+    pub passthrough: passthrough::PassthroughConfig,
+    /// OpenAI's Files and Batch APIs (`/v1/files`, `/v1/batches`).
+    #[serde(default)]
+    pub batches: batches::BatchesConfig,
 }
 
 /// `dialects:`: the client APIs the gateway serves besides Chat Completions, each by the dialect
@@ -840,6 +848,8 @@ impl Config {
             }
         }
         self.cache.check()?;
+        self.passthrough.check()?;
+        self.batches.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

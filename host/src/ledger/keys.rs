@@ -85,6 +85,9 @@ pub struct KeyLimits {
     /// The MCP tools it may list and call, as `<server>/<tool>` patterns (`*` stands for any run
     /// of characters); empty allows every tool its project may use.
     pub tools: Vec<String>,
+    /// The pass-through routes it may reach, as `<entry>/<path>` patterns; empty leaves it to
+    /// the config's `passthrough.allow`.
+    pub passthrough: Vec<String>,
 }
 
 /// Guards a key may name, at most.
@@ -93,6 +96,17 @@ pub const GUARDS_MAX: usize = 16;
 const GUARD_NAME_MAX: usize = 64;
 
 impl KeyLimits {
+    /// Whether the key may reach `path` of entry `entry` by a pass-through route: by its own
+    /// patterns if it has any, else by the config's (`fallback`).
+    pub fn allows_passthrough(&self, fallback: &[String], entry: &str, path: &str) -> bool {
+        let patterns = if self.passthrough.is_empty() {
+            fallback
+        } else {
+            &self.passthrough
+        };
+        super::passthrough_allows(patterns, entry, path)
+    }
+
     /// Whether the key may ask for `model` (as the client named it).
     pub fn allows_model(&self, model: &str) -> bool {
         self.models.is_empty() || self.models.iter().any(|p| glob_match(p, model))
@@ -117,6 +131,15 @@ impl KeyLimits {
 
     /// Checks every value, naming the failing one as the CLI's flag (`--rpm`) would.
     pub fn check(&self) -> Result<(), String> {
+        if self.passthrough.len() > super::passthrough_patterns::PATTERNS_MAX {
+            return Err(format!(
+                "passthrough: at most {} patterns",
+                super::passthrough_patterns::PATTERNS_MAX
+            ));
+        }
+        for pattern in &self.passthrough {
+            super::check_passthrough_pattern(pattern)?;
+        }
         if self.models.len() > MODELS_MAX {
             return Err(format!("models: at most {MODELS_MAX} patterns"));
         }
@@ -287,6 +310,8 @@ pub struct KeyChanges {
     pub guards: Option<Vec<String>>,
     /// MCP tool patterns (`<server>/<tool>`); an empty list allows every tool.
     pub tools: Option<Vec<String>>,
+    /// The pass-through patterns; an empty list leaves the key to the config's.
+    pub passthrough: Option<Vec<String>>,
 }
 
 impl KeyChanges {
@@ -328,6 +353,9 @@ impl KeyChanges {
             budget,
             guards: self.guards.unwrap_or_else(|| limits.guards.clone()),
             tools: self.tools.unwrap_or_else(|| limits.tools.clone()),
+            passthrough: self
+                .passthrough
+                .unwrap_or_else(|| limits.passthrough.clone()),
         };
         limits.check()?;
         Ok((name, limits))
@@ -429,6 +457,14 @@ pub fn limits_to_columns(limits: &KeyLimits) -> LimitColumns {
 
 /// A key's limits from its columns. Only this code writes them; should a period ever be unknown
 /// the budget is taken as a total one, which never resets (the strictest reading).
+/// A list as its column stores it: items joined by newlines (no item holds a control character).
+pub fn stored_list(column: &str) -> Vec<String> {
+    (column.split('\n'))
+        .filter(|item| !item.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 pub fn limits_from_columns(
     models: &str,
     expires_us: Option<i64>,
@@ -439,11 +475,7 @@ pub fn limits_from_columns(
     guards: &str,
 ) -> KeyLimits {
     KeyLimits {
-        models: models
-            .split('\n')
-            .filter(|m| !m.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        models: stored_list(models),
         expires_us,
         requests_per_minute: rpm,
         tokens_per_minute: tpm,
@@ -453,11 +485,9 @@ pub fn limits_from_columns(
                 .and_then(BudgetPeriod::parse)
                 .unwrap_or(BudgetPeriod::Total),
         }),
-        guards: (guards.split('\n'))
-            .filter(|g| !g.is_empty())
-            .map(str::to_owned)
-            .collect(),
+        guards: stored_list(guards),
         tools: Vec::new(),
+        passthrough: Vec::new(),
     }
 }
 

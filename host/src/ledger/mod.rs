@@ -21,6 +21,8 @@
 //! - [`totals`]: what the usage questions answer (sums over a range, per bucket and model).
 //! - [`keys`]: what a project key may do on its own, the admin keys, and [`KeyStore`].
 //! - [`responses`]: responses kept for the Responses API, and [`ResponseStore`].
+//! - [`batches`]: the gateway's files and batches (OpenAI's Files and Batch APIs), and
+//!   [`BatchStore`].
 //! - [`requests`]: the request log's query, pages and filters, and [`RequestLog`].
 //! - `rollup`: what both stores share about rollups and ranges.
 //! - [`stats`]: the console's figures (totals, series, breakdowns, percentiles), and
@@ -28,14 +30,18 @@
 //! - [`store`]: [`UsageStore`] (batches and sums), and [`Store`], every part in one database.
 //! - [`sql`]: the statements both stores run as they are (keys, admin keys, stored responses,
 //!   a record's row), and the small traits through which they run them.
+//! - `batch_rows`: the statements of [`BatchStore`].
 //! - [`schema`]: the versioned migrations both stores run when they open a database.
 //! - [`journal`]: the crash-safe local journal of records not yet in the database.
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
 
+mod batch_rows;
+pub mod batches;
 pub mod histogram;
 pub mod journal;
 pub mod keys;
+mod passthrough_patterns;
 pub mod postgres;
 pub mod record;
 pub mod requests;
@@ -56,8 +62,10 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use batches::{BatchStore, StoredBatch, StoredFile};
 pub use journal::{Journal, JournalSettings, Written};
 pub use keys::{AdminKey, ApiKey, Budget, BudgetPeriod, KeyChanges, KeyLimits, KeyStore};
+pub use passthrough_patterns::{check_passthrough_pattern, passthrough_allows};
 pub use record::{UsageRecord, UserFilter};
 pub use requests::RequestLog;
 pub use responses::ResponseStore;

@@ -55,6 +55,19 @@ pub struct UsageRecord {
     pub bytes_in: Option<i64>,
     #[serde(default)]
     pub bytes_out: Option<i64>,
+    /// The gateway's batch (`batch_…`) this record is one output line of; `None` for a request
+    /// answered live. Its cost is at the catalog's batch price.
+    #[serde(default)]
+    pub batch_id: Option<String>,
+    /// Milliseconds of audio transcribed or translated.
+    #[serde(default)]
+    pub audio_ms: u64,
+    /// Characters of text spoken.
+    #[serde(default)]
+    pub characters: u64,
+    /// Rerank search units.
+    #[serde(default)]
+    pub search_units: u64,
 }
 
 /// Which users' usage `/usage/models` sums: every field given must match (an empty filter

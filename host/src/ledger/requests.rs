@@ -95,10 +95,12 @@ pub const LIMIT_MAX: usize = 500;
 /// Records of a page when the query names no limit.
 pub const LIMIT_DEFAULT: usize = 50;
 
-/// The wire API a client spoke, derived from the record's operation: the `/v1/*` endpoint that
-/// took it. Each endpoint records an operation of its own, so the mapping is one to one; a
-/// future `/v1/messages` (`anthropic.messages`) or `/v1/responses` (`openai.responses`) gets its
-/// line here with its operation.
+/// The wire API a client spoke, derived from the record's operation: the `/v1/*` endpoint of the
+/// host's own that took it. A registry dialect's records carry its declared name as their
+/// operation (`messages`, `responses`, `gemini`, ...), and a pass-through request's
+/// `passthrough`: those are their own dialect names, listed by the config's registry rather
+/// than here ([`operation_of`] takes them as they are). `anthropic.messages` and
+/// `openai.responses` are kept as the names the console and clients used for the first two.
 const DIALECTS: [(&str, &str); 7] = [
     ("openai.chat", "chat.completions"),
     ("openai.embeddings", "embeddings"),
@@ -117,17 +119,23 @@ pub fn dialect_of(operation: &str) -> &str {
         .map_or(operation, |(dialect, _)| dialect)
 }
 
-/// The operation a dialect's records carry, or `None` for a dialect the gateway does not know.
-pub fn operation_of(dialect: &str) -> Option<&'static str> {
+/// The operation a dialect's records carry, or `None` for a dialect the gateway does not know:
+/// one of the host's own, or one of `registry` (the config's dialects, by their declared names,
+/// and `passthrough`), which records under its own name.
+pub fn operation_of<'a>(dialect: &'a str, registry: &[&str]) -> Option<&'a str> {
     DIALECTS
         .iter()
         .find(|(name, _)| *name == dialect)
         .map(|(_, op)| *op)
+        .or_else(|| registry.contains(&dialect).then_some(dialect))
 }
 
-/// The known dialects, for error messages.
-pub fn dialects() -> impl Iterator<Item = &'static str> {
-    DIALECTS.iter().map(|(name, _)| *name)
+/// The known dialects, for error messages: the host's own, then `registry`'s.
+pub fn dialects<'a>(registry: &'a [&'a str]) -> impl Iterator<Item = &'a str> {
+    DIALECTS
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(registry.iter().copied())
 }
 
 /// A class of HTTP status.
@@ -320,7 +328,8 @@ pub enum Flavor {
 pub const COLUMNS: &str = "request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
     provider, model, operation, input_tokens, output_tokens, cached_input_tokens, cost_micros,
     latency_us, status, error_type, estimated, ttft_us, reasoning_tokens, cache_write_tokens,
-    guards, cache_hit, saved_cost_micros, bytes_in, bytes_out";
+    guards, cache_hit, saved_cost_micros, bytes_in, bytes_out, batch_id, audio_ms, characters,
+    search_units";
 
 /// The statement of one page (`limit + 1` rows, so that the caller knows whether more follow),
 /// for the users `user_keys` names (`None`: no user filter).

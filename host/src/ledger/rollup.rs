@@ -76,6 +76,9 @@ pub struct Sums {
     /// Requests answered from the response cache, and what they would have cost.
     pub cache_hits: i64,
     pub saved_cost_micros: i64,
+    /// Output lines of batches, and what they cost (at the batch price).
+    pub batch_requests: i64,
+    pub batch_cost_micros: i64,
 }
 
 impl Sums {
@@ -91,11 +94,15 @@ impl Sums {
         self.ttft_count += i64::from(r.ttft_us.is_some());
         self.cache_hits += i64::from(r.cache_hit);
         self.saved_cost_micros += r.saved_cost_micros.unwrap_or(0);
+        if r.batch_id.is_some() {
+            self.batch_requests += 1;
+            self.batch_cost_micros += r.cost_micros.unwrap_or(0);
+        }
         Ok(())
     }
 
     /// The sums in the order of [`SUM_COLUMNS`].
-    pub fn columns(&self) -> [i64; 11] {
+    pub fn columns(&self) -> [i64; 13] {
         [
             self.input_tokens,
             self.output_tokens,
@@ -108,12 +115,14 @@ impl Sums {
             self.ttft_count,
             self.cache_hits,
             self.saved_cost_micros,
+            self.batch_requests,
+            self.batch_cost_micros,
         ]
     }
 }
 
 /// The summed columns of every rollup table, in [`Sums::columns`]' order.
-pub const SUM_COLUMNS: [&str; 11] = [
+pub const SUM_COLUMNS: [&str; 13] = [
     "input_tokens",
     "output_tokens",
     "cost_micros",
@@ -125,6 +134,8 @@ pub const SUM_COLUMNS: [&str; 11] = [
     "ttft_count",
     "cache_hits",
     "saved_cost_micros",
+    "batch_requests",
+    "batch_cost_micros",
 ];
 
 /// How many of [`SUM_COLUMNS`] V1 has (V3 added the cache's).
@@ -355,7 +366,11 @@ pub const ADD_SUMS: &str = "input_tokens = h.input_tokens + excluded.input_token
     cached_input_tokens = h.cached_input_tokens + excluded.cached_input_tokens,
     latency_us = h.latency_us + excluded.latency_us,
     ttft_us = h.ttft_us + excluded.ttft_us,
-    ttft_count = h.ttft_count + excluded.ttft_count";
+    ttft_count = h.ttft_count + excluded.ttft_count,
+    cache_hits = h.cache_hits + excluded.cache_hits,
+    saved_cost_micros = h.saved_cost_micros + excluded.saved_cost_micros,
+    batch_requests = h.batch_requests + excluded.batch_requests,
+    batch_cost_micros = h.batch_cost_micros + excluded.batch_cost_micros";
 
 /// Splits `[start, end)` for a question in `unit` buckets (`None` for a total). Minute buckets
 /// cannot come from a rollup: the whole range is then raw. For a total, or buckets of a day or
@@ -457,8 +472,7 @@ pub fn totals(
         output_tokens: count(output),
         cost_micros: cost.unwrap_or(0),
         requests: count(n),
-        cache_hits: 0,
-        saved_cost_micros: 0,
+        ..Totals::default()
     }
 }
 

@@ -30,6 +30,12 @@ const SHARED: &[(&str, &str)] = &[
     ("V2__guards.sql", SHARED_V2),
     ("V5__key_guards.sql", SHARED_V5),
     ("V6__mcp.sql", include_str!("migrations/shared/V6__mcp.sql")),
+    (
+        "V7__passthrough.sql",
+        include_str!("migrations/shared/V7__passthrough.sql"),
+    ),
+    ("V8__batches.sql", include_str!("migrations/shared/V8__batches.sql"),
+    ),
 ];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
 const SHARED_V5: &str = include_str!("migrations/shared/V5__key_guards.sql");

@@ -8,7 +8,9 @@
 //! reads as its own `?1`, `?2`, ... (SQLite would number `$N` by first appearance). What the two
 //! databases do differently (a batch's arrays, the rollups' reads) stays in each store.
 
-use super::keys::{AdminKey, ApiKey, KeyLimits, KeyStore, limits_from_columns, limits_to_columns};
+use super::keys::{
+    AdminKey, ApiKey, KeyLimits, KeyStore, limits_from_columns, limits_to_columns, stored_list,
+};
 use std::collections::HashMap;
 
 use super::record::{UsageRecord, UserFilter};
@@ -112,7 +114,7 @@ fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
                            models, expires_us, rpm, tpm, budget_micros, budget_period, guards, \
-                           tools";
+                           tools, passthrough";
 
 fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
     let mut key = ApiKey {
@@ -133,18 +135,9 @@ fn key_row(row: &dyn Row) -> anyhow::Result<ApiKey> {
             &text(row, 13)?,
         ),
     };
-    key.limits.tools = tool_patterns(row.text(14)?.as_deref().unwrap_or_default());
+    key.limits.tools = stored_list(row.text(14)?.as_deref().unwrap_or_default());
+    key.limits.passthrough = stored_list(row.text(15)?.as_deref().unwrap_or_default());
     Ok(key)
-}
-
-/// A key's MCP tool patterns as stored: joined by newlines (a pattern holds no control
-/// character).
-fn tool_patterns(column: &str) -> Vec<String> {
-    column
-        .split('\n')
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 const ADMIN_KEY_COLUMNS: &str = "id, name, key_hash, prefix, created_us, revoked_us";
@@ -184,7 +177,7 @@ impl<S: SqlStore> KeyStore for S {
             db.execute(
                 &format!(
                     "INSERT INTO api_keys ({KEY_COLUMNS})
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
                 ),
                 &[
                     key.id.as_str().into(),
@@ -202,6 +195,7 @@ impl<S: SqlStore> KeyStore for S {
                     period.into(),
                     guards.as_str().into(),
                     key.limits.tools.join("\n").as_str().into(),
+                    key.limits.passthrough.join("\n").as_str().into(),
                 ],
             )
             .map(drop)
@@ -258,7 +252,8 @@ impl<S: SqlStore> KeyStore for S {
         self.write_sql(|db| {
             Ok(db.execute(
                 "UPDATE api_keys SET name = $2, models = $3, expires_us = $4, rpm = $5, tpm = $6,
-                     budget_micros = $7, budget_period = $8, guards = $9, tools = $10
+                     budget_micros = $7, budget_period = $8, guards = $9, tools = $10,
+                     passthrough = $11
                  WHERE id = $1 AND revoked_us IS NULL",
                 &[
                     id.into(),
@@ -271,6 +266,7 @@ impl<S: SqlStore> KeyStore for S {
                     period.into(),
                     guards.as_str().into(),
                     limits.tools.join("\n").as_str().into(),
+                    limits.passthrough.join("\n").as_str().into(),
                 ],
             )? > 0)
         })
@@ -425,6 +421,10 @@ pub fn record_row(row: &dyn Row) -> anyhow::Result<UsageRecord> {
         saved_cost_micros: row.int(23)?,
         bytes_in: row.int(24)?,
         bytes_out: row.int(25)?,
+        batch_id: row.text(26)?,
+        audio_ms: count(27)?,
+        characters: count(28)?,
+        search_units: count(29)?,
     })
 }
 
@@ -452,7 +452,7 @@ impl Type {
 /// The columns of `usage_records` a batch writes, in the order of [`insert_values`]. A new
 /// column is a line here and one there (and one in [`super::requests::COLUMNS`] and
 /// [`record_row`] to read it back).
-pub const INSERT_COLUMNS: [(&str, Type); 27] = [
+pub const INSERT_COLUMNS: [(&str, Type); 31] = [
     ("request_id", Type::Text),
     ("time_us", Type::BigInt),
     ("project", Type::Text),
@@ -480,6 +480,10 @@ pub const INSERT_COLUMNS: [(&str, Type); 27] = [
     ("saved_cost_micros", Type::BigInt),
     ("bytes_in", Type::BigInt),
     ("bytes_out", Type::BigInt),
+    ("batch_id", Type::Text),
+    ("audio_ms", Type::BigInt),
+    ("characters", Type::BigInt),
+    ("search_units", Type::BigInt),
 ];
 
 /// One record's values for [`INSERT_COLUMNS`]: `user_key` names its user in `usage_users`,
@@ -488,7 +492,7 @@ pub fn insert_values<'a>(
     r: &'a UsageRecord,
     user_key: i64,
     tags: &'a str,
-) -> anyhow::Result<[Value<'a>; 27]> {
+) -> anyhow::Result<[Value<'a>; 31]> {
     let count = |n: u64| -> anyhow::Result<Value<'a>> { Ok(i64::try_from(n)?.into()) };
     Ok([
         r.request_id.as_str().into(),
@@ -518,6 +522,10 @@ pub fn insert_values<'a>(
         r.saved_cost_micros.into(),
         r.bytes_in.into(),
         r.bytes_out.into(),
+        r.batch_id.as_deref().into(),
+        count(r.audio_ms)?,
+        count(r.characters)?,
+        count(r.search_units)?,
     ])
 }
 
@@ -608,6 +616,8 @@ pub fn total(
         Ok(Totals {
             cache_hits: u64::try_from(row.int(4)?.unwrap_or(0)).unwrap_or(0),
             saved_cost_micros: row.int(5)?.unwrap_or(0),
+            batch_requests: u64::try_from(row.int(6)?.unwrap_or(0)).unwrap_or(0),
+            batch_cost_micros: row.int(7)?.unwrap_or(0),
             ..rollup::totals(row.int(0)?, row.int(1)?, row.int(2)?, row.int(3)?)
         })
     };
@@ -623,7 +633,8 @@ pub fn total(
         let sql = format!(
             "SELECT CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT),
                 CAST(SUM(cost_micros) AS BIGINT), CAST(SUM(requests) AS BIGINT),
-                CAST(SUM(cache_hits) AS BIGINT), CAST(SUM(saved_cost_micros) AS BIGINT)
+                CAST(SUM(cache_hits) AS BIGINT), CAST(SUM(saved_cost_micros) AS BIGINT),
+                CAST(SUM(batch_requests) AS BIGINT), CAST(SUM(batch_cost_micros) AS BIGINT)
              FROM {table} WHERE project = $1 AND {time} >= $2 AND {time} < $3"
         );
         if let Some(sum) = first(db, &sql, &[project.into(), a.into(), b.into()], sums)? {
@@ -636,7 +647,9 @@ pub fn total(
             "SELECT CAST(SUM(input_tokens) AS BIGINT), CAST(SUM(output_tokens) AS BIGINT),
                 CAST(SUM(cost_micros) AS BIGINT), COUNT(*),
                 CAST(SUM(CAST(cache_hit AS INTEGER)) AS BIGINT),
-                CAST(SUM(saved_cost_micros) AS BIGINT)
+                CAST(SUM(saved_cost_micros) AS BIGINT),
+                CAST(SUM(CASE WHEN batch_id IS NULL THEN 0 ELSE 1 END) AS BIGINT),
+                CAST(SUM(CASE WHEN batch_id IS NULL THEN 0 ELSE cost_micros END) AS BIGINT)
              FROM usage_records WHERE project = $1 AND time_us >= $2 AND time_us < $3",
             &[project.into(), s.into(), e.into()],
             sums,

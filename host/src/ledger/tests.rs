@@ -7,7 +7,9 @@ use super::responses::StoredResponse;
 use super::time::{HOUR_US, format_utc};
 use super::*;
 
+mod batches;
 mod records;
+use batches::{check_batch_records, check_files_and_batches};
 use records::{by, log_record, record};
 
 #[path = "../../../tests/common/postgres.rs"]
@@ -49,6 +51,8 @@ on_every_store!(
     check_request_pages,
     check_one_request_per_project,
     check_stored_responses,
+    check_files_and_batches,
+    check_batch_records,
     check_stats,
     check_stats_from_rollups_equal_the_records,
 );
@@ -194,6 +198,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
         }),
         guards: vec!["redact".to_owned(), "no-cards".to_owned()],
         tools: vec!["search/*".to_owned(), "files/read_*".to_owned()],
+        passthrough: vec!["openai/files*".to_owned(), "anthropic/*".to_owned()],
     };
     store.insert_key(&a).unwrap();
     assert_eq!(store.key("key_a").unwrap(), Some(a.clone()));
@@ -206,6 +211,7 @@ pub(super) fn check_key_limits_and_spend(store: &dyn Store) {
             micros: 7,
             period: BudgetPeriod::Total,
         }),
+        passthrough: vec!["gemini/cachedContents*".to_owned()],
         ..KeyLimits::default()
     };
     assert!(store.update_key("key_a", Some("renamed"), &limits).unwrap());
@@ -1251,8 +1257,9 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
 }
 
 /// Drops what the migrations after V1 added (V3: the response cache's columns; V5: the guards
-/// keys name; V6: the MCP columns).
+/// keys name; V6: the MCP columns; V7: the keys' pass-through patterns; V8: batches and units).
 const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
+    ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
@@ -1265,16 +1272,32 @@ const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_records DROP COLUMN bytes_in;
     ALTER TABLE usage_records DROP COLUMN bytes_out;
-    ALTER TABLE api_keys DROP COLUMN tools;";
+    ALTER TABLE api_keys DROP COLUMN tools;
+    ALTER TABLE usage_records DROP COLUMN batch_id;
+    ALTER TABLE usage_records DROP COLUMN audio_ms;
+    ALTER TABLE usage_records DROP COLUMN characters;
+    ALTER TABLE usage_records DROP COLUMN search_units;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_cost_micros;
+    DROP TABLE gateway_files;
+    DROP TABLE gateway_batches;";
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
-/// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns).
+/// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns, V7's
+/// pass-through patterns, V8's batches).
 const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
     ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_records DROP COLUMN bytes_in;
     ALTER TABLE usage_records DROP COLUMN bytes_out;
     ALTER TABLE api_keys DROP COLUMN tools;
+    ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
     ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
@@ -1285,6 +1308,20 @@ const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
     ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
     ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
     ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
+    ALTER TABLE usage_records DROP COLUMN batch_id;
+    ALTER TABLE usage_records DROP COLUMN audio_ms;
+    ALTER TABLE usage_records DROP COLUMN characters;
+    ALTER TABLE usage_records DROP COLUMN search_units;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_models DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_hourly_users DROP COLUMN batch_cost_micros;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_requests;
+    ALTER TABLE usage_daily_users DROP COLUMN batch_cost_micros;
+    DROP TABLE gateway_files;
+    DROP TABLE gateway_batches;
     DROP TABLE ledger_schema_history;";
 
 /// Makes a database look like one written before the rollups held the console's sums: their
@@ -1668,6 +1705,68 @@ impl ResponseStore for Stuck {
         Ok(false)
     }
 }
+
+/// A [`BatchStore`] that keeps nothing, for the test stores that only test usage records.
+macro_rules! no_batches {
+    ($store:ty) => {
+        impl crate::ledger::BatchStore for $store {
+            fn put_file(&self, _: &crate::ledger::StoredFile) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn file(&self, _: &str, _: &str) -> anyhow::Result<Option<crate::ledger::StoredFile>> {
+                Ok(None)
+            }
+            fn files(
+                &self,
+                _: &str,
+                _: Option<&str>,
+                _: Option<&str>,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredFile>> {
+                Ok(Vec::new())
+            }
+            fn delete_file(&self, _: &str, _: &str) -> anyhow::Result<bool> {
+                Ok(false)
+            }
+            fn put_batch(&self, _: &crate::ledger::StoredBatch) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn batch(
+                &self,
+                _: &str,
+                _: &str,
+            ) -> anyhow::Result<Option<crate::ledger::StoredBatch>> {
+                Ok(None)
+            }
+            fn batches(
+                &self,
+                _: &str,
+                _: Option<&str>,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredBatch>> {
+                Ok(Vec::new())
+            }
+            fn update_batch(&self, _: &str, _: &str, _: &str, _: &str) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn unmetered_batches(
+                &self,
+                _: usize,
+            ) -> anyhow::Result<Vec<crate::ledger::StoredBatch>> {
+                Ok(Vec::new())
+            }
+            fn claim_metering(&self, _: &str, _: &str, _: i64, _: i64) -> anyhow::Result<bool> {
+                Ok(false)
+            }
+            fn metered(&self, _: &str, _: &str, _: i64, _: i64) -> anyhow::Result<()> {
+                Ok(())
+            }
+        }
+    };
+}
+
+no_batches!(Stuck);
+no_batches!(LosesFirstAck);
 
 #[tokio::test]
 async fn a_full_queue_drops_and_counts() {

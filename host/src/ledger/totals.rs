@@ -11,6 +11,9 @@ pub struct Totals {
     /// reads them; the model buckets leave them 0).
     pub cache_hits: u64,
     pub saved_cost_micros: i64,
+    /// Batch output lines, and what they cost (`/usage/total` reads them; part of the above).
+    pub batch_requests: u64,
+    pub batch_cost_micros: i64,
 }
 
 impl Totals {
@@ -21,6 +24,8 @@ impl Totals {
         self.requests += other.requests;
         self.cache_hits += other.cache_hits;
         self.saved_cost_micros += other.saved_cost_micros;
+        self.batch_requests += other.batch_requests;
+        self.batch_cost_micros += other.batch_cost_micros;
     }
 }
 

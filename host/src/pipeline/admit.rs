@@ -19,6 +19,12 @@ pub async fn admit(cx: &mut Context) -> Result<(), ApiError> {
         cx.trace.denied("model_not_allowed");
         return Err(ApiError::ModelNotAllowed(cx.request.model.clone()));
     }
+    limits(cx).await
+}
+
+/// The limit rules (the config's and the key's) alone: for a request with no model to check
+/// against the key's list (a pass-through request, whose `model` is its entry).
+pub async fn limits(cx: &mut Context) -> Result<(), ApiError> {
     let gateway = std::sync::Arc::clone(&cx.gateway);
     if gateway.limits.is_empty_for(&cx.caller.limits) {
         return Ok(());
@@ -86,5 +92,42 @@ fn estimate_cost(gateway: &Gateway, model: &str, input: u32, output: u32) -> Opt
             .map(|info| usage_cost(&info, usage))
             .max(),
         None => price(model).map(|info| usage_cost(&info, usage)),
+    }
+}
+
+/// The limit rules for a token count (a dialect's `count-tokens` route), which is limited like
+/// any request but spends nothing: admitted as one of `model` with no tokens, and settled at
+/// once as costing none.
+pub async fn count(
+    gateway: &Gateway,
+    caller: &crate::auth::Caller,
+    model: &str,
+    background: &tokio_util::task::TaskTracker,
+) -> Result<(), ApiError> {
+    if gateway.limits.is_empty_for(&caller.limits) {
+        return Ok(());
+    }
+    let facts = Facts {
+        project: &caller.project,
+        api_key_id: caller.key_id.as_deref(),
+        user_id: None,
+        model,
+        estimated_input_tokens: 0,
+        max_output_tokens: Some(0),
+        estimated_cost_micros: Some(0),
+        key_limits: &caller.limits,
+    };
+    match gateway.limits.admit(&facts).await {
+        Ok(admission) => {
+            background.spawn(admission.settle(crate::plugins::Settlement {
+                input_tokens: 0,
+                output_tokens: 0,
+                cost_micros: Some(0),
+                succeeded: true,
+            }));
+            Ok(())
+        }
+        Err(Refusal::Denied(denial)) => Err(ApiError::LimitExceeded(denial)),
+        Err(Refusal::Unavailable(failure)) => Err(ApiError::limits_unavailable(failure)),
     }
 }

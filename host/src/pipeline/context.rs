@@ -58,6 +58,10 @@ pub struct Context {
     pub edge: Option<crate::plugins::Matched>,
     /// A registry dialect's own body and plugin, beside its canonical form.
     pub translation: Option<super::dialect::Translation>,
+    /// The ledger's name for its operation when it is not the operation's own: a registry
+    /// dialect's declared name (`messages`, `gemini`), so that each dialect's records can be
+    /// told apart; `passthrough` for a pass-through request.
+    pub(super) recorded_as: Option<std::borrow::Cow<'static, str>>,
     /// The prompt's tokens, counted on first use (by admit, route or the record) and kept.
     prompt_tokens: Option<u32>,
     /// How the prompt is counted: the host's tokenizer (a seam for the count-once test).
@@ -105,20 +109,30 @@ impl Context {
             || state.gateway.load_full(),
             |edge| Arc::clone(&edge.gateway),
         );
-        let (path, name) = match incoming.operation {
-            Operation::ChatCompletions => ("/v1/chat/completions", "chat"),
-            Operation::Embeddings => ("/v1/embeddings", "embeddings"),
-            Operation::ImageGenerations => ("/v1/images/generations", "image_generation"),
-            Operation::ListModels => ("/v1/models", "models"),
-            Operation::Messages => ("/v1/messages", "messages"),
-            Operation::Responses => ("/v1/responses", "responses"),
-            Operation::Completions => ("/v1/completions", "text_completion"),
-            Operation::Moderations => ("/v1/moderations", "moderation"),
-            Operation::Rerank => ("/v1/rerank", "rerank"),
-            Operation::AudioTranscriptions => ("/v1/audio/transcriptions", "transcription"),
-            Operation::AudioTranslations => ("/v1/audio/translations", "translation"),
-            Operation::AudioSpeech => ("/v1/audio/speech", "speech"),
-        };
+        let route = route_of(incoming.operation);
+        Self::start(state, gateway, incoming, route)
+    }
+
+    /// A pass-through request (see [`super::forward`]), recorded and measured as
+    /// `passthrough` (whatever its prefix); `incoming` carries its headers and id (its body
+    /// goes upstream as it arrives).
+    pub fn passthrough(state: &AppState, incoming: &Incoming) -> Self {
+        let mut cx = Self::start(
+            state,
+            state.gateway.load_full(),
+            incoming,
+            ("/passthrough", "passthrough"),
+        );
+        cx.recorded_as = Some("passthrough".into());
+        cx
+    }
+
+    fn start(
+        state: &AppState,
+        gateway: Arc<Gateway>,
+        incoming: &Incoming,
+        (path, name): (&'static str, &'static str),
+    ) -> Self {
         let headers = &incoming.headers;
         let telemetry = state
             .telemetry
@@ -133,6 +147,10 @@ impl Context {
             request: ClientRequest::unparsed(incoming.operation),
             edge: incoming.edge.as_ref().map(|edge| edge.matched.clone()),
             translation: None,
+            recorded_as: incoming
+                .edge
+                .as_ref()
+                .map(|edge| edge.matched.dialect.name.clone().into()),
             prompt_tokens: None,
             count_prompt: |request| request.estimate_input_tokens(Tokenizer),
             trace: telemetry.trace().clone(),
@@ -186,5 +204,23 @@ impl Context {
             let us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.first_output_us = Some(us.max(1));
         }
+    }
+}
+
+/// The path and name a request of `operation` is traced and measured under.
+fn route_of(operation: Operation) -> (&'static str, &'static str) {
+    match operation {
+        Operation::ChatCompletions => ("/v1/chat/completions", "chat"),
+        Operation::Embeddings => ("/v1/embeddings", "embeddings"),
+        Operation::ImageGenerations => ("/v1/images/generations", "image_generation"),
+        Operation::ListModels => ("/v1/models", "models"),
+        Operation::Messages => ("/v1/messages", "messages"),
+        Operation::Responses => ("/v1/responses", "responses"),
+        Operation::Completions => ("/v1/completions", "text_completion"),
+        Operation::Moderations => ("/v1/moderations", "moderation"),
+        Operation::Rerank => ("/v1/rerank", "rerank"),
+        Operation::AudioTranscriptions => ("/v1/audio/transcriptions", "transcription"),
+        Operation::AudioTranslations => ("/v1/audio/translations", "translation"),
+        Operation::AudioSpeech => ("/v1/audio/speech", "speech"),
     }
 }

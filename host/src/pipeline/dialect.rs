@@ -3,8 +3,8 @@
 //! (in `parse`), sent as the client wrote it to a target that speaks the dialect itself (in
 //! `attempt`), and answers encoded back by the plugin when the target did not (whole here,
 //! streamed in `relay`). Which dialect it is comes from the route the server matched
-//! ([`Edge`]); nothing here knows a dialect by name but the two that predate the registry, whose
-//! operation names providers and the ledger already carry ([`operation_of`]).
+//! ([`Edge`]); nothing here knows a dialect by name ([`operation_of`] matches a declared name to
+//! the provider contract's operations).
 //!
 //! Responses the client asks to keep (`store`, the default) are kept in the ledger's database,
 //! whichever upstream answered, and a `previous_response_id` is replayed from there, so that a
@@ -35,15 +35,12 @@ pub struct Edge {
     pub matched: Matched,
 }
 
-/// The operation a dialect's request carries from its arrival. Messages and Responses keep the
-/// operations providers list in `native-operations` and the ledger records; any other dialect
-/// is the canonical operation its plugin decodes it into.
+/// The operation a dialect's request carries from its arrival: a dialect whose declared name is
+/// an operation of the provider contract (`messages`, `responses`, which providers list in
+/// `native-operations`) carries that one; any other, the canonical operation its plugin decodes
+/// it into (it is recorded under its own name either way, see `Context::recorded_as`).
 pub fn operation_of(dialect: &Mounted) -> Operation {
-    match dialect.name.as_str() {
-        "messages" => Operation::Messages,
-        "responses" => Operation::Responses,
-        _ => Operation::ChatCompletions,
-    }
+    crate::plugins::operation_named(&dialect.name).unwrap_or(Operation::ChatCompletions)
 }
 
 /// Client headers a native target may need (versions and beta flags), passed to its plugin.
@@ -466,11 +463,12 @@ fn plugin_error(failure: Failure) -> PluginError {
     }
 }
 
-/// A `count-tokens` route (`/v1/messages/count_tokens`, Google's `:countTokens`): the prompt's
-/// tokens by the target's own counting endpoint where its entry speaks the dialect (see
-/// `count.rs`), else by the gateway's own tokenizer (the one limits and estimates use), the body
-/// then written by the dialect's plugin; without a ledger record either way. Auth is that of
-/// `/v1/*`, and a key limited to some models counts only for those.
+/// A `count-tokens` route (`/v1/messages/count_tokens`, Google's `:countTokens`, OpenAI's
+/// `/v1/responses/input_tokens`): the prompt's tokens by the target's own counting endpoint
+/// where its entry speaks the dialect (see `count.rs`), else by the gateway's own tokenizer (the
+/// one limits and estimates use), the body then written by the dialect's plugin; without a
+/// ledger record either way. Auth is that of `/v1/*`, a key limited to some models counts only
+/// for those, and the limit rules admit it as a request that spends nothing.
 pub async fn count_tokens(
     state: &crate::state::AppState,
     edge: &Edge,
@@ -491,6 +489,7 @@ pub async fn count_tokens(
     if !caller.limits.allows_model(&decoded.model) {
         return Err(ApiError::ModelNotAllowed(decoded.model));
     }
+    super::admit::count(&edge.gateway, &caller, &decoded.model, &state.background).await?;
     if let Some(counted) =
         super::count::upstream(state, edge, headers, &decoded.model, &fields).await?
     {

@@ -109,6 +109,21 @@ pub enum ApiError {
     /// No stored response of the caller's project has this id (another project's is not shown).
     #[error("Response with id '{}' not found.", echo(.0))]
     ResponseNotFound(String),
+    /// No file or batch of the caller's project has this id (`what`: `File`, `Batch`), as
+    /// OpenAI words it; another project's is not shown.
+    #[error("No such {what} object: {}", echo(id))]
+    ObjectNotFound { what: &'static str, id: String },
+    /// A line of a batch input file cannot be run: refused before anything goes upstream, with
+    /// its number (from 1).
+    #[error(
+        "Line {line} of the batch input file: {}",
+        clip(message, crate::clip::MESSAGE)
+    )]
+    InvalidBatchLine { line: u64, message: String },
+    /// An upload could not be written to or read from `batches.spool_dir` (the detail is logged,
+    /// not sent).
+    #[error("The gateway could not hold the upload; try again later.")]
+    SpoolFailed(String),
     #[error(
         "You didn't provide an API key. Send it as `Authorization: Bearer <key>`; \
          `wasmgate keys create --project <project>` makes one."
@@ -120,6 +135,10 @@ pub enum ApiError {
     ExpiredApiKey,
     #[error("This API key may not use the model `{}`.", echo(.0))]
     ModelNotAllowed(String),
+    /// The caller's key (or the config, for a key without patterns) does not allow this
+    /// pass-through route.
+    #[error("This API key may not reach `{}` by a pass-through route.", echo(.0))]
+    PassthroughNotAllowed(String),
     #[error("This endpoint needs an admin key (`wasmgate admin-key create` makes one).")]
     AdminKeyRequired,
     #[error("A project key cannot manage keys; send an admin key.")]
@@ -207,7 +226,10 @@ impl ApiError {
             Self::ModelNotFound(_)
             | Self::UnknownRoute { .. }
             | Self::RequestNotFound(_)
-            | Self::ResponseNotFound(_) => StatusCode::NOT_FOUND,
+            | Self::ResponseNotFound(_)
+            | Self::ObjectNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::InvalidBatchLine { .. } => StatusCode::BAD_REQUEST,
+            Self::SpoolFailed(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::UnsafeUpstreamUrl { .. } => StatusCode::BAD_REQUEST,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::DuplicateHeader(_) | Self::InvalidHeader { .. } => StatusCode::BAD_REQUEST,
@@ -228,9 +250,10 @@ impl ApiError {
             | Self::InvalidApiKey
             | Self::ExpiredApiKey
             | Self::AdminKeyRequired => StatusCode::UNAUTHORIZED,
-            Self::WrongProject(_) | Self::ModelNotAllowed(_) | Self::NotAnAdminKey => {
-                StatusCode::FORBIDDEN
-            }
+            Self::WrongProject(_)
+            | Self::ModelNotAllowed(_)
+            | Self::PassthroughNotAllowed(_)
+            | Self::NotAnAdminKey => StatusCode::FORBIDDEN,
             Self::KeyNotFound(_) => StatusCode::NOT_FOUND,
             Self::Saturated(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::BodyTimeout(_) => StatusCode::REQUEST_TIMEOUT,
@@ -327,12 +350,24 @@ impl ApiError {
                 Some("request_not_found"),
             ),
             Self::ResponseNotFound(_) => ("invalid_request_error", None, None),
+            Self::ObjectNotFound { .. } => ("invalid_request_error", Some("id"), None),
+            Self::SpoolFailed(_) => ("api_error", None, Some("upload_spool_failed")),
+            Self::InvalidBatchLine { .. } => (
+                "invalid_request_error",
+                Some("file"),
+                Some("invalid_batch_line"),
+            ),
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
             Self::ExpiredApiKey => ("invalid_request_error", None, Some("expired_api_key")),
             Self::ModelNotAllowed(_) => {
                 ("permission_error", Some("model"), Some("model_not_allowed"))
             }
+            Self::PassthroughNotAllowed(_) => (
+                "permission_error",
+                Some("path"),
+                Some("passthrough_not_allowed"),
+            ),
             Self::AdminKeyRequired => ("invalid_request_error", None, Some("admin_key_required")),
             Self::NotAnAdminKey => ("permission_error", None, Some("not_an_admin_key")),
             Self::KeyNotFound(_) => ("invalid_request_error", Some("id"), Some("key_not_found")),
@@ -529,6 +564,9 @@ impl ApiError {
             | Self::LedgerFull
             | Self::RequestNotFound(_)
             | Self::ResponseNotFound(_)
+            | Self::ObjectNotFound { .. }
+            | Self::InvalidBatchLine { .. }
+            | Self::SpoolFailed(_)
             | Self::DialectRejected(_)
             | Self::PreviousResponseNotFound(_)
             | Self::ConversationTooLong(_)
@@ -537,6 +575,7 @@ impl ApiError {
             | Self::InvalidApiKey
             | Self::ExpiredApiKey
             | Self::ModelNotAllowed(_)
+            | Self::PassthroughNotAllowed(_)
             | Self::AdminKeyRequired
             | Self::NotAnAdminKey
             | Self::KeyNotFound(_)
@@ -571,6 +610,7 @@ impl ApiError {
             Self::UpstreamUnreachable { detail, .. }
             | Self::BadUpstreamRequest { detail, .. }
             | Self::LedgerUnavailable(detail)
+            | Self::SpoolFailed(detail)
             | Self::GuardFailed { detail, .. }
             | Self::GuardUnavailable { detail, .. } => detail.clone(),
             _ => return None,

@@ -35,6 +35,13 @@ pub enum End<'a> {
     /// Answered from the response cache: nothing was spent; `usage` is what the kept answer
     /// cost when it was made (the saving).
     Cached(Option<Usage>),
+    /// A pass-through answer was relayed with the upstream's `status`: `completed` when its
+    /// body ended, with the usage its plugin read from it.
+    Passed {
+        status: u16,
+        usage: Option<Usage>,
+        completed: bool,
+    },
     /// Dropped before its end was known.
     Cancelled,
 }
@@ -59,6 +66,11 @@ impl Context {
             End::Failed(_) | End::Cancelled => (None, false),
             // A hit spends nothing: it counts as a request, its tokens and cost as none.
             End::Cached(_) => (None, true),
+            End::Passed {
+                status,
+                usage,
+                completed,
+            } => (*usage, *completed && *status < 400),
         };
         let price = self.target.as_ref().and_then(|t| t.price.clone());
         let cost = match &end {
@@ -85,7 +97,10 @@ impl Context {
             time_us: self.arrived_us,
             project: std::mem::take(&mut self.caller.project),
             api_key_id: self.caller.key_id.take(),
-            operation: operation_name(self.operation).to_owned(),
+            operation: self
+                .recorded_as
+                .take()
+                .map_or_else(|| operation_name(self.operation).to_owned(), Into::into),
             user_id: self.request.user.id.take(),
             user_name: self.request.user.name.take(),
             user_tags: std::mem::take(&mut self.request.user.tags),
@@ -114,6 +129,12 @@ impl Context {
                     .zip(price.as_deref())
                     .map(|(u, info)| usage_cost(info, u));
             }
+            End::Passed { status, .. } => {
+                record.status = *status;
+                if *status >= 400 {
+                    record.error_type = Some(format!("http_{status}"));
+                }
+            }
             End::Cancelled => {
                 // As nginx logs a request its client closed.
                 record.status = 499;
@@ -122,7 +143,8 @@ impl Context {
         }
         if let Some(target) = &target {
             record.provider = Some(target.provider.clone());
-            record.model = Some(target.model.clone());
+            // A pass-through answer that named no model.
+            record.model = Some(target.model.clone()).filter(|m| !m.is_empty());
         }
         match usage {
             Some(usage) => {
@@ -131,6 +153,9 @@ impl Context {
                 record.cached_input_tokens = usage.cached_input_tokens;
                 record.reasoning_tokens = usage.reasoning_tokens;
                 record.cache_write_tokens = usage.cache_write_tokens;
+                record.audio_ms = usage.audio_ms;
+                record.characters = usage.characters;
+                record.search_units = usage.search_units;
                 record.cost_micros = cost;
             }
             // A stream whose upstream reported no usage (or whose client left before it did):
@@ -143,7 +168,11 @@ impl Context {
                 let input = u64::from(self.prompt_tokens());
                 let output = match &end {
                     End::Streamed { text, .. } => u64::from(Tokenizer.count(text)),
-                    End::Failed(_) | End::Answered(_) | End::Cached(_) | End::Cancelled => 0,
+                    End::Failed(_)
+                    | End::Answered(_)
+                    | End::Cached(_)
+                    | End::Passed { .. }
+                    | End::Cancelled => 0,
                 };
                 record.input_tokens = input;
                 record.output_tokens = output;

@@ -23,6 +23,7 @@ pub mod dialect;
 pub mod end_user;
 pub mod error;
 pub mod finish;
+pub mod forward;
 pub mod guard;
 mod guard_answer;
 mod guard_events;
@@ -31,7 +32,7 @@ mod json_array;
 mod operations;
 pub mod parse;
 mod passthrough;
-mod raw_json;
+pub mod raw_json;
 pub mod relay;
 pub mod request;
 #[cfg(test)]

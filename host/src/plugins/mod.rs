@@ -14,6 +14,7 @@ mod cpu;
 mod dialect;
 mod guard;
 mod limiter;
+mod operation_names;
 mod provider;
 mod registry;
 mod router;
@@ -40,7 +41,8 @@ pub use bindings::guard_types::{
 };
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
-    CanonicalRequest, Completion, NativeCall, Operation, ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, Metered, NativeCall, Operation, PassthroughAuth, PassthroughCall,
+    ProviderConfig, RequestInfo, StreamOutput,
 };
 pub use bindings::router_types::{CircuitState, RouteRequest, Target as RouteTarget};
 pub use bindings::types::{
@@ -50,6 +52,7 @@ pub use cache_key::CacheKeyPlugin;
 pub use dialect::{DialectCall, DialectPlugin, DialectStream};
 pub use guard::{AnswerGuardCall, GuardPlugin};
 pub use limiter::LimiterPlugin;
+pub use operation_names::{operation_named, wit_name};
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
 pub use registry::{DialectRegistry, Matched, Mounted, MountedRoute, RegistryError, Unmatched};
 pub use router::RouterPlugin;

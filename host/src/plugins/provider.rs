@@ -7,7 +7,8 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::bindings::provider_types::{
-    CanonicalRequest, Completion, Description, Operation, ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, Description, Metered, Operation, PassthroughAuth,
+    PassthroughCall, ProviderConfig, RequestInfo, StreamOutput,
 };
 use super::bindings::types::{ConfigError, HttpResponse, PluginError};
 use super::bindings::{self, ProviderPluginPre};
@@ -147,6 +148,36 @@ impl PluginCall {
         self.run("parse_response", async |b, s| {
             b.wasmgate_plugin_provider()
                 .call_parse_response(s, config, request, response)
+                .await
+        })
+        .await
+    }
+
+    /// The credentials of a pass-through request, as the plugin adds them.
+    pub async fn passthrough(
+        &mut self,
+        config: &ProviderConfig,
+        call: &PassthroughCall,
+    ) -> CallResult<PassthroughAuth, PluginError> {
+        self.run("passthrough", async |b, s| {
+            b.wasmgate_plugin_provider()
+                .call_passthrough(s, config, call)
+                .await
+        })
+        .await
+    }
+
+    /// The usage a pass-through answer reports, from its whole body or its tail.
+    pub async fn passthrough_usage(
+        &mut self,
+        config: &ProviderConfig,
+        call: &PassthroughCall,
+        response: &HttpResponse,
+        whole: bool,
+    ) -> Result<Option<Metered>, PluginFailure> {
+        self.run("passthrough_usage", async |b, s| {
+            b.wasmgate_plugin_provider()
+                .call_passthrough_usage(s, config, call, response, whole)
                 .await
         })
         .await

@@ -68,8 +68,8 @@ pub enum RegistryError {
 pub enum Unmatched {
     /// No dialect serves the path.
     NoRoute,
-    /// A dialect serves the path with other methods.
-    Method(Arc<Mounted>),
+    /// A dialect serves the path with other methods: these, for the `Allow` header.
+    Method(Arc<Mounted>, Vec<http::Method>),
     /// A parameter too long, too many query parameters, or not UTF-8 once decoded.
     BadParams(Arc<Mounted>, String),
 }
@@ -152,6 +152,7 @@ impl DialectRegistry {
         query: Option<&str>,
     ) -> Result<Matched, Unmatched> {
         let mut other_method = None;
+        let mut allowed: Vec<http::Method> = Vec::new();
         for dialect in &self.dialects {
             for (index, route) in dialect.routes.iter().enumerate() {
                 let Some(raw) = route.pattern.matches(path) else {
@@ -159,6 +160,9 @@ impl DialectRegistry {
                 };
                 if route.method != *method {
                     other_method.get_or_insert_with(|| Arc::clone(dialect));
+                    if !allowed.contains(&route.method) {
+                        allowed.push(route.method.clone());
+                    }
                     continue;
                 }
                 let params = params(dialect, raw, query)
@@ -170,7 +174,9 @@ impl DialectRegistry {
                 });
             }
         }
-        Err(other_method.map_or(Unmatched::NoRoute, Unmatched::Method))
+        Err(other_method.map_or(Unmatched::NoRoute, |dialect| {
+            Unmatched::Method(dialect, allowed)
+        }))
     }
 }
 

@@ -5,6 +5,8 @@
 //!   `tpm`, `budget_usd`, `budget_period`, `guards` as `wasmgate keys create` takes them) and
 //!   answers 201 with the key itself, shown this once. `guards` names entries of the running
 //!   config's `guards:`; an unknown one is refused.
+//!   `tpm`, `budget_usd`, `budget_period`, `passthrough` as `wasmgate keys create` takes them) and
+//!   answers 201 with the key itself, shown this once.
 //! - `GET /admin/keys` (optionally `?project=`) and `GET /admin/keys/{id}`: keys with their
 //!   limits and spend so far, never the secret.
 //! - `PATCH /admin/keys/{id}` changes the fields it names; `null` clears one.
@@ -93,6 +95,7 @@ struct KeyBody {
     /// MCP tool patterns (`<server>/<tool>`); `null` or `[]` allows every tool.
     #[serde(default, deserialize_with = "field")]
     tools: Option<Option<Vec<String>>>,
+    passthrough: Option<Option<Vec<String>>>,
 }
 
 impl KeyBody {
@@ -132,6 +135,7 @@ impl KeyBody {
             budget_period,
             guards: self.guards.map(Option::unwrap_or_default),
             tools: self.tools.map(Option::unwrap_or_default),
+            passthrough: self.passthrough.map(Option::unwrap_or_default),
         })
     }
 }
@@ -338,6 +342,7 @@ fn shown(key: &ApiKey, spend: Option<Spend>, now: i64) -> Value {
         "tpm": limits.tokens_per_minute,
         "budget": limits.budget.map(|b| json!({"usd": usd(b.micros), "period": b.period.name()})),
         "guards": limits.guards,
+        "passthrough": limits.passthrough,
     });
     if let Some(spend) = spend {
         value["spend"] = json!({"usd": usd(spend.micros), "period": spend.period.name()});

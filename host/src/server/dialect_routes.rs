@@ -44,25 +44,36 @@ pub async fn serve_or_refuse(
     serve(state, method, uri, headers, id, body).await
 }
 
-/// The router's fallback: a dialect's route, or the unknown-route error.
+/// The router's fallback: a pass-through route, a dialect's route, or the unknown-route error.
 pub async fn serve(
     State(state): State<Arc<AppState>>,
     method: Method,
     uri: Uri,
-    mut headers: HeaderMap,
+    headers: HeaderMap,
     id: Option<Extension<RequestId>>,
     body: Body,
 ) -> Response {
+    let (method, uri, mut headers, id, body) =
+        match super::passthrough::serve(&state, method, uri, headers, id, body).await {
+            Ok(response) => return response,
+            Err(not_ours) => not_ours,
+        };
     let gateway = state.gateway.load_full();
     let matched = match gateway.dialects.find(&method, uri.path(), uri.query()) {
         Ok(matched) => matched,
         Err(Unmatched::NoRoute) => return super::unknown_route(&method, &uri).into_response(),
-        Err(Unmatched::Method(dialect)) => {
+        Err(Unmatched::Method(dialect, allowed)) => {
             let refused = ApiError::MethodNotAllowed {
                 method: method.to_string(),
                 path: uri.path().to_owned(),
             };
-            return error(&dialect, &refused).await;
+            let mut response = error(&dialect, &refused).await;
+            // As RFC 9110 asks of a 405, and as axum writes it for the fixed routes.
+            let allow: Vec<&str> = allowed.iter().map(Method::as_str).collect();
+            if let Ok(value) = HeaderValue::from_str(&allow.join(",")) {
+                response.headers_mut().insert(header::ALLOW, value);
+            }
+            return response;
         }
         Err(Unmatched::BadParams(dialect, message)) => {
             let refused = ApiError::InvalidField {

@@ -1,12 +1,14 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
 mod admin;
+mod batches;
 mod connections;
 mod console;
 mod dialect_routes;
 mod health;
 mod mcp;
 mod models;
+mod passthrough;
 mod proxy;
 mod request_log;
 mod responses;
@@ -60,6 +62,24 @@ pub fn app(state: Arc<AppState>) -> Router {
             "/v1/responses/{id}/input_items",
             get(responses::input_items),
         )
+        // Uploads are spooled to disk under `batches.max_file_bytes`, not the body limit.
+        .route(
+            "/v1/files",
+            post(batches::upload_file)
+                .get(batches::list_files)
+                .layer(DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/v1/files/{id}",
+            get(batches::retrieve_file).delete(batches::delete_file),
+        )
+        .route("/v1/files/{id}/content", get(batches::file_content))
+        .route(
+            "/v1/batches",
+            post(batches::create_batch).get(batches::list_batches),
+        )
+        .route("/v1/batches/{id}", get(batches::retrieve_batch))
+        .route("/v1/batches/{id}/cancel", post(batches::cancel_batch))
         .route("/v1/models", get(models::list))
         .route("/v1/models/{*id}", get(models::retrieve))
         .route("/usage/total", post(usage::total))
@@ -77,7 +97,8 @@ pub fn app(state: Arc<AppState>) -> Router {
         // `POST /v1/models/{model}:generateContent` under `GET /v1/models/{*id}`).
         .method_not_allowed_fallback(dialect_routes::serve_or_refuse)
         // The registry's dialects declare their own paths (a model inside a segment, as in
-        // `/models/{model}:generateContent`, which axum cannot route): matched there.
+        // `/models/{model}:generateContent`, which axum cannot route): matched there, after
+        // the pass-through routes (whose prefix a reload may change).
         .fallback(dialect_routes::serve)
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(request_log::request_log))
@@ -104,6 +125,8 @@ pub async fn run_until(
     cut_now: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let connections = connections::Connections::default();
+    // Batches in progress are followed while the server runs (see `batches::poll`).
+    let poller = crate::batches::poll::spawn(&state);
     // The cap is sized once (a reload keeps it); the deadlines are read for each connection.
     let max_connections = state.gateway.load().config.server.max_connections as usize;
     let reloaded = Arc::clone(&state);
@@ -138,6 +161,8 @@ pub async fn run_until(
             tracing::warn!("cut {cut} connections still in flight")
         }
     }
+    // A batch being metered is left to the next start (or another replica): its lease runs out.
+    poller.abort();
     // Requests are over, and a cut stream has queued its record as it was dropped; let their
     // follow-up work (settling limits) finish too, then write every usage record still queued.
     state.background.close();

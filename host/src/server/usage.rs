@@ -157,6 +157,11 @@ pub async fn total(
     Ok(Json(json!({
         "total": sums(totals),
         "cache": cache(totals),
+        // Output lines of batches (part of `total`), metered at the batch price.
+        "batch": {
+            "requests": totals.batch_requests,
+            "cost": totals.batch_cost_micros as f64 / 1_000_000.0,
+        },
         "period_start": start,
         "period_end": end,
     })))

@@ -99,10 +99,20 @@ pub async fn list(
             )
         })?),
     };
+    // The registry's dialects record under their declared names; pass-through requests too.
+    let names: Vec<String> = state
+        .gateway
+        .load()
+        .dialects
+        .iter()
+        .map(|d| d.name.clone())
+        .chain(["passthrough".to_owned()])
+        .collect();
+    let registry: Vec<&str> = names.iter().map(String::as_str).collect();
     let operation = match q.dialect.as_deref() {
         None => None,
-        Some(name) => Some(requests::operation_of(name).ok_or_else(|| {
-            let known: Vec<&str> = requests::dialects().collect();
+        Some(name) => Some(requests::operation_of(name, &registry).ok_or_else(|| {
+            let known: Vec<&str> = requests::dialects(&registry).collect();
             invalid(
                 "dialect",
                 format!(

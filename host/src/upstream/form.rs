@@ -39,6 +39,36 @@ pub async fn send_form(
     upload: &Upload,
     timeout: Duration,
 ) -> Result<reqwest::Response, UpstreamError> {
+    let chunks: Vec<Result<Bytes, std::io::Error>> =
+        upload.chunks.iter().cloned().map(Ok).collect();
+    let body = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
+    let file = FilePart {
+        body,
+        len: upload.len() as u64,
+        file_name: upload.file_name.clone(),
+        content_type: upload.content_type.clone(),
+    };
+    send_form_part(client, admitted, fields, file_field, file, timeout).await
+}
+
+/// A file part of a form: its body (streamed), length, name and content type.
+pub struct FilePart {
+    pub body: reqwest::Body,
+    pub len: u64,
+    pub file_name: String,
+    pub content_type: Option<String>,
+}
+
+/// Sends `admitted` as a `multipart/form-data` request: `fields` as text parts, then `file` as
+/// the part named `file_field`, streamed as its body yields.
+pub async fn send_form_part(
+    client: &reqwest::Client,
+    admitted: Admitted,
+    fields: Vec<(String, String)>,
+    file_field: String,
+    file: FilePart,
+    timeout: Duration,
+) -> Result<reqwest::Response, UpstreamError> {
     let Admitted { request, url } = admitted;
     let mut headers = header_map(request.headers)?;
     // reqwest writes the form's own, with its boundary.
@@ -47,12 +77,14 @@ pub async fn send_form(
     for (name, value) in fields {
         form = form.text(name, value);
     }
-    let chunks: Vec<Result<Bytes, std::io::Error>> =
-        upload.chunks.iter().cloned().map(Ok).collect();
-    let body = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
-    let mut file =
-        Part::stream_with_length(body, upload.len() as u64).file_name(upload.file_name.clone());
-    if let Some(content_type) = &upload.content_type {
+    let FilePart {
+        body,
+        len,
+        file_name,
+        content_type,
+    } = file;
+    let mut file = Part::stream_with_length(body, len).file_name(file_name);
+    if let Some(content_type) = &content_type {
         file = file
             .mime_str(content_type)
             .map_err(|_| UpstreamError::InvalidRequest("bad file content type".to_owned()))?;

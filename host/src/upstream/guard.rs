@@ -161,6 +161,11 @@ fn structural(text: &str) -> Result<Url, Refusal> {
     Ok(url)
 }
 
+/// Whether any segment of `path` is, or decodes to, a dot segment.
+pub fn dot_segment(path: &str) -> bool {
+    path.split('/').any(is_dot_segment)
+}
+
 /// Whether a raw path segment is, or decodes to, a dot segment: `.`, `..`, `%2e%2E`, `.%2e`,
 /// or one hidden under further encoding (`%252e%252e`) or behind an encoded separator
 /// (`..%2Fx`), which an upstream that decodes before routing would act on.

@@ -6,12 +6,14 @@
 //! `Provider::parse_response`) reads the answer, [`OpenAiStream`] decodes streams.
 
 mod audio;
+mod batches;
 mod request;
 mod rerank;
 mod response;
 mod stream;
 
 pub use audio::{parse_transcription, speech, transcription_form, upstream_format};
+pub use batches::{DIALECT as BATCHES_DIALECT, batch_call};
 pub use request::{path, upstream};
 pub use rerank::parse_rerank;
 pub use response::parse_response;

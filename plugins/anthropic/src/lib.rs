@@ -29,7 +29,7 @@ use wasmgate_plugin_sdk::native::{NativeStream, OrNative};
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
     Auth, CanonicalRequest, Completion, ConfigError, Entry, HttpRequest, HttpResponse, Operation,
-    PluginError, Prepared, Provider, RequestInfo,
+    PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, RequestInfo,
 };
 
 use settings::Settings;
@@ -58,6 +58,26 @@ impl Provider for Anthropic {
 
     fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
         entry.settings.check()
+    }
+
+    /// The key in `x-api-key`, and the entry's `anthropic-version` (and `anthropic-beta`)
+    /// unless the client sent its own, which Anthropic requires on every request.
+    fn passthrough(
+        entry: &Entry<Settings>,
+        call: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        let mut request = HttpRequest::get(String::new());
+        entry.authorize(&mut request);
+        let settings = &entry.settings;
+        let mut auth = PassthroughAuth {
+            headers: request.headers,
+            query: Vec::new(),
+        }
+        .with_default(call, "anthropic-version", &settings.version);
+        if !settings.beta.is_empty() {
+            auth = auth.with_default(call, "anthropic-beta", &settings.beta.join(","));
+        }
+        Ok(auth)
     }
 
     fn prepare(

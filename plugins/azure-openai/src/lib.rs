@@ -27,7 +27,9 @@ mod settings;
 
 use serde_json::json;
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, with_model};
-use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, path, upstream};
+use wasmgate_plugin_sdk::openai_compat::{
+    BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
+};
 use wasmgate_plugin_sdk::{
     Auth, CanonicalRequest, Completion, ConfigError, Entry, Operation, PluginError, Prepared,
     Provider,
@@ -52,6 +54,12 @@ impl Provider for AzureOpenAi {
         }
     }
 
+    /// The Files and Batch APIs (global batch deployments), which the host drives: a batch
+    /// line's `model` is the deployment's name, so a batch deployment is named after its model.
+    fn native_dialects(_entry: &Entry<Settings>) -> Vec<String> {
+        vec![BATCHES_DIALECT.to_owned()]
+    }
+
     fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
         entry.settings.check()
     }
@@ -61,6 +69,11 @@ impl Provider for AzureOpenAi {
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
         let settings = &entry.settings;
+        if let Some(prepared) = batch_call(&request, |path| {
+            settings.resource_url(&entry.base_url, path)
+        }) {
+            return prepared;
+        }
         match request.operation {
             // Azure serves no moderations or rerank endpoint: its content filters run on every
             // deployment.

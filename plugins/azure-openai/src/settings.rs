@@ -96,6 +96,16 @@ impl Settings {
         ))
     }
 
+    /// The URL of `path` (`files`, `batches/{id}`) on the resource's data plane, outside any
+    /// deployment: where the Files and Batch APIs are.
+    pub fn resource_url(&self, base_url: &str, path: &str) -> String {
+        format!(
+            "{}?api-version={}",
+            join_url(base_url, &format!("openai/{path}")),
+            self.api_version
+        )
+    }
+
     /// The model names of the `deployments` option.
     pub fn model_names(&self) -> impl Iterator<Item = &str> {
         self.deployments.keys().map(String::as_str)

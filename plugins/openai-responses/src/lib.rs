@@ -36,12 +36,16 @@ impl Dialect for Responses {
     fn describe() -> Declaration {
         Declaration {
             name: "responses".to_owned(),
-            routes: vec![Route::new(
-                "POST",
-                "/v1/responses",
-                "responses",
-                RouteKind::Call,
-            )],
+            routes: vec![
+                Route::new("POST", "/v1/responses", "responses", RouteKind::Call),
+                // OpenAI's input token count: the request as `/v1/responses` takes it.
+                Route::new(
+                    "POST",
+                    "/v1/responses/input_tokens",
+                    "input_tokens",
+                    RouteKind::CountTokens,
+                ),
+            ],
             // Every route takes `Authorization` and `x-api-key` already.
             keys: Vec::new(),
             typed_events: true,
@@ -62,6 +66,11 @@ impl Dialect for Responses {
 
     fn encode_error(status: u16, error: &Failure) -> String {
         errors::body(status, error)
+    }
+
+    /// OpenAI's `response.input_tokens` object.
+    fn encode_count(_info: &AnswerInfo, tokens: u32) -> String {
+        serde_json::json!({ "object": "response.input_tokens", "input_tokens": tokens }).to_string()
     }
 }
 

@@ -12,7 +12,9 @@
 use serde::Deserialize;
 use wasmgate_plugin_sdk::http::check_header;
 use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, forwarded_header};
-use wasmgate_plugin_sdk::openai_compat::{OpenAiStream, path, upstream};
+use wasmgate_plugin_sdk::openai_compat::{
+    BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
+};
 use wasmgate_plugin_sdk::{
     CanonicalRequest, ConfigError, Entry, Operation, PluginError, Prepared, Provider,
 };
@@ -28,6 +30,9 @@ struct Settings {
     /// Whether the upstream serves the Responses API itself. Default: `native` for OpenAI's
     /// own base URL, `translate` for any other (most compatible hosts have no `/responses`).
     responses: Option<ResponsesMode>,
+    /// Whether the upstream runs OpenAI's Files and Batch APIs. Default: yes for OpenAI's own
+    /// base URL, no for any other.
+    batches: Option<bool>,
 }
 
 #[derive(Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -64,6 +69,15 @@ impl Provider for OpenAi {
         }
     }
 
+    /// OpenAI's Files and Batch APIs, which the host drives (see `openai_compat::batch_call`),
+    /// where the upstream runs them (the `batches` option).
+    fn native_dialects(entry: &Entry<Settings>) -> Vec<String> {
+        match entry.settings.batches.unwrap_or(is_openai(&entry.base_url)) {
+            true => vec![BATCHES_DIALECT.to_owned()],
+            false => Vec::new(),
+        }
+    }
+
     fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
         for (key, name, value) in entry.settings.headers() {
             if let Some(value) = value {
@@ -77,8 +91,28 @@ impl Provider for OpenAi {
         entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
+        if let Some(prepared) = batch_call(&request, |path| entry.url(path)) {
+            let mut prepared = prepared?;
+            if let Some(http) = prepared.request_mut() {
+                for (_, name, value) in entry.settings.headers() {
+                    if let Some(value) = value {
+                        http.set_header(name, value);
+                    }
+                }
+            }
+            return Ok(prepared);
+        }
         let path = match path(request.operation) {
             Some(path) => path,
+            // The Responses dialect's count route goes to OpenAI's own counter.
+            None if Self::native_operations(entry).contains(&request.operation)
+                && request
+                    .native
+                    .as_ref()
+                    .is_some_and(|n| n.route == "input_tokens") =>
+            {
+                "responses/input_tokens"
+            }
             None if Self::native_operations(entry).contains(&request.operation) => "responses",
             None => {
                 return Err(PluginError::invalid_request(format!(

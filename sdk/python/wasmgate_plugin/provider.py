@@ -338,6 +338,14 @@ def export(cls: type[Provider]) -> type:
             except PluginError as err:
                 raise Err(err.to_wit()) from None
 
+        def passthrough(self, config: ProviderConfig, call: Any) -> Any:
+            # Pass-through routes: none from Python yet (the host then answers 404).
+            message = f"provider `{config.name}` offers no pass-through route"
+            raise Err(PluginError(ErrorKind.NOT_FOUND, message).to_wit())
+
+        def passthrough_usage(self, config: ProviderConfig, call: Any, response: HttpResponse, whole: bool) -> Any:
+            return None
+
     return _export.install(cls, "Provider", Adapter)
 
 

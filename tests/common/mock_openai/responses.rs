@@ -332,3 +332,42 @@ fn check_against_context(
     }
     None
 }
+
+/// `POST /v1/responses/input_tokens`: OpenAI's count of a Responses request's input, which
+/// takes the request's context fields only (no `stream`, `store` or sampling settings).
+pub(super) async fn input_tokens(
+    State(shared): State<std::sync::Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request = super::record(&shared, "/v1/responses/input_tokens", &headers, &body).await;
+    if let Some(refused) = unauthorized(&headers) {
+        return refused;
+    }
+    const ALLOWED: [&str; 11] = [
+        "conversation",
+        "input",
+        "instructions",
+        "model",
+        "parallel_tool_calls",
+        "previous_response_id",
+        "reasoning",
+        "text",
+        "tool_choice",
+        "tools",
+        "truncation",
+    ];
+    let Some(fields) = request.as_object() else {
+        return error(400, "The body must be an object.", None, None);
+    };
+    if let Some(unknown) = fields.keys().find(|k| !ALLOWED.contains(&k.as_str())) {
+        return error(
+            400,
+            &format!("Unknown parameter: '{unknown}'."),
+            Some(unknown),
+            Some("unknown_parameter"),
+        );
+    }
+    let counted = tokens(&request["input"]) + tokens(&request["instructions"]);
+    axum::Json(json!({"object": "response.input_tokens", "input_tokens": counted})).into_response()
+}

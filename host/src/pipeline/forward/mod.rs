@@ -1,0 +1,300 @@
+//! Pass-through routes: `<prefix>/<entry>/<path>` (`passthrough.prefix`, `/passthrough` by
+//! default) reaches an endpoint the gateway does not model (fine-tuning, vector stores, a
+//! provider's own API) at provider entry `<entry>`'s base URL, with the gateway's keys, limits
+//! and records:
+//!
+//! 1. the gateway key is checked ([`super::auth`]);
+//! 2. the path and query are checked ([`path`]) and the caller must be allowed the route (its
+//!    key's `passthrough` patterns, else the config's `passthrough.allow`; none by default);
+//! 3. the limit rules check it as a request to model `<entry>` ([`super::admit::limits`]);
+//! 4. the entry's provider plugin says how its upstream takes keys (`passthrough`), so the
+//!    host never writes a provider's auth; the joined URL passes the URL guard;
+//! 5. the body streams to the upstream as it arrives, and the answer streams back
+//!    ([`answer`]), its usage read by the plugin from its end (`passthrough-usage`) for the
+//!    record, which `finish` writes as for any request (operation `passthrough`).
+//!
+//! Headers cross as [`headers`] says; nothing is buffered whole either way.
+
+mod answer;
+mod headers;
+mod path;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use futures_util::TryStreamExt;
+
+use super::context::{Context, Incoming};
+use super::error::ApiError;
+use super::finish::End;
+use crate::gateway::{Provider, Target};
+use crate::plugins::{HttpRequest, PassthroughAuth, PassthroughCall, SlotKind};
+use crate::state::AppState;
+
+/// A pass-through answer, ready to send: the upstream's status and headers, its body relayed.
+pub struct Forwarded {
+    pub status: StatusCode,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Body,
+}
+
+/// Where a pass-through request goes: `/<entry>/<path>` (the part after the prefix) and the
+/// query, as the client sent them.
+pub struct Destination<'a> {
+    pub method: &'a Method,
+    pub rest: &'a str,
+    pub query: Option<&'a str>,
+}
+
+/// Runs one pass-through request to its answer, or to the error the client gets. Either way
+/// it is recorded.
+pub async fn run(
+    state: &AppState,
+    incoming: Incoming,
+    to: Destination<'_>,
+) -> Result<Forwarded, ApiError> {
+    let mut cx = Context::passthrough(state, &incoming);
+    let sent = send(state, &mut cx, incoming, &to).await;
+    match sent {
+        Ok((response, provider, call)) => Ok(answer::relay(cx, response, provider, call)),
+        Err(error) => {
+            cx.finish(End::Failed(&error)).wait().await;
+            Err(error)
+        }
+    }
+}
+
+/// The stages up to the upstream's answer: its status and headers, the body still to come.
+async fn send(
+    state: &AppState,
+    cx: &mut Context,
+    incoming: Incoming,
+    to: &Destination<'_>,
+) -> Result<(reqwest::Response, usize, PassthroughCall), ApiError> {
+    if state.ledger.is_full() {
+        return Err(ApiError::LedgerFull);
+    }
+    super::auth::auth(state, cx, &incoming.headers).await?;
+    let bad = |e: path::BadPath| ApiError::InvalidField {
+        param: "path".to_owned(),
+        message: format!("The pass-through path {e}."),
+    };
+    let (entry, rest) = split_entry(to.rest).ok_or_else(|| bad(path::BadPath::Length))?;
+    let path = path::check_path(rest).map_err(bad)?;
+    let query = to.query.map(path::check_query).transpose().map_err(bad)?;
+    let gateway = std::sync::Arc::clone(&cx.gateway);
+    let allowed =
+        cx.caller
+            .limits
+            .allows_passthrough(&gateway.config.passthrough.allow, entry, path);
+    if !allowed {
+        cx.trace.denied("passthrough_not_allowed");
+        return Err(ApiError::PassthroughNotAllowed(format!("{entry}{path}")));
+    }
+    let unknown = || ApiError::UnknownRoute {
+        method: to.method.to_string(),
+        path: format!("{}{}", gateway.config.passthrough.prefix, to.rest),
+    };
+    let index = gateway
+        .providers
+        .iter()
+        .position(|p| &*p.name == entry)
+        .ok_or_else(unknown)?;
+    let provider = &gateway.providers[index];
+    let base = provider.config.base_url.as_deref().ok_or_else(unknown)?;
+    cx.request.model = entry.to_owned();
+    cx.trying(&Target {
+        provider,
+        model: "",
+    });
+    super::admit::limits(cx).await?;
+
+    let call = PassthroughCall {
+        method: to.method.as_str().to_owned(),
+        path: path.to_owned(),
+        headers: headers::to_upstream(&incoming.headers),
+    };
+    let auth = credentials(provider, &call, cx).await?;
+    let url = join(base, path, query, &auth.query);
+    let admitted = provider
+        .scope
+        .admit(HttpRequest {
+            method: call.method.clone(),
+            url,
+            headers: Vec::new(),
+            body: Vec::new(),
+        })
+        .map_err(|refusal| bad(refusal.into()))?;
+    let upstream_headers = header_map(&call.headers, auth.headers, &provider.name)?;
+    let body = limited(incoming.body, state.max_body_bytes, &incoming.headers)?;
+    let mut span = cx.trace.stage("upstream");
+    let response = span
+        .scope(crate::upstream::send_streaming(
+            &state.http,
+            admitted,
+            upstream_headers,
+            body,
+            provider.timeout,
+        ))
+        .await
+        .map_err(|e| ApiError::upstream(&provider.name, e))?;
+    span.set(
+        "http.response.status_code",
+        i64::from(response.status().as_u16()),
+    );
+    Ok((response, index, call))
+}
+
+/// `/<entry>/<path>` split into the entry's name and the path (with its leading `/`).
+fn split_entry(rest: &str) -> Option<(&str, &str)> {
+    let rest = rest.strip_prefix('/')?;
+    let cut = rest.find('/')?;
+    let (entry, path) = rest.split_at(cut);
+    let named = !entry.is_empty()
+        && !entry.starts_with('.')
+        && entry.len() <= 128
+        && entry
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    named.then_some((entry, path))
+}
+
+/// What the entry's plugin adds to the request: its upstream's credentials.
+async fn credentials(
+    provider: &Provider,
+    call: &PassthroughCall,
+    cx: &Context,
+) -> Result<PassthroughAuth, ApiError> {
+    let mut instance = provider
+        .plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    instance
+        .passthrough(&provider.config, call)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(|e| ApiError::provider(&provider.name, e, &cx.redactor))
+}
+
+/// The upstream URL: the base, the checked path, and the client's query without the
+/// parameters the plugin sets, then the plugin's.
+fn join(base: &str, path: &str, query: Option<&str>, added: &[(String, String)]) -> String {
+    let mut url = format!("{}{path}", base.trim_end_matches('/'));
+    let kept = query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let name = pair.split('=').next().unwrap_or_default();
+            let name: String = form_urlencoded::parse(name.as_bytes())
+                .map(|(k, _)| k.into_owned())
+                .collect();
+            !added.iter().any(|(n, _)| *n == name)
+        });
+    let mut parts: Vec<String> = kept.map(str::to_owned).collect();
+    if !added.is_empty() {
+        let mut serializer = form_urlencoded::Serializer::new(String::new());
+        serializer.extend_pairs(added);
+        parts.push(serializer.finish());
+    }
+    if !parts.is_empty() {
+        url.push('?');
+        url.push_str(&parts.join("&"));
+    }
+    url
+}
+
+/// The client's forwarded headers with the plugin's set over them, each checked.
+fn header_map(
+    forwarded: &[(String, String)],
+    auth: Vec<(String, String)>,
+    provider: &str,
+) -> Result<HeaderMap, ApiError> {
+    let bad = |detail: String| ApiError::BadUpstreamRequest {
+        provider: provider.to_owned(),
+        detail,
+    };
+    let mut map = HeaderMap::with_capacity(forwarded.len() + auth.len());
+    for (name, value) in forwarded {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            map.append(name, value);
+        }
+    }
+    for (name, value) in auth {
+        let name = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| bad(format!("bad header name {name:?}")))?;
+        // The value is a credential: never echoed.
+        let mut value =
+            HeaderValue::from_str(&value).map_err(|_| bad(format!("bad value for {name}")))?;
+        value.set_sensitive(true);
+        map.insert(name, value);
+    }
+    Ok(map)
+}
+
+/// The client's body as it arrives, refused past `max` bytes: at once when its
+/// `content-length` says so, else when the bytes counted pass it (the upstream request then
+/// fails).
+fn limited(body: Body, max: usize, headers: &HeaderMap) -> Result<reqwest::Body, ApiError> {
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(ApiError::BodyTooLarge(max));
+    }
+    let mut seen = 0usize;
+    let stream = body
+        .into_data_stream()
+        .map_err(std::io::Error::other)
+        .and_then(move |bytes| {
+            seen += bytes.len();
+            let over = seen > max;
+            async move {
+                if over {
+                    Err(std::io::Error::other("the request body exceeds the limit"))
+                } else {
+                    Ok(bytes)
+                }
+            }
+        });
+    Ok(reqwest::Body::wrap_stream(stream))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_entry_is_the_first_segment() {
+        assert_eq!(split_entry("/openai/files"), Some(("openai", "/files")));
+        assert_eq!(split_entry("/openai"), None);
+        assert_eq!(split_entry("//files"), None);
+        assert_eq!(split_entry("/op%2fenai/files"), None);
+        assert_eq!(split_entry("/../files"), None);
+    }
+
+    #[test]
+    fn the_plugins_query_replaces_the_clients() {
+        let added = [("key".to_owned(), "s&cret".to_owned())];
+        assert_eq!(
+            join(
+                "http://h/v1beta/",
+                "/models",
+                Some("key=mine&pageSize=5"),
+                &added
+            ),
+            "http://h/v1beta/models?pageSize=5&key=s%26cret"
+        );
+        assert_eq!(
+            join("http://h/v1", "/files", None, &[]),
+            "http://h/v1/files"
+        );
+        assert_eq!(
+            join("http://h/v1", "/files", Some("purpose=batch"), &[]),
+            "http://h/v1/files?purpose=batch"
+        );
+    }
+}
