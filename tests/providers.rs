@@ -1295,7 +1295,8 @@ async fn requests_a_provider_cannot_express_are_400s_naming_the_param_and_never_
 /// Each entry's native dialects are what its built-in plugin says when the config loads:
 /// Messages for Anthropic, Responses for OpenAI's own API, an Azure resource and a preset whose
 /// host serves it, none for a compatible host without it or for the other plugins; OpenAI's
-/// Files and Batch APIs (`openai-batches`) for OpenAI's own API and every Azure resource.
+/// Files and Batch APIs (`openai-batches`) for OpenAI's own API and every Azure resource, and
+/// Anthropic's Message Batches (`anthropic-message-batches`) for Anthropic.
 #[tokio::test]
 async fn entries_learn_their_native_dialects_from_their_plugins() {
     let yaml = r#"
@@ -1315,7 +1316,7 @@ providers:
         let provider = loaded.providers.iter().find(|p| &*p.name == name).unwrap();
         provider.native.clone()
     };
-    assert_eq!(native("anthropic"), ["messages"]);
+    assert_eq!(native("anthropic"), ["messages", "anthropic-message-batches"]);
     assert_eq!(native("openai"), ["responses", "openai-batches"]);
     assert!(native("deepseek").is_empty());
     assert_eq!(native("groq"), ["responses"]);
