@@ -1316,7 +1316,10 @@ providers:
         let provider = loaded.providers.iter().find(|p| &*p.name == name).unwrap();
         provider.native.clone()
     };
-    assert_eq!(native("anthropic"), ["messages", "anthropic-message-batches"]);
+    assert_eq!(
+        native("anthropic"),
+        ["messages", "anthropic-message-batches"]
+    );
     assert_eq!(native("openai"), ["responses", "openai-batches"]);
     assert!(native("deepseek").is_empty());
     assert_eq!(native("groq"), ["responses"]);
