@@ -88,6 +88,20 @@ def scenario_batch(client, args):
     page = client.batches.list(limit=1)
     check(len(page.data) == 1 and page.data[0].id == batch.id, "the newest batch first", page.data)
 
+    # Files oldest first too (`order=asc`), paged one at a time: the SDK's pagination sends the
+    # order again with each `after`.
+    later = client.files.create(file=("later.txt", io.BytesIO(b"later")), purpose="user_data")
+    asc = [f.id for f in client.files.list(order="asc", limit=1)]
+    desc = [f.id for f in client.files.list(limit=1)]
+    check(len(asc) >= 2 and asc == desc[::-1], "files oldest first, the newest-first list reversed",
+          (asc, desc))
+    check(asc.index(uploaded.id) < asc.index(later.id) and desc[0] == later.id, "by creation", asc)
+    try:
+        client.files.list(order="sideways")
+        raise Failed("an unknown order was accepted")
+    except openai.BadRequestError as e:
+        check(e.body.get("param") == "order", "an unknown order names its parameter", e.body)
+
     print(f"batch {batch.id}")
     for line in output:
         line = json.loads(line)

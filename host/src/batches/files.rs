@@ -16,8 +16,8 @@ use super::objects::{self, file_object};
 use super::results::{self, Results};
 use super::upstream::{self, Api, Call, DIALECT};
 use super::{anthropic, caller, possible, spool, store_call};
-use crate::ledger::StoredFile;
 use crate::ledger::time::now_us;
+use crate::ledger::{Order, StoredFile};
 use crate::pipeline::ApiError;
 use crate::state::AppState;
 
@@ -128,12 +128,19 @@ pub async fn list(
     headers: &HeaderMap,
     purpose: Option<String>,
     after: Option<String>,
+    order: Order,
     limit: Option<String>,
 ) -> Result<Value, ApiError> {
     let project = caller(state, headers).await?.project;
     let limit = super::page(limit.as_deref(), LIST_MAX, LIST_MAX)?;
     let mut files = store_call(state, move |store| {
-        store.files(&project, purpose.as_deref(), after.as_deref(), limit + 1)
+        store.files(
+            &project,
+            purpose.as_deref(),
+            after.as_deref(),
+            order,
+            limit + 1,
+        )
     })
     .await?;
     let has_more = files.len() > limit;

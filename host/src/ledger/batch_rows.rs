@@ -1,6 +1,6 @@
 //! The statements of [`BatchStore`], the same in SQLite and PostgreSQL (see [`super::sql`]).
 
-use super::batches::{BatchStore, StoredBatch, StoredFile};
+use super::batches::{BatchStore, Order, StoredBatch, StoredFile};
 use super::sql::{Row, SqlStore, Value};
 
 const FILE_COLUMNS: &str = "project, id, provider, upstream_id, purpose, filename, bytes, \
@@ -74,9 +74,16 @@ fn after_key(
     table: &str,
     project: &str,
     after: Option<&str>,
+    order: Order,
 ) -> anyhow::Result<(i64, String)> {
+    // With no cursor, a key before every row in the list's order; with one that names no row of
+    // the project, a key past every row, so the page is empty.
+    let (before_all, past_all) = match order {
+        Order::Desc => (i64::MAX, i64::MIN),
+        Order::Asc => (i64::MIN, i64::MAX),
+    };
     let Some(after) = after else {
-        return Ok((i64::MAX, String::new()));
+        return Ok((before_all, String::new()));
     };
     let found = collect(
         db,
@@ -87,7 +94,7 @@ fn after_key(
     Ok(found
         .into_iter()
         .next()
-        .unwrap_or((i64::MIN, String::new())))
+        .unwrap_or((past_all, String::new())))
 }
 
 impl<S: SqlStore> BatchStore for S {
@@ -136,17 +143,22 @@ impl<S: SqlStore> BatchStore for S {
         project: &str,
         purpose: Option<&str>,
         after: Option<&str>,
+        order: Order,
         limit: usize,
     ) -> anyhow::Result<Vec<StoredFile>> {
+        let (past, direction) = match order {
+            Order::Desc => ("<", "DESC"),
+            Order::Asc => (">", "ASC"),
+        };
         self.read_sql(|db| {
-            let (at, id) = after_key(db, "gateway_files", project, after)?;
+            let (at, id) = after_key(db, "gateway_files", project, after, order)?;
             collect(
                 db,
                 &format!(
                     "SELECT {FILE_COLUMNS} FROM gateway_files
                      WHERE project = $1 AND (CAST($2 AS TEXT) IS NULL OR purpose = CAST($2 AS TEXT))
-                        AND (created_us < $3 OR (created_us = $3 AND id < $4))
-                     ORDER BY created_us DESC, id DESC LIMIT $5"
+                        AND (created_us {past} $3 OR (created_us = $3 AND id {past} $4))
+                     ORDER BY created_us {direction}, id {direction} LIMIT $5"
                 ),
                 &[
                     project.into(),
@@ -217,7 +229,7 @@ impl<S: SqlStore> BatchStore for S {
         limit: usize,
     ) -> anyhow::Result<Vec<StoredBatch>> {
         self.read_sql(|db| {
-            let (at, id) = after_key(db, "gateway_batches", project, after)?;
+            let (at, id) = after_key(db, "gateway_batches", project, after, Order::Desc)?;
             collect(
                 db,
                 &format!(

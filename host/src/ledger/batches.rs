@@ -51,17 +51,28 @@ pub struct StoredBatch {
     pub metered_lines: i64,
 }
 
+/// The order a list is paged in, by creation time (then id); OpenAI's `order` of `GET /v1/files`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// Newest first: the API's default.
+    #[default]
+    Desc,
+    /// Oldest first.
+    Asc,
+}
+
 /// Where files and batches are kept. Calls block (they run on a blocking thread).
 pub trait BatchStore: Send + Sync + 'static {
     fn put_file(&self, file: &StoredFile) -> anyhow::Result<()>;
     /// The project's file with this id; never another project's.
     fn file(&self, project: &str, id: &str) -> anyhow::Result<Option<StoredFile>>;
-    /// The project's files, newest first, after the one `after` names, at most `limit`.
+    /// The project's files in `order` of creation, after the one `after` names, at most `limit`.
     fn files(
         &self,
         project: &str,
         purpose: Option<&str>,
         after: Option<&str>,
+        order: Order,
         limit: usize,
     ) -> anyhow::Result<Vec<StoredFile>>;
     fn delete_file(&self, project: &str, id: &str) -> anyhow::Result<bool>;

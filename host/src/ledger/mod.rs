@@ -62,7 +62,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-pub use batches::{BatchStore, StoredBatch, StoredFile};
+pub use batches::{BatchStore, Order, StoredBatch, StoredFile};
 pub use journal::{Journal, JournalSettings, Written};
 pub use keys::{AdminKey, ApiKey, Budget, BudgetPeriod, KeyChanges, KeyLimits, KeyStore};
 pub use passthrough_patterns::{check_passthrough_pattern, passthrough_allows};

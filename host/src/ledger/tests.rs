@@ -1721,6 +1721,7 @@ macro_rules! no_batches {
                 _: &str,
                 _: Option<&str>,
                 _: Option<&str>,
+                _: crate::ledger::Order,
                 _: usize,
             ) -> anyhow::Result<Vec<crate::ledger::StoredFile>> {
                 Ok(Vec::new())

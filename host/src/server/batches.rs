@@ -12,11 +12,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::batches::{files, jobs};
+use crate::ledger::Order;
 use crate::pipeline::ApiError;
 use crate::state::AppState;
 
-/// A list's query (`GET /v1/files`, `GET /v1/batches`); `order` is accepted as `desc` only, the
-/// order both are listed in.
+/// A list's query (`GET /v1/files`, `GET /v1/batches`). `order` is the Files API's (`asc` or
+/// `desc`, by creation); the Batch API defines none, so there only its own order, `desc`, passes.
 #[derive(Deserialize)]
 pub struct ListQuery {
     #[serde(default)]
@@ -30,12 +31,18 @@ pub struct ListQuery {
 }
 
 impl ListQuery {
-    fn check(&self) -> Result<(), ApiError> {
+    /// The order asked for; `asc` only where `asc_allowed` (the Files API).
+    fn order(&self, asc_allowed: bool) -> Result<Order, ApiError> {
         match self.order.as_deref() {
-            None | Some("desc") => Ok(()),
+            None | Some("desc") => Ok(Order::Desc),
+            Some("asc") if asc_allowed => Ok(Order::Asc),
             Some(_) => Err(ApiError::InvalidField {
                 param: "order".to_owned(),
-                message: "'order' may only be 'desc' here.".to_owned(),
+                message: if asc_allowed {
+                    "'order' must be 'asc' or 'desc'.".to_owned()
+                } else {
+                    "'order' may only be 'desc' here.".to_owned()
+                },
             }),
         }
     }
@@ -54,10 +61,17 @@ pub async fn list_files(
     headers: HeaderMap,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    query.check()?;
-    files::list(&state, &headers, query.purpose, query.after, query.limit)
-        .await
-        .map(Json)
+    let order = query.order(true)?;
+    files::list(
+        &state,
+        &headers,
+        query.purpose,
+        query.after,
+        order,
+        query.limit,
+    )
+    .await
+    .map(Json)
 }
 
 pub async fn retrieve_file(
@@ -109,7 +123,7 @@ pub async fn list_batches(
     headers: HeaderMap,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    query.check()?;
+    query.order(false)?;
     jobs::list(&state, &headers, query.after, query.limit)
         .await
         .map(Json)

@@ -1,6 +1,6 @@
 //! The gateway's files and batches (V4), and batch records with their units, on both stores.
 
-use super::super::batches::{StoredBatch, StoredFile};
+use super::super::batches::{Order, StoredBatch, StoredFile};
 use super::super::store::Store;
 use super::record;
 
@@ -38,7 +38,8 @@ fn batch(project: &str, id: &str, created_us: i64) -> StoredBatch {
     }
 }
 
-/// Files and batches are their project's; lists page newest first; metering is claimed once.
+/// Files and batches are their project's; lists page newest first (files oldest first too);
+/// metering is claimed once.
 pub fn check_files_and_batches(store: &dyn Store) {
     for (i, id) in ["file-a", "file-b", "file-c"].iter().enumerate() {
         store
@@ -60,17 +61,49 @@ pub fn check_files_and_batches(store: &dyn Store) {
     );
     let ids = |files: Vec<StoredFile>| files.into_iter().map(|f| f.id).collect::<Vec<_>>();
     assert_eq!(
-        ids(store.files("p", Some("batch"), None, 2).unwrap()),
+        ids(store
+            .files("p", Some("batch"), None, Order::Desc, 2)
+            .unwrap()),
         ["file-c", "file-b"]
     );
     assert_eq!(
-        ids(store.files("p", Some("batch"), Some("file-b"), 10).unwrap()),
+        ids(store
+            .files("p", Some("batch"), Some("file-b"), Order::Desc, 10)
+            .unwrap()),
         ["file-a"]
     );
-    assert_eq!(ids(store.files("p", None, None, 10).unwrap()).len(), 4);
+    assert_eq!(
+        ids(store.files("p", None, None, Order::Desc, 10).unwrap()).len(),
+        4
+    );
     assert!(
         store
-            .files("p", None, Some("file-q"), 10)
+            .files("p", None, Some("file-q"), Order::Desc, 10)
+            .unwrap()
+            .is_empty()
+    );
+    // Oldest first, paged from either end, and empty after another project's id.
+    assert_eq!(
+        ids(store
+            .files("p", Some("batch"), None, Order::Asc, 2)
+            .unwrap()),
+        ["file-a", "file-b"]
+    );
+    assert_eq!(
+        ids(store
+            .files("p", Some("batch"), Some("file-b"), Order::Asc, 10)
+            .unwrap()),
+        ["file-c"]
+    );
+    assert_eq!(
+        ids(store
+            .files("p", None, Some("file-c"), Order::Asc, 10)
+            .unwrap()),
+        ["file-d"]
+    );
+    assert!(
+        store
+            .files("p", None, Some("file-q"), Order::Asc, 10)
             .unwrap()
             .is_empty()
     );
