@@ -1,23 +1,13 @@
 //! The statements of [`BatchStore`], the same in SQLite and PostgreSQL (see [`super::sql`]).
 
 use super::batches::{BatchStore, Order, StoredBatch, StoredFile};
-use super::sql::{Row, SqlStore, Value};
+use super::sql::{Row, SqlStore, Value, int, text};
 
 const FILE_COLUMNS: &str = "project, id, provider, upstream_id, purpose, filename, bytes, \
                             created_us, model, lines, estimate_micros, estimate_tokens";
 
 const BATCH_COLUMNS: &str = "project, id, provider, upstream_id, api_key_id, model, \
                              input_file_id, created_us, status, object, metered_us, metered_lines";
-
-fn text(row: &dyn Row, i: usize) -> anyhow::Result<String> {
-    row.text(i)?
-        .ok_or_else(|| anyhow::anyhow!("column {i} is NULL"))
-}
-
-fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
-    row.int(i)?
-        .ok_or_else(|| anyhow::anyhow!("column {i} is NULL"))
-}
 
 fn file_row(row: &dyn Row) -> anyhow::Result<StoredFile> {
     Ok(StoredFile {

@@ -102,12 +102,12 @@ fn first<T>(
     Ok(rows(db, sql, params, read)?.into_iter().next())
 }
 
-fn text(row: &dyn Row, i: usize) -> anyhow::Result<String> {
+pub(super) fn text(row: &dyn Row, i: usize) -> anyhow::Result<String> {
     row.text(i)?
         .ok_or_else(|| anyhow::anyhow!("column {i} is NULL"))
 }
 
-fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
+pub(super) fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
     row.int(i)?
         .ok_or_else(|| anyhow::anyhow!("column {i} is NULL"))
 }

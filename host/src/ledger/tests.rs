@@ -1251,7 +1251,7 @@ fn stats_of_whole_hours_read_the_rollups() {
 
 /// Runs `make`, whose stores write the records of the database the test then makes older: the
 /// records are written with today's columns (a store stopped at V1 could not write them), and
-/// [`BEFORE_HISTORY`] drops what the versions after V1 added, as such a database never had it.
+/// [`before_history`] drops what the versions after V1 added, as such a database never had it.
 fn at_v1<T>(make: impl FnOnce() -> T) -> T {
     make()
 }
@@ -1292,37 +1292,12 @@ const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
 /// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns, V7's
 /// pass-through patterns, V8's batches).
-const BEFORE_HISTORY: &str = "ALTER TABLE usage_records DROP COLUMN guards;
-    ALTER TABLE api_keys DROP COLUMN guards;
-    ALTER TABLE usage_records DROP COLUMN bytes_in;
-    ALTER TABLE usage_records DROP COLUMN bytes_out;
-    ALTER TABLE api_keys DROP COLUMN tools;
-    ALTER TABLE api_keys DROP COLUMN passthrough;
-    ALTER TABLE usage_records DROP COLUMN cache_hit;
-    ALTER TABLE usage_records DROP COLUMN saved_cost_micros;
-    ALTER TABLE usage_hourly_models DROP COLUMN cache_hits;
-    ALTER TABLE usage_hourly_models DROP COLUMN saved_cost_micros;
-    ALTER TABLE usage_daily_models DROP COLUMN cache_hits;
-    ALTER TABLE usage_daily_models DROP COLUMN saved_cost_micros;
-    ALTER TABLE usage_hourly_users DROP COLUMN cache_hits;
-    ALTER TABLE usage_hourly_users DROP COLUMN saved_cost_micros;
-    ALTER TABLE usage_daily_users DROP COLUMN cache_hits;
-    ALTER TABLE usage_daily_users DROP COLUMN saved_cost_micros;
-    ALTER TABLE usage_records DROP COLUMN batch_id;
-    ALTER TABLE usage_records DROP COLUMN audio_ms;
-    ALTER TABLE usage_records DROP COLUMN characters;
-    ALTER TABLE usage_records DROP COLUMN search_units;
-    ALTER TABLE usage_hourly_models DROP COLUMN batch_requests;
-    ALTER TABLE usage_hourly_models DROP COLUMN batch_cost_micros;
-    ALTER TABLE usage_daily_models DROP COLUMN batch_requests;
-    ALTER TABLE usage_daily_models DROP COLUMN batch_cost_micros;
-    ALTER TABLE usage_hourly_users DROP COLUMN batch_requests;
-    ALTER TABLE usage_hourly_users DROP COLUMN batch_cost_micros;
-    ALTER TABLE usage_daily_users DROP COLUMN batch_requests;
-    ALTER TABLE usage_daily_users DROP COLUMN batch_cost_micros;
-    DROP TABLE gateway_files;
-    DROP TABLE gateway_batches;
-    DROP TABLE ledger_schema_history;";
+fn before_history() -> String {
+    format!(
+        "ALTER TABLE usage_records DROP COLUMN guards; {AFTER_V1}
+         DROP TABLE ledger_schema_history;"
+    )
+}
 
 /// Makes a database look like one written before the rollups held the console's sums: their
 /// columns and the duration histograms gone.
@@ -1925,7 +1900,8 @@ fn an_older_sqlite_file_gains_the_ttft_column() {
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(&format!(
-            "ALTER TABLE usage_records DROP COLUMN ttft_us; {BEFORE_HISTORY}"
+            "ALTER TABLE usage_records DROP COLUMN ttft_us; {}",
+            before_history()
         ))
         .unwrap();
     }
@@ -1956,7 +1932,8 @@ fn an_older_sqlite_file_gains_the_reasoning_tokens_column() {
         let conn = rusqlite::Connection::open(&path).unwrap();
         conn.execute_batch(&format!(
             "ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
-             ALTER TABLE usage_records DROP COLUMN cache_write_tokens; {BEFORE_HISTORY}"
+             ALTER TABLE usage_records DROP COLUMN cache_write_tokens; {}",
+            before_history()
         ))
         .unwrap();
     }
@@ -1984,7 +1961,8 @@ fn an_older_postgres_database_gains_the_reasoning_tokens_column() {
     client
         .batch_execute(&format!(
             "ALTER TABLE usage_records DROP COLUMN reasoning_tokens;
-             ALTER TABLE usage_records DROP COLUMN cache_write_tokens; {BEFORE_HISTORY}"
+             ALTER TABLE usage_records DROP COLUMN cache_write_tokens; {}",
+            before_history()
         ))
         .unwrap();
     drop(client);
@@ -2038,7 +2016,8 @@ fn an_older_postgres_database_gains_the_key_limit_columns() {
         .batch_execute(&format!(
             "ALTER TABLE api_keys DROP COLUMN models, DROP COLUMN expires_us, DROP COLUMN rpm,
                  DROP COLUMN tpm, DROP COLUMN budget_micros, DROP COLUMN budget_period;
-             {BEFORE_HISTORY}"
+             {}",
+            before_history()
         ))
         .unwrap();
     drop(client);
@@ -2127,7 +2106,10 @@ fn an_older_sqlite_file_gains_the_daily_model_rollup() {
     drop(store);
     rusqlite::Connection::open(&path)
         .unwrap()
-        .execute_batch(&format!("{BEFORE_HISTORY} DROP TABLE usage_daily_models;"))
+        .execute_batch(&format!(
+            "{} DROP TABLE usage_daily_models;",
+            before_history()
+        ))
         .unwrap();
     let store = sqlite::SqliteStore::open(&path).unwrap();
     let after = store
@@ -2186,7 +2168,7 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
              CREATE INDEX usage_records_by_project_time ON usage_records (project, time_us);",
         )
         .unwrap();
-        conn.execute_batch(BEFORE_HISTORY).unwrap();
+        conn.execute_batch(&before_history()).unwrap();
         assert_eq!(indexes(&conn), ["usage_records_by_project_time"]);
     }
     let store = sqlite::SqliteStore::open(&path).unwrap();
