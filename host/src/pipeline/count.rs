@@ -11,7 +11,7 @@
 //! Responses API) is counted by the gateway. The answer says which (`x-wasmgate-count`).
 //! Counting is not billed and writes no ledger record.
 
-use super::dialect::{Edge, forwarded, operation_of};
+use super::edge::{Edge, forwarded, operation_of};
 use super::error::ApiError;
 use super::raw_json::Fields;
 use super::request::ClientRequest;
