@@ -16,32 +16,34 @@
 //! whichever upstream answered, and a `previous_response_id` is replayed from there, so that a
 //! conversation can move between providers and replicas (see `replay.rs`).
 
-mod decode;
 mod encode;
 mod frame;
 mod hit;
 mod json_array;
 mod out;
 mod replay;
-mod routes;
 
 use std::sync::Arc;
 
+use axum::body::{Body, Bytes};
 use serde_json::Value;
 
+use super::context::Context;
+use super::count::{Counted, Counter};
 use super::error::ApiError;
-use super::raw_json::Fields;
+use super::parse::Inbound;
+use super::raw_json::{self, Fields, MAX_FIELDS, Unreadable};
+use super::request::ClientRequest;
 use crate::gateway::Gateway;
 use crate::plugins::{
-    AnswerInfo, CanonicalRequest, DialectPlugin, Failure, Framing, Matched, Mounted, NativeCall,
-    Operation, PluginError, PluginFailure,
+    AnswerInfo, Canonical, CanonicalRequest, Decoded, DialectCallRequest, DialectPlugin, Failure,
+    Framing, Matched, Mounted, NativeCall, Operation, PluginError, PluginFailure, SlotKind,
 };
+use crate::state::AppState;
 
-pub use decode::{decode, forwarded};
 pub use encode::error_body;
 pub use out::{Outcome, out};
 pub use replay::Keeper;
-pub use routes::{count_tokens, models};
 
 /// A request on a registry dialect's route: the route, and the config snapshot it was found in
 /// (the request runs on that one, and its errors are written by that snapshot's plugin).
@@ -57,6 +59,11 @@ pub struct Edge {
 pub fn operation_of(dialect: &Mounted) -> Operation {
     crate::plugins::operation_named(&dialect.name).unwrap_or(Operation::ChatCompletions)
 }
+
+/// Client headers a native target may need (versions and beta flags), passed to its plugin.
+const FORWARDED: [&str; 3] = ["anthropic-version", "anthropic-beta", "openai-beta"];
+/// Bytes of a forwarded header value, at most.
+const FORWARDED_MAX: usize = 1024;
 
 /// What a dialect request carries beside its canonical form.
 pub struct Translation {
@@ -80,6 +87,124 @@ pub struct Translation {
     /// The `previous_response_id` the request continued. A native target never sees it (the
     /// conversation is replayed into `input`), so its answer is told.
     previous_id: Option<String>,
+}
+
+/// The edge's way in: reads the body (under the body budget) and decodes a dialect's into the
+/// canonical form, keeping in `cx.translation` what the way out needs to answer in the dialect
+/// (its plugin, the client's own body, the framing). Chat Completions' body is already
+/// canonical; a multipart upload is read by the parse stage.
+pub async fn decode(
+    state: &AppState,
+    cx: &mut Context,
+    headers: &http::HeaderMap,
+    body: Body,
+) -> Result<Inbound, ApiError> {
+    if matches!(
+        cx.operation,
+        Operation::AudioTranscriptions | Operation::AudioTranslations
+    ) {
+        return Ok(Inbound::Upload(body));
+    }
+    let (bytes, reservation) = super::body::read(state, body).await?;
+    let Some(edge) = cx.edge.clone() else {
+        return Ok(Inbound::Json {
+            operation: cx.operation,
+            bytes,
+            reservation,
+        });
+    };
+    let plugin = edge.dialect.plugin.clone();
+    let mut fields = raw_json::object(&bytes, MAX_FIELDS).map_err(|e| match e {
+        Unreadable::Syntax(_)
+        | Unreadable::NotAnObject
+        | Unreadable::TooDeep
+        | Unreadable::TooManyFields => ApiError::InvalidJson(e.to_string()),
+    })?;
+    // Only the Responses API chains turns (`previous_response_id`) through the store.
+    let keeper = if cx.operation == Operation::Responses {
+        replay::replay(cx, &mut fields).await?
+    } else {
+        None
+    };
+    let previous_id = fields
+        .get("previous_response_id")
+        .and_then(|raw| raw_json::string(raw));
+    let decoded = decode_fields(&plugin, &edge, &fields).await?;
+    if !decoded.dropped.is_empty() {
+        tracing::debug!(
+            dialect = edge.dialect.name.as_str(),
+            dropped = decoded.dropped.join(",").as_str(),
+            "fields the canonical form cannot carry were dropped"
+        );
+    }
+    let canonical = canonical_operation(decoded.operation);
+    if cx.operation == Operation::ChatCompletions {
+        cx.operation = canonical;
+    }
+    fields.shift_remove("previous_response_id");
+    let prefix = if cx.operation == Operation::Messages {
+        "msg_"
+    } else {
+        "resp_"
+    };
+    cx.translation = Some(Translation {
+        plugin,
+        dialect: Arc::clone(&edge.dialect),
+        route: edge.route().name.clone(),
+        params: edge.params.clone(),
+        framing: decoded.framing,
+        native: fields,
+        headers: forwarded(headers),
+        echo: decoded.echo,
+        answer_id: format!("{prefix}{}", uuid::Uuid::new_v4().simple()),
+        created: u64::try_from(cx.arrived_us / 1_000_000).unwrap_or(0),
+        keeper,
+        previous_id,
+    });
+    Ok(Inbound::Json {
+        operation: canonical,
+        bytes: Bytes::from(decoded.body),
+        reservation,
+    })
+}
+
+/// The host's operation for a plugin's canonical one.
+fn canonical_operation(canonical: Canonical) -> Operation {
+    match canonical {
+        Canonical::ChatCompletions => Operation::ChatCompletions,
+        Canonical::Embeddings => Operation::Embeddings,
+    }
+}
+
+/// The dialect plugin's decoding of a body on `edge`'s route, on an instance of its own.
+async fn decode_fields(
+    plugin: &DialectPlugin,
+    edge: &Matched,
+    fields: &Fields,
+) -> Result<Decoded, ApiError> {
+    let body = serde_json::to_string(fields).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let request = DialectCallRequest {
+        route: edge.route().name.clone(),
+        params: edge.params.clone(),
+        body,
+    };
+    let mut call = plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    answered(call.decode(&request).await)
+}
+
+/// The allowlisted client headers, bounded and printable.
+pub fn forwarded(headers: &http::HeaderMap) -> Vec<(String, String)> {
+    FORWARDED
+        .iter()
+        .filter_map(|name| {
+            let value = headers.get(*name)?.to_str().ok()?.trim();
+            (value.len() <= FORWARDED_MAX && !value.is_empty())
+                .then(|| ((*name).to_owned(), value.to_owned()))
+        })
+        .collect()
 }
 
 impl Translation {
@@ -184,4 +309,77 @@ fn plugin_error(failure: Failure) -> PluginError {
         code: failure.code,
         upstream_status: None,
     }
+}
+
+/// A `count-tokens` route (`/v1/messages/count_tokens`, Google's `:countTokens`, OpenAI's
+/// `/v1/responses/input_tokens`): the prompt's tokens by the target's own counting endpoint,
+/// natively or translated (see `count.rs`), else by the gateway's own tokenizer (the one
+/// limits and estimates use), the body then written by the dialect's plugin; without a
+/// ledger record either way. Auth is that of `/v1/*`, a key limited to some models counts only
+/// for those, and the limit rules admit it as a request that spends nothing.
+pub async fn count_tokens(
+    state: &crate::state::AppState,
+    edge: &Edge,
+    headers: &http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<(String, Counter), ApiError> {
+    let caller = super::auth::caller(state, headers, edge.gateway.config.auth.required).await?;
+    let (bytes, _reservation) = super::body::read(state, body).await?;
+    let bytes = if bytes.is_empty() {
+        &b"{}"[..]
+    } else {
+        &bytes[..]
+    };
+    let fields =
+        raw_json::object(bytes, MAX_FIELDS).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let plugin = &edge.matched.dialect.plugin;
+    let decoded = decode_fields(plugin, &edge.matched, &fields).await?;
+    if !caller.limits.allows_model(&decoded.model) {
+        return Err(ApiError::ModelNotAllowed(decoded.model));
+    }
+    super::admit::count(&edge.gateway, &caller, &decoded.model, &state.background).await?;
+    let operation = canonical_operation(decoded.operation);
+    let counted =
+        super::count::upstream(state, edge, headers, &decoded, operation, &fields).await?;
+    let (tokens, counter) = match counted {
+        Some(Counted::Answer(body)) => return Ok((body, Counter::Upstream)),
+        // The dialect's answer carries a `u32`; no prompt a model takes comes near it.
+        Some(Counted::Tokens(tokens)) => {
+            (u32::try_from(tokens).unwrap_or(u32::MAX), Counter::Upstream)
+        }
+        None => {
+            let request = ClientRequest::parse(operation, decoded.body.as_bytes())?;
+            let tokens = request.estimate_input_tokens(crate::tokenizer::Tokenizer);
+            (tokens, Counter::Estimate)
+        }
+    };
+    let info = AnswerInfo {
+        route: edge.matched.route().name.clone(),
+        model: decoded.model,
+        id: String::new(),
+        created: u64::try_from(crate::ledger::time::now_us() / 1_000_000).unwrap_or(0),
+        estimated_input_tokens: tokens,
+        echo: decoded.echo,
+    };
+    let mut call = plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    let body = call
+        .encode_count(&info, tokens)
+        .await
+        .map_err(ApiError::plugin)?;
+    Ok((body, counter))
+}
+
+/// A `list-models` or `get-model` route's body: the gateway's `list` (OpenAI's JSON) in the
+/// dialect's shape.
+pub async fn models(edge: &Matched, list: &str) -> Result<String, ApiError> {
+    let mut call = edge
+        .dialect
+        .plugin
+        .start(SlotKind::Call)
+        .await
+        .map_err(ApiError::plugin)?;
+    answered(call.encode_models(&edge.route().name, list).await)
 }
