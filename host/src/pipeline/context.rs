@@ -17,9 +17,9 @@ use crate::state::AppState;
 use crate::telemetry::{RequestTelemetry, Trace};
 use crate::tokenizer::Tokenizer;
 
-/// The client's API. Every dialect enters the same pipeline: `parse` reads it into the
-/// canonical (chat) form and the answer and errors are written back in it, so the stages
-/// between never ask which one it was.
+/// The client's API. Every dialect enters the same pipeline: the edge's way in reads it into
+/// the canonical (chat) form and its way out writes the answer and errors back in it, so the
+/// stages between never ask which one it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     /// OpenAI's Chat Completions (`/v1/chat/completions`, and the embeddings and images

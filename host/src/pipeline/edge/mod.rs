@@ -15,6 +15,12 @@
 //! Responses the client asks to keep (`store`, the default) are kept in the ledger's database,
 //! whichever upstream answered, and a `previous_response_id` is replayed from there, so that a
 //! conversation can move between providers and replicas (see `replay.rs`).
+//!
+//! Here: the way in ([`decode`]), the request's [`Translation`], and a dialect's routes that are
+//! no model call ([`count_tokens`], [`models`]). Beside it: `out.rs` (the way out), `encode.rs`
+//! (the plugin's encodings), `frame.rs` (a stream written for the client), `hit.rs` (a cache
+//! hit written), `json_array.rs` (a stream as one JSON array), `replay.rs` (Responses kept and
+//! replayed).
 
 mod encode;
 mod frame;
@@ -43,7 +49,7 @@ use crate::state::AppState;
 
 pub use encode::error_body;
 pub use out::{Outcome, out};
-pub use replay::Keeper;
+use replay::Keeper;
 
 /// A request on a registry dialect's route: the route, and the config snapshot it was found in
 /// (the request runs on that one, and its errors are written by that snapshot's plugin).
