@@ -19,11 +19,13 @@ plugins: {{ dir: "{dir}", cache_dir: "{cache}" }}
 providers:
   py:
     plugin: py-provider
+    catalog: openai
     base_url: {openai}
     api_key: {OPENAI_KEY}
     models: [gpt-4o-mini]
   js:
     plugin: js-provider
+    catalog: openai
     base_url: {openai}
     api_key: {OPENAI_KEY}
     models: [gpt-4o-mini]

@@ -4,7 +4,7 @@
 
 use super::TestGateway;
 use super::mock_openai::{self, MockOpenAi};
-use super::mock_providers::{KEY, MockProvider};
+use super::mock_providers::MockProvider;
 
 pub const GEMINI: &str = "gemini-3.5-flash";
 pub const GEMINI_EMBEDDING: &str = "text-embedding-004";
