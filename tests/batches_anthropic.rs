@@ -50,7 +50,7 @@ fn batch_of(output: &std::process::Output) -> String {
 
 #[tokio::test]
 async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once() {
-    let s = scenario(MockAnthropicBatches::start().await, |m| config(m)).await;
+    let s = scenario(MockAnthropicBatches::start().await, config).await;
     let output = s
         .client(
             "openai_batches.py",
@@ -138,7 +138,7 @@ async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once()
 
 #[tokio::test]
 async fn a_cancelled_message_batch_meters_only_the_lines_run() {
-    let s = scenario(MockAnthropicBatches::start().await, |m| config(m)).await;
+    let s = scenario(MockAnthropicBatches::start().await, config).await;
     let output = s
         .client(
             "openai_batches.py",
