@@ -218,8 +218,8 @@ fn dialect_sites(text: &str) -> Vec<(usize, &'static str)> {
                         let word = |c: char| c.is_alphanumeric() || c == '_';
                         let before = code[..i].chars().next_back();
                         let after = code[i + token.len()..].chars().next();
-                        !before.is_some_and(word)
-                            && !(token.ends_with(word) && after.is_some_and(word))
+                        !(before.is_some_and(word)
+                            || (token.ends_with(word) && after.is_some_and(word)))
                     })
                 })
                 .map(move |token| (n, *token))
