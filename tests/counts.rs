@@ -13,6 +13,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+#[path = "counts/idle_rss.rs"]
+mod idle_rss;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

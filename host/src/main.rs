@@ -333,7 +333,24 @@ struct ServeArgs {
     daily_budget_usd: Option<f64>,
 }
 
+/// Transparent huge pages off for this process. The heap and the plugins' linear memories are
+/// touched sparsely, and a huge page makes each touched 2 MiB resident whole: with mimalloc's
+/// arena advised `MADV_HUGEPAGE` the idle gateway was 66 MiB instead of 40 (BENCHMARKS.md,
+/// "Where the idle RSS goes"). The `no_thp` build of mimalloc no longer advises it; this also
+/// covers hosts whose THP setting is `always`, where no advice is needed.
+fn no_transparent_huge_pages() {
+    // Failing (a kernel without THP) leaves nothing to turn off.
+    #[expect(
+        unsafe_code,
+        reason = "PR_SET_THP_DISABLE takes integers and touches no memory of this process"
+    )]
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 fn main() -> ExitCode {
+    no_transparent_huge_pages();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
