@@ -352,6 +352,11 @@ fn no_transparent_huge_pages() {
 fn main() -> ExitCode {
     no_transparent_huge_pages();
     let cli = Cli::parse();
+    // One worker per core the process may run on: tokio's default count is
+    // `available_parallelism`, which follows the CPU affinity (and a cgroup's CPU quota), so a
+    // gateway pinned to one core runs one worker. Two workers on one core cost 10-20 % more
+    // CPU per request (BENCHMARKS.md, "The last measurements"); do not replace the default
+    // with the machine's CPU count.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
