@@ -21,6 +21,7 @@ use super::context::{Context, Dialect};
 use super::dialect::{Keeper, answered};
 use super::error::ApiError;
 use super::finish::End;
+use super::guard_native::Watch;
 use crate::plugins::{
     DialectEvent, DialectStream, PluginError, PluginFailure, ProviderStream, StreamOutput, Usage,
 };
@@ -125,6 +126,9 @@ pub async fn replay_native(events: &[String], keeper: Option<&Keeper>) -> Vec<u8
 pub struct Upstream {
     pub provider: Arc<str>,
     pub decoder: ProviderStream,
+    /// A second decoder reading the same bytes into canonical chunks, for the guards of a
+    /// native answer (`guard_native.rs`).
+    pub shadow: Option<ProviderStream>,
     pub response: reqwest::Response,
     /// The longest wait for the next upstream bytes.
     pub idle_timeout: Duration,
@@ -138,9 +142,18 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
     let upstream = *upstream;
     let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
     let mut cx = cx;
-    let guard = cx.guard.take_chain();
+    let mut guard = cx.guard.take_chain();
+    let watch = match (upstream.shadow, guard.take()) {
+        (Some(shadow), Some(chain)) => Some(Watch::new(shadow, chain)),
+        (_, chain) => {
+            guard = chain;
+            None
+        }
+    };
     let relay = Relay {
         guard,
+        watch,
+        seen: Vec::new(),
         framing,
         keeper,
         redactor: cx.redactor.clone(),
@@ -167,6 +180,10 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
 struct Relay {
     /// The answer's guards, which the canonical chunks pass through before they are framed.
     guard: Option<super::guard::AnswerChain>,
+    /// A native answer's guards, on its canonical view.
+    watch: Option<Watch>,
+    /// The canonical chunks the watch's decoder read since the guards last saw any.
+    seen: Vec<String>,
     /// The request, finished when the relay is dropped (taken there, once).
     cx: Option<Context>,
     /// Keeps the request's secrets out of an error event relayed from the upstream.
@@ -240,6 +257,10 @@ impl Relay {
                 }
                 Ok(None) => {
                     self.ended = true;
+                    if let Err(error) = self.shadow_end().await {
+                        self.fail(&error).await;
+                        continue;
+                    }
                     self.decoder.finish().await
                 }
                 Ok(Some(Err(e))) => {
@@ -308,6 +329,10 @@ impl Relay {
             usage: None,
         };
         for chunk in &read.chunks {
+            if let Err(error) = self.shadow_read(chunk).await {
+                self.pending = Some(error);
+                return Ok(Ok(out));
+            }
             let decoded = self.decoder.push(chunk).await;
             if let Some(failed) = self.merge(&mut out, decoded) {
                 return failed;
@@ -319,6 +344,10 @@ impl Relay {
         match read.end {
             ReadEnd::More => {}
             ReadEnd::Finished => {
+                if let Err(error) = self.shadow_end().await {
+                    self.pending = Some(error);
+                    return Ok(Ok(out));
+                }
                 let decoded = self.decoder.finish().await;
                 if let Some(failed) = self.merge(&mut out, decoded) {
                     return failed;
@@ -549,8 +578,45 @@ fn write_named(buf: &mut Vec<u8>, events: &[DialectEvent]) {
 }
 
 impl Relay {
-    /// Canonical chunks through the answer's guards (all they hold, once the upstream ended).
+    /// The watch's decoder reads `bytes` too; its chunks wait for the guards.
+    async fn shadow_read(&mut self, bytes: &[u8]) -> Result<(), ApiError> {
+        let Some(watch) = &mut self.watch else {
+            return Ok(());
+        };
+        let output = watch.read(bytes).await;
+        self.seen_output(output)
+    }
+
+    /// The watch's decoder reads the upstream's end.
+    async fn shadow_end(&mut self) -> Result<(), ApiError> {
+        let Some(watch) = &mut self.watch else {
+            return Ok(());
+        };
+        let output = watch.read_end().await;
+        self.seen_output(output)
+    }
+
+    fn seen_output(
+        &mut self,
+        output: Result<Result<StreamOutput, PluginError>, PluginFailure>,
+    ) -> Result<(), ApiError> {
+        match output {
+            Ok(Ok(output)) => {
+                self.seen.extend(output.events);
+                Ok(())
+            }
+            Ok(Err(error)) => Err(ApiError::provider(&self.provider, error, &self.redactor)),
+            Err(failure) => Err(ApiError::PluginFailed(failure)),
+        }
+    }
+
+    /// Canonical chunks through the answer's guards (all they hold, once the upstream ended);
+    /// a native answer's events wait for its guards instead.
     async fn guarded(&mut self, events: Vec<String>) -> Result<Vec<String>, ApiError> {
+        if let Some(watch) = &mut self.watch {
+            let seen = std::mem::take(&mut self.seen);
+            return watch.pass(events, seen, self.ended).await;
+        }
         let Some(chain) = &mut self.guard else {
             return Ok(events);
         };
@@ -572,6 +638,9 @@ impl Relay {
         let mut cx = self.cx.take()?;
         if let Some(chain) = &mut self.guard {
             cx.guard.verdicts_from(chain);
+        }
+        if let Some(watch) = &mut self.watch {
+            cx.guard.verdicts_from(watch.chain());
         }
         if self.ended && !self.failed {
             let model = cx.target.as_ref().map_or("", |t| t.model.as_str());
