@@ -588,15 +588,14 @@ impl Translation {
 
     /// The canonical request the dialect plugin reads `native` as (on this request's route):
     /// how an edit of the native body is checked against the guards' canonical one.
-    pub(super) async fn decoded_body(&self, native: &Value) -> Option<Value> {
+    pub(super) async fn decoded_body(&self, native: &Value) -> Option<String> {
         let request = DialectCallRequest {
             route: self.route.clone(),
             params: self.params.clone(),
             body: native.to_string(),
         };
         let mut call = self.plugin.start(SlotKind::Call).await.ok()?;
-        let decoded = call.decode(&request).await.ok()?.ok()?;
-        serde_json::from_str(&decoded.body).ok()
+        Some(call.decode(&request).await.ok()?.ok()?.body)
     }
 
     /// Replaces the client's body with `native` (the guards' rewrite carried into it).

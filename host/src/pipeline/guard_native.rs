@@ -21,7 +21,10 @@ use super::guard::failed_with;
 use super::guard_answer::{AnswerChain, open};
 use super::guard_edits::{Edits, rewrite_segments};
 use super::guard_events;
-use crate::plugins::{PluginError, PluginFailure, ProviderStream, SlotKind, StreamOutput};
+use super::request::ClientRequest;
+use crate::plugins::{
+    Operation, PluginError, PluginFailure, ProviderStream, SlotKind, StreamOutput,
+};
 
 /// Carries the guards' rewrite of the canonical request (`before` → `after`) into the client's
 /// native body; when it cannot be carried exactly, the request is translated.
@@ -35,7 +38,10 @@ pub(super) async fn carry_request(cx: &mut Context, before: &str, after: &str) {
         let edits = Edits::between(&before, &after)?;
         let mut native = translation.native_value()?;
         edits.apply(&mut native);
-        let mut decoded = translation.decoded_body(&native).await?;
+        let decoded = translation.decoded_body(&native).await?;
+        // Read as the client's first reading was: the dialect's decoding, then the host's.
+        let decoded = ClientRequest::parse(Operation::ChatCompletions, decoded.as_bytes()).ok()?;
+        let mut decoded: Value = serde_json::from_str(&decoded.body_json()).ok()?;
         // The model is the client's in both; only the texts are compared.
         for body in [&mut decoded, &mut after] {
             if let Value::Object(fields) = body {
