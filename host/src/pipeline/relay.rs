@@ -154,6 +154,7 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
         guard,
         watch,
         seen: Vec::new(),
+        unread: Vec::new(),
         framing,
         keeper,
         redactor: cx.redactor.clone(),
@@ -184,6 +185,8 @@ struct Relay {
     watch: Option<Watch>,
     /// The canonical chunks the watch's decoder read since the guards last saw any.
     seen: Vec<String>,
+    /// Upstream bytes the watch's decoder has not read yet.
+    unread: Vec<u8>,
     /// The request, finished when the relay is dropped (taken there, once).
     cx: Option<Context>,
     /// Keeps the request's secrets out of an error event relayed from the upstream.
@@ -328,11 +331,12 @@ impl Relay {
             events: Vec::new(),
             usage: None,
         };
+        if self.watch.is_some() {
+            read.chunks
+                .iter()
+                .for_each(|c| self.unread.extend_from_slice(c));
+        }
         for chunk in &read.chunks {
-            if let Err(error) = self.shadow_read(chunk).await {
-                self.pending = Some(error);
-                return Ok(Ok(out));
-            }
             let decoded = self.decoder.push(chunk).await;
             if let Some(failed) = self.merge(&mut out, decoded) {
                 return failed;
@@ -356,6 +360,14 @@ impl Relay {
                 self.ended = self.pending.is_none();
             }
             ReadEnd::Failed(e) => self.pending = Some(unreachable(&self.provider, e)),
+        }
+        // The watch's decoder reads only once there are native events to release: what it
+        // reads before them would only wait with them.
+        if !out.events.is_empty()
+            && self.pending.is_none()
+            && let Err(error) = self.shadow_read().await
+        {
+            self.pending = Some(error);
         }
         Ok(Ok(out))
     }
@@ -578,17 +590,22 @@ fn write_named(buf: &mut Vec<u8>, events: &[DialectEvent]) {
 }
 
 impl Relay {
-    /// The watch's decoder reads `bytes` too; its chunks wait for the guards.
-    async fn shadow_read(&mut self, bytes: &[u8]) -> Result<(), ApiError> {
+    /// The watch's decoder reads the bytes it has not read; its chunks wait for the guards.
+    async fn shadow_read(&mut self) -> Result<(), ApiError> {
         let Some(watch) = &mut self.watch else {
             return Ok(());
         };
-        let output = watch.read(bytes).await;
+        if self.unread.is_empty() {
+            return Ok(());
+        }
+        let output = watch.read(&self.unread).await;
+        self.unread.clear();
         self.seen_output(output)
     }
 
-    /// The watch's decoder reads the upstream's end.
+    /// The watch's decoder reads the rest, and the upstream's end.
     async fn shadow_end(&mut self) -> Result<(), ApiError> {
+        self.shadow_read().await?;
         let Some(watch) = &mut self.watch else {
             return Ok(());
         };
