@@ -241,3 +241,67 @@ async fn an_answer_guard_stop_is_an_anthropic_error_whole_and_mid_stream() {
     let verdicts = verdicts(&gateway.record_of("native-stop-stream").await);
     assert_eq!(verdicts[0]["action"], "stop", "{verdicts}");
 }
+
+/// Google's dialect to a `gemini` entry with `redact` on: the body Google's SDKs write goes
+/// upstream with its own fields (the `safetySettings` and thinking budget the canonical form
+/// drops), the card redacted in its text; the answer comes back in Google's shape, whole and
+/// streamed.
+#[tokio::test]
+async fn a_gemini_request_keeps_its_fields_through_redact() {
+    use common::mock_providers::gemini;
+    let mock = MockProvider::gemini().await;
+    let model = "gemini-3.5-flash";
+    let config = format!(
+        r#"
+providers:
+  gemini: {{ plugin: gemini, base_url: "{}", api_key: {KEY}, models: [{model}] }}
+dialects:
+  gemini: {{ plugin: gemini-genai }}
+guards:
+  - plugin: redact
+"#,
+        mock.base_url()
+    );
+    let gateway = TestGateway::start(&config).await;
+    let body = json!({
+        "contents": [{"role": "user", "parts": [{"text": format!("My card is {CARD}, thanks.")}]}],
+        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "safetySettings": [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_ONLY_HIGH"}],
+        "generationConfig": {"temperature": 0.2, "thinkingConfig": {"thinkingBudget": 128}}
+    });
+    for (route, expected) in [
+        ("generateContent", gemini::TEXT.to_owned()),
+        (
+            "streamGenerateContent?alt=sse",
+            gemini::STREAM_DELTAS.concat(),
+        ),
+    ] {
+        let response = http()
+            .post(gateway.url(&format!("/v1beta/models/gemini/{model}:{route}")))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 200, "{text}");
+        let answered: String = (text.lines())
+            .filter_map(|l| l.strip_prefix("data: "))
+            .chain(std::iter::once(text.as_str()).filter(|t| t.starts_with('{')))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .flat_map(|e| {
+                (e["candidates"][0]["content"]["parts"].as_array().cloned()).unwrap_or_default()
+            })
+            .filter(|p| p["thought"] != true)
+            .filter_map(|p| p["text"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(answered, expected, "{text}");
+        let mut sent = mock.last_request().await.body;
+        assert_eq!(
+            sent["contents"][0]["parts"][0]["text"],
+            "My card is [CARD], thanks."
+        );
+        sent["contents"] = body["contents"].clone();
+        assert_eq!(sent, body, "every other field arrived as sent");
+    }
+}
