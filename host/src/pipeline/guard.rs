@@ -183,8 +183,9 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     }
     if !cx.guard.answer.is_empty() {
         cx.guard.request = original;
-        // A native Responses answer has no canonical view yet (its provider reads only
-        // chat completions): it is translated, so that its answer is checked.
+        // A native Responses answer has no canonical view yet (its provider reads it only
+        // natively, and it repeats its text in several events): it is translated, so that
+        // its answer is checked.
         cx.guard.translate |= cx.operation == Operation::Responses;
     }
     if let (Some(before), Some(after)) = (before, body)
