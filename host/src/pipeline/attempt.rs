@@ -123,6 +123,15 @@ async fn send(
         .map_err(|failure| ApiError::prepare_failed(failure, canonical.body.len()))?
         .map_err(|error| ApiError::provider(&provider.name, error, redactor))?;
 
+    let local = matches!(prepared, Prepared::Local(_) | Prepared::LocalStream(_));
+    if local && native && cx.guard.answer_guarded() {
+        // No upstream answer for the provider to read into a canonical view: fail closed
+        // rather than pass it unchecked.
+        return Err(super::guard::failed_with(
+            "answer",
+            "a native answer the provider made itself cannot be checked",
+        ));
+    }
     Ok(match prepared {
         Prepared::Local(completion) => {
             span.completion(&completion.body, completion.usage);
