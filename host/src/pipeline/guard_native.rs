@@ -13,6 +13,9 @@
 //!   and go once the guards have released all of it, their text changed where the guards
 //!   changed it.
 
+use std::sync::Arc;
+
+use axum::body::Bytes;
 use serde_json::Value;
 
 use super::context::Context;
@@ -25,6 +28,7 @@ use super::request::ClientRequest;
 use crate::plugins::{
     Operation, PluginError, PluginFailure, ProviderStream, SlotKind, StreamOutput,
 };
+use crate::redact::Redactor;
 
 /// Carries the guards' rewrite of the canonical request (`before` → `after`) into the client's
 /// native body; when it cannot be carried exactly, the request is translated.
@@ -106,6 +110,14 @@ pub(super) async fn whole(
 pub struct Watch {
     decoder: ProviderStream,
     chain: AnswerChain,
+    /// Names the provider in an error of the decoder's, cleared of the request's secrets.
+    provider: Arc<str>,
+    redactor: Redactor,
+    /// Upstream bytes the decoder has not read yet: it reads only when there are native events
+    /// to release, since what it read before them would only wait with them.
+    unread: Vec<u8>,
+    /// The canonical chunks it read that the guards have not seen.
+    seen: Vec<String>,
     /// Native events not yet released, in order.
     held: Vec<String>,
     /// The canonical text pieces of the held events (content and tool arguments), in order.
@@ -115,27 +127,56 @@ pub struct Watch {
 }
 
 impl Watch {
-    pub fn new(decoder: ProviderStream, chain: AnswerChain) -> Self {
+    pub fn new(
+        decoder: ProviderStream,
+        chain: AnswerChain,
+        provider: Arc<str>,
+        redactor: Redactor,
+    ) -> Self {
         Self {
             decoder,
             chain,
+            provider,
+            redactor,
+            unread: Vec::new(),
+            seen: Vec::new(),
             held: Vec::new(),
             pieces: Vec::new(),
             released: String::new(),
         }
     }
 
-    /// The canonical decoder's reading of the same upstream bytes.
-    pub async fn read(
-        &mut self,
-        bytes: &[u8],
-    ) -> Result<Result<StreamOutput, PluginError>, PluginFailure> {
-        self.decoder.push(bytes).await
+    /// Upstream bytes, for the decoder to read when it is next asked to.
+    pub fn take(&mut self, chunks: &[Bytes]) {
+        chunks.iter().for_each(|c| self.unread.extend_from_slice(c));
     }
 
-    /// The canonical decoder's end.
-    pub async fn read_end(&mut self) -> Result<Result<StreamOutput, PluginError>, PluginFailure> {
-        self.decoder.finish().await
+    /// The decoder reads what it has not (with `end`, and the upstream's end).
+    pub async fn read(&mut self, end: bool) -> Result<(), ApiError> {
+        if !self.unread.is_empty() {
+            let output = self.decoder.push(&self.unread).await;
+            self.unread.clear();
+            self.seen(output)?;
+        }
+        if end {
+            let output = self.decoder.finish().await;
+            self.seen(output)?;
+        }
+        Ok(())
+    }
+
+    fn seen(
+        &mut self,
+        output: Result<Result<StreamOutput, PluginError>, PluginFailure>,
+    ) -> Result<(), ApiError> {
+        match output {
+            Ok(Ok(output)) => {
+                self.seen.extend(output.events);
+                Ok(())
+            }
+            Ok(Err(error)) => Err(ApiError::provider(&self.provider, error, &self.redactor)),
+            Err(failure) => Err(ApiError::PluginFailed(failure)),
+        }
     }
 
     /// The guards' verdicts, for the request's record.
@@ -143,14 +184,10 @@ impl Watch {
         &mut self.chain
     }
 
-    /// Native `events` and their canonical `chunks` through the guards: the native events that
-    /// may go now (with `end`, all of them).
-    pub async fn pass(
-        &mut self,
-        events: Vec<String>,
-        chunks: Vec<String>,
-        end: bool,
-    ) -> Result<Vec<String>, ApiError> {
+    /// Native `events` and the canonical chunks read with them through the guards: the native
+    /// events that may go now (with `end`, all of them).
+    pub async fn pass(&mut self, events: Vec<String>, end: bool) -> Result<Vec<String>, ApiError> {
+        let chunks = std::mem::take(&mut self.seen);
         self.held.extend(events);
         self.pieces.extend(texts(&chunks));
         let mut released = self.chain.push(chunks).await?;

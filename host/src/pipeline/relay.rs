@@ -144,7 +144,10 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
     let mut cx = cx;
     let mut guard = cx.guard.take_chain();
     let watch = match (upstream.shadow, guard.take()) {
-        (Some(shadow), Some(chain)) => Some(Watch::new(shadow, chain)),
+        (Some(shadow), Some(chain)) => {
+            let provider = Arc::clone(&upstream.provider);
+            Some(Watch::new(shadow, chain, provider, cx.redactor.clone()))
+        }
         (_, chain) => {
             guard = chain;
             None
@@ -153,8 +156,6 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
     let relay = Relay {
         guard,
         watch,
-        seen: Vec::new(),
-        unread: Vec::new(),
         framing,
         keeper,
         redactor: cx.redactor.clone(),
@@ -183,10 +184,6 @@ struct Relay {
     guard: Option<super::guard::AnswerChain>,
     /// A native answer's guards, on its canonical view.
     watch: Option<Watch>,
-    /// The canonical chunks the watch's decoder read since the guards last saw any.
-    seen: Vec<String>,
-    /// Upstream bytes the watch's decoder has not read yet.
-    unread: Vec<u8>,
     /// The request, finished when the relay is dropped (taken there, once).
     cx: Option<Context>,
     /// Keeps the request's secrets out of an error event relayed from the upstream.
@@ -260,7 +257,7 @@ impl Relay {
                 }
                 Ok(None) => {
                     self.ended = true;
-                    if let Err(error) = self.shadow_end().await {
+                    if let Err(error) = self.watch_read(true).await {
                         self.fail(&error).await;
                         continue;
                     }
@@ -331,10 +328,8 @@ impl Relay {
             events: Vec::new(),
             usage: None,
         };
-        if self.watch.is_some() {
-            read.chunks
-                .iter()
-                .for_each(|c| self.unread.extend_from_slice(c));
+        if let Some(watch) = &mut self.watch {
+            watch.take(&read.chunks);
         }
         for chunk in &read.chunks {
             let decoded = self.decoder.push(chunk).await;
@@ -348,7 +343,7 @@ impl Relay {
         match read.end {
             ReadEnd::More => {}
             ReadEnd::Finished => {
-                if let Err(error) = self.shadow_end().await {
+                if let Err(error) = self.watch_read(true).await {
                     self.pending = Some(error);
                     return Ok(Ok(out));
                 }
@@ -365,7 +360,7 @@ impl Relay {
         // reads before them would only wait with them.
         if !out.events.is_empty()
             && self.pending.is_none()
-            && let Err(error) = self.shadow_read().await
+            && let Err(error) = self.watch_read(false).await
         {
             self.pending = Some(error);
         }
@@ -590,40 +585,11 @@ fn write_named(buf: &mut Vec<u8>, events: &[DialectEvent]) {
 }
 
 impl Relay {
-    /// The watch's decoder reads the bytes it has not read; its chunks wait for the guards.
-    async fn shadow_read(&mut self) -> Result<(), ApiError> {
-        let Some(watch) = &mut self.watch else {
-            return Ok(());
-        };
-        if self.unread.is_empty() {
-            return Ok(());
-        }
-        let output = watch.read(&self.unread).await;
-        self.unread.clear();
-        self.seen_output(output)
-    }
-
-    /// The watch's decoder reads the rest, and the upstream's end.
-    async fn shadow_end(&mut self) -> Result<(), ApiError> {
-        self.shadow_read().await?;
-        let Some(watch) = &mut self.watch else {
-            return Ok(());
-        };
-        let output = watch.read_end().await;
-        self.seen_output(output)
-    }
-
-    fn seen_output(
-        &mut self,
-        output: Result<Result<StreamOutput, PluginError>, PluginFailure>,
-    ) -> Result<(), ApiError> {
-        match output {
-            Ok(Ok(output)) => {
-                self.seen.extend(output.events);
-                Ok(())
-            }
-            Ok(Err(error)) => Err(ApiError::provider(&self.provider, error, &self.redactor)),
-            Err(failure) => Err(ApiError::PluginFailed(failure)),
+    /// The watch's decoder reads the bytes it has not read (with `end`, and the upstream's end).
+    async fn watch_read(&mut self, end: bool) -> Result<(), ApiError> {
+        match &mut self.watch {
+            Some(watch) => watch.read(end).await,
+            None => Ok(()),
         }
     }
 
@@ -631,8 +597,7 @@ impl Relay {
     /// a native answer's events wait for its guards instead.
     async fn guarded(&mut self, events: Vec<String>) -> Result<Vec<String>, ApiError> {
         if let Some(watch) = &mut self.watch {
-            let seen = std::mem::take(&mut self.seen);
-            return watch.pass(events, seen, self.ended).await;
+            return watch.pass(events, self.ended).await;
         }
         let Some(chain) = &mut self.guard else {
             return Ok(events);
