@@ -30,6 +30,7 @@ mod guard_edits;
 mod guard_events;
 mod guard_native;
 mod guard_verdicts;
+mod guard_watch;
 mod json_array;
 mod operations;
 pub mod parse;

@@ -21,7 +21,7 @@ use super::context::{Context, Dialect};
 use super::dialect::{Keeper, answered};
 use super::error::ApiError;
 use super::finish::End;
-use super::guard_native::Watch;
+use super::guard_watch::Watch;
 use crate::plugins::{
     DialectEvent, DialectStream, PluginError, PluginFailure, ProviderStream, StreamOutput, Usage,
 };
