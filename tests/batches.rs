@@ -12,7 +12,8 @@ use crate::common;
 use common::mock_batches::{API_KEY, MockBatches, PROMPT_TOKENS};
 use serde_json::{Value, json};
 
-use crate::sdk_clients::{assert_passed, run_client};
+use crate::sdk_clients::assert_passed;
+use common::scenario::scenario;
 
 fn config(mock: &MockBatches, extra: &str) -> String {
     format!(
@@ -73,16 +74,13 @@ pub(crate) async fn settles_at(gateway: &common::TestGateway, n: u64) {
 
 #[tokio::test]
 async fn the_python_sdk_runs_a_batch_of_1000_lines_metered_once_at_the_batch_price() {
-    let mock = MockBatches::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
-    let key = gateway.api_key("default").await;
-    let output = run_client(
-        "openai_batches.py",
-        &gateway.url("/v1"),
-        &key,
-        &["--scenario", "batch", "--lines", "1000"],
-    )
-    .await;
+    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let output = s
+        .client(
+            "openai_batches.py",
+            &["--scenario", "batch", "--lines", "1000"],
+        )
+        .await;
     assert_passed(&output, &["batch"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let batch = stdout
@@ -102,7 +100,7 @@ async fn the_python_sdk_runs_a_batch_of_1000_lines_metered_once_at_the_batch_pri
     assert_eq!(lines.len(), 996);
     let mut total = 0;
     for (custom_id, max_tokens) in &lines {
-        let record = gateway.record_of(&format!("{batch}:{custom_id}")).await;
+        let record = s.gateway.record_of(&format!("{batch}:{custom_id}")).await;
         let cost = batch_cost(*max_tokens);
         assert_eq!(record.cost_micros, Some(cost), "{custom_id}: {record:?}");
         assert_eq!(record.batch_id.as_deref(), Some(batch.as_str()));
@@ -118,26 +116,30 @@ async fn the_python_sdk_runs_a_batch_of_1000_lines_metered_once_at_the_batch_pri
         assert!(record.api_key_id.is_some());
         total += cost;
     }
-    settles_at(&gateway, 996).await;
+    settles_at(&s.gateway, 996).await;
 
     // Asked again, the batch is answered from the ledger and metered no more.
-    let upstream_polls = mock.calls().await.len();
+    let upstream_polls = s.mock.calls().await.len();
     let again = common::http()
-        .get(gateway.url(&format!("/v1/batches/{batch}")))
-        .bearer_auth(&key)
+        .get(s.gateway.url(&format!("/v1/batches/{batch}")))
+        .bearer_auth(&s.key)
         .send()
         .await
         .unwrap();
     assert_eq!(again.status(), 200);
     let again: Value = again.json().await.unwrap();
     assert_eq!(again["status"], "completed");
-    assert_eq!(mock.calls().await.len(), upstream_polls, "no upstream call");
-    settles_at(&gateway, 996).await;
+    assert_eq!(
+        s.mock.calls().await.len(),
+        upstream_polls,
+        "no upstream call"
+    );
+    settles_at(&s.gateway, 996).await;
 
     // The usage API shows the batch spend apart.
     let totals: Value = common::http()
-        .post(gateway.url("/usage/total"))
-        .bearer_auth(&key)
+        .post(s.gateway.url("/usage/total"))
+        .bearer_auth(&s.key)
         .json(&json!({}))
         .send()
         .await
@@ -150,25 +152,24 @@ async fn the_python_sdk_runs_a_batch_of_1000_lines_metered_once_at_the_batch_pri
     assert!((cost - total as f64 / 1e6).abs() < 1e-9, "{totals}");
 
     // What went upstream: the lines rewritten for it (the upstream's model name).
-    let input = mock
+    let input = s
+        .mock
         .files()
         .await
         .into_iter()
         .find(|f| f.purpose == "batch")
         .unwrap();
-    let text = mock.file_text(&input.id).await;
+    let text = s.mock.file_text(&input.id).await;
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["body"]["model"], "gpt-4o");
     assert_eq!(first["custom_id"], "req-0");
-    gateway.stop().await;
+    s.gateway.stop().await;
 }
 
 #[tokio::test]
 async fn the_node_sdk_makes_one_call_of_each_kind() {
-    let mock = MockBatches::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
-    let key = gateway.api_key("default").await;
-    let output = run_client("openai_batches.mjs", &gateway.url("/v1"), &key, &[]).await;
+    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let output = s.client("openai_batches.mjs", &[]).await;
     assert_passed(&output, &["files", "batch", "cancel", "delete"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let batch = stdout
@@ -176,30 +177,25 @@ async fn the_node_sdk_makes_one_call_of_each_kind() {
         .find_map(|l| l.strip_prefix("batch "))
         .unwrap();
     for i in 0..4u64 {
-        let record = gateway.record_of(&format!("{batch}:node-{i}")).await;
+        let record = s.gateway.record_of(&format!("{batch}:node-{i}")).await;
         assert_eq!(record.cost_micros, Some(batch_cost(1 + i)));
     }
     assert!(
-        mock.calls()
+        s.mock
+            .calls()
             .await
             .iter()
             .any(|c| c.starts_with("DELETE /files/"))
     );
-    gateway.stop().await;
+    s.gateway.stop().await;
 }
 
 #[tokio::test]
 async fn the_python_sdk_cancels_a_batch_and_only_the_lines_run_are_metered() {
-    let mock = MockBatches::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
-    let key = gateway.api_key("default").await;
-    let output = run_client(
-        "openai_batches.py",
-        &gateway.url("/v1"),
-        &key,
-        &["--scenario", "cancel"],
-    )
-    .await;
+    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let output = s
+        .client("openai_batches.py", &["--scenario", "cancel"])
+        .await;
     assert_passed(&output, &["cancel"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let batch = stdout
@@ -208,46 +204,43 @@ async fn the_python_sdk_cancels_a_batch_and_only_the_lines_run_are_metered() {
         .unwrap();
     // The first five of the ten ran before the cancel (the seventh, which fails, did not).
     for i in 0..5u64 {
-        let record = gateway.record_of(&format!("{batch}:req-{i}")).await;
+        let record = s.gateway.record_of(&format!("{batch}:req-{i}")).await;
         assert_eq!(record.cost_micros, Some(batch_cost(1 + i)));
     }
-    settles_at(&gateway, 5).await;
-    gateway.stop().await;
+    settles_at(&s.gateway, 5).await;
+    s.gateway.stop().await;
 }
 
 #[tokio::test]
 async fn another_projects_ids_are_not_found_and_a_forbidden_line_is_refused_by_number() {
-    let mock = MockBatches::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
-    let key = gateway.api_key("default").await;
-    let other = gateway.api_key("other").await;
-    let output = run_client(
-        "openai_batches.py",
-        &gateway.url("/v1"),
-        &key,
-        &["--scenario", "isolation", "--other-key", &other],
-    )
-    .await;
+    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let other = s.gateway.api_key("other").await;
+    let output = s
+        .client(
+            "openai_batches.py",
+            &["--scenario", "isolation", "--other-key", &other],
+        )
+        .await;
     assert_passed(&output, &["isolation"]);
 
-    let restricted = restricted_key(&gateway, "default", &["openai/gpt-4o"]).await;
-    let output = run_client(
-        "openai_batches.py",
-        &gateway.url("/v1"),
-        &key,
-        &["--scenario", "refused", "--restricted-key", &restricted],
-    )
-    .await;
+    let restricted = restricted_key(&s.gateway, "default", &["openai/gpt-4o"]).await;
+    let output = s
+        .client(
+            "openai_batches.py",
+            &["--scenario", "refused", "--restricted-key", &restricted],
+        )
+        .await;
     assert_passed(&output, &["refused"]);
     // The refused file never went upstream: one batch upload from `isolation`, one allowed.
-    let uploads = mock
+    let uploads = s
+        .mock
         .calls()
         .await
         .iter()
         .filter(|c| *c == "POST /files")
         .count();
     assert_eq!(uploads, 2);
-    gateway.stop().await;
+    s.gateway.stop().await;
 }
 
 /// How often an output file was read upstream.
@@ -433,16 +426,16 @@ async fn a_batch_left_by_a_stopped_gateway_is_metered_once_by_the_next() {
 
 #[tokio::test]
 async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused() {
-    let mock = MockBatches::start().await;
-    let gateway =
-        common::TestGateway::start(&config(&mock, "batches: { poll_interval_ms: 100 }")).await;
-    let key = gateway.api_key("default").await;
-    let batch = submit(&gateway, &key, "azure/gpt-4.1-mini", 3).await;
+    let s = scenario(MockBatches::start().await, |m| {
+        config(m, "batches: { poll_interval_ms: 100 }")
+    })
+    .await;
+    let batch = submit(&s.gateway, &s.key, "azure/gpt-4.1-mini", 3).await;
     // gpt-4.1-mini at Azure's batch price: 100 × $0.20/M + 10 × $0.80/M = 28 µUSD.
-    let record = gateway.record_of(&format!("{batch}:r0")).await;
+    let record = s.gateway.record_of(&format!("{batch}:r0")).await;
     assert_eq!(record.cost_micros, Some(28));
     assert_eq!(record.provider.as_deref(), Some("azure"));
-    assert!(mock.calls().await.iter().any(|c| c == "POST /batches"));
+    assert!(s.mock.calls().await.iter().any(|c| c == "POST /batches"));
 
     // `plain` is an OpenAI-compatible entry without `batches: true`.
     let form = reqwest::multipart::Form::new()
@@ -458,8 +451,8 @@ async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused(
             .file_name("in.jsonl"),
         );
     let refused = common::http()
-        .post(gateway.url("/v1/files"))
-        .bearer_auth(&key)
+        .post(s.gateway.url("/v1/files"))
+        .bearer_auth(&s.key)
         .multipart(form)
         .send()
         .await
@@ -473,14 +466,12 @@ async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused(
             .contains("runs neither"),
         "{body}"
     );
-    gateway.stop().await;
+    s.gateway.stop().await;
 }
 
 #[tokio::test]
 async fn each_kind_of_bad_line_is_refused_with_its_number_and_nothing_goes_upstream() {
-    let mock = MockBatches::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
-    let key = gateway.api_key("default").await;
+    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
     let good = |id: &str, model: &str| {
         json!({"custom_id": id, "method": "POST", "url": "/v1/chat/completions",
                "body": {"model": model, "messages": [{"role": "user", "content": "hi"}]}})
@@ -545,8 +536,8 @@ async fn each_kind_of_bad_line_is_refused_with_its_number_and_nothing_goes_upstr
                 reqwest::multipart::Part::text(lines.join("\n")).file_name("bad.jsonl"),
             );
         let response = common::http()
-            .post(gateway.url("/v1/files"))
-            .bearer_auth(&key)
+            .post(s.gateway.url("/v1/files"))
+            .bearer_auth(&s.key)
             .multipart(form)
             .send()
             .await
@@ -561,6 +552,6 @@ async fn each_kind_of_bad_line_is_refused_with_its_number_and_nothing_goes_upstr
         assert!(message.contains(fragment), "{lines:?}: {message}");
         assert_eq!(body["error"]["code"], "invalid_batch_line");
     }
-    assert!(mock.calls().await.is_empty(), "nothing went upstream");
-    gateway.stop().await;
+    assert!(s.mock.calls().await.is_empty(), "nothing went upstream");
+    s.gateway.stop().await;
 }

@@ -13,7 +13,8 @@ use common::mock_anthropic_batches::{
 use serde_json::Value;
 
 use crate::batches::settles_at;
-use crate::sdk_clients::{assert_passed, run_client};
+use crate::sdk_clients::assert_passed;
+use common::scenario::scenario;
 
 const MODEL: &str = "anthropic/claude-sonnet-4-5";
 
@@ -49,16 +50,13 @@ fn batch_of(output: &std::process::Output) -> String {
 
 #[tokio::test]
 async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once() {
-    let mock = MockAnthropicBatches::start().await;
-    let gateway = common::TestGateway::start(&config(&mock)).await;
-    let key = gateway.api_key("default").await;
-    let output = run_client(
-        "openai_batches.py",
-        &gateway.url("/v1"),
-        &key,
-        &["--scenario", "claude", "--lines", "1000", "--model", MODEL],
-    )
-    .await;
+    let s = scenario(MockAnthropicBatches::start().await, config).await;
+    let output = s
+        .client(
+            "openai_batches.py",
+            &["--scenario", "claude", "--lines", "1000", "--model", MODEL],
+        )
+        .await;
     assert_passed(&output, &["claude"]);
     let batch = batch_of(&output);
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -72,7 +70,7 @@ async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once()
         .collect();
     assert_eq!(lines.len(), 996);
     for (custom_id, max_tokens) in &lines {
-        let record = gateway.record_of(&format!("{batch}:{custom_id}")).await;
+        let record = s.gateway.record_of(&format!("{batch}:{custom_id}")).await;
         assert_eq!(
             record.cost_micros,
             Some(batch_cost(*max_tokens)),
@@ -97,21 +95,21 @@ async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once()
     }
     // The four lines Anthropic answered with an error are recorded too, at no cost.
     for custom_id in ["req-6", "req-250", "req-500", "req-750"] {
-        let record = gateway.record_of(&format!("{batch}:{custom_id}")).await;
+        let record = s.gateway.record_of(&format!("{batch}:{custom_id}")).await;
         assert_eq!((record.status, record.cost_micros), (400, Some(0)));
     }
-    settles_at(&gateway, 1000).await;
+    settles_at(&s.gateway, 1000).await;
 
     // What went upstream: one create of 1,000 Messages requests in Anthropic's shape, the
     // results read once to meter (and once for each file the client read).
-    let batches = mock.batches().await;
+    let batches = s.mock.batches().await;
     assert_eq!(batches.len(), 1);
     let (custom_id, params) = &batches[0].requests[0];
     assert_eq!(custom_id, "req-0");
     assert_eq!(params["model"], "claude-sonnet-4-5");
     assert_eq!(params["max_tokens"], 1);
     assert_eq!(params["messages"][0]["role"], "user");
-    let calls = mock.calls().await;
+    let calls = s.mock.calls().await;
     assert_eq!(
         calls
             .iter()
@@ -124,8 +122,8 @@ async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once()
 
     // Asked again, the batch is answered from the ledger and metered no more.
     let again: Value = common::http()
-        .get(gateway.url(&format!("/v1/batches/{batch}")))
-        .bearer_auth(&key)
+        .get(s.gateway.url(&format!("/v1/batches/{batch}")))
+        .bearer_auth(&s.key)
         .send()
         .await
         .unwrap()
@@ -133,35 +131,33 @@ async fn the_python_sdk_runs_1000_claude_lines_on_message_batches_metered_once()
         .await
         .unwrap();
     assert_eq!(again["status"], "completed");
-    assert_eq!(mock.calls().await.len(), calls.len(), "no upstream call");
-    settles_at(&gateway, 1000).await;
-    gateway.stop().await;
+    assert_eq!(s.mock.calls().await.len(), calls.len(), "no upstream call");
+    settles_at(&s.gateway, 1000).await;
+    s.gateway.stop().await;
 }
 
 #[tokio::test]
 async fn a_cancelled_message_batch_meters_only_the_lines_run() {
-    let mock = MockAnthropicBatches::start().await;
-    let gateway = common::TestGateway::start(&config(&mock)).await;
-    let key = gateway.api_key("default").await;
-    let output = run_client(
-        "openai_batches.py",
-        &gateway.url("/v1"),
-        &key,
-        &["--scenario", "claude_cancel", "--model", MODEL],
-    )
-    .await;
+    let s = scenario(MockAnthropicBatches::start().await, config).await;
+    let output = s
+        .client(
+            "openai_batches.py",
+            &["--scenario", "claude_cancel", "--model", MODEL],
+        )
+        .await;
     assert_passed(&output, &["claude_cancel"]);
     let batch = batch_of(&output);
     for i in 0..5u64 {
-        let record = gateway.record_of(&format!("{batch}:req-{i}")).await;
+        let record = s.gateway.record_of(&format!("{batch}:req-{i}")).await;
         assert_eq!(record.cost_micros, Some(batch_cost(1 + i)));
     }
-    settles_at(&gateway, 5).await;
+    settles_at(&s.gateway, 5).await;
     assert!(
-        mock.calls()
+        s.mock
+            .calls()
             .await
             .iter()
             .any(|c| c.starts_with("POST /v1/messages/batches/") && c.ends_with("/cancel"))
     );
-    gateway.stop().await;
+    s.gateway.stop().await;
 }

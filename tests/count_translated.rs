@@ -11,55 +11,32 @@
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 
-use common::mock_openai::{self, MockOpenAi};
-use common::mock_providers::{KEY, MockProvider};
-use common::{TestGateway, http};
+use common::genai::{CLAUDE, GEMINI, GEMINI_EMBEDDING, GPT, Setup};
+use common::http;
+use common::mock_providers::KEY;
 use serde_json::{Value, json};
 
-const GEMINI: &str = "gemini-3.5-flash";
-const GEMINI_EMBEDDING: &str = "text-embedding-004";
-const GPT: &str = "gpt-4o-mini";
-const CLAUDE: &str = "claude-sonnet-4-5";
-
-struct Setup {
-    gemini: MockProvider,
-    openai: MockOpenAi,
-    anthropic: MockProvider,
-    gateway: TestGateway,
-    key: String,
-}
-
 /// `openai` serves the Responses API (so it has OpenAI's counter); `compat` is the same mock
-/// as a compatible host without it (no counter: estimated).
-async fn setup() -> Setup {
-    let gemini = MockProvider::gemini().await;
-    let openai = MockOpenAi::start().await;
-    let anthropic = MockProvider::anthropic().await;
-    let yaml = format!(
-        r#"
-providers:
-  gemini: {{ plugin: gemini, base_url: "{gemini}", api_key: {KEY}, models: [{GEMINI}], timeout_ms: 5000 }}
+/// as a compatible host without it (no counter: estimated). `routing` adds virtual models.
+async fn setup_with(routing: &str) -> Setup {
+    Setup::start("counts", |u| {
+        format!(
+            r#"  gemini: {{ plugin: gemini, base_url: "{gemini}", api_key: {KEY}, models: [{GEMINI}], timeout_ms: 5000 }}
   openai: {{ plugin: openai, base_url: "{openai}", api_key: {openai_key}, models: [{GPT}], timeout_ms: 5000, options: {{ responses: native }} }}
   compat: {{ plugin: openai, base_url: "{openai}", api_key: {openai_key}, models: [{GPT}], timeout_ms: 5000 }}
   anthropic: {{ plugin: anthropic, base_url: "{anthropic}", api_key: {KEY}, models: [{CLAUDE}], timeout_ms: 5000 }}
-dialects:
-  gemini: {{ plugin: gemini-genai }}
-auth: {{ required: true }}
-"#,
-        gemini = gemini.base_url(),
-        openai = openai.base_url(),
-        openai_key = mock_openai::responses::API_KEY,
-        anthropic = anthropic.base_url(),
-    );
-    let gateway = TestGateway::start(&yaml).await;
-    let key = gateway.api_key("counts").await;
-    Setup {
-        gemini,
-        openai,
-        anthropic,
-        gateway,
-        key,
-    }
+{routing}"#,
+            gemini = u.gemini,
+            openai = u.openai,
+            openai_key = u.openai_key,
+            anthropic = u.anthropic,
+        )
+    })
+    .await
+}
+
+async fn setup() -> Setup {
+    setup_with("").await
 }
 
 /// POSTs `body` to the gateway's `path` with the key; the status, who counted, and the body.
@@ -235,4 +212,78 @@ async fn the_answer_carries_the_upstream_s_number_and_says_who_counted() {
             .unwrap();
         assert!(found.is_none(), "a count was recorded: {found:?}");
     }
+}
+
+/// A virtual model is counted by the target its router would try first: natively, translated,
+/// or estimated when that target has no counter (never by a later target).
+#[tokio::test]
+async fn a_virtual_model_is_counted_by_the_target_its_router_chooses_first() {
+    let s = setup_with(&format!(
+        r#"routing:
+  pool-claude: {{ policy: fallback, targets: [anthropic/{CLAUDE}, gemini/{GEMINI}] }}
+  pool-gemini: {{ policy: fallback, targets: [gemini/{GEMINI}, anthropic/{CLAUDE}] }}
+  pool-compat: {{ policy: fallback, targets: [compat/{GPT}, openai/{GPT}] }}"#
+    ))
+    .await;
+    let messages = |model: &str| {
+        json!({"model": model, "system": "Be brief.",
+               "messages": [{"role": "user", "content": "one two three four five"}]})
+    };
+
+    // Natively: Anthropic's own counter gets the client's body under its own model name.
+    let (status, counter, body) = count(
+        &s,
+        "/v1/messages/count_tokens",
+        "pool-claude",
+        &messages("pool-claude"),
+    )
+    .await;
+    assert_eq!((status, counter.as_str()), (200, "upstream"), "{body}");
+    assert!(body["input_tokens"].as_u64().unwrap() > 0, "{body}");
+    let sent = s.anthropic.last_request().await;
+    assert_eq!(sent.path, "/v1/messages/count_tokens");
+    assert_eq!(sent.body["model"], CLAUDE);
+    // Responses' input_tokens through the same route: translated to Anthropic's counter.
+    let responses = json!({"model": "pool-claude", "input": "How many tokens is this?"});
+    let (status, counter, body) = count(
+        &s,
+        "/v1/responses/input_tokens",
+        "pool-responses",
+        &responses,
+    )
+    .await;
+    assert_eq!((status, counter.as_str()), (200, "upstream"), "{body}");
+    assert_eq!(body["object"], "response.input_tokens", "{body}");
+    assert_eq!(s.anthropic.requests().await.len(), 2);
+
+    // Translated: Messages to Gemini's counter, the number being the mock's word count.
+    let (status, counter, body) = count(
+        &s,
+        "/v1/messages/count_tokens",
+        "pool-gemini",
+        &messages("pool-gemini"),
+    )
+    .await;
+    assert_eq!((status, counter.as_str()), (200, "upstream"), "{body}");
+    let sent = &s.gemini.last_request().await.body["generateContentRequest"];
+    assert_eq!(sent["model"], format!("models/{GEMINI}"), "{sent}");
+    let prompt = format!("{} {}", sent["systemInstruction"], sent["contents"]);
+    assert_eq!(
+        body,
+        json!({"input_tokens": prompt.split_whitespace().count()})
+    );
+    assert_eq!(s.gemini.requests().await.len(), 1);
+
+    // The first target has no counter: estimated, and the second target is not asked.
+    let (status, counter, body) = count(
+        &s,
+        "/v1/messages/count_tokens",
+        "pool-compat",
+        &messages("pool-compat"),
+    )
+    .await;
+    assert_eq!((status, counter.as_str()), (200, "estimate"), "{body}");
+    assert!(body["input_tokens"].as_u64().unwrap() > 0, "{body}");
+    assert!(s.openai.requests().await.is_empty());
+    assert_eq!(s.anthropic.requests().await.len(), 2);
 }

@@ -50,6 +50,7 @@ mod observability;
 mod passthrough;
 mod polyglot;
 mod polyglot_consult;
+mod polyglot_passthrough;
 mod providers;
 mod reload;
 mod resources;

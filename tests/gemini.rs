@@ -9,15 +9,12 @@
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 
-use common::mock_openai::{self, MockOpenAi};
+use common::genai::{CLAUDE, GEMINI, GEMINI_EMBEDDING, GPT, Setup};
+use common::http;
+use common::mock_openai;
 use common::mock_providers::{KEY, MockProvider};
-use common::{TestGateway, http};
 use serde_json::{Value, json};
 
-const GEMINI: &str = "gemini-3.5-flash";
-const GEMINI_EMBEDDING: &str = "text-embedding-004";
-const GPT: &str = "gpt-4o-mini";
-const CLAUDE: &str = "claude-sonnet-4-5";
 const ALL: [&str; 6] = [
     "generate",
     "stream",
@@ -27,44 +24,18 @@ const ALL: [&str; 6] = [
     "embed",
 ];
 
-struct Setup {
-    gemini: MockProvider,
-    openai: MockOpenAi,
-    anthropic: MockProvider,
-    gateway: TestGateway,
-    key: String,
-}
-
 /// A `gemini`, an `openai` and an `anthropic` entry on their mocks, the `gemini` dialect on,
 /// and keys required.
 async fn setup() -> Setup {
-    let gemini = MockProvider::gemini().await;
-    let openai = MockOpenAi::start().await;
-    let anthropic = MockProvider::anthropic().await;
-    let yaml = format!(
-        r#"
-providers:
-  gemini: {{ plugin: gemini, base_url: "{}", api_key: {KEY}, models: [{GEMINI}, {GEMINI_EMBEDDING}, error-429], timeout_ms: 5000 }}
+    Setup::start("genai", |u| {
+        format!(
+            r#"  gemini: {{ plugin: gemini, base_url: "{}", api_key: {KEY}, models: [{GEMINI}, {GEMINI_EMBEDDING}, error-429], timeout_ms: 5000 }}
   openai: {{ plugin: openai, base_url: "{}", api_key: {}, models: [{GPT}, text-embedding-3-small], timeout_ms: 5000 }}
-  anthropic: {{ plugin: anthropic, base_url: "{}", api_key: {KEY}, models: [{CLAUDE}], timeout_ms: 5000 }}
-dialects:
-  gemini: {{ plugin: gemini-genai }}
-auth: {{ required: true }}
-"#,
-        gemini.base_url(),
-        openai.base_url(),
-        mock_openai::responses::API_KEY,
-        anthropic.base_url(),
-    );
-    let gateway = TestGateway::start(&yaml).await;
-    let key = gateway.api_key("genai").await;
-    Setup {
-        gemini,
-        openai,
-        anthropic,
-        gateway,
-        key,
-    }
+  anthropic: {{ plugin: anthropic, base_url: "{}", api_key: {KEY}, models: [{CLAUDE}], timeout_ms: 5000 }}"#,
+            u.gemini, u.openai, u.openai_key, u.anthropic,
+        )
+    })
+    .await
 }
 
 #[tokio::test]

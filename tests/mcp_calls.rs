@@ -4,10 +4,9 @@
 //! `notifications/cancelled` naming the request as it knows it) and recorded as cancelled, and a
 //! guard that asks for an outside verdict on a call's arguments gets it.
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::{Value, json};
 
+use crate::common::guards::falcon_webhook;
 use crate::common::mcp::McpGateway;
 
 fn numbers(progress: &Value) -> Vec<(f64, f64, String)> {
@@ -64,31 +63,9 @@ async fn progress_reaches_the_client_and_a_cancelled_call_is_cancelled_at_the_se
     mcp.stop().await;
 }
 
-/// An operator's webhook in the `moderation` guard's `webhook` shape: flags any input that
-/// mentions a falcon, and keeps what it was asked.
-async fn webhook() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&seen);
-    let app = axum::Router::new().route(
-        "/verdict",
-        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
-            let kept = Arc::clone(&kept);
-            async move {
-                let flagged = body["input"].to_string().to_lowercase().contains("falcon");
-                kept.lock().unwrap().push(body);
-                axum::Json(json!({"flagged": flagged}))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.ok() });
-    (format!("http://{addr}/verdict"), seen)
-}
-
 #[tokio::test]
 async fn a_guard_asking_for_an_outside_verdict_on_a_tool_call_gets_it() {
-    let (url, seen) = webhook().await;
+    let (url, seen) = falcon_webhook().await;
     let mcp = McpGateway::builder()
         .yaml(&format!(
             r#"

@@ -41,18 +41,6 @@ providers:
     )
 }
 
-/// A key of project `default` that may reach `patterns` by pass-through routes.
-async fn key_with(gateway: &TestGateway, patterns: &[&str]) -> String {
-    let (key, mut stored) = wasmgate::auth::generate("default", None, 0);
-    stored.limits.passthrough = patterns.iter().map(|p| (*p).to_owned()).collect();
-    let store = gateway.state.ledger.store();
-    tokio::task::spawn_blocking(move || store.insert_key(&stored))
-        .await
-        .unwrap()
-        .unwrap();
-    key
-}
-
 #[tokio::test]
 async fn the_openai_sdk_reaches_unmodelled_endpoints_with_keys_and_records() {
     let mock = MockPassthrough::start().await;
@@ -153,7 +141,7 @@ async fn the_openai_sdk_reaches_unmodelled_endpoints_with_keys_and_records() {
 async fn the_anthropic_entry_adds_its_own_key_and_version() {
     let mock = MockPassthrough::start().await;
     let gateway = TestGateway::start(&config(&mock, "")).await;
-    let key = key_with(&gateway, &["anthropic/messages/*"]).await;
+    let key = gateway.passthrough_key(&["anthropic/messages/*"]).await;
     // As Anthropic's clients send the gateway key: in `x-api-key`.
     let response = http()
         .get(gateway.url("/passthrough/anthropic/messages/batches?limit=5"))
@@ -199,7 +187,7 @@ async fn pass_through_requests_are_limited_like_any_other() {
     let mock = MockPassthrough::start().await;
     let limits = "limits:\n  store: memory\n  rules:\n    - { policy: rate-limit, scope: key, options: { requests_per_minute: 2 } }";
     let gateway = TestGateway::start(&config(&mock, limits)).await;
-    let key = key_with(&gateway, &["openai/*"]).await;
+    let key = gateway.passthrough_key(&["openai/*"]).await;
     let mut statuses = Vec::new();
     for _ in 0..3 {
         let response = http()
@@ -237,7 +225,7 @@ async fn hostile_paths_never_leave_the_base_url() {
     let mock = MockPassthrough::start().await;
     let gateway = TestGateway::start(&config(&mock, "")).await;
     // Everything allowed, so that each refusal is the path guard's.
-    let key = key_with(&gateway, &["*"]).await;
+    let key = gateway.passthrough_key(&["*"]).await;
     for target in [
         "/passthrough/openai/../admin/keys",
         "/passthrough/openai/files/../../admin/keys",
@@ -284,7 +272,7 @@ async fn an_upload_of_many_megabytes_streams_through_without_being_held() {
     const AHEAD: usize = 12;
     let mock = MockPassthrough::start().await;
     let gateway = TestGateway::start(&config(&mock, "")).await;
-    let key = key_with(&gateway, &["openai/uploads/*"]).await;
+    let key = gateway.passthrough_key(&["openai/uploads/*"]).await;
     let progress = mock.progress();
     let sent = Arc::new(AtomicUsize::new(0));
     let chunk = bytes::Bytes::from(vec![b'x'; CHUNK]);

@@ -18,12 +18,13 @@ use common::mock_openai::{MockOpenAi, REPLY};
 use common::{TestGateway, http, plugin_cache_dir};
 use serde_json::{Value, json};
 
-fn polyglot_plugins() -> PathBuf {
+pub(crate) fn polyglot_plugins() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/polyglot/plugins");
     for name in [
         "py-router",
         "js-limiter",
         "py-provider",
+        "js-provider",
         "py-faults",
         "js-faults",
     ] {

@@ -7,8 +7,7 @@
 
 use crate::common;
 
-use std::sync::{Arc, Mutex};
-
+use common::guards::falcon_webhook;
 use common::js_guard::{build_js_guard, js_guarded, say};
 use serde_json::{Value, json};
 
@@ -52,32 +51,11 @@ export const guard = defineGuard({
 });
 "#;
 
-/// The operator's webhook: flags any input that says "falcon"; keeps what it was sent.
-async fn webhook() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let seen: Arc<Mutex<Vec<Value>>> = Arc::default();
-    let kept = Arc::clone(&seen);
-    let app = axum::Router::new().route(
-        "/verdict",
-        axum::routing::post(move |axum::Json(body): axum::Json<Value>| {
-            let kept = Arc::clone(&kept);
-            async move {
-                let flagged = body["input"].to_string().to_lowercase().contains("falcon");
-                kept.lock().unwrap().push(body);
-                axum::Json(json!({"flagged": flagged}))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.ok() });
-    (format!("http://{addr}/verdict"), seen)
-}
-
 #[tokio::test]
 async fn a_javascript_guard_asks_the_operators_webhook_through_the_host() {
     let dir = common::binary::temp_dir("js-consult");
     let plugins = build_js_guard(&dir, "js-consult", Some(APP));
-    let (url, seen) = webhook().await;
+    let (url, seen) = falcon_webhook().await;
     let gateway = js_guarded(
         &plugins,
         &format!("  - plugin: js-consult\n    endpoint: {{ url: \"{url}\", timeout_ms: 2000 }}\n"),

@@ -333,8 +333,41 @@ struct ServeArgs {
     daily_budget_usd: Option<f64>,
 }
 
+/// Transparent huge pages off for this process. The heap and the plugins' linear memories are
+/// touched sparsely, and a huge page makes each touched 2 MiB resident whole: with mimalloc's
+/// arena advised `MADV_HUGEPAGE` the idle gateway was 66 MiB instead of 40 (BENCHMARKS.md,
+/// "Where the idle RSS goes"). The `no_thp` build of mimalloc no longer advises it; this also
+/// covers hosts whose THP setting is `always`. It runs as an `.init_array` entry, before the
+/// runtime's first allocation: called from `main`, the arena's first 4 MiB were huge pages
+/// already.
+#[cfg(target_os = "linux")]
+#[used]
+#[expect(
+    unsafe_code,
+    reason = "an ELF constructor: a function pointer placed in .init_array, called once by the loader"
+)]
+#[unsafe(link_section = ".init_array")]
+static NO_TRANSPARENT_HUGE_PAGES: extern "C" fn() = no_transparent_huge_pages;
+
+#[cfg(target_os = "linux")]
+extern "C" fn no_transparent_huge_pages() {
+    // Failing (a kernel without THP) leaves nothing to turn off.
+    #[expect(
+        unsafe_code,
+        reason = "PR_SET_THP_DISABLE takes integers and touches no memory of this process"
+    )]
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // One worker per core the process may run on: tokio's default count is
+    // `available_parallelism`, which follows the CPU affinity (and a cgroup's CPU quota), so a
+    // gateway pinned to one core runs one worker. Two workers on one core cost 10-20 % more
+    // CPU per request (BENCHMARKS.md, "The last measurements"); do not replace the default
+    // with the machine's CPU count.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

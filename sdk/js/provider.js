@@ -25,11 +25,13 @@ import { ConfigError, NoOptions, o, parseOptions } from './options.js';
 import { asTrap, configErrorPayload, witError } from './_export.js';
 import { PluginError } from './errors.js';
 import { OpenAiStream, parseOpenAiResponse } from './openai.js';
+import { readUsage, unsupported } from './passthrough.js';
 
 export { ConfigError } from './options.js';
 export { PluginError, kindForStatus } from './errors.js';
 export { OpenAiStream, SseParser, openaiError, openaiUsage, parseOpenAiResponse, tokens } from './openai.js';
 export { countTokens, log } from './host.js';
+export { readUsage, unsupported, withDefault } from './passthrough.js';
 
 const encoder = new TextEncoder();
 
@@ -78,6 +80,14 @@ class Entry {
     }
     for (const [name, value] of this.#headers) setHeader(http, name, value);
   }
+
+  /** What the SDK adds to a pass-through request by default: `{ headers, query }` with the key
+   * and the entry's `headers`, as `authorize` sets them. For a `passthrough` that adds more. */
+  passthroughAuth() {
+    const http = get('');
+    this.authorize(http);
+    return { headers: http.headers, query: [] };
+  }
 }
 
 function setHeader(http, name, value) {
@@ -120,6 +130,22 @@ function readEntry(plugin, config) {
 
 const asWit = (err) => (err instanceof PluginError ? witError(err.toWit()) : asTrap(err));
 
+/** The credentials of a pass-through request by default: the key as `authHeader` sends it and
+ * the entry's `headers`, as on every request. A `local` provider, or one that uses the key itself
+ * (`authHeader: null`, it signs requests), refuses: its upstream cannot take a body the plugin
+ * never sees. */
+function defaultPassthrough(plugin) {
+  return (entry) => {
+    if (plugin.local || plugin.authHeader === null) throw unsupported(entry.name);
+    return entry.passthroughAuth();
+  };
+}
+
+/** The usage of a pass-through answer by default: what a success reports, read the common ways. */
+function defaultPassthroughUsage(_entry, _call, response, whole) {
+  return response.status >= 200 && response.status < 300 ? readUsage(response.body, whole) : undefined;
+}
+
 /** The upstream request inside a `prepare` result, if it goes upstream. */
 function upstreamRequest(prepared) {
   if (prepared.tag === 'upstream') return prepared.val;
@@ -135,12 +161,19 @@ function upstreamRequest(prepared) {
  * upstream's OpenTelemetry `gen_ai.provider.name`; `authHeader` the header the key goes in
  * (`'authorization'`, the default, sends `Bearer <key>`; `null`: the plugin uses the key itself);
  * `local: true` for a provider that answers everything itself and needs no base URL.
+ * Pass-through routes (`/passthrough/<entry>/<path>`) work with no code: `passthrough(entry, call)`
+ * returns the `{ headers, query }` to add (by default the key and the entry's `headers`, as on
+ * every request; add a version header with `withDefault`, throw a `PluginError` to refuse), and
+ * `passthroughUsage(entry, call, response, whole)` the `{ model, usage }` an answer reports (by
+ * default read the common ways by `readUsage`), or `undefined`.
  * @param {{ options?: Function, defaultBaseUrl?: string | ((options: object) => string | undefined),
  *           system?: string, authHeader?: string | null, local?: boolean,
  *           validate?: (entry: Entry) => void,
  *           nativeOperations?: (entry: Entry) => string[],
  *           prepare: (entry: Entry, request: object) => object,
  *           parseResponse?: (entry: Entry, request: object, response: object) => object,
+ *           passthrough?: (entry: Entry, call: object) => { headers: [string, string][], query: [string, string][] },
+ *           passthroughUsage?: (entry: Entry, call: object, response: object, whole: boolean) => object | undefined,
  *           Decoder?: new (entry: Entry, request: object, headers: [string, string][]) => object }} plugin
  */
 export function defineProvider(plugin) {
@@ -184,12 +217,23 @@ export function defineProvider(plugin) {
     parseCount(config) {
       throw witError(PluginError.upstream(`provider \`${config.name}\` has no counting endpoint`).toWit());
     },
-    // Pass-through routes: none from JavaScript yet (the host then answers 404).
-    passthrough(config) {
-      throw witError(new PluginError('not-found', `provider \`${config.name}\` offers no pass-through route`).toWit());
+    passthrough(config, call) {
+      const read = entry(config);
+      try {
+        return (plugin.passthrough ?? defaultPassthrough(plugin))(read, call);
+      } catch (err) {
+        throw asWit(err);
+      }
     },
-    passthroughUsage() {
-      return undefined;
+    passthroughUsage(config, call, response, whole) {
+      let read;
+      try {
+        read = readEntry(plugin, config);
+      } catch (err) {
+        if (err instanceof ConfigError) return undefined; // the config accepted it: nothing to read with
+        throw asTrap(err);
+      }
+      return (plugin.passthroughUsage ?? defaultPassthroughUsage)(read, call, response, whole);
     },
     validate(config) {
       try {

@@ -33,10 +33,20 @@ impl Gateway {
     /// [`Gateway::serve`] with these environment variables set, and no provider key in the
     /// environment unless given here.
     pub async fn serve_with_env(cwd: &Path, config: &Path, env: &[(&str, &str)]) -> Self {
+        Self::serve_args(cwd, &["--config".as_ref(), config.as_os_str()], env).await
+    }
+
+    /// `wasmgate serve` on the embedded default config (no config file in `cwd`), on
+    /// 127.0.0.1 and a free port.
+    pub async fn serve_embedded(cwd: &Path) -> Self {
+        let args = ["--host", "127.0.0.1", "--port", "0"].map(std::ffi::OsStr::new);
+        Self::serve_args(cwd, &args, &[]).await
+    }
+
+    async fn serve_args(cwd: &Path, args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BIN)
             .arg("serve")
-            .arg("--config")
-            .arg(config)
+            .args(args)
             .current_dir(cwd)
             .env("XDG_CACHE_HOME", super::plugin_cache_dir())
             .env_remove("WASMGATE_CONFIG")

@@ -6,6 +6,7 @@
 pub mod binary;
 pub mod cost;
 pub mod gateway;
+pub mod genai;
 pub mod guards;
 pub mod js_guard;
 pub mod mcp;
@@ -19,6 +20,8 @@ pub mod mock_passthrough;
 pub mod mock_providers;
 pub mod postgres;
 pub mod redis;
+pub mod scenario;
+pub mod sdk;
 pub mod sse;
 
 use std::net::SocketAddr;
@@ -108,6 +111,19 @@ impl TestGateway {
         let (key, stored) = wasmgate::auth::generate(project, None, 0);
         let store = self.state.ledger.store();
         // Store calls block (PostgreSQL's client refuses to run on an async worker).
+        tokio::task::spawn_blocking(move || store.insert_key(&stored))
+            .await
+            .unwrap()
+            .unwrap();
+        key
+    }
+
+    /// A new API key of project `default` that may reach `patterns` (`<entry>/<path glob>`) by
+    /// pass-through routes.
+    pub async fn passthrough_key(&self, patterns: &[&str]) -> String {
+        let (key, mut stored) = wasmgate::auth::generate("default", None, 0);
+        stored.limits.passthrough = patterns.iter().map(|p| (*p).to_owned()).collect();
+        let store = self.state.ledger.store();
         tokio::task::spawn_blocking(move || store.insert_key(&stored))
             .await
             .unwrap()

@@ -10,25 +10,15 @@ Prints `ok <scenario>` for each scenario that holds; exits 1 at the first that d
 import argparse
 import json
 import os
-import sys
 
 import openai
+from scenarios import Failed, check, request_ids, run
 
 AUDIO = bytes(range(256)) * 64  # 16 KiB standing in for an mp3
 TEXT = "Hello there. General Kenobi."
 
 
-class Failed(Exception):
-    pass
-
-
-def check(condition, what, got=None):
-    if not condition:
-        raise Failed(f"{what} (got: {got!r})")
-
-
-def rid(name):
-    return {"x-request-id": f"api-{name}"}
+rid = request_ids("api")
 
 
 def moderation(client, args):
@@ -152,15 +142,7 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--only")
     args = parser.parse_args()
-    client = openai.OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0, timeout=30)
-    names = args.only.split(",") if args.only else list(SCENARIOS)
-    for name in names:
-        try:
-            SCENARIOS[name](client, args)
-        except Exception as e:  # noqa: BLE001 - every failure is reported the same way
-            print(f"FAILED {name}: {type(e).__name__}: {e}")
-            sys.exit(1)
-        print(f"ok {name}")
+    run(SCENARIOS, args, args.only.split(",") if args.only else None)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ a key the gateway does not allow. Each request carries the `x-request-id` `pt-<s
 Prints `ok <scenario>` for each scenario that holds; exits 1 at the first that does not."""
 
 import argparse
-import sys
 
 import openai
+from scenarios import Failed, check, request_ids, run
 
 try:  # the HTTP client the pinned SDK is built on (`httpx2` from openai 3)
     import httpx2 as httpx
@@ -20,17 +20,7 @@ except ImportError:
     import httpx
 
 
-class Failed(Exception):
-    pass
-
-
-def check(condition, what, got=None):
-    if not condition:
-        raise Failed(f"{what} (got: {got!r})")
-
-
-def rid(name):
-    return {"x-request-id": f"pt-{name}"}
+rid = request_ids("pt")
 
 
 def fine_tuning_create(client, args):
@@ -114,14 +104,7 @@ def main():
     parser.add_argument("--api-key", required=True)
     parser.add_argument("--denied-key", required=True)
     args = parser.parse_args()
-    client = openai.OpenAI(base_url=args.base_url, api_key=args.api_key, max_retries=0, timeout=30)
-    for name, scenario in SCENARIOS.items():
-        try:
-            scenario(client, args)
-        except Exception as e:  # noqa: BLE001 - every failure is reported the same way
-            print(f"FAILED {name}: {type(e).__name__}: {e}")
-            sys.exit(1)
-        print(f"ok {name}")
+    run(SCENARIOS, args)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@ import json
 import unittest
 
 import app
-from wasmgate_plugin.provider import (CanonicalRequest, HttpResponse, Operation, ProviderConfig,
-                                      RequestInfo)
+from wasmgate_plugin.provider import (CanonicalRequest, HttpResponse, Operation, PassthroughCall,
+                                      ProviderConfig, RequestInfo)
 from componentize_py_types import Err
 
 
@@ -58,6 +58,16 @@ class ProviderTest(unittest.TestCase):
         with self.assertRaises(Err) as refused:
             app.Provider().validate(config('{"headers": {"x-a": "1\\r\\nx-b: 2"}}'))
         self.assertEqual(refused.exception.value.key, "headers.x-a")
+
+    def test_pass_through_gets_the_key_and_reads_usage(self):
+        call = PassthroughCall("POST", "/chat/completions", [])
+        auth = app.Provider().passthrough(config('{"auth_header": "api-key", "headers": {"x-org": "o1"}}'), call)
+        self.assertEqual((auth.headers, auth.query), ([("api-key", "sk-1"), ("x-org", "o1")], []))
+        tail = b'lta":{}}\n\ndata: {"model":"m","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}\n\ndata: [DONE]\n\n'
+        read = app.Provider().passthrough_usage(config(), call, HttpResponse(200, [], tail), False)
+        self.assertEqual((read.model, read.usage.input_tokens, read.usage.output_tokens), ("m", 5, 7))
+        refused = HttpResponse(400, [], b'{"usage":{"prompt_tokens":5}}')
+        self.assertIsNone(app.Provider().passthrough_usage(config(), call, refused, True))
 
 
 if __name__ == "__main__":

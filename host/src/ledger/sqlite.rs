@@ -14,11 +14,12 @@ use anyhow::Context;
 use rusqlite::{Connection, params};
 
 mod schema;
+mod write_sql;
 
 use super::histogram::Durations;
 use super::record::{UsageRecord, UserFilter};
 use super::requests::{self, Flavor, Param, RequestLog, RequestQuery};
-use super::rollup::{self, ADD_SUMS, Buckets, Rollup, RollupSpan, UserKeys};
+use super::rollup::{self, Buckets, Rollup, RollupSpan, UserKeys};
 use super::sql::{self, Sql, SqlStore, Value, record_row};
 use super::stats::{self, Figures, GroupRow, Grouping, Part, StatsSource};
 use super::store::{BatchId, UsageStore};
@@ -92,17 +93,9 @@ impl SqliteStore {
 
 /// Adds `counts` to the duration histograms.
 fn write_durations(conn: &Connection, counts: &rollup::DurationCounts) -> anyhow::Result<()> {
-    let [hourly, daily] = rollup::DURATION_TABLES;
-    for (table, time, rows) in [
-        (hourly, "hour_us", &counts.hours),
-        (daily, "day_us", &counts.days),
-    ] {
-        let mut stmt = conn.prepare_cached(&format!(
-            "INSERT INTO {table} AS h (project, {time}, metric, bucket, records)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (project, {time}, metric, bucket)
-             DO UPDATE SET records = h.records + excluded.records"
-        ))?;
+    let [hourly, daily] = &write_sql::write_sql().durations;
+    for (sql, rows) in [(hourly, &counts.hours), (daily, &counts.days)] {
+        let mut stmt = conn.prepare_cached(sql)?;
         for ((project, at, metric, bucket), n) in rows {
             stmt.execute(params![project, at, metric, bucket, n])?;
         }
@@ -167,14 +160,8 @@ impl UsageStore for SqliteStore {
             sql::user_keys(&mut Lite(&tx), &known, records)?
         };
         {
-            let mut insert = tx.prepare_cached(&format!(
-                "INSERT INTO usage_records ({}) VALUES ({})",
-                sql::insert_column_names(),
-                (1..=sql::INSERT_COLUMNS.len())
-                    .map(|i| format!("?{i}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))?;
+            let statements = write_sql::write_sql();
+            let mut insert = tx.prepare_cached(&statements.insert)?;
             for (r, &user_key) in records.iter().zip(&user_keys) {
                 let tags = serde_json::to_string(&r.user_tags)?;
                 insert.execute(rusqlite::params_from_iter(sql::insert_values(
@@ -182,23 +169,9 @@ impl UsageStore for SqliteStore {
                 )?))?;
             }
             let rollups = rollup::rollups(records, &user_keys)?;
-            let columns = rollup::SUM_COLUMNS.join(", ");
-            let values = |first: usize| {
-                (first..first + rollup::SUM_COLUMNS.len())
-                    .map(|i| format!("?{i}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            for (table, time, rows) in [
-                ("usage_hourly_models", "hour_us", &rollups.models),
-                ("usage_daily_models", "day_us", &rollups.model_days),
-            ] {
-                let mut models = tx.prepare_cached(&format!(
-                    "INSERT INTO {table} AS h (project, {time}, provider, model, {columns})
-                     VALUES (?1, ?2, ?3, ?4, {})
-                     ON CONFLICT (project, {time}, provider, model) DO UPDATE SET {ADD_SUMS}",
-                    values(5)
-                ))?;
+            let [hourly, daily] = &statements.models;
+            for (sql, rows) in [(hourly, &rollups.models), (daily, &rollups.model_days)] {
+                let mut models = tx.prepare_cached(sql)?;
                 for ((project, at, provider, model), s) in rows {
                     let head: [&dyn rusqlite::ToSql; 4] = [project, at, provider, model];
                     let sums = s.columns();
@@ -206,16 +179,9 @@ impl UsageStore for SqliteStore {
                     models.execute(rusqlite::params_from_iter(head.into_iter().chain(tail)))?;
                 }
             }
-            for (table, time, rows) in [
-                ("usage_hourly_users", "hour_us", &rollups.users),
-                ("usage_daily_users", "day_us", &rollups.user_days),
-            ] {
-                let mut users = tx.prepare_cached(&format!(
-                    "INSERT INTO {table} AS h (project, {time}, user_key, provider, model, {columns})
-                     VALUES (?1, ?2, ?3, ?4, ?5, {})
-                     ON CONFLICT (project, {time}, user_key, provider, model) DO UPDATE SET {ADD_SUMS}",
-                    values(6)
-                ))?;
+            let [hourly, daily] = &statements.users;
+            for (sql, rows) in [(hourly, &rollups.users), (daily, &rollups.user_days)] {
+                let mut users = tx.prepare_cached(sql)?;
                 for ((project, at, user, provider, model), s) in rows {
                     let head: [&dyn rusqlite::ToSql; 5] = [project, at, user, provider, model];
                     let sums = s.columns();

@@ -7,19 +7,25 @@
 //!   (Messages' `count_tokens` to OpenAI's `/responses/input_tokens` or Google's
 //!   `:countTokens`, ...), `parse-count` reads the number, and the dialect writes the answer.
 //!
-//! A target whose plugin has no counting endpoint (a local one, a compatible host without the
+//! A virtual model (`routing:`) is counted by the target its router would try first. A target
+//! whose plugin has no counting endpoint (a local one, a compatible host without the
 //! Responses API) is counted by the gateway. The answer says which (`x-wasmgate-count`).
 //! Counting is not billed and writes no ledger record.
+
+use std::time::Instant;
 
 use super::dialect::{Edge, forwarded, operation_of};
 use super::error::ApiError;
 use super::raw_json::Fields;
 use super::request::ClientRequest;
-use crate::gateway::Target;
+use super::route::{plan, route_request};
+use crate::auth::Caller;
+use crate::gateway::{Gateway, Provider, Target};
 use crate::plugins::{
-    CanonicalRequest, Decoded, HttpRequest, HttpResponse, NativeCall, Operation, Prepared,
-    RequestInfo, SlotKind,
+    CanonicalRequest, Decoded, HttpRequest, HttpResponse, NativeCall, Operation, PluginCall,
+    PluginError, PluginFailure, Prepared, RequestInfo, SlotKind,
 };
+use crate::redact::Redactor;
 use crate::state::AppState;
 use crate::upstream;
 
@@ -54,17 +60,20 @@ const MODEL_SHOWN: usize = 64;
 
 /// The upstream's own count for the decoded request's model of `fields` (the client's body),
 /// or of its canonical form (`decoded.body`, an `operation` request) for a target of another
-/// dialect; `None` when the model is no entry's or the
-/// entry's upstream has no counter, and the gateway must count.
+/// dialect. A virtual model (`routing:`) is counted by the target its router would try first
+/// for this caller and prompt. `None` when the model is no entry's or route's, or the target's
+/// upstream has no counter, and the gateway must count.
 pub async fn upstream(
     state: &AppState,
     edge: &Edge,
     headers: &http::HeaderMap,
+    caller: &Caller,
     decoded: &Decoded,
     operation: Operation,
     fields: &Fields,
 ) -> Result<Option<Counted>, ApiError> {
-    let Ok(target) = edge.gateway.resolve(&decoded.model) else {
+    let parse = || ClientRequest::parse(operation, decoded.body.as_bytes());
+    let Some(target) = target(state, &edge.gateway, caller, &decoded.model, parse).await? else {
         return Ok(None);
     };
     if target.provider.native.contains(&edge.matched.dialect.name) {
@@ -76,10 +85,96 @@ pub async fn upstream(
     if operation != Operation::ChatCompletions {
         return Ok(None);
     }
-    let mut request = ClientRequest::parse(operation, decoded.body.as_bytes())?;
-    translated(state, edge, headers, &target, &mut request)
+    translated(state, edge, headers, &target, &mut parse()?)
         .await
         .map(|tokens| tokens.map(Counted::Tokens))
+}
+
+/// The entry `model` names, or the first target its router would try (as the route stage asks
+/// it, for this caller's project and user and the prompt's estimate); `None` for no model.
+async fn target<'g>(
+    state: &AppState,
+    gateway: &'g Gateway,
+    caller: &Caller,
+    model: &'g str,
+    parse: impl FnOnce() -> Result<ClientRequest, ApiError>,
+) -> Result<Option<Target<'g>>, ApiError> {
+    let Some(route) = gateway.routes.get(model) else {
+        return Ok(gateway.resolve(model).ok());
+    };
+    let request = parse()?;
+    let facts = route_request(
+        model,
+        &caller.project,
+        &request.user,
+        request.estimate_input_tokens(crate::tokenizer::Tokenizer),
+        false,
+        uuid::Uuid::new_v4().as_u64_pair().0,
+    );
+    let observed = route.observed(&state.stats, Instant::now());
+    let first = plan(route, model, &facts, &observed).await?[0];
+    Ok(gateway.resolve(&route.targets[first].id).ok())
+}
+
+/// A provider call started to count a request to `target`, with the redactor its errors are
+/// written with: the setup the native and the translated count share.
+struct Counting<'t> {
+    call: PluginCall,
+    provider: &'t Provider,
+    info: RequestInfo,
+    redactor: Redactor,
+}
+
+impl<'t> Counting<'t> {
+    async fn start(
+        edge: &Edge,
+        headers: &http::HeaderMap,
+        provider: &'t Provider,
+        request: &CanonicalRequest,
+    ) -> Result<Self, ApiError> {
+        let call = provider
+            .plugin
+            .start(SlotKind::Call)
+            .await
+            .map_err(ApiError::plugin)?;
+        Ok(Self {
+            call,
+            provider,
+            info: RequestInfo {
+                operation: request.operation,
+                native: request.native.clone(),
+                model: request.model.clone(),
+                stream: false,
+            },
+            redactor: edge.gateway.secrets.for_request(headers),
+        })
+    }
+
+    /// What the plugin's `prepare` or `prepare-count` for a body of `bytes` gave, or the error
+    /// the client sees.
+    fn prepared<T>(
+        &self,
+        called: Result<Result<T, PluginError>, PluginFailure>,
+        bytes: usize,
+    ) -> Result<T, ApiError> {
+        called
+            .map_err(|failure| ApiError::prepare_failed(failure, bytes))?
+            .map_err(|error| self.refused(error))
+    }
+
+    /// What the plugin read from the counting endpoint's answer, or the error the client sees.
+    fn parsed<T>(
+        &self,
+        called: Result<Result<T, PluginError>, PluginFailure>,
+    ) -> Result<T, ApiError> {
+        called
+            .map_err(ApiError::plugin)?
+            .map_err(|error| self.refused(error))
+    }
+
+    fn refused(&self, error: PluginError) -> ApiError {
+        ApiError::provider(&self.provider.name, error, &self.redactor)
+    }
 }
 
 /// The client's body counted by a target that speaks its dialect.
@@ -120,25 +215,9 @@ async fn native(
         stream: false,
         headers: forwarded(headers),
     };
-    let info = RequestInfo {
-        operation: request.operation,
-        native: request.native.clone(),
-        model: request.model.clone(),
-        stream: false,
-    };
-    let redactor = edge.gateway.secrets.for_request(headers);
-    let mut call = provider
-        .plugin
-        .start(SlotKind::Call)
-        .await
-        .map_err(ApiError::plugin)?;
-    let bytes = request.body.len();
-    let prepared = call
-        .prepare(&provider.config, &request)
-        .await
-        .map_err(|failure| ApiError::prepare_failed(failure, bytes))?
-        .map_err(|error| ApiError::provider(&provider.name, error, &redactor))?;
-    let http = match prepared {
+    let mut counting = Counting::start(edge, headers, provider, &request).await?;
+    let prepared = counting.call.prepare(&provider.config, &request).await;
+    let http = match counting.prepared(prepared, request.body.len())? {
         Prepared::Upstream(http) => http,
         Prepared::Local(completion) => return Ok(Some(completion.body)),
         // A count is JSON both ways: a plugin that would send it as a form or read it as raw
@@ -148,12 +227,10 @@ async fn native(
         }
     };
     let response = send(state, target, http).await?;
-    let completion = call
-        .parse_response(&provider.config, &info, &response)
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(|error| ApiError::provider(&provider.name, error, &redactor))?;
-    Ok(Some(completion.body))
+    let parsed = (counting.call)
+        .parse_response(&provider.config, &counting.info, &response)
+        .await;
+    Ok(Some(counting.parsed(parsed)?.body))
 }
 
 /// The canonical request counted by the target's plugin's own counter, if it has one.
@@ -166,34 +243,19 @@ async fn translated(
 ) -> Result<Option<u64>, ApiError> {
     let provider = target.provider;
     let request = request.canonical(target.model);
-    let info = RequestInfo {
-        operation: request.operation,
-        native: None,
-        model: request.model.clone(),
-        stream: false,
-    };
-    let redactor = edge.gateway.secrets.for_request(headers);
-    let mut call = provider
-        .plugin
-        .start(SlotKind::Call)
-        .await
-        .map_err(ApiError::plugin)?;
-    let bytes = request.body.len();
-    let prepared = call
+    let mut counting = Counting::start(edge, headers, provider, &request).await?;
+    let prepared = counting
+        .call
         .prepare_count(&provider.config, &request)
-        .await
-        .map_err(|failure| ApiError::prepare_failed(failure, bytes))?
-        .map_err(|error| ApiError::provider(&provider.name, error, &redactor))?;
-    let Some(http) = prepared else {
+        .await;
+    let Some(http) = counting.prepared(prepared, request.body.len())? else {
         return Ok(None);
     };
     let response = send(state, target, http).await?;
-    let tokens = call
-        .parse_count(&provider.config, &info, &response)
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(|error| ApiError::provider(&provider.name, error, &redactor))?;
-    Ok(Some(tokens))
+    let parsed = (counting.call)
+        .parse_count(&provider.config, &counting.info, &response)
+        .await;
+    counting.parsed(parsed).map(Some)
 }
 
 /// Sends a counting request under the entry's URL guard and reads the whole answer.

@@ -493,7 +493,7 @@ pub async fn count_tokens(
     super::admit::count(&edge.gateway, &caller, &decoded.model, &state.background).await?;
     let operation = canonical_operation(decoded.operation);
     let counted =
-        super::count::upstream(state, edge, headers, &decoded, operation, &fields).await?;
+        super::count::upstream(state, edge, headers, &caller, &decoded, operation, &fields).await?;
     let (tokens, counter) = match counted {
         Some(Counted::Answer(body)) => return Ok((body, Counter::Upstream)),
         // The dialect's answer carries a `u32`; no prompt a model takes comes near it.

@@ -59,23 +59,11 @@ async fn routed(
         cx.request.stream,
         random.0,
     );
-    let no_route = |message: String| ApiError::NoRoute {
-        model: model.to_owned(),
-        message,
-    };
     let mut span = cx.trace.stage("route");
     span.set("wasmgate.route", model.to_owned());
-    let order = span
-        .scope(route.router.route(&route.options, &facts, &observed))
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(no_route)?;
+    let plan = span.scope(plan(route, model, &facts, &observed)).await?;
     drop(span);
-    let plan = route.plan(&order, &observed);
     let last = plan.len();
-    if last == 0 {
-        return Err(no_route("the router chose no target".to_owned()));
-    }
     for (n, &i) in plan.iter().enumerate() {
         if n > 0 {
             tokio::time::sleep(route.backoff(n as u32, random.1.rotate_left(n as u32 * 8))).await;
@@ -116,7 +104,35 @@ async fn routed(
             }
         }
     }
-    Err(no_route("every target failed".to_owned()))
+    Err(ApiError::NoRoute {
+        model: model.to_owned(),
+        message: "every target failed".to_owned(),
+    })
+}
+
+/// The targets of `route` (indices into its `targets`) in the order its router chose for
+/// `facts`, without those whose circuit is open; never empty.
+pub(super) async fn plan(
+    route: &Route,
+    model: &str,
+    facts: &RouteRequest,
+    observed: &[crate::plugins::RouteTarget],
+) -> Result<Vec<usize>, ApiError> {
+    let no_route = |message: String| ApiError::NoRoute {
+        model: model.to_owned(),
+        message,
+    };
+    let order = route
+        .router
+        .route(&route.options, facts, observed)
+        .await
+        .map_err(ApiError::plugin)?
+        .map_err(no_route)?;
+    let plan = route.plan(&order, observed);
+    if plan.is_empty() {
+        return Err(no_route("the router chose no target".to_owned()));
+    }
+    Ok(plan)
 }
 
 fn answered(sent: Sent, target: &Target<'_>, attempts: usize) -> Answered {
@@ -129,7 +145,7 @@ fn answered(sent: Sent, target: &Target<'_>, attempts: usize) -> Answered {
 }
 
 /// The facts a router decides on.
-fn route_request(
+pub(super) fn route_request(
     model: &str,
     project: &str,
     user: &UserInfo,

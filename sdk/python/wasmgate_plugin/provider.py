@@ -22,6 +22,11 @@ call into an :class:`Entry`: ``entry.options`` is the entry's ``options:`` read 
 ``Options`` dataclass (checked when the config loads, errors naming the key), the base URL is
 the entry's or the provider's default, checked; and the SDK adds the key (``auth_header``) and
 the entry's ``headers`` option, which every provider takes, to each upstream request.
+
+Pass-through routes (``/passthrough/<entry>/<path>``) work with no code: by default
+:meth:`Provider.passthrough` adds the same key and headers to the client's request, and
+:meth:`Provider.passthrough_usage` reads the usage the answer reports
+(:mod:`wasmgate_plugin.passthrough`).
 """
 
 import json
@@ -51,13 +56,15 @@ from ._host import count_tokens, log
 from .errors import PluginError, kind_for_status
 from .openai import OpenAiStream, SseEvent, SseParser, openai_error, openai_usage, parse_openai_response
 from .options import ConfigError, NoOptions, options_object, read_at
+from .passthrough import Metered, PassthroughAuth, PassthroughCall, read_usage, unsupported, with_default
 
 __all__ = [
     "CanonicalRequest", "Completion", "ConfigError", "Entry", "ErrorKind", "HttpRequest",
-    "HttpResponse", "OpenAiStream", "Operation", "PluginError", "Provider", "RequestInfo",
-    "SseEvent", "SseParser", "StreamDecoder", "StreamOutput", "Usage", "chat_completion",
-    "check_header", "count_tokens", "export", "get", "is_http_url", "join_url", "kind_for_status",
-    "local", "log", "openai_error", "openai_usage", "parse_openai_response", "post_json", "upstream",
+    "HttpResponse", "Metered", "OpenAiStream", "Operation", "PassthroughAuth", "PassthroughCall",
+    "PluginError", "Provider", "RequestInfo", "SseEvent", "SseParser", "StreamDecoder", "StreamOutput",
+    "Usage", "chat_completion", "check_header", "count_tokens", "export", "get", "is_http_url",
+    "join_url", "kind_for_status", "local", "log", "openai_error", "openai_usage",
+    "parse_openai_response", "post_json", "read_usage", "upstream", "with_default",
 ]
 
 O = TypeVar("O")
@@ -99,6 +106,13 @@ class Entry(Generic[O]):
             _set_header(http, self._key_header, value)
         for name, value in self._headers:
             _set_header(http, name, value)
+
+    def passthrough_auth(self) -> PassthroughAuth:
+        """What the SDK adds to a pass-through request by default: the key and the entry's
+        ``headers``, as :meth:`authorize` sets them. For a ``passthrough`` that adds more."""
+        http = get("")
+        self.authorize(http)
+        return PassthroughAuth(http.headers, [])
 
     def __repr__(self) -> str:  # the key stays out of logs and tracebacks
         return f"Entry(name={self.name!r}, base_url={self.base_url!r}, api_key={'***' if self.api_key else None})"
@@ -165,6 +179,26 @@ class Provider(Generic[O]):
     def parse_response(self, entry: Entry[O], request: RequestInfo, response: HttpResponse) -> Completion:
         """Turns the upstream's complete answer (any status) into OpenAI's JSON and usage."""
         return parse_openai_response(request.operation, response)
+
+    def passthrough(self, entry: Entry[O], call: PassthroughCall) -> PassthroughAuth:
+        """The credentials of a pass-through request (``/passthrough/<entry>/<path>``) to this
+        entry's upstream: by default the key as :attr:`auth_header` sends it and the entry's
+        ``headers``, as on every request. A ``local`` provider, or one that uses the key itself
+        (``auth_header = None``, it signs requests), refuses by default: its upstream cannot take
+        a body the plugin never sees. Add a version header with
+        :func:`~wasmgate_plugin.passthrough.with_default`; raise :class:`PluginError` to refuse."""
+        if self.local or self.auth_header is None:
+            raise unsupported(entry.name)
+        return entry.passthrough_auth()
+
+    def passthrough_usage(self, entry: Entry[O], call: PassthroughCall, response: HttpResponse,
+                          whole: bool) -> Metered | None:
+        """The usage of a pass-through answer, from its whole body (``whole``) or its tail;
+        ``None`` records the request without usage. The default reads the shapes the common APIs
+        write (:func:`~wasmgate_plugin.passthrough.read_usage`) from a success."""
+        if not 200 <= response.status < 300:
+            return None
+        return read_usage(response.body, whole)
 
 
 def upstream(http: HttpRequest) -> Prepared:
@@ -346,13 +380,19 @@ def export(cls: type[Provider]) -> type:
             message = f"provider `{config.name}` has no counting endpoint"
             raise Err(PluginError(ErrorKind.UPSTREAM, message).to_wit())
 
-        def passthrough(self, config: ProviderConfig, call: Any) -> Any:
-            # Pass-through routes: none from Python yet (the host then answers 404).
-            message = f"provider `{config.name}` offers no pass-through route"
-            raise Err(PluginError(ErrorKind.NOT_FOUND, message).to_wit())
+        def passthrough(self, config: ProviderConfig, call: PassthroughCall) -> PassthroughAuth:
+            try:
+                return plugin.passthrough(entry(config), call)
+            except PluginError as err:
+                raise Err(err.to_wit()) from None
 
-        def passthrough_usage(self, config: ProviderConfig, call: Any, response: HttpResponse, whole: bool) -> Any:
-            return None
+        def passthrough_usage(self, config: ProviderConfig, call: PassthroughCall, response: HttpResponse,
+                              whole: bool) -> Metered | None:
+            try:
+                read = _entry(plugin, config)
+            except ConfigError:
+                return None  # the config accepted it; nothing to read the usage with otherwise
+            return plugin.passthrough_usage(read, call, response, whole)
 
     return _export.install(cls, "Provider", Adapter)
 

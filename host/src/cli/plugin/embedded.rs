@@ -25,6 +25,7 @@ pub const PYTHON: &[(&str, &str)] = files!("sdk/python":
     "wasmgate_plugin/limiter.py",
     "wasmgate_plugin/openai.py",
     "wasmgate_plugin/options.py",
+    "wasmgate_plugin/passthrough.py",
     "wasmgate_plugin/provider.py",
     "wasmgate_plugin/router.py",
 );
@@ -41,6 +42,7 @@ pub const JS: &[(&str, &str)] = files!("sdk/js":
     "limiter.js",
     "openai.js",
     "options.js",
+    "passthrough.js",
     "provider.js",
     "router.js",
     "testing/hooks.js",

@@ -26,9 +26,7 @@ use futures_util::Stream;
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::{
-    Asked, Message, admit, answer, error, handshake, message_event, not_served, now_s, read_message,
-};
+use super::{Asked, Message, answer, enter, error, handshake, message_event, now_s, read_message};
 use crate::mcp::error::McpError;
 use crate::mcp::legacy::{IN_FLIGHT, Opened};
 use crate::mcp::progress::Relay;
@@ -46,13 +44,9 @@ pub fn routes() -> Router<Arc<AppState>> {
 }
 
 async fn open_stream(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let hub = Arc::clone(&state.mcp);
-    if !hub.enabled() {
-        return not_served();
-    }
-    let caller = match admit(&state, &headers).await {
-        Ok(caller) => caller,
-        Err(e) => return error(&Value::Null, &e),
+    let (hub, caller) = match enter(&state, &headers).await {
+        Ok(entered) => entered,
+        Err(refused) => return refused,
     };
     let key_id = caller.key_id.unwrap_or_default();
     let session = new_session(
@@ -127,13 +121,9 @@ async fn post_message(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let hub = Arc::clone(&state.mcp);
-    if !hub.enabled() {
-        return not_served();
-    }
-    let caller = match admit(&state, &headers).await {
-        Ok(caller) => caller,
-        Err(e) => return error(&Value::Null, &e),
+    let (hub, caller) = match enter(&state, &headers).await {
+        Ok(entered) => entered,
+        Err(refused) => return refused,
     };
     let Ok(Query(Target { session_id })) = target else {
         let e = McpError::InvalidRequest("Post to the endpoint the event stream named.");

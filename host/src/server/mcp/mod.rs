@@ -58,13 +58,9 @@ async fn post_message(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let hub = Arc::clone(&state.mcp);
-    if !hub.enabled() {
-        return not_served();
-    }
-    let caller = match admit(&state, &headers).await {
-        Ok(caller) => caller,
-        Err(e) => return error(&Value::Null, &e),
+    let (hub, caller) = match enter(&state, &headers).await {
+        Ok(entered) => entered,
+        Err(refused) => return refused,
     };
     let (id, method, params) = match read_message(&state, body).await {
         Ok(Message::Request { id, method, params }) => (id, method, params),
@@ -256,13 +252,9 @@ fn handshake(params: Option<&Value>) -> (&'static str, Value) {
 /// `GET /mcp`: the session's stream of notifications (list changes of any server), until the
 /// client leaves or the gateway stops.
 async fn open_stream(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let hub = Arc::clone(&state.mcp);
-    if !hub.enabled() {
-        return not_served();
-    }
-    let caller = match admit(&state, &headers).await {
-        Ok(caller) => caller,
-        Err(e) => return error(&Value::Null, &e),
+    let (hub, caller) = match enter(&state, &headers).await {
+        Ok(entered) => entered,
+        Err(refused) => return refused,
     };
     if let Err(e) = session(&hub, &caller, &headers) {
         return error(&Value::Null, &e);
@@ -303,6 +295,20 @@ async fn end_session(State(state): State<Arc<AppState>>) -> Response {
         .headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
     response
+}
+
+/// How every MCP endpoint of both transports opens: without any server configured it is an
+/// unknown route, else the key and `Origin` are checked. The hub and the caller, or the answer
+/// that refuses.
+async fn enter(state: &AppState, headers: &HeaderMap) -> Result<(Arc<Hub>, Caller), Response> {
+    let hub = Arc::clone(&state.mcp);
+    if !hub.enabled() {
+        return Err(not_served());
+    }
+    let caller = admit(state, headers)
+        .await
+        .map_err(|e| error(&Value::Null, &e))?;
+    Ok((hub, caller))
 }
 
 /// The key (always required on `/mcp`) and the `Origin` check.
