@@ -26,8 +26,11 @@ pub mod finish;
 pub mod forward;
 pub mod guard;
 mod guard_answer;
+mod guard_edits;
 mod guard_events;
+mod guard_native;
 mod guard_verdicts;
+mod guard_watch;
 mod json_array;
 mod operations;
 pub mod parse;
@@ -173,7 +176,12 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             usage,
             native,
         } => {
-            let body = match guard::whole(&mut cx, body).await {
+            // A native answer was checked by its guards in the attempt, on its canonical view.
+            let checked = match native {
+                true => Ok(body),
+                false => guard::whole(&mut cx, body).await,
+            };
+            let body = match checked {
                 Ok(body) => body,
                 Err(error) => return failed(cx, error).await,
             };

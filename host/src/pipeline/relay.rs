@@ -21,6 +21,7 @@ use super::context::{Context, Dialect};
 use super::dialect::{Keeper, answered};
 use super::error::ApiError;
 use super::finish::End;
+use super::guard_watch::Watch;
 use crate::plugins::{
     DialectEvent, DialectStream, PluginError, PluginFailure, ProviderStream, StreamOutput, Usage,
 };
@@ -125,6 +126,9 @@ pub async fn replay_native(events: &[String], keeper: Option<&Keeper>) -> Vec<u8
 pub struct Upstream {
     pub provider: Arc<str>,
     pub decoder: ProviderStream,
+    /// A second decoder reading the same bytes into canonical chunks, for the guards of a
+    /// native answer (`guard_native.rs`).
+    pub shadow: Option<ProviderStream>,
     pub response: reqwest::Response,
     /// The longest wait for the next upstream bytes.
     pub idle_timeout: Duration,
@@ -138,9 +142,20 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
     let upstream = *upstream;
     let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
     let mut cx = cx;
-    let guard = cx.guard.take_chain();
+    let mut guard = cx.guard.take_chain();
+    let watch = match (upstream.shadow, guard.take()) {
+        (Some(shadow), Some(chain)) => {
+            let provider = Arc::clone(&upstream.provider);
+            Some(Watch::new(shadow, chain, provider, cx.redactor.clone()))
+        }
+        (_, chain) => {
+            guard = chain;
+            None
+        }
+    };
     let relay = Relay {
         guard,
+        watch,
         framing,
         keeper,
         redactor: cx.redactor.clone(),
@@ -167,6 +182,8 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
 struct Relay {
     /// The answer's guards, which the canonical chunks pass through before they are framed.
     guard: Option<super::guard::AnswerChain>,
+    /// A native answer's guards, on its canonical view.
+    watch: Option<Watch>,
     /// The request, finished when the relay is dropped (taken there, once).
     cx: Option<Context>,
     /// Keeps the request's secrets out of an error event relayed from the upstream.
@@ -240,6 +257,10 @@ impl Relay {
                 }
                 Ok(None) => {
                     self.ended = true;
+                    if let Err(error) = self.watch_read(true).await {
+                        self.fail(&error).await;
+                        continue;
+                    }
                     self.decoder.finish().await
                 }
                 Ok(Some(Err(e))) => {
@@ -307,6 +328,9 @@ impl Relay {
             events: Vec::new(),
             usage: None,
         };
+        if let Some(watch) = &mut self.watch {
+            watch.take(&read.chunks);
+        }
         for chunk in &read.chunks {
             let decoded = self.decoder.push(chunk).await;
             if let Some(failed) = self.merge(&mut out, decoded) {
@@ -319,6 +343,10 @@ impl Relay {
         match read.end {
             ReadEnd::More => {}
             ReadEnd::Finished => {
+                if let Err(error) = self.watch_read(true).await {
+                    self.pending = Some(error);
+                    return Ok(Ok(out));
+                }
                 let decoded = self.decoder.finish().await;
                 if let Some(failed) = self.merge(&mut out, decoded) {
                     return failed;
@@ -327,6 +355,14 @@ impl Relay {
                 self.ended = self.pending.is_none();
             }
             ReadEnd::Failed(e) => self.pending = Some(unreachable(&self.provider, e)),
+        }
+        // The watch's decoder reads only once there are native events to release: what it
+        // reads before them would only wait with them.
+        if !out.events.is_empty()
+            && self.pending.is_none()
+            && let Err(error) = self.watch_read(false).await
+        {
+            self.pending = Some(error);
         }
         Ok(Ok(out))
     }
@@ -549,8 +585,20 @@ fn write_named(buf: &mut Vec<u8>, events: &[DialectEvent]) {
 }
 
 impl Relay {
-    /// Canonical chunks through the answer's guards (all they hold, once the upstream ended).
+    /// The watch's decoder reads the bytes it has not read (with `end`, and the upstream's end).
+    async fn watch_read(&mut self, end: bool) -> Result<(), ApiError> {
+        match &mut self.watch {
+            Some(watch) => watch.read(end).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Canonical chunks through the answer's guards (all they hold, once the upstream ended);
+    /// a native answer's events wait for its guards instead.
     async fn guarded(&mut self, events: Vec<String>) -> Result<Vec<String>, ApiError> {
+        if let Some(watch) = &mut self.watch {
+            return watch.pass(events, self.ended).await;
+        }
         let Some(chain) = &mut self.guard else {
             return Ok(events);
         };
@@ -572,6 +620,9 @@ impl Relay {
         let mut cx = self.cx.take()?;
         if let Some(chain) = &mut self.guard {
             cx.guard.verdicts_from(chain);
+        }
+        if let Some(watch) = &mut self.watch {
+            cx.guard.verdicts_from(watch.chain());
         }
         if self.ended && !self.failed {
             let model = cx.target.as_ref().map_or("", |t| t.model.as_str());
