@@ -7,8 +7,10 @@
 //! What Claude Code sends was studied from the mock's log, not guessed: `POST
 //! /v1/messages?beta=true` streamed, with its `anthropic-beta` flags, `x-api-key`, a system
 //! prompt in blocks with `cache_control`, a dozen tools (some `defer_loading`), `thinking`
-//! enabled, `context_management` and `metadata`. With a guard the request is translated, so the
-//! upstream gets the canonical request re-encoded (no thinking, which the guards cannot check).
+//! enabled, `context_management` and `metadata`. The target speaks Messages, so with the guard
+//! on the upstream still gets Claude Code's own body, the guard's redactions made in its text
+//! (`guards_native.rs`): its fields arrive, and the signed thinking block of the tool-call turn
+//! comes back to the mock, which refuses one whose signature does not match.
 //!
 //! The test asserts that the upstream never saw either secret (only `[CARD_1]` and
 //! `[ANTHROPIC-KEY_1]`), that Claude Code completed, and that reversible mode gave Claude Code
@@ -162,6 +164,21 @@ guards:
     assert!(
         sent.contains("[CARD_1]") && sent.contains("[ANTHROPIC-KEY_1]"),
         "{sent}"
+    );
+    // Its own fields, which the canonical form cannot carry, arrived, and the thinking block
+    // the mock signed came back with its signature.
+    assert!(last["thinking"].is_object(), "{last}");
+    assert!(last["metadata"]["user_id"].is_string(), "{last}");
+    assert!(sent.contains("cache_control"), "{sent}");
+    let thinking = (last["messages"].as_array().unwrap().iter())
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .find(|b| b["type"] == "thinking");
+    assert_eq!(
+        thinking.map(|b| &b["signature"]),
+        Some(&json!(common::mock_providers::anthropic::signature(
+            common::mock_providers::anthropic::THINKING
+        ))),
+        "{last}"
     );
     let metrics = gateway.metrics().await;
     assert!(

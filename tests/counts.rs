@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use common::TestGateway;
 use common::mock_openai::MockOpenAi;
+use common::mock_providers::MockProvider;
 use serde_json::json;
 
 /// Today's values (debug build, 2026-11-26) and the bounds, ~25 % above, that the tests hold.
@@ -47,6 +48,15 @@ const BOUNDS: &[(&str, u64, u64)] = &[
     ("plugin instantiations per request with redact", 2, 2),
     ("plugin calls per request with redact", 6, 6),
     ("plugin calls per stream with redact", 26, 33),
+    // A Messages request to an Anthropic entry with `redact`: its canonical view checked, the
+    // native body sent (before guard_native.rs it was translated: 8, 8 and 195 calls). A
+    // rewrite costs the dialect's reading of the edited body (+1); a whole answer the
+    // provider's canonical reading of it, in place of the dialect's encoding; a stream a second
+    // decoder's reads, in place of the dialect encoder's pushes. The mock streams 5-9 byte
+    // pieces, so the stream's count moves with how they coalesce.
+    ("plugin calls per native request with redact", 8, 10),
+    ("plugin calls per native request redact rewrote", 9, 11),
+    ("plugin calls per native stream with redact", 202, 250),
     // The response cache, off (no `cache:` section): no key computed, no lookup, no write.
     (
         "cache operations per request and stream with the cache off",
@@ -156,6 +166,9 @@ struct Rig {
     _server: tokio::runtime::Runtime,
     gateway: TestGateway,
     _mock: MockOpenAi,
+    /// The Anthropic mock, for a rig whose requests go to `/v1/messages` natively.
+    _anthropic: Option<MockProvider>,
+    path: &'static str,
     http: reqwest::Client,
 }
 
@@ -166,6 +179,12 @@ impl Rig {
 
     /// A rig whose gateway config ends with `extra` (e.g. a `guards:` section).
     fn start_with(extra: &str) -> Self {
+        Self::start_on(extra, false)
+    }
+
+    /// With `native`, requests are Anthropic Messages to an `anthropic` entry (the strict mock),
+    /// which speaks their dialect.
+    fn start_on(extra: &str, native: bool) -> Self {
         mark_uncounted();
         let client = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -178,17 +197,33 @@ impl Rig {
             .build()
             .unwrap();
         let mock = client.block_on(MockOpenAi::start());
-        let config = format!(
+        let anthropic = native.then(|| client.block_on(MockProvider::anthropic()));
+        let mut config = format!(
             "providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    \
-             api_key: sk-test\n    models: [{REQUEST_MODEL}, {STREAM_MODEL}]\n{extra}",
+             api_key: sk-test\n    models: [{REQUEST_MODEL}, {STREAM_MODEL}]\n",
             mock.base_url()
         );
+        if let Some(anthropic) = &anthropic {
+            config.push_str(&format!(
+                "  anthropic:\n    plugin: anthropic\n    base_url: {}\n    api_key: {}\n    \
+                 models: [claude-sonnet-4-5]\n",
+                anthropic.base_url(),
+                common::mock_providers::KEY
+            ));
+        }
+        config.push_str(extra);
         let gateway = server.block_on(TestGateway::start(&config));
         Self {
             client,
             _server: server,
             gateway,
             _mock: mock,
+            path: if native {
+                "/v1/messages"
+            } else {
+                "/v1/chat/completions"
+            },
+            _anthropic: anthropic,
             http: common::http(),
         }
     }
@@ -197,7 +232,8 @@ impl Rig {
     async fn chat(&self, body: &serde_json::Value) {
         let response = self
             .http
-            .post(self.gateway.url("/v1/chat/completions"))
+            .post(self.gateway.url(self.path))
+            .header("anthropic-version", "2023-06-01")
             .json(body)
             .send()
             .await
@@ -313,6 +349,29 @@ fn a_guard_costs_its_own_plugin_calls_and_nothing_else() {
         ),
         ("plugin calls per request with redact", request.calls),
         ("plugin calls per stream with redact", stream.calls),
+    ]);
+}
+
+/// A Messages request to an Anthropic entry with `redact` on: the guards check its canonical
+/// view and the native body goes on (`guard_native.rs`).
+#[test]
+fn a_guard_on_a_native_request_costs_its_canonical_view() {
+    let _alone = one_at_a_time();
+    let rig = Rig::start_on("guards:\n  - plugin: redact\n", true);
+    let body = |content: &str, stream: bool| {
+        json!({"model": "anthropic/claude-sonnet-4-5", "max_tokens": 64, "stream": stream,
+               "messages": [{"role": "user", "content": content}]})
+    };
+    let request = rig.cost(&body("Say hello.", false), 7);
+    let rewritten = rig.cost(&body("My card is 4111 1111 1111 1111.", false), 5);
+    let stream = rig.cost(&body("Say hello.", true), 5);
+    check(&[
+        ("plugin calls per native request with redact", request.calls),
+        (
+            "plugin calls per native request redact rewrote",
+            rewritten.calls,
+        ),
+        ("plugin calls per native stream with redact", stream.calls),
     ]);
 }
 

@@ -31,6 +31,7 @@ mod fault_isolation;
 mod fuzz;
 mod gemini;
 mod guards;
+mod guards_native;
 mod guards_outside;
 mod hostile_input;
 mod journal;

@@ -284,9 +284,9 @@ guards:
     );
 }
 
-/// A Messages request to an Anthropic target would pass through natively; with a guard it is
-/// translated, so both the request and the answer are checked in canonical form, and the client
-/// still gets Anthropic's own shapes.
+/// A Messages request to an Anthropic target goes natively with a guard too: the guards check
+/// its canonical view, request and answer, and the upstream never sees what they redacted
+/// (`guards_native.rs` has the fields that survive).
 #[tokio::test]
 async fn a_native_target_is_no_way_around_a_guard() {
     use common::mock_providers::{KEY, MockProvider, anthropic};

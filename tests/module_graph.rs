@@ -148,6 +148,8 @@ const DIALECT_CODE: &[&str] = &[
     "encode_error",
     "encode_models",
     "encode_count",
+    "decoded_body",
+    "set_native",
 ];
 
 /// Files of the pipeline that may reach the dialect code, and why.
@@ -158,6 +160,11 @@ const EDGE_NEIGHBOURS: &[&str] = &[
     "pipeline/context.rs",
     // The count-tokens route's upstream half, called only from the edge's `count_tokens`.
     "pipeline/count.rs",
+    // A guarded native request: the guards' rewrite, carried into the client's own body, is
+    // read back by the dialect plugin (`decoded_body`) to check it, and replaces that body
+    // (`set_native`). A third entry into the dialect code, only when guards rewrite a request
+    // to a native target.
+    "pipeline/guard_native.rs",
 ];
 
 #[test]

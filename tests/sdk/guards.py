@@ -10,6 +10,10 @@ Scenarios:
   with HTTP 400 and Anthropic's own error shape (`invalid_request_error`).
 - `responses-refused`: the `openai` SDK sends --prompt to /v1/responses; it must be refused with
   HTTP 400 and OpenAI's error object, code `guard_refused`.
+- `messages-native`: the `anthropic` SDK sends --prompt to --model (an Anthropic target) with
+  thinking on, `metadata` and a cached system block, whole and streamed: each answer must begin
+  with a signed thinking block whose text is --expect; then a second turn sends the streamed
+  answer back, thinking block and signature included, which the upstream checks.
 
 Prints `ok <scenario>` when it holds; exits 1 when it does not."""
 
@@ -78,7 +82,34 @@ def responses_refused(args):
     raise Failed("the request was not refused")
 
 
-SCENARIOS = {"stream": stream, "messages-refused": messages_refused, "responses-refused": responses_refused}
+def messages_native(args):
+    client = anthropic.Anthropic(base_url=args.base_url, api_key=args.api_key, max_retries=0)
+    request = dict(
+        model=args.model,
+        max_tokens=2048,
+        thinking={"type": "enabled", "budget_tokens": 1024},
+        metadata={"user_id": "sdk-user"},
+        system=[{"type": "text", "text": "Answer briefly.", "cache_control": {"type": "ephemeral"}}],
+    )
+    messages = [{"role": "user", "content": args.prompt}]
+    whole = client.messages.create(messages=messages, **request)
+    with client.messages.stream(messages=messages, **request) as events:
+        streamed = events.get_final_message()
+    for answer in (whole, streamed):
+        first = answer.content[0]
+        check(first.type == "thinking", "a thinking block first", answer.content)
+        check(first.thinking == args.expect, "the thinking text", first.thinking)
+        check(bool(first.signature), "its signature", first)
+        check(any(b.type == "text" and b.text for b in answer.content), "a text block", answer.content)
+    turn = messages + [
+        {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in streamed.content]},
+        {"role": "user", "content": "And again?"},
+    ]
+    again = client.messages.create(messages=turn, **request)
+    check(again.content[0].type == "thinking", "the second turn answered", again.content)
+
+
+SCENARIOS = {"stream": stream, "messages-native": messages_native, "messages-refused": messages_refused, "responses-refused": responses_refused}
 
 
 def main():

@@ -88,8 +88,8 @@ async fn send(
 ) -> Result<Sent, ApiError> {
     let request = &mut cx.request;
     let provider = target.provider;
-    // A target that speaks the client's dialect gets the client's own body, unless a guard
-    // applies: guards check the canonical form, so the request is translated then.
+    // A target that speaks the client's dialect gets the client's own body (with a guard's
+    // rewrite made in it), unless the guards need the request translated.
     let native = cx
         .translation
         .as_ref()
@@ -123,6 +123,15 @@ async fn send(
         .map_err(|failure| ApiError::prepare_failed(failure, canonical.body.len()))?
         .map_err(|error| ApiError::provider(&provider.name, error, redactor))?;
 
+    let local = matches!(prepared, Prepared::Local(_) | Prepared::LocalStream(_));
+    if local && native && cx.guard.answer_guarded() {
+        // No upstream answer for the provider to read into a canonical view: fail closed
+        // rather than pass it unchecked.
+        return Err(super::guard::failed_with(
+            "answer",
+            "a native answer the provider made itself cannot be checked",
+        ));
+    }
     Ok(match prepared {
         Prepared::Local(completion) => {
             span.completion(&completion.body, completion.usage);
@@ -165,6 +174,7 @@ async fn send(
                 return Ok(Sent::Stream(Box::new(Upstream {
                     provider: Arc::clone(&provider.name),
                     decoder,
+                    shadow: None,
                     response,
                     idle_timeout: provider.timeout,
                     native,
@@ -205,8 +215,25 @@ async fn send(
                 .await
                 .map_err(|e| ApiError::upstream(&provider.name, e))?;
             span.status(response.status().as_u16());
+            // A native answer the guards check: the provider reads it into a canonical view
+            // too, which is what they see.
+            let view = (native && cx.guard.answer_guarded()).then(|| RequestInfo {
+                native: None,
+                operation: Operation::ChatCompletions,
+                ..info.clone()
+            });
             if request.stream && response.status().is_success() {
                 let headers = header_pairs(response.headers());
+                let shadow = match &view {
+                    Some(view) => Some(
+                        (provider.plugin.start(SlotKind::Stream).await)
+                            .map_err(ApiError::plugin)?
+                            .open_stream(&provider.config, view, &headers)
+                            .await
+                            .map_err(ApiError::plugin)?,
+                    ),
+                    None => None,
+                };
                 let decoder = call
                     .open_stream(&provider.config, &info, &headers)
                     .await
@@ -214,15 +241,24 @@ async fn send(
                 Sent::Stream(Box::new(Upstream {
                     provider: Arc::clone(&provider.name),
                     decoder,
+                    shadow,
                     response,
                     idle_timeout: provider.timeout,
                     native,
                 }))
             } else {
-                let completion = complete(&mut call, target, &info, response, redactor).await?;
+                let response = read(target, response).await?;
+                let completion = parsed(&mut call, target, &info, &response, redactor).await?;
                 span.completion(&completion.body, completion.usage);
+                let body = match view {
+                    Some(view) => {
+                        let seen = parsed(&mut call, target, &view, &response, redactor).await?;
+                        super::guard_native::whole(cx, completion.body, &seen.body).await?
+                    }
+                    None => completion.body,
+                };
                 Sent::Whole {
-                    body: completion.body,
+                    body,
                     usage: completion.usage,
                     native,
                 }
@@ -261,18 +297,35 @@ async fn complete(
     upstream: reqwest::Response,
     redactor: &Redactor,
 ) -> Result<Completion, ApiError> {
+    let response = read(target, upstream).await?;
+    parsed(call, target, info, &response, redactor).await
+}
+
+/// A whole upstream response, read.
+async fn read(target: &Target<'_>, upstream: reqwest::Response) -> Result<HttpResponse, ApiError> {
     let provider = target.provider;
     let status = upstream.status().as_u16();
     let headers = header_pairs(upstream.headers());
     let body = upstream::read_body(upstream, provider.timeout)
         .await
         .map_err(|e| ApiError::upstream(&provider.name, e))?;
-    let response = HttpResponse {
+    Ok(HttpResponse {
         status,
         headers,
         body: body.to_vec(),
-    };
-    call.parse_response(&provider.config, info, &response)
+    })
+}
+
+/// The plugin's reading of a whole upstream response, for the request `info` describes.
+async fn parsed(
+    call: &mut PluginCall,
+    target: &Target<'_>,
+    info: &RequestInfo,
+    response: &HttpResponse,
+    redactor: &Redactor,
+) -> Result<Completion, ApiError> {
+    let provider = target.provider;
+    call.parse_response(&provider.config, info, response)
         .await
         .map_err(ApiError::plugin)?
         .map_err(|error| ApiError::provider(&provider.name, error, redactor))

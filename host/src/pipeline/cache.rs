@@ -109,7 +109,7 @@ async fn lookup_in(state: &AppState, cx: &mut Context, headers: &http::HeaderMap
     let policy = policy(config, &cx.request.model, cx.caller.key_id.as_deref())?;
     // Guards may rewrite the answer (and reversible redaction gives each client its own values
     // back): an answer kept before them could hand one client what a guard held from another.
-    if cx.guard.forces_translation() {
+    if cx.guard.applies() {
         return None;
     }
     let dialect_operation;

@@ -3,9 +3,10 @@
 //! answer guard in order (`guard_answer.rs`). Every verdict (guard, action, counts by kind,
 //! never the matched text) goes into the request's record and a metric (`guard_verdicts.rs`).
 //!
-//! A request with a guard is never passed through natively to a target that speaks the client's
-//! dialect: it is translated, so that its answer is canonical and checked like any other.
-//! With no guard configured nothing here runs (no plugin call, no allocation).
+//! A request to a target that speaks the client's dialect keeps its native body: the guards
+//! check its canonical view, and their rewrites are made in the native text
+//! (`guard_native.rs`). With no guard configured nothing here runs (no plugin call, no
+//! allocation).
 
 use std::sync::Arc;
 
@@ -61,6 +62,9 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     }
     cx.guard.any = true;
     let mut body: Option<String> = None;
+    // The canonical request before the first rewrite, when one was made: the native body gets
+    // the same change.
+    let mut before: Option<String> = None;
     // The client's own request, for the answer guards: a guard that rewrote it (reversible
     // redaction) finds in it what to give the client back.
     let original: Option<Arc<str>> = applying
@@ -151,6 +155,9 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
                         )
                     })?;
                     cx.request = rewritten;
+                    if before.is_none() {
+                        before = body.take();
+                    }
                     body = Some(rewrite.body);
                 }
             }
@@ -176,6 +183,15 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     }
     if !cx.guard.answer.is_empty() {
         cx.guard.request = original;
+        // A native Responses answer has no canonical view yet (its provider reads it only
+        // natively, and it repeats its text in several events): it is translated, so that
+        // its answer is checked.
+        cx.guard.translate |= cx.operation == Operation::Responses;
+    }
+    if let (Some(before), Some(after)) = (before, body)
+        && !cx.guard.translate
+    {
+        super::guard_native::carry_request(cx, &before, &after).await;
     }
     Ok(())
 }

@@ -29,6 +29,8 @@ struct Stage {
     monitor: bool,
     fail_open: bool,
     max_hold: u32,
+    /// The text it said it holds after its last call.
+    held: u32,
     /// It stopped (in monitor mode) or failed open: events pass it by.
     out: bool,
     /// Its span: the whole answer it guards, its plugin calls children of it.
@@ -70,6 +72,7 @@ pub async fn open(cx: &mut Context, kind: SlotKind) -> Result<Option<AnswerChain
                 monitor,
                 fail_open: guard.fail_open,
                 max_hold: guard.max_hold_chars,
+                held: 0,
                 out: false,
                 span,
                 action: None,
@@ -117,8 +120,16 @@ impl AnswerChain {
         Ok(self.template.write(events))
     }
 
+    /// The text the guards hold back now (those whose output counts: not monitors, not out).
+    pub(super) fn held(&self) -> u32 {
+        (self.stages.iter())
+            .filter(|s| !s.monitor && !s.out)
+            .map(|s| s.held)
+            .fold(0, u32::saturating_add)
+    }
+
     /// `events` through every stage; with `end`, each stage also releases what it holds.
-    async fn run(
+    pub(super) async fn run(
         &mut self,
         mut events: Vec<AnswerEvent>,
         end: bool,
@@ -179,6 +190,7 @@ impl Stage {
                     Action::Rewrite
                 };
                 self.took(action);
+                self.held = release.held_chars;
                 verdicts.push((name, action, self.monitor, release.findings));
                 return Ok(Some(release.events));
             }

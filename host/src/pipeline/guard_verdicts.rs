@@ -18,8 +18,12 @@ const KIND_MAX: usize = 32;
 pub struct Guarded {
     /// Indices into the gateway's guards of those that check the answer.
     pub(super) answer: Vec<usize>,
-    /// Some guard applies: the answer must be canonical (no native pass-through).
+    /// Some guard applies.
     pub(super) any: bool,
+    /// The request must be translated for a target that speaks the client's dialect: a
+    /// guard's rewrite could not be carried into the native body, or the answer cannot be
+    /// checked natively (see `guard_native.rs`).
+    pub(super) translate: bool,
     verdicts: Vec<Verdict>,
     /// The request as the client sent it (canonical), for the answer guards' constructors.
     pub(super) request: Option<Arc<str>>,
@@ -76,9 +80,20 @@ impl Action {
 }
 
 impl Guarded {
-    /// Whether a guard applies, so that the answer must come back canonical.
-    pub fn forces_translation(&self) -> bool {
+    /// Whether a guard applies.
+    pub fn applies(&self) -> bool {
         self.any
+    }
+
+    /// Whether a target that speaks the client's dialect must get the request translated
+    /// rather than in the client's own body.
+    pub fn forces_translation(&self) -> bool {
+        self.translate
+    }
+
+    /// Whether the answer is guarded.
+    pub fn answer_guarded(&self) -> bool {
+        !self.answer.is_empty()
     }
 
     pub(super) fn record(

@@ -20,6 +20,7 @@ use futures_util::{FutureExt, StreamExt};
 use super::context::Context;
 use super::error::ApiError;
 use super::finish::End;
+use super::guard_watch::Watch;
 use crate::plugins::{PluginError, PluginFailure, ProviderStream, StreamOutput, Usage};
 use crate::redact::Redactor;
 
@@ -47,6 +48,9 @@ pub trait Frame: Send + 'static {
 pub struct Upstream {
     pub provider: Arc<str>,
     pub decoder: ProviderStream,
+    /// A second decoder reading the same bytes into canonical chunks, for the guards of a
+    /// native answer (`guard_native.rs`).
+    pub shadow: Option<ProviderStream>,
     pub response: reqwest::Response,
     /// The longest wait for the next upstream bytes.
     pub idle_timeout: Duration,
@@ -59,9 +63,20 @@ pub struct Upstream {
 pub fn body(upstream: Box<Upstream>, cx: Context, framing: impl Frame) -> Body {
     let upstream = *upstream;
     let mut cx = cx;
-    let guard = cx.guard.take_chain();
+    let mut guard = cx.guard.take_chain();
+    let watch = match (upstream.shadow, guard.take()) {
+        (Some(shadow), Some(chain)) => {
+            let provider = Arc::clone(&upstream.provider);
+            Some(Watch::new(shadow, chain, provider, cx.redactor.clone()))
+        }
+        (_, chain) => {
+            guard = chain;
+            None
+        }
+    };
     let relay = Relay {
         guard,
+        watch,
         framing,
         redactor: cx.redactor.clone(),
         cx: Some(cx),
@@ -86,6 +101,8 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: impl Frame) -> Body {
 struct Relay<F> {
     /// The answer's guards, which the canonical chunks pass through before they are framed.
     guard: Option<super::guard::AnswerChain>,
+    /// A native answer's guards, on its canonical view.
+    watch: Option<Watch>,
     /// The request, finished when the relay is dropped (taken there, once).
     cx: Option<Context>,
     /// Keeps the request's secrets out of an error event relayed from the upstream.
@@ -156,6 +173,10 @@ impl<F: Frame> Relay<F> {
                 }
                 Ok(None) => {
                     self.ended = true;
+                    if let Err(error) = self.watch_read(true).await {
+                        self.fail(&error).await;
+                        continue;
+                    }
                     self.decoder.finish().await
                 }
                 Ok(Some(Err(e))) => {
@@ -224,6 +245,9 @@ impl<F: Frame> Relay<F> {
             events: Vec::new(),
             usage: None,
         };
+        if let Some(watch) = &mut self.watch {
+            watch.take(&read.chunks);
+        }
         for chunk in &read.chunks {
             let decoded = self.decoder.push(chunk).await;
             if let Some(failed) = self.merge(&mut out, decoded) {
@@ -236,6 +260,10 @@ impl<F: Frame> Relay<F> {
         match read.end {
             ReadEnd::More => {}
             ReadEnd::Finished => {
+                if let Err(error) = self.watch_read(true).await {
+                    self.pending = Some(error);
+                    return Ok(Ok(out));
+                }
                 let decoded = self.decoder.finish().await;
                 if let Some(failed) = self.merge(&mut out, decoded) {
                     return failed;
@@ -244,6 +272,14 @@ impl<F: Frame> Relay<F> {
                 self.ended = self.pending.is_none();
             }
             ReadEnd::Failed(e) => self.pending = Some(unreachable(&self.provider, e)),
+        }
+        // The watch's decoder reads only once there are native events to release: what it
+        // reads before them would only wait with them.
+        if !out.events.is_empty()
+            && self.pending.is_none()
+            && let Err(error) = self.watch_read(false).await
+        {
+            self.pending = Some(error);
         }
         Ok(Ok(out))
     }
@@ -337,8 +373,20 @@ fn unreachable(provider: &str, e: reqwest::Error) -> ApiError {
 }
 
 impl<F> Relay<F> {
-    /// Canonical chunks through the answer's guards (all they hold, once the upstream ended).
+    /// The watch's decoder reads the bytes it has not read (with `end`, and the upstream's end).
+    async fn watch_read(&mut self, end: bool) -> Result<(), ApiError> {
+        match &mut self.watch {
+            Some(watch) => watch.read(end).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Canonical chunks through the answer's guards (all they hold, once the upstream ended);
+    /// a native answer's events wait for its guards instead.
     async fn guarded(&mut self, events: Vec<String>) -> Result<Vec<String>, ApiError> {
+        if let Some(watch) = &mut self.watch {
+            return watch.pass(events, self.ended).await;
+        }
         let Some(chain) = &mut self.guard else {
             return Ok(events);
         };
@@ -360,6 +408,9 @@ impl<F> Relay<F> {
         let mut cx = self.cx.take()?;
         if let Some(chain) = &mut self.guard {
             cx.guard.verdicts_from(chain);
+        }
+        if let Some(watch) = &mut self.watch {
+            cx.guard.verdicts_from(watch.chain());
         }
         if self.ended && !self.failed {
             let model = cx.target.as_ref().map_or("", |t| t.model.as_str());

@@ -389,3 +389,33 @@ pub async fn models(edge: &Matched, list: &str) -> Result<String, ApiError> {
         .map_err(ApiError::plugin)?;
     answered(call.encode_models(&edge.route().name, list).await)
 }
+
+impl Translation {
+    /// The client's own body as a JSON value, for a guard's rewrite to be carried into.
+    pub(super) fn native_value(&self) -> Option<Value> {
+        serde_json::to_value(&self.native).ok()
+    }
+
+    /// The canonical request the dialect plugin reads `native` as (on this request's route):
+    /// how an edit of the native body is checked against the guards' canonical one.
+    pub(super) async fn decoded_body(&self, native: &Value) -> Option<String> {
+        let request = DialectCallRequest {
+            route: self.route.clone(),
+            params: self.params.clone(),
+            body: native.to_string(),
+        };
+        let mut call = self.plugin.start(SlotKind::Call).await.ok()?;
+        Some(call.decode(&request).await.ok()?.ok()?.body)
+    }
+
+    /// Replaces the client's body with `native` (the guards' rewrite carried into it).
+    pub(super) fn set_native(&mut self, native: &Value) -> bool {
+        match serde_json::from_str::<Fields>(&native.to_string()) {
+            Ok(fields) => {
+                self.native = fields;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}

@@ -85,7 +85,12 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             usage,
             native,
         } => {
-            let body = match guard::whole(&mut cx, body).await {
+            // A native answer was checked by its guards in the attempt, on its canonical view.
+            let checked = match native {
+                true => Ok(body),
+                false => guard::whole(&mut cx, body).await,
+            };
+            let body = match checked {
                 Ok(body) => body,
                 Err(error) => return failed(cx, error).await,
             };
