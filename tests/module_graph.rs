@@ -126,6 +126,122 @@ fn the_reader_finds_imports_and_cycles() {
     assert_eq!(cycles, [vec!["plugins", "server", "plugins"]]);
 }
 
+/// What only the edge (`pipeline/edge/`) and the server's handlers may name: the edge's module,
+/// the dialect plugins' types, and the edge's own state (the Responses keeper, the answer's
+/// encodings). A stage between the edge's two halves that names one fails, with its file and
+/// line. Stages may read the client's own body off `cx.translation` (`native_request`,
+/// `native_parts`): that is the native pass-through, which the edge lets through untouched.
+const DIALECT_CODE: &[&str] = &[
+    "edge::",
+    "dialect::",
+    "DialectPlugin",
+    "DialectStream",
+    "DialectEvent",
+    "DialectCallRequest",
+    "AnswerInfo",
+    "Decoded",
+    "Translation",
+    "Keeper",
+    "keeper",
+    "with_previous_id",
+    "native_failure",
+    "encode_error",
+    "encode_models",
+    "encode_count",
+    "decoded_body",
+    "set_native",
+];
+
+/// Files of the pipeline that may reach the dialect code, and why.
+const EDGE_NEIGHBOURS: &[&str] = &[
+    // The driver: it enters the edge once on the way in and once on the way out (checked below).
+    "pipeline/mod.rs",
+    // Declares the request's fields that carry the edge's route and state.
+    "pipeline/context.rs",
+    // The count-tokens route's upstream half, called only from the edge's `count_tokens`.
+    "pipeline/count.rs",
+    // A guarded native request: the guards' rewrite, carried into the client's own body, is
+    // read back by the dialect plugin (`decoded_body`) to check it, and replaces that body
+    // (`set_native`). A third entry into the dialect code, only when guards rewrite a request
+    // to a native target.
+    "pipeline/guard_native.rs",
+];
+
+#[test]
+fn only_the_edge_reaches_the_dialect_code() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    walk(&src.join("pipeline"), &mut files);
+    let mut failures = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(&src).unwrap_or(&file);
+        let name = relative.to_string_lossy().replace('\\', "/");
+        if name.starts_with("pipeline/edge/") || EDGE_NEIGHBOURS.contains(&name.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (line, token) in dialect_sites(&text) {
+            failures.push(format!(
+                "the stage `{name}` reaches the dialect code (`{token}`) at host/src/{name}:{line}: \
+                 only the edge (pipeline/edge/) may"
+            ));
+        }
+    }
+    // One request's context enters the edge twice: in (`decode`) and out (`out`).
+    let driver = std::fs::read_to_string(src.join("pipeline/mod.rs")).unwrap_or_default();
+    let driver = driver.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+    let entries: Vec<&str> = code_lines(driver)
+        .flat_map(|(_, code)| code.match_indices("edge::").map(|(i, _)| &code[i..]))
+        .filter(|call| call.contains('('))
+        .collect();
+    if entries.len() != 2 {
+        failures.push(format!(
+            "pipeline/mod.rs enters the edge {} times (in and out are 2): {entries:?}",
+            entries.len()
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The test's own reader, on known text: what names the dialect code is found, comments are not.
+#[test]
+fn the_dialect_reader_finds_what_names_the_edge() {
+    let text = "use super::edge::Keeper;\n// super::edge in a comment\nlet x = 1; // Translation\n\
+                if let Some(k) = &cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {}\n\
+                let m = \"Translations do not stream.\"; let k = keepers;";
+    let found: Vec<(usize, &str)> = dialect_sites(text);
+    assert_eq!(found, [(1, "edge::"), (1, "Keeper"), (4, "keeper")]);
+}
+
+/// The (1-based) lines of `text` that name the dialect code, outside comments, with the name.
+fn dialect_sites(text: &str) -> Vec<(usize, &'static str)> {
+    code_lines(text)
+        .flat_map(|(n, code)| {
+            DIALECT_CODE
+                .iter()
+                .filter(move |token| {
+                    code.match_indices(**token).any(|(i, _)| {
+                        // A whole name: `Translations` or `edge_of::` is not one of these.
+                        let word = |c: char| c.is_alphanumeric() || c == '_';
+                        let before = code[..i].chars().next_back();
+                        let after = code[i + token.len()..].chars().next();
+                        !(before.is_some_and(word)
+                            || (token.ends_with(word) && after.is_some_and(word)))
+                    })
+                })
+                .map(move |token| (n, *token))
+        })
+        .collect()
+}
+
+/// Each line of `text` (numbered from 1) without its comment.
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().map(|(n, line)| {
+        let code = line.find("//").map_or(line, |i| &line[..i]);
+        (n + 1, code)
+    })
+}
+
 /// The directories and files directly under `src`, as module names (not the crate roots).
 fn top_level_modules(src: &Path) -> Vec<String> {
     let mut out = Vec::new();

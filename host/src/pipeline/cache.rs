@@ -2,7 +2,7 @@
 //! under its key (see `cache::key`), the operator's cache-key plugin having had its say in
 //! what goes into it, then (in semantic mode, after an exact miss) by the meaning of its last
 //! user turn (see `semantic.rs`). A hit is answered from the kept completion in the client's
-//! dialect, whole or as a replayed stream (see `cache_replay.rs`); a miss carries its key
+//! dialect, whole or as a replayed stream (see `edge/hit.rs`); a miss carries its key
 //! forward, so that the answer is kept once it is whole: a whole answer at once, a stream once
 //! it ended normally.
 //!

@@ -17,9 +17,9 @@ use crate::state::AppState;
 use crate::telemetry::{RequestTelemetry, Trace};
 use crate::tokenizer::Tokenizer;
 
-/// The client's API. Every dialect enters the same pipeline: `parse` reads it into the
-/// canonical (chat) form and the answer and errors are written back in it, so the stages
-/// between never ask which one it was.
+/// The client's API. Every dialect enters the same pipeline: the edge's way in reads it into
+/// the canonical (chat) form and its way out writes the answer and errors back in it, so the
+/// stages between never ask which one it was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
     /// OpenAI's Chat Completions (`/v1/chat/completions`, and the embeddings and images
@@ -39,7 +39,7 @@ pub struct Incoming {
     pub headers: HeaderMap,
     pub body: axum::body::Body,
     /// A registry dialect's route, and the config snapshot it was found in; `None` for Chat.
-    pub edge: Option<super::dialect::Edge>,
+    pub edge: Option<super::edge::Edge>,
 }
 
 /// What a request knows, filled in by each stage in turn and closed once by `finish` (also
@@ -57,7 +57,7 @@ pub struct Context {
     /// A registry dialect's route and parameters, as the server matched them.
     pub edge: Option<crate::plugins::Matched>,
     /// A registry dialect's own body and plugin, beside its canonical form.
-    pub translation: Option<super::dialect::Translation>,
+    pub translation: Option<super::edge::Translation>,
     /// The ledger's name for its operation when it is not the operation's own: a registry
     /// dialect's declared name (`messages`, `gemini`), so that each dialect's records can be
     /// told apart; `passthrough` for a pass-through request.

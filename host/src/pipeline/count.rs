@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use super::dialect::{Edge, forwarded, operation_of};
+use super::edge::{Edge, forwarded, operation_of};
 use super::error::ApiError;
 use super::raw_json::Fields;
 use super::request::ClientRequest;

@@ -436,7 +436,7 @@ impl ApiError {
     /// The one place an error becomes what a client reads, in its `dialect`: the status and
     /// the body. A whole response and a stream's error event both carry this body.
     pub fn render(&self, dialect: Dialect) -> (StatusCode, String) {
-        // A registry dialect's body is its plugin's (see `dialect::error_body`); this one is
+        // A registry dialect's body is its plugin's (see `edge::error_body`); this one is
         // what it falls back on when the plugin cannot write one.
         let body = match dialect {
             Dialect::Chat | Dialect::Plugin => serde_json::to_string(&Body {

@@ -1,25 +1,37 @@
-//! The request path of `/v1/*`, as stages over one [`Context`] passed forward:
+//! The request path of `/v1/*`, as stages over one [`Context`] passed forward, between the
+//! two halves of the client's API, the [`edge`]:
 //!
-//! 1. [`auth`]: who sent it (its key, its project).
-//! 2. [`parse`]: the body read under the budget and checked into the canonical request; then
-//!    the [`guard`]s that apply check it (and later the answer, whole or streamed).
-//! 3. [`admit`]: the limit rules check it (and reserve).
-//! 4. [`route`]: its model leads to a target, or a router orders a virtual model's targets.
-//! 5. [`attempt`]: one try at one target, through its provider plugin and the upstream.
-//! 6. [`relay`]: a streamed answer passed on event by event.
-//! 7. [`finish`]: the one place a request ends (limits settled, record, telemetry).
+//! 1. [`auth`]: who sent it (its key, its project), from the headers alone: a stranger costs no
+//!    read of the body and no plugin call, and the way in needs the caller's project (a
+//!    Responses conversation is replayed from that project's store).
+//! 2. [`edge`], in: the body read under the budget; a registry dialect's decoded once by its
+//!    plugin into the canonical form (Chat Completions' is the canonical form already), and
+//!    what the way out needs kept.
+//! 3. [`parse`]: the canonical body checked into the canonical request; then the [`guard`]s
+//!    that apply check it (and later the answer, whole or streamed).
+//! 4. [`admit`]: the limit rules check it (and reserve).
+//! 5. [`cache`]: a kept answer, exact or semantic, answers it instead.
+//! 6. [`route`]: its model leads to a target, or a router orders a virtual model's targets.
+//! 7. [`attempt`]: one try at one target, through its provider plugin and the upstream.
+//! 8. [`relay`]: a streamed answer passed on event by event, written by the edge's framing.
+//! 9. [`edge`], out: every answer (whole, streamed, as one JSON array, from the cache) and
+//!    every error written in the client's API.
+//! 10. [`finish`]: the one place a request ends (limits settled, record, telemetry), reached
+//!     from the way out, or from the stream it hands the request to.
 //!
-//! The server's handlers only turn HTTP into an [`Incoming`] and the [`Reply`] into a response.
+//! Between the edge's two halves the stages speak only the canonical form (or pass a native
+//! target the client's own body untouched); none of them calls into the edge
+//! (`tests/module_graph.rs` checks). The server's handlers only turn HTTP into an [`Incoming`]
+//! and the [`Reply`] into a response.
 
 pub mod admit;
 pub mod attempt;
 pub mod auth;
 pub mod body;
 pub mod cache;
-mod cache_replay;
 pub mod context;
 pub mod count;
-pub mod dialect;
+pub mod edge;
 pub mod end_user;
 pub mod error;
 pub mod finish;
@@ -31,7 +43,6 @@ mod guard_events;
 mod guard_native;
 mod guard_verdicts;
 mod guard_watch;
-mod json_array;
 mod operations;
 pub mod parse;
 mod passthrough;
@@ -50,17 +61,20 @@ use axum::http::{HeaderName, HeaderValue};
 
 use attempt::Sent;
 pub use context::{Context, Dialect, Incoming};
+use edge::Outcome;
 pub use error::ApiError;
-use finish::End;
 use route::Answered;
 
-use crate::plugins;
 use crate::state::AppState;
 
 /// What the pipeline hands back to HTTP: an answer, or the error to render in `dialect`.
 pub struct Reply {
     pub dialect: Dialect,
     pub result: Result<Answer, ApiError>,
+    /// The error's body as a registry dialect's plugin wrote it (the status and headers are
+    /// the error's own); `None` for an answer, or for Chat Completions' errors, which the
+    /// gateway writes itself.
+    pub error_body: Option<String>,
 }
 
 /// A successful answer: its headers (which target answered, the limits' state) and its body.
@@ -91,53 +105,47 @@ pub async fn run(state: &AppState, incoming: Incoming) -> Reply {
     Box::pin(carry(state, cx, incoming)).await
 }
 
-/// The stages in order over `cx`; then the end of the request, or the stream that will end it.
+/// The stages in order over `cx`, between the edge's way in and its way out.
 async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
-    let dialect = cx.dialect;
-    if state.ledger.is_full() {
+    let outcome = if state.ledger.is_full() {
         // As when the counter store is gone: refused, rather than answered without a record.
-        let error = ApiError::LedgerFull;
-        cx.finish(End::Failed(&error)).wait().await;
-        return Reply {
-            dialect,
-            result: Err(error),
-        };
-    }
+        Outcome::Failed(ApiError::LedgerFull)
+    } else {
+        stages(state, &mut cx, incoming).await
+    };
+    edge::out(cx, outcome).await
+}
+
+/// auth, the edge's way in, parse, guard, admit, cache, route (with attempt): what the way out
+/// is to write.
+async fn stages(state: &AppState, cx: &mut Context, incoming: Incoming) -> Outcome {
     let answered = async {
-        auth::auth(state, &mut cx, &incoming.headers).await?;
+        auth::auth(state, cx, &incoming.headers).await?;
+        let inbound = edge::decode(state, cx, &incoming.headers, incoming.body).await?;
         // The body's share of the budget is kept while its parsed form is being answered.
-        let _body = parse::parse(state, &mut cx, &incoming.headers, incoming.body).await?;
-        guard::request(&mut cx).await?;
-        admit::admit(&mut cx).await?;
-        if let Some(hit) = cache::lookup(state, &mut cx, &incoming.headers).await {
+        let _body = parse::parse(state, cx, &incoming.headers, inbound).await?;
+        guard::request(cx).await?;
+        admit::admit(cx).await?;
+        if let Some(hit) = cache::lookup(state, cx, &incoming.headers).await {
             return Ok(Err(hit));
         }
-        route::route(state, &mut cx).await.map(Ok)
+        route::route(state, cx).await.map(Ok)
     }
     .await;
-    // A stream the client asked for as one JSON array (Google's `streamGenerateContent` without
-    // `alt=sse`), live or from the cache.
-    let array = cx
-        .translation
-        .as_ref()
-        .is_some_and(|t| t.framing == crate::plugins::Framing::JsonArray);
+    let answered = match answered {
+        Ok(answered) => answered,
+        Err(error) => return Outcome::Failed(error),
+    };
     let Answered {
         sent,
         provider,
         model,
         attempts,
     } = match answered {
-        Ok(Ok(answered)) => answered,
-        Ok(Err(hit)) => return framed(cache_replay::serve(cx, hit).await, array),
-        Err(error) => {
-            cx.finish(End::Failed(&error)).wait().await;
-            return Reply {
-                dialect,
-                result: Err(error),
-            };
-        }
+        Ok(answered) => answered,
+        Err(hit) => return Outcome::Hit(hit),
     };
-    let headers = answer_headers(&cx, &provider, &model, attempts);
+    let headers = answer_headers(cx, &provider, &model, attempts);
     if let Sent::Whole {
         body,
         usage,
@@ -147,159 +155,7 @@ async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
         cx.cache
             .keep_whole(&provider, &model, body, *usage, *native);
     }
-    let result = answer(cx, sent).await.map(|body| Answer { headers, body });
-    framed(Reply { dialect, result }, array)
-}
-
-/// `reply`, its stream reframed as one JSON array when `array`.
-fn framed(reply: Reply, array: bool) -> Reply {
-    if !array {
-        return reply;
-    }
-    Reply {
-        dialect: reply.dialect,
-        result: reply.result.map(json_array::reframe),
-    }
-}
-
-/// The answer's body in the client's dialect: encoded by the dialect plugin unless the target
-/// spoke it; a Responses answer kept before the client has it. Finishes `cx` (its record in
-/// the journal before the answer goes), or hands it to the stream that will.
-async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
-    async fn failed(cx: Context, error: ApiError) -> Result<AnswerBody, ApiError> {
-        cx.finish(End::Failed(&error)).wait().await;
-        Err(error)
-    }
-    match sent {
-        Sent::Whole {
-            body,
-            usage,
-            native,
-        } => {
-            // A native answer was checked by its guards in the attempt, on its canonical view.
-            let checked = match native {
-                true => Ok(body),
-                false => guard::whole(&mut cx, body).await,
-            };
-            let body = match checked {
-                Ok(body) => body,
-                Err(error) => return failed(cx, error).await,
-            };
-            let body = match &cx.translation {
-                Some(_) if !native => match dialect::encode(&mut cx, &body, usage).await {
-                    Ok(body) => body,
-                    Err(error) => return failed(cx, error).await,
-                },
-                Some(translation) => translation.with_previous_id(body),
-                None => body,
-            };
-            if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
-                keeper.keep(&body).await;
-            }
-            let body = match transcript_format(&cx) {
-                Some(format) => match transcript::render(&format, body) {
-                    Ok(rendered) => AnswerBody::Typed {
-                        content_type: HeaderValue::from_static(rendered.content_type),
-                        body: Body::from(rendered.body),
-                    },
-                    Err(error) => {
-                        let provider = cx.target.as_ref().map(|t| t.provider.clone());
-                        let error = plugins::PluginError {
-                            kind: plugins::ErrorKind::Upstream,
-                            message: error.to_string(),
-                            param: None,
-                            code: None,
-                            upstream_status: None,
-                        };
-                        let error =
-                            ApiError::provider(&provider.unwrap_or_default(), error, &cx.redactor);
-                        return failed(cx, error).await;
-                    }
-                },
-                None => AnswerBody::Json(body),
-            };
-            cx.finish(End::Answered(usage)).wait().await;
-            Ok(body)
-        }
-        Sent::Raw(raw) => {
-            let content_type = passthrough::content_type(&raw);
-            cx.request.release_body();
-            Ok(AnswerBody::Typed {
-                content_type,
-                body: passthrough::body(*raw, cx),
-            })
-        }
-        Sent::Events { events, usage } => {
-            let (events, stopped) = match guard::events(&mut cx, events).await {
-                Ok(passed) => passed,
-                Err(error) => return failed(cx, error).await,
-            };
-            let framing = match framing(&mut cx, false).await {
-                Ok(framing) => framing,
-                Err(error) => return failed(cx, error).await,
-            };
-            let dialect = cx.dialect;
-            let stop = stopped.as_ref().map(|error| (error, dialect));
-            let body = relay::local(events, usage, framing, stop).await;
-            cx.first_output();
-            let end = match stopped {
-                // Ended as a relayed stream a guard stops ends: sent, and incomplete.
-                Some(_) => End::Streamed {
-                    usage,
-                    text: String::new(),
-                    completed: false,
-                },
-                None => End::Answered(usage),
-            };
-            cx.finish(end).wait().await;
-            Ok(AnswerBody::Events(Body::from(body)))
-        }
-        Sent::Stream(upstream) => {
-            if upstream.native {
-                cx.cache.native_stream();
-            }
-            let framing = match framing(&mut cx, upstream.native).await {
-                Ok(framing) => framing,
-                Err(error) => return failed(cx, error).await,
-            };
-            if let Err(error) = guard::open_stream(&mut cx).await {
-                return failed(cx, error).await;
-            }
-            cx.release_body_for_stream();
-            Ok(AnswerBody::Events(relay::body(upstream, cx, framing)))
-        }
-    }
-}
-
-/// The `response_format` a transcription or translation is to be written in.
-fn transcript_format(cx: &Context) -> Option<String> {
-    match cx.operation {
-        plugins::Operation::AudioTranscriptions | plugins::Operation::AudioTranslations => Some(
-            cx.request
-                .string_field("response_format")
-                .unwrap_or_else(|| "json".to_owned()),
-        ),
-        _ => None,
-    }
-}
-
-/// How a stream is written for the client: as chat chunks, as the target's own events in the
-/// client's dialect, or re-encoded by the dialect plugin.
-async fn framing(cx: &mut Context, native: bool) -> Result<relay::Framing, ApiError> {
-    if cx.translation.is_none() {
-        return Ok(relay::Framing::Chat {
-            client_wants_usage: cx.request.client_wants_usage,
-        });
-    }
-    if native {
-        return Ok(relay::Framing::Native);
-    }
-    match dialect::encoder(cx).await? {
-        Some(encoder) => Ok(relay::Framing::Translated(Box::new(encoder))),
-        None => Ok(relay::Framing::Chat {
-            client_wants_usage: cx.request.client_wants_usage,
-        }),
-    }
+    Outcome::Answered { sent, headers }
 }
 
 /// Names the provider and model that answered and how many attempts it took; and the limits'

@@ -1,40 +1,51 @@
-//! The parse stage: the body read whole (under the body budget) and checked into the
-//! canonical request the later stages work on; a multipart upload is read by `upload.rs`. A
-//! dialect other than Chat Completions is decoded into the canonical form here (by its plugin,
-//! see `dialect.rs`), so that no stage between this one and the answer asks which it was.
+//! The parse stage: the canonical body the edge's way in read (or decoded) checked into the
+//! canonical request the later stages work on; a multipart upload is read by `upload.rs`. It
+//! never asks which dialect the client spoke.
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 
-use super::body::{self, Reservation};
-use super::context::{Context, Dialect};
-use super::dialect;
+use super::body::Reservation;
+use super::context::Context;
 use super::error::ApiError;
 use super::request::ClientRequest;
 use super::upload;
 use crate::plugins::Operation;
 use crate::state::AppState;
 
-/// Reads and parses the body into `cx.request`. The returned reservation is the body's share
-/// of the budget: keep it while the request is being answered.
+/// What the edge's way in hands this stage.
+pub enum Inbound {
+    /// A JSON body in `operation`'s canonical form, and its share of the body budget (kept
+    /// while the request is being answered).
+    Json {
+        operation: Operation,
+        bytes: Bytes,
+        reservation: Reservation,
+    },
+    /// A multipart upload (Chat Completions' audio endpoints), which the parse stage reads.
+    Upload(Body),
+}
+
+/// Parses the body into `cx.request`. The returned reservation is the body's share of the
+/// budget: keep it while the request is being answered.
 pub async fn parse(
     state: &AppState,
     cx: &mut Context,
     headers: &HeaderMap,
-    body: Body,
+    inbound: Inbound,
 ) -> Result<Reservation, ApiError> {
-    let reservation = match cx.operation {
-        Operation::AudioTranscriptions | Operation::AudioTranslations => {
+    let reservation = match inbound {
+        Inbound::Upload(body) => {
             let (request, reservation) = upload::read(state, cx.operation, headers, body).await?;
             cx.request = request;
             reservation
         }
-        _ => {
-            let (bytes, reservation) = body::read(state, body).await?;
-            cx.request = match cx.dialect {
-                Dialect::Chat => ClientRequest::parse(cx.operation, &bytes)?,
-                Dialect::Plugin => dialect::decode(cx, headers, &bytes).await?,
-            };
+        Inbound::Json {
+            operation,
+            bytes,
+            reservation,
+        } => {
+            cx.request = ClientRequest::parse(operation, &bytes)?;
             reservation
         }
     };

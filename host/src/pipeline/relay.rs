@@ -1,7 +1,7 @@
-//! The stream relay: server-sent events decoded from the upstream by the provider plugin and
-//! passed on to the client in its dialect: `data: {chunk}` then `data: [DONE]` for Chat
-//! Completions; `event: {type}` and the data as the upstream sent it from a target that speaks
-//! the client's dialect; or canonical chunks re-encoded by the dialect plugin.
+//! The stream relay: server-sent events decoded from the upstream by the provider plugin, passed
+//! through the answer's guards, and handed to the edge's [`Frame`] that writes them for the
+//! client (the relay moves canonical chunks, or a native target's own events, and never asks
+//! which dialect the client spoke).
 //!
 //! The relay pulls upstream bytes only as fast as the client takes events, so when the client
 //! goes away the body (and with it the upstream response) is dropped: the upstream connection is
@@ -17,109 +17,31 @@ use axum::body::{Body, Bytes};
 use futures_util::stream::{self, BoxStream};
 use futures_util::{FutureExt, StreamExt};
 
-use super::context::{Context, Dialect};
-use super::dialect::{Keeper, answered};
+use super::context::Context;
 use super::error::ApiError;
 use super::finish::End;
 use super::guard_watch::Watch;
-use crate::plugins::{
-    DialectEvent, DialectStream, PluginError, PluginFailure, ProviderStream, StreamOutput, Usage,
-};
+use crate::plugins::{PluginError, PluginFailure, ProviderStream, StreamOutput, Usage};
 use crate::redact::Redactor;
 
-const DONE: &[u8] = b"data: [DONE]\n\n";
+/// How relayed events are written for the client: the edge's way out chooses one when the
+/// stream opens. Each call gets the request (`None` once it has ended).
+pub trait Frame: Send + 'static {
+    /// The bytes for `events`; `ended`: the upstream ended behind them, with `usage`.
+    fn frame(
+        &mut self,
+        cx: Option<&Context>,
+        events: Vec<String>,
+        ended: bool,
+        usage: Option<Usage>,
+    ) -> impl Future<Output = Result<Vec<u8>, ApiError>> + Send;
 
-/// How the relay writes what the provider's decoder gives it.
-pub enum Framing {
-    /// Chat Completions: `data: {chunk}`, and `data: [DONE]` at the end.
-    Chat { client_wants_usage: bool },
-    /// The client's dialect from a target that speaks it: `event: {type}`, the data untouched.
-    Native,
-    /// Canonical chunks re-encoded in the client's dialect by its plugin.
-    Translated(Box<DialectStream>),
-}
-
-/// The whole SSE body of events a plugin produced without any upstream; a stream a guard
-/// `stopped` ends after its events with the client's dialect's error event instead.
-pub async fn local(
-    events: Vec<String>,
-    usage: Option<Usage>,
-    mut framing: Framing,
-    stopped: Option<(&ApiError, Dialect)>,
-) -> Vec<u8> {
-    let mut body = Vec::new();
-    match &mut framing {
-        Framing::Chat { client_wants_usage } => {
-            write_events(&mut body, events, *client_wants_usage);
-        }
-        Framing::Native => write_typed(&mut body, &events),
-        Framing::Translated(encoder) => {
-            if let Ok(Ok(encoded)) = encoder.push(&events).await {
-                write_named(&mut body, &encoded);
-            }
-        }
-    }
-    if let Some((error, dialect)) = stopped {
-        body.extend(error_event(&mut framing, error, dialect).await);
-        return body;
-    }
-    match &mut framing {
-        Framing::Chat { .. } => body.extend_from_slice(DONE),
-        Framing::Native => {}
-        Framing::Translated(encoder) => {
-            if let Ok(Ok(encoded)) = encoder.finish(usage).await {
-                write_named(&mut body, &encoded);
-            }
-        }
-    }
-    body
-}
-
-/// The error event that ends a stream in the client's dialect: its plugin's own when the
-/// stream is re-encoded, else the gateway's rendering of the dialect's shape.
-async fn error_event(framing: &mut Framing, error: &ApiError, dialect: Dialect) -> Vec<u8> {
-    let mut buf = Vec::new();
-    if let Framing::Translated(encoder) = framing
-        && let Ok(events) = encoder
-            .fail(error.status().as_u16(), &error.failure())
-            .await
-    {
-        write_named(&mut buf, &events);
-        return buf;
-    }
-    buf.extend_from_slice(error.stream_event(dialect).as_bytes());
-    buf
-}
-
-/// The SSE body of a cached answer's chunks re-encoded in the client's dialect, whose final
-/// Responses object is kept as a live stream's is.
-pub async fn replay_kept(
-    mut encoder: DialectStream,
-    events: Vec<String>,
-    usage: Option<Usage>,
-    keeper: &Keeper,
-) -> Result<Vec<u8>, ApiError> {
-    let mut encoded = answered(encoder.push(&events).await)?;
-    encoded.extend(answered(encoder.finish(usage).await)?);
-    for event in &encoded {
-        keep_final(keeper, &event.data).await;
-    }
-    let mut body = Vec::new();
-    write_named(&mut body, &encoded);
-    Ok(body)
-}
-
-/// The SSE body of a cached native stream's events, named by their type as the relay names a
-/// live one's; a Responses object they end with is kept.
-pub async fn replay_native(events: &[String], keeper: Option<&Keeper>) -> Vec<u8> {
-    if let Some(keeper) = keeper {
-        for event in events {
-            keep_final(keeper, event).await;
-        }
-    }
-    let mut body = Vec::new();
-    write_typed(&mut body, events);
-    body
+    /// The bytes that end the stream with `error`, as the client's API ends one mid-stream.
+    fn fail(
+        &mut self,
+        cx: Option<&Context>,
+        error: &ApiError,
+    ) -> impl Future<Output = Vec<u8>> + Send;
 }
 
 /// An upstream stream the attempt opened, for the relay to pass on.
@@ -136,11 +58,10 @@ pub struct Upstream {
     pub native: bool,
 }
 
-/// The response body relaying `upstream` through its plugin's decoder, written as `framing`
-/// says; it keeps the final Responses object with `keeper`, and finishes `cx`.
-pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
+/// The response body relaying `upstream` through its plugin's decoder, written by `framing`;
+/// it finishes `cx`.
+pub fn body(upstream: Box<Upstream>, cx: Context, framing: impl Frame) -> Body {
     let upstream = *upstream;
-    let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
     let mut cx = cx;
     let mut guard = cx.guard.take_chain();
     let watch = match (upstream.shadow, guard.take()) {
@@ -157,9 +78,7 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
         guard,
         watch,
         framing,
-        keeper,
         redactor: cx.redactor.clone(),
-        dialect: cx.dialect,
         cx: Some(cx),
         text: String::new(),
         usage: None,
@@ -179,7 +98,7 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: Framing) -> Body {
     Body::from_stream(events)
 }
 
-struct Relay {
+struct Relay<F> {
     /// The answer's guards, which the canonical chunks pass through before they are framed.
     guard: Option<super::guard::AnswerChain>,
     /// A native answer's guards, on its canonical view.
@@ -188,8 +107,6 @@ struct Relay {
     cx: Option<Context>,
     /// Keeps the request's secrets out of an error event relayed from the upstream.
     redactor: Redactor,
-    /// The client's dialect, which error events are written in.
-    dialect: Dialect,
     /// The text sent so far, kept only until the upstream reports usage.
     text: String,
     usage: Option<Usage>,
@@ -198,9 +115,8 @@ struct Relay {
     decoder: ProviderStream,
     upstream: BoxStream<'static, reqwest::Result<Bytes>>,
     idle_timeout: Duration,
-    framing: Framing,
-    /// Where the stream's final Responses object is kept, if anywhere.
-    keeper: Option<Keeper>,
+    /// Writes the events for the client (the edge's).
+    framing: F,
     ready: VecDeque<Bytes>,
     ended: bool,
     /// An error met behind gathered chunks, reported once their events are sent.
@@ -230,7 +146,7 @@ const GATHER_MAX: usize = 64 << 10;
 /// two turns of the scheduler to hand over a chunk it already holds.
 const GATHER_YIELDS: u32 = 2;
 
-impl Relay {
+impl<F: Frame> Relay<F> {
     /// The next bytes to send to the client, or `None` at the end.
     async fn next(&mut self) -> Option<Bytes> {
         loop {
@@ -294,7 +210,8 @@ impl Relay {
                             continue;
                         }
                     };
-                    let buf = match self.frame(events).await {
+                    let (cx, ended, usage) = (self.cx.as_ref(), self.ended, self.usage);
+                    let buf = match self.framing.frame(cx, events, ended, usage).await {
                         Ok(buf) => buf,
                         Err(error) => {
                             self.fail(&error).await;
@@ -367,6 +284,15 @@ impl Relay {
         Ok(Ok(out))
     }
 
+    /// Ends the stream with the client's API's error event, as the APIs do mid-stream.
+    async fn fail(&mut self, error: &ApiError) {
+        tracing::warn!("stream ended early: {error}");
+        let buf = self.framing.fail(self.cx.as_ref(), error).await;
+        self.ready.push_back(Bytes::from(buf));
+        self.ended = true;
+        self.failed = true;
+    }
+
     /// Adds one decoder call's output to `out`. A failure after events is kept for after them
     /// (the client gets the text before the error, as when each chunk was sent alone); a
     /// failure before any is handed back to be reported now.
@@ -389,84 +315,6 @@ impl Relay {
         };
         self.pending = Some(error);
         None
-    }
-
-    /// Writes decoded events as the client's dialect has them, closing the stream after the
-    /// last ones; a Responses object that is complete is kept before the client reads its end.
-    async fn frame(&mut self, events: Vec<String>) -> Result<Vec<u8>, ApiError> {
-        let mut buf = Vec::new();
-        match &mut self.framing {
-            Framing::Chat { client_wants_usage } => {
-                write_events(&mut buf, events, *client_wants_usage);
-                if self.ended {
-                    buf.extend_from_slice(DONE);
-                }
-            }
-            Framing::Native => {
-                let events = match self.cx.as_ref().and_then(|cx| cx.translation.as_ref()) {
-                    Some(translation) => events
-                        .into_iter()
-                        .map(|event| translation.with_previous_id(event))
-                        .collect(),
-                    None => events,
-                };
-                if let Some(keeper) = &self.keeper {
-                    for event in &events {
-                        keep_final(keeper, event).await;
-                    }
-                }
-                write_typed(&mut buf, &events);
-            }
-            Framing::Translated(encoder) => {
-                let mut encoded = if events.is_empty() {
-                    Vec::new()
-                } else {
-                    answered(encoder.push(&events).await)?
-                };
-                if self.ended {
-                    encoded.extend(answered(encoder.finish(self.usage).await)?);
-                }
-                if let Some(keeper) = &self.keeper {
-                    for event in &encoded {
-                        keep_final(keeper, &event.data).await;
-                    }
-                }
-                write_named(&mut buf, &encoded);
-            }
-        }
-        Ok(buf)
-    }
-
-    /// Ends the stream with an error event in the client's dialect, as the APIs do mid-stream.
-    async fn fail(&mut self, error: &ApiError) {
-        tracing::warn!("stream ended early: {error}");
-        let mut buf = Vec::new();
-        match &mut self.framing {
-            Framing::Native => {
-                let translation = self.cx.as_ref().and_then(|cx| {
-                    let translation = cx.translation.as_ref()?;
-                    Some((translation, cx.request.model.as_str()))
-                });
-                let events = match translation {
-                    Some((translation, model)) => {
-                        translation
-                            .native_failure(model, error.status().as_u16(), &error.failure())
-                            .await
-                    }
-                    None => None,
-                };
-                match events {
-                    Some(events) => write_named(&mut buf, &events),
-                    None => buf.extend_from_slice(error.stream_event(self.dialect).as_bytes()),
-                }
-            }
-            framing @ (Framing::Chat { .. } | Framing::Translated(_)) => {
-                buf = error_event(framing, error, self.dialect).await;
-            }
-        }
-        self.ready.push_back(Bytes::from(buf));
-        self.ended = true;
-        self.failed = true;
     }
 }
 
@@ -524,67 +372,7 @@ fn unreachable(provider: &str, e: reqwest::Error) -> ApiError {
     }
 }
 
-/// Keeps the Responses object a `response.completed` (or `.incomplete`) event carries.
-async fn keep_final(keeper: &Keeper, event: &str) {
-    #[derive(serde::Deserialize)]
-    struct Final<'a> {
-        #[serde(rename = "type", borrow)]
-        kind: std::borrow::Cow<'a, str>,
-        #[serde(default, borrow)]
-        response: Option<&'a serde_json::value::RawValue>,
-    }
-    // Cheap pre-check: most events are deltas.
-    if !event.contains("response.completed") && !event.contains("response.incomplete") {
-        return;
-    }
-    if let Ok(Final {
-        kind,
-        response: Some(response),
-    }) = serde_json::from_str::<Final<'_>>(event)
-        && (kind == "response.completed" || kind == "response.incomplete")
-    {
-        keeper.keep(response.get()).await;
-    }
-}
-
-/// Frames a dialect's own events: `event:` is each event's `type`.
-fn write_typed(buf: &mut Vec<u8>, events: &[String]) {
-    #[derive(serde::Deserialize)]
-    struct Typed<'a> {
-        #[serde(rename = "type", borrow)]
-        kind: std::borrow::Cow<'a, str>,
-    }
-    for event in events {
-        if let Ok(Typed { kind }) = serde_json::from_str::<Typed<'_>>(event)
-            && !kind.is_empty()
-            && !kind.contains(['\r', '\n'])
-        {
-            buf.extend_from_slice(b"event: ");
-            buf.extend_from_slice(kind.as_bytes());
-            buf.push(b'\n');
-        }
-        buf.extend_from_slice(b"data: ");
-        buf.extend_from_slice(event.as_bytes());
-        buf.extend_from_slice(b"\n\n");
-    }
-}
-
-/// Frames events a dialect plugin named.
-fn write_named(buf: &mut Vec<u8>, events: &[DialectEvent]) {
-    for event in events {
-        if !event.name.is_empty() && !event.name.contains(['\r', '\n']) {
-            buf.extend_from_slice(b"event: ");
-            buf.extend_from_slice(event.name.as_bytes());
-            buf.push(b'\n');
-        }
-        buf.extend_from_slice(b"data: ");
-        // One `data:` line per line of data, as SSE requires.
-        buf.extend_from_slice(event.data.replace('\n', "\ndata: ").as_bytes());
-        buf.extend_from_slice(b"\n\n");
-    }
-}
-
-impl Relay {
+impl<F> Relay<F> {
     /// The watch's decoder reads the bytes it has not read (with `end`, and the upstream's end).
     async fn watch_read(&mut self, end: bool) -> Result<(), ApiError> {
         match &mut self.watch {
@@ -636,7 +424,7 @@ impl Relay {
     }
 }
 
-impl Drop for Relay {
+impl<F> Drop for Relay<F> {
     fn drop(&mut self) {
         // A stream dropped before its end: its client gets nothing more, nothing waits.
         drop(self.end());
@@ -687,37 +475,6 @@ fn delta_text(event: &str, text: &mut String) {
             }
         }
     }
-}
-
-/// Frames events as SSE. The usage-only chunk (empty `choices`) is kept only for clients that
-/// asked for it: the gateway always asks upstream for usage, but a client that did not may not
-/// expect a chunk without choices.
-fn write_events(buf: &mut Vec<u8>, events: Vec<String>, client_wants_usage: bool) {
-    for event in events {
-        if !client_wants_usage && is_usage_only(&event) {
-            continue;
-        }
-        buf.extend_from_slice(b"data: ");
-        buf.extend_from_slice(event.as_bytes());
-        buf.extend_from_slice(b"\n\n");
-    }
-}
-
-fn is_usage_only(event: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        #[serde(default)]
-        choices: Vec<serde::de::IgnoredAny>,
-        #[serde(default)]
-        usage: Option<serde::de::IgnoredAny>,
-    }
-    // Cheap pre-check: only an event with an empty choices list can be usage-only.
-    if !event.contains("\"choices\":[]") && !event.contains("\"choices\": []") {
-        return false;
-    }
-    serde_json::from_str::<Probe>(event)
-        .map(|p| p.choices.is_empty() && p.usage.is_some())
-        .unwrap_or(false)
 }
 
 #[cfg(test)]
@@ -779,24 +536,5 @@ mod tests {
             &mut text,
         );
         assert_eq!(text, "Hello \"x\"{}!");
-    }
-
-    #[test]
-    fn drops_the_usage_chunk_only_for_clients_that_did_not_ask() {
-        let events = || {
-            vec![
-                r#"{"choices":[{"delta":{"content":"a"}}],"usage":null}"#.to_owned(),
-                r#"{"choices":[],"usage":{"prompt_tokens":1}}"#.to_owned(),
-            ]
-        };
-        let mut without = Vec::new();
-        write_events(&mut without, events(), false);
-        let mut with = Vec::new();
-        write_events(&mut with, events(), true);
-        assert_eq!(
-            String::from_utf8_lossy(&without).matches("data: ").count(),
-            1
-        );
-        assert_eq!(String::from_utf8_lossy(&with).matches("data: ").count(), 2);
     }
 }

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use super::request_log::{LoggedAtEnd, RequestId};
-use crate::pipeline::dialect::{self as edge_of, Edge};
+use crate::pipeline::edge::{self as edge_of, Edge};
 use crate::pipeline::{self, ApiError, Dialect, Incoming};
 use crate::plugins::{KeySource, Mounted, RouteKind, Unmatched};
 use crate::state::AppState;
@@ -121,20 +121,16 @@ async fn call(
     id: Option<Extension<RequestId>>,
     body: Body,
 ) -> Response {
-    let dialect = Arc::clone(&edge.matched.dialect);
     let incoming = Incoming {
         dialect: Dialect::Plugin,
-        operation: edge_of::operation_of(&dialect),
+        operation: edge_of::operation_of(&edge.matched.dialect),
         request_id: id.map(|Extension(RequestId(id))| id).unwrap_or_default(),
         headers,
         body,
         edge: Some(edge),
     };
-    let reply = pipeline::run(state, incoming).await;
-    let mut response = match &reply.result {
-        Err(refused) => error(&dialect, refused).await,
-        Ok(_) => super::proxy::respond(reply),
-    };
+    // Its errors come written by the dialect's plugin, from the pipeline's way out.
+    let mut response = super::proxy::respond(pipeline::run(state, incoming).await);
     response.extensions_mut().insert(LoggedAtEnd);
     response
 }

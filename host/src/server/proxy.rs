@@ -97,7 +97,13 @@ async fn proxy(
 pub(super) fn respond(reply: Reply) -> Response {
     let answer = match reply.result {
         Ok(answer) => answer,
-        Err(error) => return error.response(reply.dialect),
+        Err(error) => {
+            let mut response = error.response(reply.dialect);
+            if let Some(body) = reply.error_body {
+                *response.body_mut() = Body::from(body);
+            }
+            return response;
+        }
     };
     let mut response = match answer.body {
         AnswerBody::Json(body) => (

@@ -1,20 +1,22 @@
-//! A hit served: the kept answer in the client's dialect, whole or replayed as a stream, the
-//! request ended as a hit (cost 0, the cost it saved). See `cache.rs` for when a request hits.
+//! The way out for a cache hit (exact or semantic): the kept answer in the client's dialect,
+//! whole or replayed as a stream, the request ended as a hit (cost 0, the cost it saved). See
+//! `cache.rs` for when a request hits.
 
 use axum::body::Body;
 use axum::http::HeaderValue;
 
-use super::cache::Hit;
-use super::context::{Context, Dialect, Tried};
-use super::finish::End;
-use super::{Answer, AnswerBody, Reply, relay};
+use super::encode::encode;
+use super::frame::{self, Framing};
 use crate::cache::answer::{self, Entry, Form};
 use crate::cache::now_ms;
+use crate::pipeline::cache::Hit;
+use crate::pipeline::context::{Context, Dialect, Tried};
+use crate::pipeline::finish::End;
+use crate::pipeline::{Answer, AnswerBody, ApiError};
 use crate::plugins::Usage;
 
 /// Answers the request from `hit` in the client's dialect, and ends it as a hit.
-pub(super) async fn serve(mut cx: Context, hit: Hit) -> Reply {
-    let dialect = cx.dialect;
+pub(super) async fn serve(mut cx: Context, hit: Hit) -> Result<Answer, ApiError> {
     let Hit { entry } = hit;
     let usage = entry.usage.map(Usage::from);
     let id = format!("{}/{}", entry.provider, entry.model);
@@ -31,7 +33,7 @@ pub(super) async fn serve(mut cx: Context, hit: Hit) -> Reply {
         price,
         system,
     });
-    let mut headers = super::answer_headers(&cx, &entry.provider, &entry.model, 0);
+    let mut headers = crate::pipeline::answer_headers(&cx, &entry.provider, &entry.model, 0);
     let age = now_ms().saturating_sub(entry.stored_ms) / 1000;
     headers.push((http::header::AGE, HeaderValue::from(age)));
     let body = match entry.form {
@@ -42,17 +44,11 @@ pub(super) async fn serve(mut cx: Context, hit: Hit) -> Reply {
     match body {
         Ok(body) => {
             cx.finish(End::Cached(usage)).wait().await;
-            Reply {
-                dialect,
-                result: Ok(Answer { headers, body }),
-            }
+            Ok(Answer { headers, body })
         }
         Err(error) => {
             cx.finish(End::Failed(&error)).wait().await;
-            Reply {
-                dialect,
-                result: Err(error),
-            }
+            Err(error)
         }
     }
 }
@@ -63,10 +59,10 @@ async fn whole(
     cx: &mut Context,
     completion: &str,
     usage: Option<Usage>,
-) -> Result<AnswerBody, super::ApiError> {
+) -> Result<AnswerBody, ApiError> {
     let body = match cx.dialect {
         Dialect::Chat => completion.to_owned(),
-        Dialect::Plugin => super::dialect::encode(cx, completion, usage).await?,
+        Dialect::Plugin => encode(cx, completion, usage).await?,
     };
     if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
         keeper.keep(&body).await;
@@ -94,7 +90,7 @@ async fn native(cx: &Context, entry: &Entry) -> AnswerBody {
         return AnswerBody::Json(body);
     }
     let events: Vec<String> = entry.events.iter().map(|e| own(e)).collect();
-    AnswerBody::Events(Body::from(relay::replay_native(&events, keeper).await))
+    AnswerBody::Events(Body::from(frame::replay_native(&events, keeper).await))
 }
 
 /// A new id in the style of `old` (`msg_…`, `resp_…`).
@@ -110,15 +106,15 @@ async fn replay(
     cx: &mut Context,
     completion: &str,
     usage: Option<Usage>,
-) -> Result<AnswerBody, super::ApiError> {
+) -> Result<AnswerBody, ApiError> {
     let events = answer::chunks(completion).unwrap_or_default();
-    let framing = super::framing(cx, false).await?;
+    let framing = super::out::framing(cx, false).await?;
     let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
     let body = match (framing, keeper) {
-        (relay::Framing::Translated(encoder), Some(keeper)) => {
-            relay::replay_kept(*encoder, events, usage, &keeper).await?
+        (Framing::Translated(encoder), Some(keeper)) => {
+            frame::replay_kept(*encoder, events, usage, &keeper).await?
         }
-        (framing, _) => relay::local(events, usage, framing, None).await,
+        (framing, _) => frame::local(events, usage, framing, None).await,
     };
     cx.first_output();
     Ok(AnswerBody::Events(Body::from(body)))

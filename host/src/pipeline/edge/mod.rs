@@ -1,33 +1,55 @@
-//! The pipeline's edge for the registry's dialects (Anthropic's Messages, OpenAI's Responses,
-//! Google's GenAI, ...): a request decoded into the canonical request by its dialect's plugin
-//! (in `parse`), sent as the client wrote it to a target that speaks the dialect itself (in
-//! `attempt`), and answers encoded back by the plugin when the target did not (whole here,
-//! streamed in `relay`). Which dialect it is comes from the route the server matched
-//! ([`Edge`]); nothing here knows a dialect by name ([`operation_of`] matches a declared name to
-//! the provider contract's operations).
+//! The pipeline's edge: the client's API, in at the start and out at the end. A request of a
+//! registry dialect (Anthropic's Messages, OpenAI's Responses, Google's GenAI, ...) is decoded
+//! once by its dialect's plugin into the canonical request ([`decode`]), and everything the
+//! stages hand back (a whole answer, a stream, a local or cached answer, an error) leaves
+//! through one way out ([`out`]), encoded back by the plugin unless the target spoke the
+//! dialect itself. Chat Completions is the identity edge on the same path: its body is the
+//! canonical one, and its answers are written as they are.
+//!
+//! Between the two the stages speak only the canonical form, or the client's own body, which a
+//! target that speaks the dialect gets untouched ([`Translation::native_request`]). Which
+//! dialect it is comes from the route the server matched ([`Edge`]); nothing here knows a
+//! dialect by name ([`operation_of`] matches a declared name to the provider contract's
+//! operations).
 //!
 //! Responses the client asks to keep (`store`, the default) are kept in the ledger's database,
 //! whichever upstream answered, and a `previous_response_id` is replayed from there, so that a
-//! conversation can move between providers and replicas.
+//! conversation can move between providers and replicas (see `replay.rs`).
+//!
+//! Here: the way in ([`decode`]), the request's [`Translation`], and a dialect's routes that are
+//! no model call ([`count_tokens`], [`models`]). Beside it: `out.rs` (the way out), `encode.rs`
+//! (the plugin's encodings), `frame.rs` (a stream written for the client), `hit.rs` (a cache
+//! hit written), `json_array.rs` (a stream as one JSON array), `replay.rs` (Responses kept and
+//! replayed).
+
+mod encode;
+mod frame;
+mod hit;
+mod json_array;
+mod out;
+mod replay;
 
 use std::sync::Arc;
 
+use axum::body::{Body, Bytes};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
-use super::context::{Context, Dialect};
+use super::context::Context;
 use super::count::{Counted, Counter};
 use super::error::ApiError;
+use super::parse::Inbound;
 use super::raw_json::{self, Fields, MAX_FIELDS, Unreadable};
 use super::request::ClientRequest;
 use crate::gateway::Gateway;
-use crate::ledger::Store;
-use crate::ledger::responses::{self, HistoryError, StoredResponse};
 use crate::plugins::{
-    AnswerInfo, Canonical, CanonicalRequest, Decoded, DialectCallRequest, DialectEvent,
-    DialectPlugin, DialectStream, Failure, Framing, Matched, Mounted, NativeCall, Operation,
-    PluginError, PluginFailure, SlotKind, Usage,
+    AnswerInfo, Canonical, CanonicalRequest, Decoded, DialectCallRequest, DialectPlugin, Failure,
+    Framing, Matched, Mounted, NativeCall, Operation, PluginError, PluginFailure, SlotKind,
 };
+use crate::state::AppState;
+
+pub use encode::error_body;
+pub use out::{Outcome, out};
+use replay::Keeper;
 
 /// A request on a registry dialect's route: the route, and the config snapshot it was found in
 /// (the request runs on that one, and its errors are written by that snapshot's plugin).
@@ -57,7 +79,7 @@ pub struct Translation {
     pub(super) route: String,
     params: Vec<(String, String)>,
     /// How a streamed answer is framed for the client.
-    pub framing: Framing,
+    framing: Framing,
     /// The client's body (with `previous_response_id` replayed into `input`), for targets that
     /// speak the dialect natively.
     native: Fields,
@@ -67,35 +89,38 @@ pub struct Translation {
     answer_id: String,
     created: u64,
     /// Where the answer is kept (Responses with `store`), if anywhere.
-    pub keeper: Option<Keeper>,
+    keeper: Option<Keeper>,
     /// The `previous_response_id` the request continued. A native target never sees it (the
     /// conversation is replayed into `input`), so its answer is told.
-    pub previous_id: Option<String>,
-}
-
-/// Keeps one Responses answer, so that `GET /v1/responses/{id}` and a later
-/// `previous_response_id` find it.
-#[derive(Clone)]
-pub struct Keeper {
-    store: Arc<dyn Store>,
-    project: String,
     previous_id: Option<String>,
-    /// The request's own input items (not the replayed ones), with ids.
-    input_items: String,
 }
 
-/// Decodes a dialect body into the canonical request, and keeps what the later stages need in
-/// `cx.translation`.
+/// The edge's way in: reads the body (under the body budget) and decodes a dialect's into the
+/// canonical form, keeping in `cx.translation` what the way out needs to answer in the dialect
+/// (its plugin, the client's own body, the framing). Chat Completions' body is already
+/// canonical; a multipart upload is read by the parse stage.
 pub async fn decode(
+    state: &AppState,
     cx: &mut Context,
     headers: &http::HeaderMap,
-    bytes: &[u8],
-) -> Result<ClientRequest, ApiError> {
+    body: Body,
+) -> Result<Inbound, ApiError> {
+    if matches!(
+        cx.operation,
+        Operation::AudioTranscriptions | Operation::AudioTranslations
+    ) {
+        return Ok(Inbound::Upload(body));
+    }
+    let (bytes, reservation) = super::body::read(state, body).await?;
     let Some(edge) = cx.edge.clone() else {
-        return ClientRequest::parse(cx.operation, bytes);
+        return Ok(Inbound::Json {
+            operation: cx.operation,
+            bytes,
+            reservation,
+        });
     };
     let plugin = edge.dialect.plugin.clone();
-    let mut fields = raw_json::object(bytes, MAX_FIELDS).map_err(|e| match e {
+    let mut fields = raw_json::object(&bytes, MAX_FIELDS).map_err(|e| match e {
         Unreadable::Syntax(_)
         | Unreadable::NotAnObject
         | Unreadable::TooDeep
@@ -103,7 +128,7 @@ pub async fn decode(
     })?;
     // Only the Responses API chains turns (`previous_response_id`) through the store.
     let keeper = if cx.operation == Operation::Responses {
-        replay(cx, &mut fields).await?
+        replay::replay(cx, &mut fields).await?
     } else {
         None
     };
@@ -122,7 +147,6 @@ pub async fn decode(
     if cx.operation == Operation::ChatCompletions {
         cx.operation = canonical;
     }
-    let request = ClientRequest::parse(canonical, decoded.body.as_bytes())?;
     fields.shift_remove("previous_response_id");
     let prefix = if cx.operation == Operation::Messages {
         "msg_"
@@ -143,7 +167,11 @@ pub async fn decode(
         keeper,
         previous_id,
     });
-    Ok(request)
+    Ok(Inbound::Json {
+        operation: canonical,
+        bytes: Bytes::from(decoded.body),
+        reservation,
+    })
 }
 
 /// The host's operation for a plugin's canonical one.
@@ -173,115 +201,8 @@ async fn decode_fields(
     answered(call.decode(&request).await)
 }
 
-/// Responses: replays `previous_response_id`'s conversation into `input`, and says where the
-/// answer is to be kept (none with `store: false`).
-async fn replay(cx: &Context, fields: &mut Fields) -> Result<Option<Keeper>, ApiError> {
-    let store = cx.ledger.store();
-    let project = cx.caller.project.clone();
-    let keep = fields.get("store").is_none_or(|raw| raw.get() != "false");
-    // Left in the body for the plugin (the response object echoes it); out of what a native
-    // target gets (see `decode`), since the conversation is replayed into `input` here.
-    let previous_id = fields
-        .get("previous_response_id")
-        .and_then(|raw| raw_json::string(raw));
-    let mut input = input_items(fields.get("input").map(|raw| &**raw));
-    let mut kept = input.clone();
-    kept.iter_mut().for_each(long_form);
-    if let Some(previous) = &previous_id {
-        let history = {
-            let (store, project, previous) = (store.clone(), project.clone(), previous.clone());
-            tokio::task::spawn_blocking(move || {
-                responses::history(store.as_ref(), &project, &previous)
-            })
-            .await
-            .map_err(|e| ApiError::LedgerUnavailable(e.to_string()))?
-        };
-        let mut history = history.map_err(|e| match e {
-            HistoryError::NotFound => ApiError::PreviousResponseNotFound(previous.clone()),
-            HistoryError::TooLong => ApiError::ConversationTooLong(previous.clone()),
-            HistoryError::Corrupt(detail) | HistoryError::Store(detail) => {
-                ApiError::LedgerUnavailable(detail)
-            }
-        })?;
-        history.retain_mut(replayable);
-        history.append(&mut input);
-        input = history;
-    }
-    if previous_id.is_some() {
-        let raw = serde_json::value::to_raw_value(&input)
-            .map_err(|e| ApiError::InvalidJson(e.to_string()))?;
-        fields.insert("input".to_owned(), raw);
-    }
-    Ok(keep.then(|| Keeper {
-        store,
-        project,
-        previous_id,
-        input_items: Value::Array(kept).to_string(),
-    }))
-}
-
-/// A request's `input` as items: a string is one user message.
-fn input_items(input: Option<&RawValue>) -> Vec<Value> {
-    let Some(raw) = input else {
-        return Vec::new();
-    };
-    match serde_json::from_str::<Value>(raw.get()) {
-        Ok(Value::String(text)) => vec![serde_json::json!({
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": text}],
-        })],
-        Ok(Value::Array(items)) => items,
-        // Not the API's shape: the dialect plugin names the fault.
-        Ok(_) | Err(_) => Vec::new(),
-    }
-}
-
-/// An input item as `GET /v1/responses/{id}/input_items` lists it: typed, with an id, and a
-/// message's text as content parts (`input_text`, or `output_text` for the assistant's).
-fn long_form(item: &mut Value) {
-    let Value::Object(fields) = item else {
-        return;
-    };
-    if !fields.contains_key("type") && fields.contains_key("role") {
-        fields.insert("type".to_owned(), Value::from("message"));
-    }
-    if fields.get("type").and_then(Value::as_str) == Some("message")
-        && let Some(Value::String(text)) = fields.get("content")
-    {
-        let part = match fields.get("role").and_then(Value::as_str) {
-            Some("assistant") => "output_text",
-            _ => "input_text",
-        };
-        let content = serde_json::json!([{"type": part, "text": text}]);
-        fields.insert("content".to_owned(), content);
-    }
-    if !fields.contains_key("id") {
-        let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
-        fields.insert("id".to_owned(), Value::String(id));
-    }
-}
-
-/// Whether a kept item can be sent again, made so: ids and statuses of kept items are the
-/// gateway's (or another upstream's), so they are left out; a reasoning item means something
-/// only with its encrypted content.
-fn replayable(item: &mut Value) -> bool {
-    let Value::Object(fields) = item else {
-        return false;
-    };
-    match fields.get("type").and_then(Value::as_str) {
-        Some("reasoning") => fields.contains_key("encrypted_content"),
-        Some("message" | "function_call" | "function_call_output") | None => {
-            fields.remove("id");
-            fields.remove("status");
-            true
-        }
-        Some(_) => true,
-    }
-}
-
 /// The allowlisted client headers, bounded and printable.
-pub(super) fn forwarded(headers: &http::HeaderMap) -> Vec<(String, String)> {
+pub fn forwarded(headers: &http::HeaderMap) -> Vec<(String, String)> {
     FORWARDED
         .iter()
         .filter_map(|name| {
@@ -347,107 +268,39 @@ impl Translation {
             echo: self.echo.clone(),
         }
     }
-}
 
-/// Encodes a whole canonical answer in the client's dialect.
-pub async fn encode(
-    cx: &mut Context,
-    completion: &str,
-    usage: Option<Usage>,
-) -> Result<String, ApiError> {
-    let tokens = cx.prompt_tokens();
-    let Some(translation) = &cx.translation else {
-        return Ok(completion.to_owned());
-    };
-    let info = translation.info(&cx.request.model, tokens);
-    let mut call = translation
-        .plugin
-        .start(SlotKind::Call)
-        .await
-        .map_err(ApiError::plugin)?;
-    answered(call.encode(&info, completion, usage).await)
-}
-
-/// A stream encoder for the client's dialect; `None` for Chat Completions.
-pub async fn encoder(cx: &mut Context) -> Result<Option<DialectStream>, ApiError> {
-    let tokens = cx.prompt_tokens();
-    let Some(translation) = &cx.translation else {
-        return Ok(None);
-    };
-    let info = translation.info(&cx.request.model, tokens);
-    let call = translation
-        .plugin
-        .start(SlotKind::Stream)
-        .await
-        .map_err(ApiError::plugin)?;
-    call.open_stream(&info)
-        .await
-        .map(Some)
-        .map_err(ApiError::plugin)
-}
-
-/// The body of an error in the client's dialect, written by its plugin; the host's own
-/// rendering of the same shape when the plugin cannot.
-pub async fn error_body(
-    plugin: Option<DialectPlugin>,
-    dialect: Dialect,
-    error: &ApiError,
-) -> String {
-    let (status, fallback) = error.render(dialect);
-    let Some(plugin) = plugin else {
-        return fallback;
-    };
-    let written = match plugin.start(SlotKind::Call).await {
-        Ok(mut call) => call.encode_error(status.as_u16(), &error.failure()).await,
-        Err(failure) => Err(failure),
-    };
-    match written {
-        Ok(body) if serde_json::from_str::<serde::de::IgnoredAny>(&body).is_ok() => body,
-        Ok(_) => fallback,
-        Err(failure) => {
-            tracing::warn!("the dialect plugin could not write an error: {failure}");
-            fallback
+    /// A native Responses object (or an event carrying one) with the `previous_response_id` the
+    /// client sent, which the target was not given. Anything else is returned as it is.
+    pub fn with_previous_id(&self, json: String) -> String {
+        let Some(previous) = &self.previous_id else {
+            return json;
+        };
+        if !json.contains("\"previous_response_id\"") {
+            return json;
+        }
+        let Ok(mut value) = serde_json::from_str::<Value>(&json) else {
+            return json;
+        };
+        let target = match value.get("response") {
+            Some(Value::Object(_)) => value.get_mut("response"),
+            _ => Some(&mut value),
+        };
+        match target {
+            Some(Value::Object(object)) if object.contains_key("previous_response_id") => {
+                object.insert(
+                    "previous_response_id".to_owned(),
+                    Value::from(previous.as_str()),
+                );
+                value.to_string()
+            }
+            _ => json,
         }
     }
-}
-
-impl Keeper {
-    /// Keeps `response` (the Responses object as the client receives it). A failure is logged:
-    /// the answer itself is not lost for it.
-    pub async fn keep(&self, response: &str) {
-        let id = serde_json::from_str::<IdOnly>(response).map(|r| r.id);
-        let Ok(id) = id else {
-            tracing::warn!("a Responses answer without an id cannot be kept");
-            return;
-        };
-        let stored = StoredResponse {
-            id,
-            project: self.project.clone(),
-            created_us: crate::ledger::time::now_us(),
-            previous_id: self.previous_id.clone(),
-            input_items: self.input_items.clone(),
-            response: response.to_owned(),
-        };
-        let store = Arc::clone(&self.store);
-        let kept = tokio::task::spawn_blocking(move || store.put_response(&stored)).await;
-        match kept {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!("cannot keep a response: {e:#}"),
-            Err(e) => tracing::error!("cannot keep a response: {e}"),
-        }
-    }
-}
-
-#[derive(serde::Deserialize)]
-struct IdOnly {
-    id: String,
 }
 
 /// A dialect plugin call's outcome: its value, or the error the client sees (the plugin
 /// failed, or it refused the request in its own terms).
-pub(super) fn answered<T>(
-    called: Result<Result<T, Failure>, PluginFailure>,
-) -> Result<T, ApiError> {
+fn answered<T>(called: Result<Result<T, Failure>, PluginFailure>) -> Result<T, ApiError> {
     called
         .map_err(ApiError::plugin)?
         .map_err(|failure| ApiError::DialectRejected(plugin_error(failure)))
@@ -535,49 +388,6 @@ pub async fn models(edge: &Matched, list: &str) -> Result<String, ApiError> {
         .await
         .map_err(ApiError::plugin)?;
     answered(call.encode_models(&edge.route().name, list).await)
-}
-
-impl Translation {
-    /// The events that end a native stream which broke, in the dialect's shape: its plugin's
-    /// stream encoder's `fail`, as for a translated stream.
-    pub async fn native_failure(
-        &self,
-        model: &str,
-        status: u16,
-        failure: &Failure,
-    ) -> Option<Vec<DialectEvent>> {
-        let call = self.plugin.start(SlotKind::Call).await.ok()?;
-        let mut encoder = call.open_stream(&self.info(model, 0)).await.ok()?;
-        encoder.fail(status, failure).await.ok()
-    }
-
-    /// A native Responses object (or an event carrying one) with the `previous_response_id` the
-    /// client sent, which the target was not given. Anything else is returned as it is.
-    pub fn with_previous_id(&self, json: String) -> String {
-        let Some(previous) = &self.previous_id else {
-            return json;
-        };
-        if !json.contains("\"previous_response_id\"") {
-            return json;
-        }
-        let Ok(mut value) = serde_json::from_str::<Value>(&json) else {
-            return json;
-        };
-        let target = match value.get("response") {
-            Some(Value::Object(_)) => value.get_mut("response"),
-            _ => Some(&mut value),
-        };
-        match target {
-            Some(Value::Object(object)) if object.contains_key("previous_response_id") => {
-                object.insert(
-                    "previous_response_id".to_owned(),
-                    Value::from(previous.as_str()),
-                );
-                value.to_string()
-            }
-            _ => json,
-        }
-    }
 }
 
 impl Translation {

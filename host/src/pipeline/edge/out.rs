@@ -1,0 +1,210 @@
+//! The edge's way out: every answer and every error of a request leaves through [`out`],
+//! written in the client's API (whole, streamed, as one JSON array, from the cache, refused);
+//! the request is finished here (its record in the journal before the answer goes), or handed
+//! to the stream that will finish it.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderName, HeaderValue};
+
+use super::encode::{encode, encoder, error_body};
+use super::frame::{self, Framing};
+use super::{hit, json_array};
+use crate::pipeline::attempt::Sent;
+use crate::pipeline::cache::Hit;
+use crate::pipeline::context::Context;
+use crate::pipeline::error::ApiError;
+use crate::pipeline::finish::End;
+use crate::pipeline::{Answer, AnswerBody, Reply, guard, passthrough, relay, transcript};
+use crate::plugins;
+
+/// What the stages hand the way out.
+pub enum Outcome {
+    /// A target answered; `headers` say which, and the limits' state.
+    Answered {
+        sent: Sent,
+        headers: Vec<(HeaderName, HeaderValue)>,
+    },
+    /// The response cache (exact or semantic) had the answer.
+    Hit(Hit),
+    /// A stage refused the request, or it failed.
+    Failed(ApiError),
+}
+
+/// Writes `outcome` for the client, and ends the request (or hands it to its stream). An error
+/// on a registry dialect's route is written by its plugin, from the request's own snapshot.
+pub async fn out(cx: Context, outcome: Outcome) -> Reply {
+    let dialect = cx.dialect;
+    // A stream the client asked for as one JSON array (Google's `streamGenerateContent` without
+    // `alt=sse`), live or from the cache.
+    let array = cx
+        .translation
+        .as_ref()
+        .is_some_and(|t| t.framing == plugins::Framing::JsonArray);
+    let mounted = cx.edge.as_ref().map(|matched| Arc::clone(&matched.dialect));
+    let result = match outcome {
+        Outcome::Answered { sent, headers } => {
+            answer(cx, sent).await.map(|body| Answer { headers, body })
+        }
+        Outcome::Hit(hit) => hit::serve(cx, hit).await,
+        Outcome::Failed(error) => {
+            cx.finish(End::Failed(&error)).wait().await;
+            Err(error)
+        }
+    };
+    let result = if array {
+        result.map(json_array::reframe)
+    } else {
+        result
+    };
+    let error_body = match (result.as_ref().err(), mounted) {
+        (Some(error), Some(mounted)) => {
+            Some(error_body(Some(mounted.plugin.clone()), dialect, error).await)
+        }
+        _ => None,
+    };
+    Reply {
+        dialect,
+        result,
+        error_body,
+    }
+}
+
+/// The answer's body in the client's dialect: encoded by the dialect plugin unless the target
+/// spoke it; a Responses answer kept before the client has it. Finishes `cx` (its record in
+/// the journal before the answer goes), or hands it to the stream that will.
+async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
+    async fn failed(cx: Context, error: ApiError) -> Result<AnswerBody, ApiError> {
+        cx.finish(End::Failed(&error)).wait().await;
+        Err(error)
+    }
+    match sent {
+        Sent::Whole {
+            body,
+            usage,
+            native,
+        } => {
+            // A native answer was checked by its guards in the attempt, on its canonical view.
+            let checked = match native {
+                true => Ok(body),
+                false => guard::whole(&mut cx, body).await,
+            };
+            let body = match checked {
+                Ok(body) => body,
+                Err(error) => return failed(cx, error).await,
+            };
+            let body = match &cx.translation {
+                Some(_) if !native => match encode(&mut cx, &body, usage).await {
+                    Ok(body) => body,
+                    Err(error) => return failed(cx, error).await,
+                },
+                Some(translation) => translation.with_previous_id(body),
+                None => body,
+            };
+            if let Some(keeper) = cx.translation.as_ref().and_then(|t| t.keeper.as_ref()) {
+                keeper.keep(&body).await;
+            }
+            let body = match transcript_format(&cx) {
+                Some(format) => match transcript::render(&format, body) {
+                    Ok(rendered) => AnswerBody::Typed {
+                        content_type: HeaderValue::from_static(rendered.content_type),
+                        body: Body::from(rendered.body),
+                    },
+                    Err(error) => {
+                        let provider = cx.target.as_ref().map(|t| t.provider.clone());
+                        let error = plugins::PluginError {
+                            kind: plugins::ErrorKind::Upstream,
+                            message: error.to_string(),
+                            param: None,
+                            code: None,
+                            upstream_status: None,
+                        };
+                        let error =
+                            ApiError::provider(&provider.unwrap_or_default(), error, &cx.redactor);
+                        return failed(cx, error).await;
+                    }
+                },
+                None => AnswerBody::Json(body),
+            };
+            cx.finish(End::Answered(usage)).wait().await;
+            Ok(body)
+        }
+        Sent::Raw(raw) => {
+            let content_type = passthrough::content_type(&raw);
+            cx.request.release_body();
+            Ok(AnswerBody::Typed {
+                content_type,
+                body: passthrough::body(*raw, cx),
+            })
+        }
+        Sent::Events { events, usage } => {
+            let (events, stopped) = match guard::events(&mut cx, events).await {
+                Ok(passed) => passed,
+                Err(error) => return failed(cx, error).await,
+            };
+            let framing = match framing(&mut cx, false).await {
+                Ok(framing) => framing,
+                Err(error) => return failed(cx, error).await,
+            };
+            let body = frame::local(events, usage, framing, stopped.as_ref()).await;
+            cx.first_output();
+            let end = match stopped {
+                // Ended as a relayed stream a guard stops ends: sent, and incomplete.
+                Some(_) => End::Streamed {
+                    usage,
+                    text: String::new(),
+                    completed: false,
+                },
+                None => End::Answered(usage),
+            };
+            cx.finish(end).wait().await;
+            Ok(AnswerBody::Events(Body::from(body)))
+        }
+        Sent::Stream(upstream) => {
+            if upstream.native {
+                cx.cache.native_stream();
+            }
+            let framing = match framing(&mut cx, upstream.native).await {
+                Ok(framing) => framing,
+                Err(error) => return failed(cx, error).await,
+            };
+            if let Err(error) = guard::open_stream(&mut cx).await {
+                return failed(cx, error).await;
+            }
+            cx.release_body_for_stream();
+            Ok(AnswerBody::Events(relay::body(upstream, cx, framing)))
+        }
+    }
+}
+
+/// The `response_format` a transcription or translation is to be written in.
+fn transcript_format(cx: &Context) -> Option<String> {
+    match cx.operation {
+        plugins::Operation::AudioTranscriptions | plugins::Operation::AudioTranslations => Some(
+            cx.request
+                .string_field("response_format")
+                .unwrap_or_else(|| "json".to_owned()),
+        ),
+        _ => None,
+    }
+}
+
+/// How a stream is written for the client: as chat chunks, as the target's own events in the
+/// client's dialect, or re-encoded by the dialect plugin.
+pub(super) async fn framing(cx: &mut Context, native: bool) -> Result<Framing, ApiError> {
+    if cx.translation.is_none() {
+        return Ok(Framing::Chat {
+            client_wants_usage: cx.request.client_wants_usage,
+        });
+    }
+    if native {
+        return Ok(Framing::Native);
+    }
+    match encoder(cx).await? {
+        Some(encoder) => Ok(Framing::Translated(Box::new(encoder))),
+        None => Ok(Framing::Chat {
+            client_wants_usage: cx.request.client_wants_usage,
+        }),
+    }
+}
