@@ -420,3 +420,68 @@ async fn the_model_list_in_google_s_shape() {
     let body: Value = missing.json().await.unwrap();
     assert_eq!(body["error"]["status"], "NOT_FOUND");
 }
+
+/// An operator's own dialect: the GenAI plugin's component, dropped into `plugins.dir` under a
+/// name the host has never heard of and named by a `dialects:` key of the operator's choosing,
+/// is mounted with the paths, key header and error shape it declares; nothing in the host
+/// names it.
+#[tokio::test]
+async fn a_dialect_dropped_into_the_plugin_directory_is_mounted_by_what_it_declares() {
+    let gemini = MockProvider::gemini().await;
+    let dir = std::env::temp_dir().join(format!("wasmgate-dialect-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The component the build made of plugins/gemini-genai, beside the test plugins.
+    let built = common::test_plugins_dir()
+        .parent()
+        .unwrap()
+        .join("plugins/gemini-genai.wasm");
+    std::fs::copy(&built, dir.join("acme-genai.wasm"))
+        .unwrap_or_else(|e| panic!("{}: {e}", built.display()));
+    let yaml = format!(
+        r#"
+plugins: {{ dir: "{}", cache_dir: "{}" }}
+dialects:
+  acme: {{ plugin: acme-genai }}
+auth: {{ required: true }}
+providers:
+  gemini: {{ plugin: gemini, base_url: "{}", api_key: {KEY}, models: [{GEMINI}], timeout_ms: 5000 }}
+"#,
+        dir.display(),
+        common::plugin_cache_dir().display(),
+        gemini.base_url(),
+    );
+    let gateway = common::TestGateway::start(&yaml).await;
+    let key = gateway.api_key("acme").await;
+    let path = format!("/v1beta/models/gemini/{GEMINI}:generateContent");
+
+    let answer = http()
+        .post(gateway.url(&path))
+        .header("x-goog-api-key", &key)
+        .json(&hello())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.unwrap();
+    assert!(
+        answer["candidates"][0]["content"]["parts"][0]["text"].is_string(),
+        "{answer}"
+    );
+    let sent = gemini.requests().await;
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].path.ends_with(&format!("{GEMINI}:generateContent")));
+    assert_eq!(sent[0].header("x-goog-api-key"), Some(KEY));
+    assert_eq!(sent[0].body["contents"], hello()["contents"]);
+
+    // Its errors are its own shape, from its plugin.
+    let refused = http()
+        .post(gateway.url(&path))
+        .json(&hello())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    let refused: Value = refused.json().await.unwrap();
+    assert_eq!(refused["error"]["status"], "UNAUTHENTICATED", "{refused}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
