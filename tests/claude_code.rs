@@ -21,7 +21,6 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use common::TestGateway;
 use common::mock_providers::{KEY, MockProvider, anthropic::Script};
@@ -31,14 +30,9 @@ const CARD: &str = "4111 1111 1111 1111";
 const ANTHROPIC_KEY: &str = "sk-ant-api03-Zq8vN2xK4mT7pR1sW9yB3dF6hJ0lC5";
 
 fn claude() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/sdk-clients/js/node_modules/.bin/claude");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/sdk-clients.sh to install Claude Code",
-        path.display()
-    );
-    path
+    common::sdk::installed(
+        common::sdk::root().join("target/sdk-clients/js/node_modules/.bin/claude"),
+    )
 }
 
 /// Runs `claude -p prompt` in `dir` against `base_url` with `key`; its JSON result.
@@ -65,20 +59,7 @@ async fn run_claude(dir: &Path, base_url: &str, key: &str, prompt: &str) -> Valu
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = command.spawn().expect("claude starts");
-    let pid = child.id() as libc::pid_t;
-    let mut waiting = tokio::task::spawn_blocking(move || child.wait_with_output());
-    let output = match tokio::time::timeout(Duration::from_secs(120), &mut waiting).await {
-        Ok(output) => output.unwrap().unwrap(),
-        Err(_) => {
-            // SAFETY: `pid` is our own child, not yet reaped (its wait is still running).
-            #[allow(unsafe_code)]
-            unsafe {
-                libc::kill(pid, libc::SIGKILL)
-            };
-            let _ = waiting.await;
-            panic!("Claude Code ran for more than 120 s")
-        }
-    };
+    let output = common::sdk::bounded(child, "Claude Code").await;
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

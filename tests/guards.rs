@@ -289,21 +289,9 @@ guards:
 /// (`guards_native.rs` has the fields that survive).
 #[tokio::test]
 async fn a_native_target_is_no_way_around_a_guard() {
-    use common::mock_providers::{KEY, MockProvider, anthropic};
+    use common::mock_providers::{MockProvider, anthropic};
     let mock = MockProvider::anthropic().await;
-    let config = format!(
-        r#"
-providers:
-  anthropic:
-    plugin: anthropic
-    base_url: {}
-    api_key: {KEY}
-    models: [claude-sonnet-4-5]
-guards:
-  - plugin: redact
-"#,
-        mock.base_url()
-    );
+    let config = common::guards::anthropic_guarded(&mock, "  - plugin: redact");
     let gateway = TestGateway::start(&config).await;
     for stream in [false, true] {
         let id = format!("guard-native-{stream}");

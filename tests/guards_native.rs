@@ -16,29 +16,13 @@
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 
-use common::guards::verdicts;
+use common::guards::{anthropic_guarded, verdicts};
 use common::mock_providers::anthropic::{self, Script, THINKING, signature};
 use common::mock_providers::{KEY, MockProvider};
 use common::{TestGateway, http};
 use serde_json::{Value, json};
 
 const CARD: &str = "4111 1111 1111 1111";
-
-fn config(mock: &MockProvider, guards: &str) -> String {
-    format!(
-        r#"
-providers:
-  anthropic:
-    plugin: anthropic
-    base_url: {}
-    api_key: {KEY}
-    models: [claude-sonnet-4-5]
-guards:
-{guards}
-"#,
-        mock.base_url()
-    )
-}
 
 /// What Claude Code sends on the turn after a tool call: its fields, blocks with
 /// `cache_control`, the signed thinking block of the turn before, and the tool's result, which
@@ -106,7 +90,7 @@ async fn a_claude_code_turn_keeps_its_fields_and_its_signed_thinking_through_red
         input: json!({"file_path": "secrets.txt"}),
     });
     let guards = "  - plugin: redact\n    options: {reversible: true, window: 48}";
-    let gateway = TestGateway::start(&config(&mock, guards)).await;
+    let gateway = TestGateway::start(&anthropic_guarded(&mock, guards)).await;
     let expected = format!("The tool said: Card: {CARD}\n");
     for stream in [false, true] {
         let id = format!("native-turn-{stream}");
@@ -166,7 +150,7 @@ async fn a_claude_code_turn_keeps_its_fields_and_its_signed_thinking_through_red
 #[tokio::test]
 async fn the_anthropic_sdk_keeps_thinking_and_its_signature_through_a_guard() {
     let mock = MockProvider::anthropic().await;
-    let gateway = TestGateway::start(&config(&mock, "  - plugin: redact")).await;
+    let gateway = TestGateway::start(&anthropic_guarded(&mock, "  - plugin: redact")).await;
     let prompt = format!("My card is {CARD}, thanks.");
     let output = run_client(
         "guards.py",
@@ -206,7 +190,7 @@ async fn the_anthropic_sdk_keeps_thinking_and_its_signature_through_a_guard() {
 async fn an_answer_guard_stop_is_an_anthropic_error_whole_and_mid_stream() {
     let mock = MockProvider::anthropic().await;
     let guards = "  - plugin: deny\n    apply: answer\n    options: {phrases: [Nice to meet you, My name is Claude]}";
-    let gateway = TestGateway::start(&config(&mock, guards)).await;
+    let gateway = TestGateway::start(&anthropic_guarded(&mock, guards)).await;
     let request = |stream: bool| {
         json!({"model": "anthropic/claude-sonnet-4-5", "max_tokens": 64, "stream": stream,
                "metadata": {"user_id": "u1"},

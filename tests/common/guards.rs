@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use super::mock_providers::{KEY, MockProvider};
 use super::{TestGateway, http};
 
 /// A chat request with `x-request-id: id`; the status and the body (SSE text for a stream).
@@ -51,4 +52,21 @@ pub async fn falcon_webhook() -> (String, Arc<Mutex<Vec<Value>>>) {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.ok() });
     (format!("http://{addr}/verdict"), seen)
+}
+
+/// A gateway config with one `anthropic` entry on `mock` and `guards` (the YAML list items).
+pub fn anthropic_guarded(mock: &MockProvider, guards: &str) -> String {
+    format!(
+        r#"
+providers:
+  anthropic:
+    plugin: anthropic
+    base_url: {}
+    api_key: {KEY}
+    models: [claude-sonnet-4-5]
+guards:
+{guards}
+"#,
+        mock.base_url()
+    )
 }

@@ -3,23 +3,12 @@
 //! official Python and TypeScript SDKs as clients (`tests/mcp/client.py`, `client.mjs`), all from
 //! `target/sdk-clients/` (`scripts/sdk-clients.sh`). Missing SDKs fail the tests, never skip them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn installed(path: PathBuf) -> PathBuf {
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/sdk-clients.sh to install the pinned SDKs",
-        path.display()
-    );
-    path
-}
+use super::sdk::{installed, root};
 
 /// The virtual environment's Python, which has the `mcp` package.
 pub fn python() -> PathBuf {

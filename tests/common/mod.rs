@@ -109,13 +109,17 @@ impl TestGateway {
     /// A new API key of `project`, stored in this gateway's ledger database.
     pub async fn api_key(&self, project: &str) -> String {
         let (key, stored) = wasmgate::auth::generate(project, None, 0);
+        self.store_key(stored).await;
+        key
+    }
+
+    async fn store_key(&self, stored: wasmgate::ledger::ApiKey) {
         let store = self.state.ledger.store();
         // Store calls block (PostgreSQL's client refuses to run on an async worker).
         tokio::task::spawn_blocking(move || store.insert_key(&stored))
             .await
             .unwrap()
             .unwrap();
-        key
     }
 
     /// A new API key of project `default` that may reach `patterns` (`<entry>/<path glob>`) by
@@ -123,11 +127,7 @@ impl TestGateway {
     pub async fn passthrough_key(&self, patterns: &[&str]) -> String {
         let (key, mut stored) = wasmgate::auth::generate("default", None, 0);
         stored.limits.passthrough = patterns.iter().map(|p| (*p).to_owned()).collect();
-        let store = self.state.ledger.store();
-        tokio::task::spawn_blocking(move || store.insert_key(&stored))
-            .await
-            .unwrap()
-            .unwrap();
+        self.store_key(stored).await;
         key
     }
 

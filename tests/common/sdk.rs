@@ -9,7 +9,8 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn installed(path: PathBuf) -> PathBuf {
+/// `path`, which `scripts/sdk-clients.sh` installs; a test without it fails, naming the script.
+pub fn installed(path: PathBuf) -> PathBuf {
     assert!(
         path.exists(),
         "{} is missing: run scripts/sdk-clients.sh to install the pinned SDKs",
@@ -67,6 +68,11 @@ pub async fn run_client(program: &str, base_url: &str, key: &str, args: &[&str])
     let child = command
         .spawn()
         .unwrap_or_else(|e| panic!("{program} did not start: {e}"));
+    bounded(child, program).await
+}
+
+/// The output of `child` (`what` names it), killed and a panic after 120 s.
+pub async fn bounded(child: std::process::Child, what: &str) -> Output {
     let pid = child.id() as libc::pid_t;
     let mut waiting = tokio::task::spawn_blocking(move || child.wait_with_output());
     match tokio::time::timeout(Duration::from_secs(120), &mut waiting).await {
@@ -78,7 +84,7 @@ pub async fn run_client(program: &str, base_url: &str, key: &str, args: &[&str])
                 libc::kill(pid, libc::SIGKILL)
             };
             let _ = waiting.await;
-            panic!("{program} ran for more than 120 s")
+            panic!("{what} ran for more than 120 s")
         }
     }
 }
