@@ -229,7 +229,7 @@ async fn an_answer_guard_stop_is_an_anthropic_error_whole_and_mid_stream() {
 /// Google's dialect to a `gemini` entry with `redact` on: the body Google's SDKs write goes
 /// upstream with its own fields (the `safetySettings` and thinking budget the canonical form
 /// drops), the card redacted in its text; the answer comes back in Google's shape, whole and
-/// streamed.
+/// streamed (as events, and as one JSON array without `alt=sse`).
 #[tokio::test]
 async fn a_gemini_request_keeps_its_fields_through_redact() {
     use common::mock_providers::gemini;
@@ -259,6 +259,8 @@ guards:
             "streamGenerateContent?alt=sse",
             gemini::STREAM_DELTAS.concat(),
         ),
+        // Without `alt=sse`, Google's stream is one JSON array of the same responses.
+        ("streamGenerateContent", gemini::STREAM_DELTAS.concat()),
     ] {
         let response = http()
             .post(gateway.url(&format!("/v1beta/models/gemini/{model}:{route}")))
@@ -269,10 +271,18 @@ guards:
         let status = response.status().as_u16();
         let text = response.text().await.unwrap();
         assert_eq!(status, 200, "{text}");
-        let answered: String = (text.lines())
-            .filter_map(|l| l.strip_prefix("data: "))
-            .chain(std::iter::once(text.as_str()).filter(|t| t.starts_with('{')))
-            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        let array = route == "streamGenerateContent";
+        assert_eq!(text.starts_with('['), array, "{route}: {text}");
+        let answers: Vec<Value> = if array {
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+        } else {
+            (text.lines())
+                .filter_map(|l| l.strip_prefix("data: "))
+                .chain(std::iter::once(text.as_str()).filter(|t| t.starts_with('{')))
+                .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+                .collect()
+        };
+        let answered: String = (answers.into_iter())
             .flat_map(|e| {
                 (e["candidates"][0]["content"]["parts"].as_array().cloned()).unwrap_or_default()
             })
