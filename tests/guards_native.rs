@@ -207,6 +207,29 @@ async fn an_answer_guard_stop_is_an_anthropic_error_whole_and_mid_stream() {
             .contains("guard")
     );
     assert_eq!(mock.last_request().await.body["metadata"]["user_id"], "u1");
+    // The upstream was paid for the answer the client never got: the record says what it cost.
+    let paid = |record: &wasmgate::ledger::UsageRecord| {
+        assert_eq!(record.status, 400, "{record:?}");
+        assert!(
+            record.input_tokens > 0 && record.output_tokens > 0,
+            "{record:?}"
+        );
+        assert!(record.cost_micros.unwrap_or(0) > 0, "{record:?}");
+    };
+    paid(&gateway.record_of("native-stop-whole").await);
+    // The same on the translated path: Chat Completions to the Anthropic entry.
+    let response = http()
+        .post(gateway.url("/v1/chat/completions"))
+        .header("x-request-id", "translated-stop-whole")
+        .json(
+            &json!({"model": "anthropic/claude-sonnet-4-5", "max_tokens": 64,
+                      "messages": [{"role": "user", "content": "Hello"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    paid(&gateway.record_of("translated-stop-whole").await);
 
     let (status, body) = send(&gateway, "native-stop-stream", &request(true)).await;
     assert_eq!(status, 200, "{body}");

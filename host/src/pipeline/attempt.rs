@@ -250,6 +250,7 @@ async fn send(
                 let response = read(target, response).await?;
                 let completion = parsed(&mut call, target, &info, &response, redactor).await?;
                 span.completion(&completion.body, completion.usage);
+                cx.spent = completion.usage;
                 let body = match view {
                     Some(view) => {
                         let seen = parsed(&mut call, target, &view, &response, redactor).await?;

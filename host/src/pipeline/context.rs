@@ -80,6 +80,10 @@ pub struct Context {
     pub(super) started: Instant,
     pub(super) arrived_us: i64,
     pub(super) first_output_us: Option<u64>,
+    /// What the upstream charged for a whole answer, kept from the moment it was read: when a
+    /// later stage refuses that answer (an answer guard's stop), the client gets an error but
+    /// the record and the limits still carry what was spent.
+    pub(super) spent: Option<crate::plugins::Usage>,
     /// The request's span, metrics and log line, ended by `finish`.
     pub(super) telemetry: Option<RequestTelemetry>,
     /// What the response cache did for it, and what a miss's answer is kept under.
@@ -160,6 +164,7 @@ impl Context {
             started: Instant::now(),
             arrived_us: crate::ledger::time::now_us(),
             first_output_us: None,
+            spent: None,
             telemetry: Some(telemetry),
             cache: super::cache::Slot::default(),
             ledger: state.ledger.clone(),

@@ -63,7 +63,9 @@ impl Context {
             End::Streamed {
                 usage, completed, ..
             } => (*usage, *completed),
-            End::Failed(_) | End::Cancelled => (None, false),
+            // Refused after its answer was paid for (see `Context::spent`).
+            End::Failed(_) => (self.spent.take(), false),
+            End::Cancelled => (None, false),
             // A hit spends nothing: it counts as a request, its tokens and cost as none.
             End::Cached(_) => (None, true),
             End::Passed {
