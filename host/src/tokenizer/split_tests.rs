@@ -109,3 +109,27 @@ proptest! {
         prop_assert_eq!(by_splitter(&text), by_regex(&text));
     }
 }
+
+/// A driver for callgrind, not a check: splits about 1 KiB of English prose `SPLIT_ROUNDS`
+/// times with `SPLIT_WAY` (`regex` or `splitter`); the difference between two runs' totals over
+/// the difference in rounds is the instructions per KiB (see BENCHMARKS.md).
+#[test]
+#[ignore = "a measurement driver; run under callgrind"]
+fn split_rounds_for_callgrind() {
+    let sentence = "The quick brown fox jumps over the lazy dog. It's a sentence that they've \
+        used for years; we'll keep it, and I'd say you're right. Dr. Smith's 3rd visit cost \
+        $1,234.56 - 17% more.\n";
+    let text = sentence.repeat(1024 / sentence.len() + 1);
+    let rounds: usize = std::env::var("SPLIT_ROUNDS").map_or(0, |n| n.parse().unwrap());
+    let way = std::env::var("SPLIT_WAY").unwrap_or_default();
+    // Both ways pay the regex's compilation, so that it cancels out of the difference.
+    let pieces = by_regex(&text).len();
+    for _ in 0..rounds {
+        let n = match way.as_str() {
+            "regex" => by_regex(std::hint::black_box(&text)).len(),
+            _ => by_splitter(std::hint::black_box(&text)).len(),
+        };
+        assert_eq!(n, pieces);
+    }
+    eprintln!("{} bytes, {pieces} pieces, {rounds} rounds", text.len());
+}
