@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 
 use super::lines::LINE_MAX;
-use super::spool::Spooled;
+use super::spool::{Spooled, next_line, spool_failed};
 use crate::gateway::Provider;
 use crate::pipeline::ApiError;
 use crate::plugins::{
@@ -28,10 +28,6 @@ use crate::plugins::{
 pub const DIALECT: &str = "anthropic-message-batches";
 /// Bytes of a `custom_id` Anthropic takes, at most.
 const CUSTOM_ID_MAX: usize = 64;
-
-fn spool_failed(e: std::io::Error) -> ApiError {
-    ApiError::SpoolFailed(e.to_string())
-}
 
 /// Where the gateway holds the translated lines of its file `id` (a gateway id: `file-` and
 /// hex digits, so safe as a file name).
@@ -103,18 +99,8 @@ pub async fn translate_lines(
     let mut line = Vec::new();
     let mut number = 0;
     let refused = |line: u64, message: String| ApiError::InvalidBatchLine { line, message };
-    loop {
-        line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .await
-            .map_err(spool_failed)?
-            == 0
-        {
-            break;
-        }
+    while let Some(text) = next_line(&mut reader, &mut line).await? {
         number += 1;
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
         let parsed: Line = serde_json::from_slice(text)
             .map_err(|_| refused(number, "could not be read again.".to_owned()))?;
         if parsed.url != "/v1/chat/completions" {
@@ -207,17 +193,7 @@ pub async fn requests_body(held: &Path, dir: &Path) -> Result<Spooled, ApiError>
     let mut bytes = 13;
     let mut line = Vec::new();
     let mut first = true;
-    loop {
-        line.clear();
-        if reader
-            .read_until(b'\n', &mut line)
-            .await
-            .map_err(spool_failed)?
-            == 0
-        {
-            break;
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+    while let Some(text) = next_line(&mut reader, &mut line).await? {
         if !first {
             out.write_all(b",").await.map_err(spool_failed)?;
             bytes += 1;

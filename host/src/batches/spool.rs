@@ -60,8 +60,21 @@ fn invalid(param: &str, message: impl Into<String>) -> ApiError {
     }
 }
 
-fn spool_failed(e: std::io::Error) -> ApiError {
+pub(super) fn spool_failed(e: std::io::Error) -> ApiError {
     ApiError::SpoolFailed(e.to_string())
+}
+
+/// The next line of `reader`, read into `line` and given back without its `\n`; `None` at the
+/// end.
+pub(super) async fn next_line<'a>(
+    reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    line: &'a mut Vec<u8>,
+) -> Result<Option<&'a [u8]>, ApiError> {
+    line.clear();
+    if reader.read_until(b'\n', line).await.map_err(spool_failed)? == 0 {
+        return Ok(None);
+    }
+    Ok(Some(line.strip_suffix(b"\n").unwrap_or(line)))
 }
 
 /// Reads the form of `POST /v1/files`: `purpose` and `file` are required.
@@ -154,17 +167,9 @@ pub async fn check_lines(
     let mut spooled = Spooled { path, bytes: 0 };
     let mut out = BufWriter::with_capacity(256 << 10, out);
     let mut line = Vec::new();
-    loop {
-        line.clear();
-        let read = (&mut reader)
-            .take(LINE_MAX as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await
-            .map_err(spool_failed)?;
-        if read == 0 {
-            break;
-        }
-        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+    while let Some(text) =
+        next_line(&mut (&mut reader).take(LINE_MAX as u64 + 1), &mut line).await?
+    {
         if text.len() > LINE_MAX {
             return Err(ApiError::InvalidBatchLine {
                 line: checker.next_line(),
