@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::HEAD;
+
 /// Assembles a stream's canonical chunks into the completion they make, or gives up (and then
 /// nothing is kept) on what it cannot rebuild exactly or past `limit` bytes of chunks.
 pub struct Assembler {
@@ -72,13 +74,7 @@ impl Assembler {
         else {
             return None;
         };
-        for key in [
-            "id",
-            "created",
-            "model",
-            "system_fingerprint",
-            "service_tier",
-        ] {
+        for key in HEAD {
             if let Some(value) = chunk.remove(key) {
                 self.head.entry(key).or_insert(value);
             }

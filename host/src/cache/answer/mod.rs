@@ -16,6 +16,15 @@ use serde_json::Value;
 
 use crate::plugins::Usage;
 
+/// The fields a completion shares with each chunk of its stream (besides `object`).
+const HEAD: [&str; 5] = [
+    "id",
+    "created",
+    "model",
+    "system_fingerprint",
+    "service_tier",
+];
+
 pub use assemble::Assembler;
 pub use native::{native_cacheable, native_id, native_stream_finished};
 pub use replay::chunks;

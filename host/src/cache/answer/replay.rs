@@ -2,19 +2,16 @@
 
 use serde_json::{Map, Value, json};
 
+use super::HEAD;
+
+/// A completion as the chunks of a stream: per choice its role, its reasoning, its text or
 /// refusal, its tool calls, then its finish reason; the usage in a last chunk of its own.
 pub fn chunks(completion: &str) -> Option<Vec<String>> {
     let Value::Object(body) = serde_json::from_str::<Value>(completion).ok()? else {
         return None;
     };
     let mut head = Map::new();
-    for key in [
-        "id",
-        "created",
-        "model",
-        "system_fingerprint",
-        "service_tier",
-    ] {
+    for key in HEAD {
         if let Some(value) = body.get(key) {
             head.insert(key.to_owned(), value.clone());
         }
