@@ -130,23 +130,8 @@ fn now() -> i64 {
 
 /// `secs` as RFC 3339, as Anthropic writes its times.
 fn rfc3339(secs: i64) -> String {
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.000000Z",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
+    let utc = wasmgate::ledger::time::format_utc(secs * 1_000_000);
+    format!("{}.000000Z", utc.replacen(' ', "T", 1))
 }
 
 fn custom_id_ok(id: &str) -> bool {
