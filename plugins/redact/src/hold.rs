@@ -44,7 +44,9 @@ impl Tails {
     fn build(&self) -> Result<DFA, Box<dyn std::error::Error>> {
         let mut hirs = Vec::with_capacity(self.patterns.len());
         for (pattern, ascii) in &self.patterns {
-            let config = syntax::Config::new().unicode(!ascii).utf8(true);
+            // Over ASCII, a class may match any byte (`[^\n]`): the DFA only tells whether a
+            // match may still begin, which a byte that is no character cannot make wrong.
+            let config = syntax::Config::new().unicode(!ascii).utf8(!ascii);
             hirs.push(syntax::parse_with(pattern, &config)?);
         }
         let nfa = thompson::Compiler::new()
