@@ -253,6 +253,10 @@ impl hyper::body::Body for Chunks {
         mut self: Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        // The body ends with its last event, as a provider's does: no pace before the end.
+        if self.events.len() == 0 {
+            return Poll::Ready(None);
+        }
         if let Some(pace) = self.pace {
             let sleep = self
                 .sleep
