@@ -17,6 +17,11 @@ use regex_automata::hybrid::dfa::{Cache, DFA};
 use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, Input, MatchKind};
+use regex_syntax::hir::{Hir, HirKind, Repetition};
+
+/// The lazy DFA's room for states: an answer's pending text is short, and a larger cache
+/// costs its allocation on every answer guard's start.
+const CACHE_BYTES: usize = 64 << 10;
 
 /// The patterns whose beginnings are held, compiled on the first text that needs them.
 #[derive(Default)]
@@ -47,7 +52,7 @@ impl Tails {
             // Over ASCII, a class may match any byte (`[^\n]`): the DFA only tells whether a
             // match may still begin, which a byte that is no character cannot make wrong.
             let config = syntax::Config::new().unicode(!ascii).utf8(!ascii);
-            hirs.push(syntax::parse_with(pattern, &config)?);
+            hirs.push(unbounded(syntax::parse_with(pattern, &config)?));
         }
         let nfa = thompson::Compiler::new()
             .configure(thompson::Config::new().which_captures(thompson::WhichCaptures::None))
@@ -56,7 +61,8 @@ impl Tails {
             .configure(
                 DFA::config()
                     .match_kind(MatchKind::All)
-                    .unicode_word_boundary(true),
+                    .unicode_word_boundary(true)
+                    .cache_capacity(CACHE_BYTES),
             )
             .build_from_nfa(nfa)?;
         Ok(dfa)
@@ -76,6 +82,36 @@ impl Tails {
             .map(|(at, _)| at)
             .filter(|&at| at >= from)
             .find(|&at| open_at(dfa, &mut cache, text, at))
+    }
+}
+
+/// `hir` with every counted repetition (`{12,18}`) made open (`+`, or `*` where it may be
+/// absent): a larger language, so a start it calls dead is dead in the pattern too, and the
+/// automaton is a fraction of the size (the built-in kinds' counts made its build the larger
+/// part of an answer guard's start, once per answer).
+fn unbounded(hir: Hir) -> Hir {
+    match hir.into_kind() {
+        HirKind::Repetition(r) => Hir::repetition(Repetition {
+            min: r.min.min(1),
+            max: None,
+            greedy: r.greedy,
+            sub: Box::new(unbounded(*r.sub)),
+        }),
+        HirKind::Capture(c) => unbounded(*c.sub),
+        HirKind::Concat(subs) => Hir::concat(subs.into_iter().map(unbounded).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.into_iter().map(unbounded).collect()),
+        kind @ (HirKind::Empty | HirKind::Literal(_) | HirKind::Class(_) | HirKind::Look(_)) => {
+            leaf(kind)
+        }
+    }
+}
+
+fn leaf(kind: HirKind) -> Hir {
+    match kind {
+        HirKind::Literal(l) => Hir::literal(l.0),
+        HirKind::Class(c) => Hir::class(c),
+        HirKind::Look(l) => Hir::look(l),
+        _ => Hir::empty(),
     }
 }
 

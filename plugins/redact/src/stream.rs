@@ -61,6 +61,22 @@ impl AnswerGuard for Answer {
         };
         let mut out = Vec::new();
         let mut findings = Vec::new();
+        // A choice whose stop is in this push (a whole answer's, a stream's last) is released
+        // whole at the stop: looking for where to cut its text before then would be work
+        // thrown away (the hold DFA's build, on every whole answer).
+        let stopping: Vec<u32> = events
+            .iter()
+            .filter_map(|e| match e {
+                AnswerEvent::Stop(stop) => Some(stop.choice),
+                _ => None,
+            })
+            .collect();
+        let cut = |policy, segment: &mut Segment, findings: &mut Vec<Finding>| {
+            if stopping.contains(&segment.choice) {
+                return Ok(String::new());
+            }
+            take(policy, segment, false, findings)
+        };
         for event in events {
             let step = match event {
                 AnswerEvent::Text(TextDelta { choice, text }) => flush_others(
@@ -74,7 +90,7 @@ impl AnswerGuard for Answer {
                 .and_then(|()| {
                     let segment = segment(&mut self.segments, choice, None);
                     segment.pending.push_str(&text);
-                    let text = take(policy, segment, false, &mut findings)?;
+                    let text = cut(policy, segment, &mut findings)?;
                     if !text.is_empty() {
                         out.push(AnswerEvent::Text(TextDelta { choice, text }));
                     }
@@ -91,7 +107,7 @@ impl AnswerGuard for Answer {
                 .and_then(|()| {
                     let segment = segment(&mut self.segments, call.choice, Some(call.index));
                     segment.pending.push_str(&call.arguments);
-                    let arguments = take(policy, segment, false, &mut findings)?;
+                    let arguments = cut(policy, segment, &mut findings)?;
                     if !arguments.is_empty() || call.id.is_some() || call.name.is_some() {
                         out.push(AnswerEvent::ToolCall(ToolCallDelta { arguments, ..call }));
                     }

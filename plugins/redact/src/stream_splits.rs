@@ -90,12 +90,17 @@ fn cuts(text: &str) -> Vec<usize> {
 #[test]
 fn the_whole_text_is_redacted_as_the_plain_redaction_is() {
     for (options, text) in CASES {
-        let policy = crate::tests::policy(options);
-        assert_eq!(
-            whole(options, text),
-            policy.redact(text, &mut Vec::new()).unwrap(),
-            "{text:?}"
-        );
+        let expected = crate::tests::policy(options)
+            .redact(text, &mut Vec::new())
+            .unwrap();
+        assert_eq!(whole(options, text), expected, "{text:?}");
+        // A whole answer: its text and its stop in one push.
+        let stop = AnswerEvent::Stop(Stop {
+            choice: 0,
+            reason: "stop".into(),
+        });
+        let one_push = text_of(guard(options).push(vec![delta(text), stop]));
+        assert_eq!(one_push, expected, "{text:?} in one push");
     }
 }
 
