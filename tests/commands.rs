@@ -83,11 +83,10 @@ on_both_stores!(
 );
 
 async fn gateway_on(ledger: &str, base_url: &str) -> TestGateway {
-    let yaml = format!(
-        "{}\nledger: {{ url: '{ledger}' }}\n",
-        common::config_for(base_url),
-    );
-    TestGateway::start(&yaml).await
+    common::gateway::Gateway::standard(base_url)
+        .ledger(ledger)
+        .start()
+        .await
 }
 
 async fn usage_status(gateway: &TestGateway, key: &str) -> u16 {

@@ -297,13 +297,15 @@ async fn two_replicas_sharing_postgres_one_killed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_journal_refuses_new_requests_with_503() {
     let dir = common::binary::temp_dir("journal-full");
-    let yaml = format!(
-        "providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n\
-         ledger: {{ url: 'postgres://nobody:secret@127.0.0.1:1/none', \
-         journal: {{ dir: '{}', max_bytes: 1048576 }} }}\n",
-        dir.join("journal").display()
-    );
-    let gateway = common::TestGateway::start(&yaml).await;
+    let gateway = common::gateway::Gateway::echo()
+        .ledger("postgres://nobody:secret@127.0.0.1:1/none")
+        .set(
+            "ledger.journal.dir",
+            dir.join("journal").display().to_string(),
+        )
+        .set("ledger.journal.max_bytes", 1_048_576)
+        .start()
+        .await;
     let client = http();
     let metric = |text: &str, name: &str| -> f64 {
         text.lines()

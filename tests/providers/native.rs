@@ -10,9 +10,9 @@ use super::rows::{
     GPT, weather_tool,
 };
 use crate::common::gateway::{Gateway, Provider};
+use crate::common::http;
 use crate::common::mock_openai::MockOpenAi;
 use crate::common::mock_providers::{KEY, anthropic, azure, gemini};
-use crate::common::{TestGateway, http};
 
 // ---------------------------------------------------------------------------------------------
 // Anthropic
@@ -426,18 +426,27 @@ async fn requests_a_provider_cannot_express_are_400s_naming_the_param_and_never_
 /// Anthropic's Message Batches (`anthropic-message-batches`) for Anthropic.
 #[tokio::test]
 async fn entries_learn_their_native_dialects_from_their_plugins() {
-    let yaml = r#"
-providers:
-  anthropic: { plugin: anthropic, api_key: "k", models: [claude-haiku-4-5] }
-  openai: { plugin: openai, api_key: "k", models: [gpt-4o-mini] }
-  deepseek: { plugin: openai, base_url: "https://api.deepseek.com/v1", api_key: "k", models: [deepseek-chat] }
-  groq: { preset: groq, api_key: "k" }
-  azure: { plugin: azure-openai, base_url: "https://res.openai.azure.com", api_key: "k", models: [gpt-4o] }
-  azure-old: { plugin: azure-openai, base_url: "https://res.openai.azure.com", api_key: "k", models: [gpt-4o], options: { responses: translate } }
-  gemini: { plugin: gemini, api_key: "k", models: [gemini-2.5-flash] }
-  echo: { plugin: echo, models: [echo-1] }
-"#;
-    let gateway = TestGateway::start(yaml).await;
+    let entry = |plugin: &str, model: &str| Provider::plugin(plugin).api_key("k").models([model]);
+    let azure = "https://res.openai.azure.com";
+    let gateway = Gateway::builder()
+        .provider("anthropic", entry("anthropic", "claude-haiku-4-5"))
+        .provider("openai", entry("openai", "gpt-4o-mini"))
+        .provider(
+            "deepseek",
+            entry("openai", "deepseek-chat").base_url("https://api.deepseek.com/v1"),
+        )
+        .provider("groq", Provider::preset("groq").api_key("k"))
+        .provider("azure", entry("azure-openai", "gpt-4o").base_url(azure))
+        .provider(
+            "azure-old",
+            entry("azure-openai", "gpt-4o")
+                .base_url(azure)
+                .options("{ responses: translate }"),
+        )
+        .provider("gemini", entry("gemini", "gemini-2.5-flash"))
+        .provider("echo", Provider::echo().models(["echo-1"]))
+        .start()
+        .await;
     let loaded = gateway.state.gateway.load();
     let native = |name: &str| {
         let provider = loaded.providers.iter().find(|p| &*p.name == name).unwrap();
@@ -459,18 +468,32 @@ providers:
 /// loads (the contract's `describe`): the host keeps no table of plugin names.
 #[tokio::test]
 async fn entries_learn_their_default_base_url_and_telemetry_name_from_their_plugins() {
-    let yaml = r#"
-providers:
-  openai: { plugin: openai, api_key: "k", models: [gpt-4o-mini] }
-  local: { plugin: openai, base_url: "http://127.0.0.1:9/v1", models: [m] }
-  anthropic: { plugin: anthropic, api_key: "k", models: [claude-haiku-4-5] }
-  gemini: { plugin: gemini, api_key: "k", models: [gemini-2.5-flash] }
-  cohere: { plugin: cohere, api_key: "k", models: [command-a-03-2025] }
-  azure: { plugin: azure-openai, base_url: "https://res.openai.azure.com", api_key: "k", models: [gpt-4o] }
-  bedrock: { plugin: bedrock, api_key: "AKID:SECRET", models: [m], options: { region: eu-west-3 } }
-  echo: { plugin: echo, models: [echo-1] }
-"#;
-    let gateway = TestGateway::start(yaml).await;
+    let entry = |plugin: &str, model: &str| Provider::plugin(plugin).api_key("k").models([model]);
+    let bedrock = |region: &str| {
+        Provider::plugin("bedrock")
+            .api_key("AKID:SECRET")
+            .models(["m"])
+            .options(&format!("{{ region: {region:?} }}"))
+    };
+    let gateway = Gateway::builder()
+        .provider("openai", entry("openai", "gpt-4o-mini"))
+        .provider(
+            "local",
+            Provider::plugin("openai")
+                .base_url("http://127.0.0.1:9/v1")
+                .models(["m"]),
+        )
+        .provider("anthropic", entry("anthropic", "claude-haiku-4-5"))
+        .provider("gemini", entry("gemini", "gemini-2.5-flash"))
+        .provider("cohere", entry("cohere", "command-a-03-2025"))
+        .provider(
+            "azure",
+            entry("azure-openai", "gpt-4o").base_url("https://res.openai.azure.com"),
+        )
+        .provider("bedrock", bedrock("eu-west-3"))
+        .provider("echo", Provider::echo().models(["echo-1"]))
+        .start()
+        .await;
     let loaded = gateway.state.gateway.load();
     let stated = |name: &str| {
         let provider = loaded.providers.iter().find(|p| &*p.name == name).unwrap();
@@ -513,15 +536,12 @@ providers:
 
     // A default is one the SDK would accept: a region that is no region name gives none, and
     // the entry is refused for it, naming the option.
-    let bad_region = r#"
-providers:
-  bedrock: { plugin: bedrock, api_key: "AKID:SECRET", models: [m], options: { region: "evil.example/x" } }
-"#;
-    let err = TestGateway::try_start(bad_region).await.err().unwrap();
+    let bad_region = Gateway::builder().provider("bedrock", bedrock("evil.example/x"));
+    let err = bad_region.try_start().await.err().unwrap();
     assert!(format!("{err:#}").contains("options.region"), "{err:#}");
     // Azure states none: the entry must give its resource's endpoint.
-    let no_endpoint = "providers:\n  azure: { plugin: azure-openai, api_key: k, models: [m] }\n";
-    let err = TestGateway::try_start(no_endpoint).await.err().unwrap();
+    let no_endpoint = Gateway::builder().provider("azure", entry("azure-openai", "m"));
+    let err = no_endpoint.try_start().await.err().unwrap();
     assert!(
         format!("{err:#}").contains("base_url: is required"),
         "{err:#}"
