@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::gateway::Gateway;
+use common::http;
 use common::mock_openai::MockOpenAi;
 use common::postgres::PgCluster;
-use common::{config_for, http};
 use serde_json::json;
 
 /// Where the test's gateways keep their ledger.
@@ -97,15 +98,11 @@ impl Replica {
     fn new(name: &str, backend: &Backend, mock: &MockOpenAi) -> Self {
         let dir = common::binary::temp_dir(name);
         let config = dir.join("config.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "server: {{ host: 127.0.0.1, port: 0 }}\n{}\nledger: {{ url: '{}' }}\n",
-                config_for(&mock.base_url()),
-                backend.url()
-            ),
-        )
-        .unwrap();
+        let yaml = Gateway::standard(&mock.base_url())
+            .any_port()
+            .ledger(&backend.url())
+            .to_yaml();
+        std::fs::write(&config, yaml).unwrap();
         Self { dir, config }
     }
 

@@ -200,16 +200,10 @@ impl GatewayBuilder {
         self
     }
 
-    /// The config as YAML, as [`TestGateway::start`] takes it.
+    /// The config as YAML, as written: for a config file of the real binary, or for
+    /// [`TestGateway::start`].
     pub fn to_yaml(&self) -> String {
         let mut root = self.root.clone();
-        if let Some(Value::Mapping(plugins)) = root.get_mut("plugins")
-            && !plugins.contains_key("dir")
-        {
-            // A config that says `plugins:` gets no directory filled in by TestGateway.
-            let dir = test_plugins_dir().display().to_string();
-            plugins.insert(Value::from("dir"), Value::from(dir));
-        }
         if !self.providers.is_empty() {
             root.insert(
                 Value::from("providers"),
@@ -221,12 +215,24 @@ impl GatewayBuilder {
 
     /// Starts the gateway; panics if it does not start.
     pub async fn start(self) -> TestGateway {
-        TestGateway::start(&self.to_yaml()).await
+        TestGateway::start(&self.in_process().to_yaml()).await
     }
 
     /// Starts the gateway, or says why it would not.
     pub async fn try_start(self) -> anyhow::Result<TestGateway> {
-        TestGateway::try_start(&self.to_yaml()).await
+        TestGateway::try_start(&self.in_process().to_yaml()).await
+    }
+
+    /// A config that sets `plugins.` keys but no `dir` gets the test plugins' directory, as
+    /// one without `plugins:` gets it from [`TestGateway::start`].
+    fn in_process(self) -> Self {
+        match self.root.get("plugins") {
+            Some(Value::Mapping(plugins)) if !plugins.contains_key("dir") => {
+                let dir = test_plugins_dir().display().to_string();
+                self.set("plugins.dir", dir)
+            }
+            _ => self,
+        }
     }
 }
 
