@@ -12,9 +12,9 @@ use std::collections::HashSet;
 use serde_json::value::RawValue;
 
 use crate::catalog::cost_micros;
+use crate::error::ApiError;
 use crate::gateway::{Gateway, ResolveError};
 use crate::ledger::KeyLimits;
-use crate::pipeline::ApiError;
 use crate::pipeline::request::ClientRequest;
 use crate::plugins::Operation;
 use crate::tokenizer::Tokenizer;
