@@ -49,7 +49,7 @@ const BOUNDS: &[(&str, u64, u64)] = &[
     ("plugin calls per request with redact", 6, 6),
     ("plugin calls per stream with redact", 26, 33),
     // A Messages request to an Anthropic entry with `redact`: its canonical view checked, the
-    // native body sent (before guard_native.rs it was translated: 8, 8 and 195 calls). A
+    // native body sent (before guard/native.rs it was translated: 8, 8 and 195 calls). A
     // rewrite costs the dialect's reading of the edited body (+1); a whole answer the
     // provider's canonical reading of it, in place of the dialect's encoding; a stream a second
     // decoder's reads, in place of the dialect encoder's pushes. The mock streams 5-9 byte
@@ -353,7 +353,7 @@ fn a_guard_costs_its_own_plugin_calls_and_nothing_else() {
 }
 
 /// A Messages request to an Anthropic entry with `redact` on: the guards check its canonical
-/// view and the native body goes on (`guard_native.rs`).
+/// view and the native body goes on (`guard/native.rs`).
 #[test]
 fn a_guard_on_a_native_request_costs_its_canonical_view() {
     let _alone = one_at_a_time();

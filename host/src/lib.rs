@@ -27,6 +27,7 @@ pub mod cli;
 pub mod clip;
 pub mod config;
 pub mod credentials;
+pub mod error;
 pub mod gateway;
 pub mod guards;
 pub mod ledger;

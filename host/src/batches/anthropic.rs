@@ -18,8 +18,8 @@ use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
 
 use super::lines::LINE_MAX;
 use super::spool::{Spooled, next_line, spool_failed};
+use crate::error::ApiError;
 use crate::gateway::Provider;
-use crate::pipeline::ApiError;
 use crate::plugins::{
     CanonicalRequest, Operation, PluginCall, Prepared, ProviderConfig, ProviderPlugin, SlotKind,
 };

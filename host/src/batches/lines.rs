@@ -13,9 +13,9 @@ use serde_json::value::RawValue;
 
 use super::target::{self, Unresolved};
 use crate::catalog::cost_micros;
+use crate::error::ApiError;
 use crate::gateway::Gateway;
 use crate::ledger::KeyLimits;
-use crate::pipeline::ApiError;
 use crate::pipeline::request::ClientRequest;
 use crate::plugins::Operation;
 use crate::tokenizer::Tokenizer;

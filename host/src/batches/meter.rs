@@ -16,9 +16,9 @@ use super::results::{self, Results};
 use super::upstream::{self, Api, Call};
 use crate::catalog::cost_micros;
 use crate::clip::clip;
+use crate::error::ApiError;
 use crate::gateway::{Gateway, Provider};
 use crate::ledger::{StoredBatch, UsageRecord};
-use crate::pipeline::ApiError;
 use crate::plugins::Usage;
 use crate::state::AppState;
 

@@ -31,8 +31,9 @@ pub mod upstream;
 
 use axum::http::HeaderMap;
 
+use crate::error::ApiError;
 use crate::ledger::Store;
-use crate::pipeline::{ApiError, auth};
+use crate::pipeline::caller as auth;
 use crate::state::AppState;
 
 /// Runs `query` on the ledger's store on a blocking thread.

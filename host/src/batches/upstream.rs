@@ -4,8 +4,8 @@
 //! from the spool, and hands back the answer. An error status goes to the plugin's
 //! `parse-response`, which maps it as for any request.
 
+use crate::error::ApiError;
 use crate::gateway::{Gateway, Provider};
-use crate::pipeline::ApiError;
 use crate::plugins::SlotKind;
 use crate::plugins::{
     CanonicalRequest, HttpResponse, NativeCall, Operation, Prepared, RequestInfo,

@@ -25,7 +25,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
-use crate::pipeline::body::BodyReadTimeout;
+use crate::error::BodyReadTimeout;
 
 /// The deadlines of one connection, read from `server:` when it is accepted.
 #[derive(Debug, Clone, Copy)]

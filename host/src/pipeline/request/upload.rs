@@ -11,10 +11,11 @@ use futures_util::StreamExt;
 use indexmap::IndexMap;
 
 use super::body::{Budgeted, Reservation};
-use super::error::ApiError;
+use super::check::check_model;
+use super::client::ClientRequest;
 use super::raw_json::Fields;
-use super::request::{ClientRequest, check_model};
 use crate::clip::{clip, echo};
+use crate::error::ApiError;
 use crate::plugins::Operation;
 use crate::state::AppState;
 use crate::upstream::Upload;
