@@ -1,5 +1,6 @@
-//! Where a batch line's model leads: a provider's model as for a live request, or a virtual
-//! model (`routing:`) resolved to one of its targets.
+//! Which batch API a provider entry runs, and where a batch line's model leads: a provider's
+//! model as for a live request, or a virtual model (`routing:`) resolved to one of its targets.
+//! (A leaf of `batches/`: the upload, the line checks and the calls all ask it.)
 //!
 //! A virtual model's batch lines go to the first target, in the order the configuration lists
 //! them, whose provider runs a batch API. Not the router's choice of the moment: a batch runs
@@ -7,8 +8,33 @@
 //! a router that draws at random (`weighted`) would scatter a file's lines over providers when
 //! a batch goes to one. The listed order is the one `fallback` tries, the primary first.
 
-use super::upstream;
-use crate::gateway::{Gateway, ResolveError, Target};
+use crate::gateway::{Gateway, Provider, ResolveError, Target};
+
+/// The name a provider lists in `native-dialects` to run the Files and Batch APIs.
+pub const DIALECT: &str = "openai-batches";
+
+/// Which batch API an entry's upstream runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI's Files and Batch APIs ([`DIALECT`]).
+    OpenAi,
+    /// Anthropic's Message Batches ([`ANTHROPIC_DIALECT`]): files held by the gateway.
+    Anthropic,
+}
+
+/// The batch API `provider` runs, if any.
+pub fn api(provider: &Provider) -> Option<Api> {
+    if provider.native.iter().any(|d| d == DIALECT) {
+        Some(Api::OpenAi)
+    } else if provider.native.iter().any(|d| d == ANTHROPIC_DIALECT) {
+        Some(Api::Anthropic)
+    } else {
+        None
+    }
+}
+
+/// The name the `anthropic` plugin lists in `native-dialects` for Message Batches.
+pub const ANTHROPIC_DIALECT: &str = "anthropic-message-batches";
 
 /// Why a batch line's model leads nowhere a batch can go.
 #[derive(Debug)]
@@ -33,6 +59,6 @@ pub fn resolve<'a>(gateway: &'a Gateway, model: &'a str) -> Result<Target<'a>, U
         .targets
         .iter()
         .filter_map(|t| gateway.resolve(&t.id).ok())
-        .find(|target| upstream::api(target.provider).is_some())
+        .find(|target| api(target.provider).is_some())
         .ok_or(Unresolved::NoBatchTarget)
 }
