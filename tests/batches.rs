@@ -277,6 +277,30 @@ async fn try_submit(
     lines: usize,
     max_tokens: u64,
 ) -> (u16, Value) {
+    let (_, file) = upload(gateway, key, model, lines, max_tokens).await;
+    let file_id = file["id"].as_str().unwrap_or_else(|| panic!("{file}"));
+    let response = common::http()
+        .post(gateway.url("/v1/batches"))
+        .bearer_auth(key)
+        .json(
+            &json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions",
+                      "completion_window": "24h"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// Uploads a batch input file of `lines` chat lines for `model`: the status and answer.
+async fn upload(
+    gateway: &common::TestGateway,
+    key: &str,
+    model: &str,
+    lines: usize,
+    max_tokens: u64,
+) -> (u16, Value) {
     let mut text = String::new();
     for i in 0..lines {
         text.push_str(
@@ -293,24 +317,10 @@ async fn try_submit(
             "file",
             reqwest::multipart::Part::text(text).file_name("in.jsonl"),
         );
-    let file: Value = common::http()
+    let response = common::http()
         .post(gateway.url("/v1/files"))
         .bearer_auth(key)
         .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let file_id = file["id"].as_str().unwrap_or_else(|| panic!("{file}"));
-    let response = common::http()
-        .post(gateway.url("/v1/batches"))
-        .bearer_auth(key)
-        .json(
-            &json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions",
-                      "completion_window": "24h"}),
-        )
         .send()
         .await
         .unwrap();
@@ -535,5 +545,39 @@ async fn each_kind_of_bad_line_is_refused_with_its_number_and_nothing_goes_upstr
         assert_eq!(body["error"]["code"], "invalid_batch_line");
     }
     assert!(s.mock.calls().await.is_empty(), "nothing went upstream");
+    s.gateway.stop().await;
+}
+
+#[tokio::test]
+async fn a_virtual_models_lines_go_to_its_first_listed_target_that_runs_batches() {
+    // `plain` runs no batch API; `weighted` would draw among all three live.
+    let extra = "batches: { poll_interval_ms: 100 }
+routing:
+  smart: { policy: weighted, targets: [plain/gpt-3.5-turbo, openai/gpt-4o, azure/gpt-4.1-mini] }
+  unbatched: { policy: fallback, targets: [plain/gpt-3.5-turbo] }";
+    let s = scenario(MockBatches::start().await, |m| config(m, extra)).await;
+    let batch = submit(&s.gateway, &s.key, "smart", 3).await;
+    for i in 0..3 {
+        let record = s.gateway.record_of(&format!("{batch}:r{i}")).await;
+        assert_eq!(record.provider.as_deref(), Some("openai"), "{record:?}");
+        assert_eq!(record.model.as_deref(), Some("gpt-4o"));
+        assert_eq!(record.cost_micros, Some(batch_cost(10)));
+    }
+    let input = s.mock.files().await;
+    let input = input.iter().find(|f| f.purpose == "batch").unwrap();
+    let text = s.mock.file_text(&input.id).await;
+    for line in text.lines() {
+        let line: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["body"]["model"], "gpt-4o", "{line}");
+    }
+
+    let (status, refused) = upload(&s.gateway, &s.key, "unbatched", 1, 10).await;
+    assert_eq!(status, 400, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Line 1 of the batch input file: ")
+            && message.contains("no target of the virtual model `unbatched`"),
+        "{message}"
+    );
     s.gateway.stop().await;
 }
