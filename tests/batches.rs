@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::common;
 
-use common::gateway::{Gateway, GatewayBuilder, Provider};
+use common::gateway::{Gateway, GatewayBuilder, Provider, Route};
 use common::mock_batches::{API_KEY, MockBatches, PROMPT_TOKENS};
 use serde_json::{Value, json};
 
@@ -551,11 +551,19 @@ async fn each_kind_of_bad_line_is_refused_with_its_number_and_nothing_goes_upstr
 #[tokio::test]
 async fn a_virtual_models_lines_go_to_its_first_listed_target_that_runs_batches() {
     // `plain` runs no batch API; `weighted` would draw among all three live.
-    let extra = "batches: { poll_interval_ms: 100 }
-routing:
-  smart: { policy: weighted, targets: [plain/gpt-3.5-turbo, openai/gpt-4o, azure/gpt-4.1-mini] }
-  unbatched: { policy: fallback, targets: [plain/gpt-3.5-turbo] }";
-    let s = scenario(MockBatches::start().await, |m| config(m, extra)).await;
+    let s = scenario(MockBatches::start().await, |m| {
+        config(m)
+            .set("batches.poll_interval_ms", 100)
+            .route(
+                "smart",
+                Route::new(
+                    "weighted",
+                    ["plain/gpt-3.5-turbo", "openai/gpt-4o", "azure/gpt-4.1-mini"],
+                ),
+            )
+            .route("unbatched", Route::new("fallback", ["plain/gpt-3.5-turbo"]))
+    })
+    .await;
     let batch = submit(&s.gateway, &s.key, "smart", 3).await;
     for i in 0..3 {
         let record = s.gateway.record_of(&format!("{batch}:r{i}")).await;
