@@ -21,6 +21,7 @@ use std::sync::{Mutex, MutexGuard};
 use postgres::{Client, Row, Transaction};
 
 mod connect;
+mod error_chain;
 mod schema;
 
 use connect::Connections;
