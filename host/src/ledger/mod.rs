@@ -16,6 +16,8 @@
 //!
 //! The modules, lowest first (each imports only those above it in this list, never `mod.rs`):
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
+//! - `glob`: the `*` patterns that name models, MCP tools and pass-through routes.
+//! - `passthrough_patterns`: which pass-through routes a caller may reach.
 //! - [`histogram`]: durations counted in fixed buckets, for the console's percentiles.
 //! - [`record`]: one request's usage record, and the filter on its user.
 //! - [`totals`]: what the usage questions answer (sums over a range, per bucket and model).
@@ -38,6 +40,7 @@
 
 mod batch_rows;
 pub mod batches;
+mod glob;
 pub mod histogram;
 pub mod journal;
 pub mod keys;
