@@ -16,9 +16,9 @@ use super::objects::{self, file_object};
 use super::results::{self, Results};
 use super::upstream::{self, Api, Call, DIALECT};
 use super::{anthropic, caller, possible, spool, store_call};
+use crate::error::ApiError;
 use crate::ledger::time::now_us;
 use crate::ledger::{Order, StoredFile};
-use crate::pipeline::ApiError;
 use crate::state::AppState;
 
 /// Files listed at most per page (OpenAI's bound), and by default.

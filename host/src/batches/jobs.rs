@@ -18,12 +18,12 @@ use super::objects::{self, batch_object};
 use super::upstream::{self, Api, Call};
 use super::{caller, poll, possible, store_call};
 use crate::auth::Caller;
+use crate::error::ApiError;
 use crate::gateway::Gateway;
 use crate::ledger::StoredBatch;
 use crate::ledger::time::now_us;
 use crate::limits::{Facts, Refusal};
-use crate::pipeline::ApiError;
-use crate::pipeline::raw_json;
+use crate::pipeline::request::raw_json;
 use crate::plugins::Settlement;
 use crate::state::AppState;
 

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::error::ApiError;
 use crate::ledger::{StoredBatch, StoredFile};
-use crate::pipeline::ApiError;
 
 /// Bytes of an upstream id, at most.
 const UPSTREAM_ID_MAX: usize = 128;

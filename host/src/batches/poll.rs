@@ -10,9 +10,9 @@ use super::meter::{self, LEASE_US};
 use super::objects::{self, is_terminal};
 use super::store_call;
 use super::upstream::{self, Api, Call};
+use crate::error::ApiError;
 use crate::ledger::StoredBatch;
 use crate::ledger::time::now_us;
-use crate::pipeline::ApiError;
 use crate::state::AppState;
 
 /// Batches asked after in one round, at most.

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::anthropic::Session;
 use super::lines::LINE_MAX;
-use crate::pipeline::ApiError;
+use crate::error::ApiError;
 use crate::plugins::{HttpResponse, Operation, RequestInfo, Usage};
 
 /// Which lines of the results a file holds.

@@ -12,7 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, BufWrit
 
 use super::lines::{LINE_MAX, LineChecker};
 use crate::clip::clip;
-use crate::pipeline::ApiError;
+use crate::error::ApiError;
 
 /// Bytes of a text field (`purpose`, `expires_after[...]`) or a file name kept, at most.
 const TEXT_MAX: usize = 256;

@@ -3,8 +3,8 @@
 //! context, and `finish` settles it with the real usage.
 
 use super::context::Context;
-use super::error::ApiError;
 use super::finish::usage_cost;
+use crate::error::ApiError;
 use crate::gateway::Gateway;
 use crate::limits::{Facts, Refusal};
 use crate::plugins::Usage;

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::context::Context;
-use super::error::ApiError;
 use super::relay::Upstream;
+use crate::error::ApiError;
 use crate::gateway::Target;
 use crate::plugins::{
     Completion, HttpResponse, Operation, PluginCall, Prepared, RequestInfo, SlotKind, Usage,
@@ -33,7 +33,7 @@ pub enum Sent {
     /// An upstream stream, for the relay to pass on.
     Stream(Box<Upstream>),
     /// A successful answer in bytes (audio), passed through as it arrives.
-    Raw(Box<super::passthrough::Raw>),
+    Raw(Box<super::raw_answer::Raw>),
 }
 
 /// Characters of a client's model name an error message repeats.
@@ -127,7 +127,7 @@ async fn send(
     if local && native && cx.guard.answer_guarded() {
         // No upstream answer for the provider to read into a canonical view: fail closed
         // rather than pass it unchecked.
-        return Err(super::guard::failed_with(
+        return Err(super::guard::failure::failed_with(
             "answer",
             "a native answer the provider made itself cannot be checked",
         ));
@@ -202,7 +202,7 @@ async fn send(
                     detail: "the plugin read an upstream error as a success".to_owned(),
                 });
             }
-            Sent::Raw(Box::new(super::passthrough::Raw {
+            Sent::Raw(Box::new(super::raw_answer::Raw {
                 provider: provider.name.to_string(),
                 response,
                 usage: raw.usage,
@@ -254,7 +254,7 @@ async fn send(
                 let body = match view {
                     Some(view) => {
                         let seen = parsed(&mut call, target, &view, &response, redactor).await?;
-                        super::guard_native::whole(cx, completion.body, &seen.body).await?
+                        super::guard::native::whole(cx, completion.body, &seen.body).await?
                     }
                     None => completion.body,
                 };

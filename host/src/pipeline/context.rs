@@ -5,10 +5,13 @@ use std::time::Instant;
 
 use http::HeaderMap;
 
-use super::auth;
+use super::cache::slot::Slot;
+use super::edge::translation::{Edge, Translation};
+use super::guard::verdicts::Guarded;
 use super::request::ClientRequest;
 use crate::auth::Caller;
 use crate::catalog::ModelInfo;
+use crate::error::Dialect;
 use crate::gateway::{Gateway, Target};
 use crate::limits::Admission;
 use crate::plugins::Operation;
@@ -16,19 +19,6 @@ use crate::redact::Redactor;
 use crate::state::AppState;
 use crate::telemetry::{RequestTelemetry, Trace};
 use crate::tokenizer::Tokenizer;
-
-/// The client's API. Every dialect enters the same pipeline: the edge's way in reads it into
-/// the canonical (chat) form and its way out writes the answer and errors back in it, so the
-/// stages between never ask which one it was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dialect {
-    /// OpenAI's Chat Completions (`/v1/chat/completions`, and the embeddings and images
-    /// endpoints beside it), which the host speaks itself.
-    Chat,
-    /// A dialect of the registry (Anthropic's Messages, OpenAI's Responses, Google's GenAI,
-    /// ...): the request's [`Incoming::edge`] says which, and its plugin reads and writes it.
-    Plugin,
-}
 
 /// One request, as HTTP hands it to the pipeline.
 pub struct Incoming {
@@ -39,7 +29,7 @@ pub struct Incoming {
     pub headers: HeaderMap,
     pub body: axum::body::Body,
     /// A registry dialect's route, and the config snapshot it was found in; `None` for Chat.
-    pub edge: Option<super::edge::Edge>,
+    pub edge: Option<Edge>,
 }
 
 /// What a request knows, filled in by each stage in turn and closed once by `finish` (also
@@ -57,44 +47,44 @@ pub struct Context {
     /// A registry dialect's route and parameters, as the server matched them.
     pub edge: Option<crate::plugins::Matched>,
     /// A registry dialect's own body and plugin, beside its canonical form.
-    pub translation: Option<super::edge::Translation>,
+    pub translation: Option<Translation>,
     /// The ledger's name for its operation when it is not the operation's own: a registry
     /// dialect's declared name (`messages`, `gemini`), so that each dialect's records can be
     /// told apart; `passthrough` for a pass-through request.
-    pub(super) recorded_as: Option<std::borrow::Cow<'static, str>>,
+    pub(crate) recorded_as: Option<std::borrow::Cow<'static, str>>,
     /// The prompt's tokens, counted on first use (by admit, route or the record) and kept.
     prompt_tokens: Option<u32>,
     /// How the prompt is counted: the host's tokenizer (a seam for the count-once test).
-    pub(super) count_prompt: fn(&ClientRequest) -> u32,
+    pub(crate) count_prompt: fn(&ClientRequest) -> u32,
     /// Parents the stages' spans.
     pub trace: Trace,
     /// The secrets this request must not leak: kept out of its errors, log line and record.
     pub redactor: Redactor,
     /// The limits that admitted it, settled when it ends; none without limit rules.
-    pub(super) admission: Option<Admission>,
+    pub(crate) admission: Option<Admission>,
     /// The target tried last (the one that answered, if any).
-    pub(super) target: Option<Tried>,
+    pub(crate) target: Option<Tried>,
     /// The guards that apply to it, and their verdicts.
-    pub guard: super::guard::Guarded,
+    pub guard: Guarded,
     /// When it arrived, and when its first output went to the client.
-    pub(super) started: Instant,
-    pub(super) arrived_us: i64,
-    pub(super) first_output_us: Option<u64>,
+    pub(crate) started: Instant,
+    pub(crate) arrived_us: i64,
+    pub(crate) first_output_us: Option<u64>,
     /// What the upstream charged for a whole answer, kept from the moment it was read: when a
     /// later stage refuses that answer (an answer guard's stop), the client gets an error but
     /// the record and the limits still carry what was spent.
-    pub(super) spent: Option<crate::plugins::Usage>,
+    pub(crate) spent: Option<crate::plugins::Usage>,
     /// The request's span, metrics and log line, ended by `finish`.
-    pub(super) telemetry: Option<RequestTelemetry>,
+    pub(crate) telemetry: Option<RequestTelemetry>,
     /// What the response cache did for it, and what a miss's answer is kept under.
-    pub(super) cache: super::cache::Slot,
+    pub(crate) cache: Slot,
     /// Where the end writes: the ledger, and the tracker that settling limits runs under.
-    pub(super) ledger: crate::ledger::Ledger,
-    pub(super) background: tokio_util::task::TaskTracker,
+    pub(crate) ledger: crate::ledger::Ledger,
+    pub(crate) background: tokio_util::task::TaskTracker,
 }
 
 /// A target an attempt was made at.
-pub(super) struct Tried {
+pub(crate) struct Tried {
     pub provider: String,
     pub model: String,
     pub price: Option<Arc<ModelInfo>>,
@@ -147,7 +137,7 @@ impl Context {
             request_id: incoming.request_id.clone(),
             dialect: incoming.dialect,
             operation: incoming.operation,
-            caller: auth::anonymous(headers),
+            caller: super::caller::anonymous(headers),
             request: ClientRequest::unparsed(incoming.operation),
             edge: incoming.edge.as_ref().map(|edge| edge.matched.clone()),
             translation: None,
@@ -160,13 +150,13 @@ impl Context {
             trace: telemetry.trace().clone(),
             admission: None,
             target: None,
-            guard: super::guard::Guarded::default(),
+            guard: Guarded::default(),
             started: Instant::now(),
             arrived_us: crate::ledger::time::now_us(),
             first_output_us: None,
             spent: None,
             telemetry: Some(telemetry),
-            cache: super::cache::Slot::default(),
+            cache: Slot::default(),
             ledger: state.ledger.clone(),
             background: state.background.clone(),
         }

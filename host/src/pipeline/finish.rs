@@ -9,8 +9,8 @@
 //! could lose. A context dropped has no byte left to send: nothing waits for its record.
 
 use super::context::Context;
-use super::error::ApiError;
 use crate::catalog::{self, ModelInfo};
+use crate::error::ApiError;
 use crate::ledger::{UsageRecord, Written};
 use crate::plugins::{Operation, Settlement, Usage};
 use crate::telemetry::RequestEnd;

@@ -27,73 +27,31 @@
 pub mod admit;
 pub mod attempt;
 pub mod auth;
-pub mod body;
 pub mod cache;
+pub mod caller;
 pub mod context;
 pub mod count;
 pub mod edge;
-pub mod end_user;
-pub mod error;
 pub mod finish;
 pub mod forward;
 pub mod guard;
-mod guard_answer;
-mod guard_edits;
-mod guard_events;
-mod guard_native;
-mod guard_verdicts;
-mod guard_watch;
-mod operations;
 pub mod parse;
-mod passthrough;
-pub mod raw_json;
+pub mod raw_answer;
 pub mod relay;
+pub mod reply;
 pub mod request;
-#[cfg(test)]
-mod request_props;
 pub mod route;
-mod semantic;
-mod transcript;
-mod upload;
 
-use axum::body::Body;
-use axum::http::{HeaderName, HeaderValue};
+pub use context::{Context, Incoming};
+pub use reply::{Answer, AnswerBody, Reply};
 
 use attempt::Sent;
-pub use context::{Context, Dialect, Incoming};
-use edge::Outcome;
-pub use error::ApiError;
+use edge::out::Outcome;
+use reply::answer_headers;
 use route::Answered;
 
+use crate::error::ApiError;
 use crate::state::AppState;
-
-/// What the pipeline hands back to HTTP: an answer, or the error to render in `dialect`.
-pub struct Reply {
-    pub dialect: Dialect,
-    pub result: Result<Answer, ApiError>,
-    /// The error's body as a registry dialect's plugin wrote it (the status and headers are
-    /// the error's own); `None` for an answer, or for Chat Completions' errors, which the
-    /// gateway writes itself.
-    pub error_body: Option<String>,
-}
-
-/// A successful answer: its headers (which target answered, the limits' state) and its body.
-pub struct Answer {
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub body: AnswerBody,
-}
-
-pub enum AnswerBody {
-    /// A whole JSON answer.
-    Json(String),
-    /// Server-sent events.
-    Events(Body),
-    /// Anything else (a transcript as text or subtitles, speech audio), with its content type.
-    Typed {
-        content_type: HeaderValue,
-        body: Body,
-    },
-}
 
 /// Runs one request through every stage, and ends it.
 pub async fn run(state: &AppState, incoming: Incoming) -> Reply {
@@ -158,43 +116,16 @@ async fn stages(state: &AppState, cx: &mut Context, incoming: Incoming) -> Outco
     Outcome::Answered { sent, headers }
 }
 
-/// Names the provider and model that answered and how many attempts it took; and the limits'
-/// `x-ratelimit-*` headers.
-fn answer_headers(
-    cx: &Context,
-    provider: &str,
-    model: &str,
-    attempts: usize,
-) -> Vec<(HeaderName, HeaderValue)> {
-    let mut headers = vec![(
-        HeaderName::from_static("x-wasmgate-attempts"),
-        HeaderValue::from(attempts),
-    )];
-    if let Ok(v) = HeaderValue::from_str(provider) {
-        headers.push((HeaderName::from_static("x-wasmgate-provider"), v));
-    }
-    if let Ok(v) = HeaderValue::from_str(model) {
-        headers.push((HeaderName::from_static("x-wasmgate-model"), v));
-    }
-    headers.extend(cx.cache.headers());
-    for (name, value) in cx.admission.iter().flat_map(|a| &a.headers) {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            headers.push((name, value));
-        }
-    }
-    headers
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use axum::body::Body;
+
     use super::*;
+    use crate::error::Dialect;
     use crate::plugins::Operation;
 
     /// An upstream in OpenAI's wire format whose stream never reports usage, so the record

@@ -2,29 +2,15 @@
 //! canonical request the later stages work on; a multipart upload is read by `upload.rs`. It
 //! never asks which dialect the client spoke.
 
-use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 
-use super::body::Reservation;
 use super::context::Context;
-use super::error::ApiError;
 use super::request::ClientRequest;
-use super::upload;
-use crate::plugins::Operation;
+use super::request::body::Reservation;
+use super::request::inbound::Inbound;
+use super::request::upload;
+use crate::error::ApiError;
 use crate::state::AppState;
-
-/// What the edge's way in hands this stage.
-pub enum Inbound {
-    /// A JSON body in `operation`'s canonical form, and its share of the body budget (kept
-    /// while the request is being answered).
-    Json {
-        operation: Operation,
-        bytes: Bytes,
-        reservation: Reservation,
-    },
-    /// A multipart upload (Chat Completions' audio endpoints), which the parse stage reads.
-    Upload(Body),
-}
 
 /// Parses the body into `cx.request`. The returned reservation is the body's share of the
 /// budget: keep it while the request is being answered.

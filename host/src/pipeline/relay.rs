@@ -18,9 +18,9 @@ use futures_util::stream::{self, BoxStream};
 use futures_util::{FutureExt, StreamExt};
 
 use super::context::Context;
-use super::error::ApiError;
 use super::finish::End;
-use super::guard_watch::Watch;
+use super::guard::watch::Watch;
+use crate::error::ApiError;
 use crate::plugins::{PluginError, PluginFailure, ProviderStream, StreamOutput, Usage};
 use crate::redact::Redactor;
 
@@ -49,7 +49,7 @@ pub struct Upstream {
     pub provider: Arc<str>,
     pub decoder: ProviderStream,
     /// A second decoder reading the same bytes into canonical chunks, for the guards of a
-    /// native answer (`guard_native.rs`).
+    /// native answer (`guard/native.rs`).
     pub shadow: Option<ProviderStream>,
     pub response: reqwest::Response,
     /// The longest wait for the next upstream bytes.
@@ -100,7 +100,7 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: impl Frame) -> Body {
 
 struct Relay<F> {
     /// The answer's guards, which the canonical chunks pass through before they are framed.
-    guard: Option<super::guard::AnswerChain>,
+    guard: Option<super::guard::chain::AnswerChain>,
     /// A native answer's guards, on its canonical view.
     watch: Option<Watch>,
     /// The request, finished when the relay is dropped (taken there, once).

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use super::attempt::{self, Sent};
 use super::context::Context;
-use super::end_user::UserInfo;
-use super::error::ApiError;
+use super::request::end_user::UserInfo;
+use crate::error::ApiError;
 use crate::gateway::{ResolveError, Target};
 use crate::plugins::RouteRequest;
 use crate::routing::Route;

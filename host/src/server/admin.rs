@@ -28,11 +28,11 @@ use serde_json::{Value, json};
 
 use super::usage::{blocking, parse};
 use crate::auth;
+use crate::error::ApiError;
 use crate::ledger::keys::{KEY_ID_MAX, Spend, parse_expiry, usd_to_micros};
 use crate::ledger::time::{format_utc, now_us};
 use crate::ledger::{AdminKey, ApiKey, BudgetPeriod, KeyChanges, KeyLimits};
-use crate::pipeline::body;
-use crate::pipeline::error::ApiError;
+use crate::pipeline::request::body;
 use crate::state::AppState;
 
 /// The routes of the admin API.
@@ -48,7 +48,7 @@ async fn admin(state: &AppState, headers: &HeaderMap) -> Result<AdminKey, ApiErr
     if headers.get_all("authorization").iter().nth(1).is_some() {
         return Err(ApiError::DuplicateHeader("authorization"));
     }
-    let Some(secret) = crate::pipeline::auth::bearer(headers) else {
+    let Some(secret) = crate::pipeline::caller::bearer(headers) else {
         return Err(ApiError::AdminKeyRequired);
     };
     let hash = auth::hash(secret);

@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::batches::{files, jobs};
+use crate::error::ApiError;
 use crate::ledger::Order;
-use crate::pipeline::ApiError;
 use crate::state::AppState;
 
 /// A list's query (`GET /v1/files`, `GET /v1/batches`). `order` is the Files API's (`asc` or

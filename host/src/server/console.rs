@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use sha2::{Digest, Sha256};
 
-use crate::pipeline::ApiError;
+use crate::error::ApiError;
 
 /// Only this origin, for everything: no inline script or style, no frame, no plugin, no form
 /// sent anywhere. uPlot styles its elements through the CSSOM, which `style-src` allows.

@@ -14,8 +14,9 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Uri, header};
 use axum::response::{IntoResponse, Response};
 
 use super::request_log::{LoggedAtEnd, RequestId};
+use crate::error::{ApiError, Dialect};
 use crate::pipeline::edge::{self as edge_of, Edge};
-use crate::pipeline::{self, ApiError, Dialect, Incoming};
+use crate::pipeline::{self, Incoming};
 use crate::plugins::{KeySource, Mounted, RouteKind, Unmatched};
 use crate::state::AppState;
 
@@ -90,9 +91,11 @@ pub async fn serve(
     let edge = Edge { gateway, matched };
     let answered = match edge.matched.route().kind {
         RouteKind::Call => return call(&state, edge, headers, id, body).await,
-        RouteKind::CountTokens => edge_of::count_tokens(&state, &edge, &headers, body)
-            .await
-            .map(|(body, counter)| (body, Some(counter))),
+        RouteKind::CountTokens => {
+            crate::pipeline::count::count_tokens(&state, &edge, &headers, body)
+                .await
+                .map(|(body, counter)| (body, Some(counter)))
+        }
         RouteKind::ListModels | RouteKind::GetModel => models(&state, &edge, headers)
             .await
             .map(|body| (body, None)),
@@ -219,7 +222,7 @@ fn present_key(
     let Some(key) = found else {
         return Ok(());
     };
-    let existing = pipeline::auth::bearer(headers)
+    let existing = pipeline::caller::bearer(headers)
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()))
         .map(str::trim);
     match existing {

@@ -26,9 +26,9 @@ use axum::http::{Method, Uri};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
-pub use crate::pipeline::body::BodyReadTimeout;
-pub use crate::pipeline::end_user::UserInfo;
-pub use crate::pipeline::error::ApiError;
+pub use crate::error::ApiError;
+pub use crate::error::BodyReadTimeout;
+pub use crate::pipeline::request::end_user::UserInfo;
 pub use request_log::RequestId;
 pub use timeouts::ConnectionTimeouts;
 
@@ -37,7 +37,7 @@ use crate::state::AppState;
 /// The gateway's routes, ready to serve or to drive with `oneshot` in tests. Every handler but
 /// `/health`, `/metrics` (probes and scrapes, which say nothing of any project) and the console's
 /// static files under `/ui/` (the page asks `/usage/*` with its user's key) passes
-/// [`crate::pipeline::auth::caller`] before anything else; `tests/auth_matrix.rs` holds each route to it.
+/// [`crate::pipeline::caller::caller`] before anything else; `tests/auth_matrix.rs` holds each route to it.
 /// `/admin/*` takes admin keys instead (see [`admin`]); `tests/keys.rs` holds it to them.
 pub fn app(state: Arc<AppState>) -> Router {
     let max_body = state.max_body_bytes;

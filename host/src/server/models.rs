@@ -12,9 +12,9 @@ use axum::http::HeaderMap;
 use serde::Serialize;
 
 use crate::catalog::ModelInfo;
+use crate::error::ApiError;
 use crate::gateway::{Gateway, Provider};
-use crate::pipeline::auth;
-use crate::pipeline::error::ApiError;
+use crate::pipeline::caller as auth;
 use crate::plugins::{CanonicalRequest, Operation, Prepared, SlotKind};
 use crate::redact::Secrets;
 use crate::state::AppState;

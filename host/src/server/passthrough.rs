@@ -10,8 +10,9 @@ use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 
 use super::request_log::{LoggedAtEnd, RequestId};
+use crate::error::Dialect;
+use crate::pipeline::Incoming;
 use crate::pipeline::forward::{self, Destination};
-use crate::pipeline::{Dialect, Incoming};
 use crate::plugins::Operation;
 use crate::state::AppState;
 

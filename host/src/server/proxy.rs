@@ -10,7 +10,8 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use super::request_log::{LoggedAtEnd, RequestId};
-use crate::pipeline::{self, AnswerBody, Dialect, Incoming, Reply};
+use crate::error::Dialect;
+use crate::pipeline::{self, AnswerBody, Incoming, Reply};
 use crate::plugins::Operation;
 use crate::state::AppState;
 

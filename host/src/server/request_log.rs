@@ -8,7 +8,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::clip::echo;
-use crate::pipeline::error::ErrorNote;
+use crate::error::ErrorNote;
 
 /// Gives every request an id (the client's `x-request-id` if it sent a sane one, else a UUIDv7), returns it in
 /// the response, and logs one line when the response headers are ready.

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::usage::blocking;
 use crate::clip::echo;
-use crate::pipeline::ApiError;
-use crate::pipeline::auth;
+use crate::error::ApiError;
+use crate::pipeline::caller as auth;
 use crate::state::AppState;
 
 /// Bytes of a response id, at most: longer than any the gateway or an upstream gives.

@@ -25,7 +25,7 @@ use hyper::body::{Frame, Incoming, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 
-use crate::pipeline::body::BodyReadTimeout;
+use crate::error::BodyReadTimeout;
 
 /// The deadlines of one connection, read from `server:` when it is accepted.
 #[derive(Debug, Clone, Copy)]
@@ -88,10 +88,7 @@ impl Activity {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        match self.state.lock() {
-            Ok(state) => state,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.state)
     }
 
     /// Marks a request in flight until the returned guard is dropped (its response's end).

@@ -23,12 +23,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::clip::echo;
+use crate::error::ApiError;
 use crate::ledger::time::{DAY_US, format_utc, now_us};
 use crate::ledger::{Store, Totals, Unit, UserFilter};
-use crate::pipeline::auth;
-use crate::pipeline::body;
-use crate::pipeline::end_user::{TAG_MAX, TAGS_MAX, TEXT_MAX};
-use crate::pipeline::error::ApiError;
+use crate::pipeline::caller as auth;
+use crate::pipeline::request::body;
+use crate::pipeline::request::end_user::{TAG_MAX, TAGS_MAX, TEXT_MAX};
 use crate::state::AppState;
 
 /// Below this a time is in milliseconds (10^14 µs is 1973; 10^14 ms is the year 5138).

@@ -23,15 +23,15 @@ use sha2::{Digest, Sha256};
 
 use super::usage::{asked, blocking, bounded_tags, given, range, user_filter};
 use crate::clip::echo;
+use crate::error::ApiError;
 use crate::ledger::UsageRecord;
 use crate::ledger::requests::{
     self, GuardFilter, LIMIT_DEFAULT, LIMIT_MAX, Position, RequestQuery, StatusClass,
 };
 use crate::ledger::time::format_utc;
-use crate::pipeline::auth;
-use crate::pipeline::end_user::TEXT_MAX;
-use crate::pipeline::error::ApiError;
+use crate::pipeline::caller as auth;
 use crate::pipeline::request::MODEL_MAX;
+use crate::pipeline::request::end_user::TEXT_MAX;
 use crate::state::AppState;
 
 /// Bytes of a request id, at most: what the gateway accepts in `x-request-id`.

@@ -19,9 +19,9 @@ use serde_json::{Value, json};
 
 use super::usage::{asked, blocking, range};
 use crate::clip::echo;
+use crate::error::ApiError;
 use crate::ledger::stats::{self, Breakdown, Figures, Percentiles, StatsQuery};
 use crate::ledger::time::{DAY_US, HOUR_US, MINUTE_US};
-use crate::pipeline::ApiError;
 use crate::state::AppState;
 
 /// Buckets of one series at most: 90 days by the hour, a day by the minute.

@@ -1,9 +1,10 @@
 //! The dialect plugin's encodings on the way out: a whole canonical answer, the stream
 //! encoder, an error body, and the end of a native stream that broke.
 
-use super::{Translation, answered};
-use crate::pipeline::context::{Context, Dialect};
-use crate::pipeline::error::ApiError;
+use super::dialect_call::answered;
+use super::translation::Translation;
+use crate::error::{ApiError, Dialect};
+use crate::pipeline::context::Context;
 use crate::plugins::{DialectEvent, DialectPlugin, DialectStream, Failure, SlotKind, Usage};
 
 /// Encodes a whole canonical answer in the client's dialect.

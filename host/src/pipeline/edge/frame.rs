@@ -4,10 +4,10 @@
 //! dialect plugin), for the relay's live streams and for answers made without one (a plugin's
 //! own events, a cached answer replayed).
 
-use super::Keeper;
-use super::replay::keep_final;
-use crate::pipeline::context::{Context, Dialect};
-use crate::pipeline::error::ApiError;
+use super::encode::encoder;
+use super::keeper::{Keeper, keep_final};
+use crate::error::{ApiError, Dialect};
+use crate::pipeline::context::Context;
 use crate::pipeline::relay;
 use crate::plugins::{DialectEvent, DialectStream, Usage};
 
@@ -84,8 +84,8 @@ pub(super) async fn replay_kept(
     usage: Option<Usage>,
     keeper: &Keeper,
 ) -> Result<Vec<u8>, ApiError> {
-    let mut encoded = super::answered(encoder.push(&events).await)?;
-    encoded.extend(super::answered(encoder.finish(usage).await)?);
+    let mut encoded = super::dialect_call::answered(encoder.push(&events).await)?;
+    encoded.extend(super::dialect_call::answered(encoder.finish(usage).await)?);
     for event in &encoded {
         keep_final(keeper, &event.data).await;
     }
@@ -156,10 +156,10 @@ impl relay::Frame for Framing {
                 let mut encoded = if events.is_empty() {
                     Vec::new()
                 } else {
-                    super::answered(encoder.push(&events).await)?
+                    super::dialect_call::answered(encoder.push(&events).await)?
                 };
                 if ended {
-                    encoded.extend(super::answered(encoder.finish(usage).await)?);
+                    encoded.extend(super::dialect_call::answered(encoder.finish(usage).await)?);
                 }
                 if let Some(keeper) = keeper {
                     for event in &encoded {
@@ -268,6 +268,25 @@ fn is_usage_only(event: &str) -> bool {
     serde_json::from_str::<Probe>(event)
         .map(|p| p.choices.is_empty() && p.usage.is_some())
         .unwrap_or(false)
+}
+
+/// How a stream is written for the client: as chat chunks, as the target's own events in the
+/// client's dialect, or re-encoded by the dialect plugin.
+pub(super) async fn framing(cx: &mut Context, native: bool) -> Result<Framing, ApiError> {
+    if cx.translation.is_none() {
+        return Ok(Framing::Chat {
+            client_wants_usage: cx.request.client_wants_usage,
+        });
+    }
+    if native {
+        return Ok(Framing::Native);
+    }
+    match encoder(cx).await? {
+        Some(encoder) => Ok(Framing::Translated(Box::new(encoder))),
+        None => Ok(Framing::Chat {
+            client_wants_usage: cx.request.client_wants_usage,
+        }),
+    }
 }
 
 #[cfg(test)]

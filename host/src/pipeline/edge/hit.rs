@@ -1,6 +1,6 @@
 //! The way out for a cache hit (exact or semantic): the kept answer in the client's dialect,
 //! whole or replayed as a stream, the request ended as a hit (cost 0, the cost it saved). See
-//! `cache.rs` for when a request hits.
+//! `cache/` for when a request hits.
 
 use axum::body::Body;
 use axum::http::HeaderValue;
@@ -9,10 +9,11 @@ use super::encode::encode;
 use super::frame::{self, Framing};
 use crate::cache::answer::{self, Entry, Form};
 use crate::cache::now_ms;
+use crate::error::{ApiError, Dialect};
 use crate::pipeline::cache::Hit;
-use crate::pipeline::context::{Context, Dialect, Tried};
+use crate::pipeline::context::{Context, Tried};
 use crate::pipeline::finish::End;
-use crate::pipeline::{Answer, AnswerBody, ApiError};
+use crate::pipeline::reply::{Answer, AnswerBody};
 use crate::plugins::Usage;
 
 /// Answers the request from `hit` in the client's dialect, and ends it as a hit.
@@ -33,7 +34,7 @@ pub(super) async fn serve(mut cx: Context, hit: Hit) -> Result<Answer, ApiError>
         price,
         system,
     });
-    let mut headers = crate::pipeline::answer_headers(&cx, &entry.provider, &entry.model, 0);
+    let mut headers = crate::pipeline::reply::answer_headers(&cx, &entry.provider, &entry.model, 0);
     let age = now_ms().saturating_sub(entry.stored_ms) / 1000;
     headers.push((http::header::AGE, HeaderValue::from(age)));
     let body = match entry.form {
@@ -108,7 +109,7 @@ async fn replay(
     usage: Option<Usage>,
 ) -> Result<AnswerBody, ApiError> {
     let events = answer::chunks(completion).unwrap_or_default();
-    let framing = super::out::framing(cx, false).await?;
+    let framing = frame::framing(cx, false).await?;
     let keeper = cx.translation.as_ref().and_then(|t| t.keeper.clone());
     let body = match (framing, keeper) {
         (Framing::Translated(encoder), Some(keeper)) => {

@@ -6,7 +6,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use futures_util::StreamExt;
 
-use crate::pipeline::{Answer, AnswerBody};
+use crate::pipeline::reply::{Answer, AnswerBody};
 
 /// `answer` with its event stream reframed as a JSON array, and its content type said so.
 pub fn reframe(mut answer: Answer) -> Answer {

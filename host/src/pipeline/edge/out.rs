@@ -8,15 +8,18 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue};
 
-use super::encode::{encode, encoder, error_body};
-use super::frame::{self, Framing};
+use super::encode::{encode, error_body};
+use super::frame::{self};
+use super::transcript;
 use super::{hit, json_array};
+use crate::error::ApiError;
 use crate::pipeline::attempt::Sent;
 use crate::pipeline::cache::Hit;
 use crate::pipeline::context::Context;
-use crate::pipeline::error::ApiError;
 use crate::pipeline::finish::End;
-use crate::pipeline::{Answer, AnswerBody, Reply, guard, passthrough, relay, transcript};
+use crate::pipeline::raw_answer;
+use crate::pipeline::reply::{Answer, AnswerBody, Reply};
+use crate::pipeline::{guard, relay};
 use crate::plugins;
 
 /// What the stages hand the way out.
@@ -88,7 +91,7 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             // A native answer was checked by its guards in the attempt, on its canonical view.
             let checked = match native {
                 true => Ok(body),
-                false => guard::whole(&mut cx, body).await,
+                false => guard::answer::whole(&mut cx, body).await,
             };
             let body = match checked {
                 Ok(body) => body,
@@ -131,19 +134,19 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             Ok(body)
         }
         Sent::Raw(raw) => {
-            let content_type = passthrough::content_type(&raw);
+            let content_type = raw_answer::content_type(&raw);
             cx.request.release_body();
             Ok(AnswerBody::Typed {
                 content_type,
-                body: passthrough::body(*raw, cx),
+                body: raw_answer::body(*raw, cx),
             })
         }
         Sent::Events { events, usage } => {
-            let (events, stopped) = match guard::events(&mut cx, events).await {
+            let (events, stopped) = match guard::answer::events(&mut cx, events).await {
                 Ok(passed) => passed,
                 Err(error) => return failed(cx, error).await,
             };
-            let framing = match framing(&mut cx, false).await {
+            let framing = match frame::framing(&mut cx, false).await {
                 Ok(framing) => framing,
                 Err(error) => return failed(cx, error).await,
             };
@@ -165,11 +168,11 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             if upstream.native {
                 cx.cache.native_stream();
             }
-            let framing = match framing(&mut cx, upstream.native).await {
+            let framing = match frame::framing(&mut cx, upstream.native).await {
                 Ok(framing) => framing,
                 Err(error) => return failed(cx, error).await,
             };
-            if let Err(error) = guard::open_stream(&mut cx).await {
+            if let Err(error) = guard::answer::open_stream(&mut cx).await {
                 return failed(cx, error).await;
             }
             cx.release_body_for_stream();
@@ -187,24 +190,5 @@ fn transcript_format(cx: &Context) -> Option<String> {
                 .unwrap_or_else(|| "json".to_owned()),
         ),
         _ => None,
-    }
-}
-
-/// How a stream is written for the client: as chat chunks, as the target's own events in the
-/// client's dialect, or re-encoded by the dialect plugin.
-pub(super) async fn framing(cx: &mut Context, native: bool) -> Result<Framing, ApiError> {
-    if cx.translation.is_none() {
-        return Ok(Framing::Chat {
-            client_wants_usage: cx.request.client_wants_usage,
-        });
-    }
-    if native {
-        return Ok(Framing::Native);
-    }
-    match encoder(cx).await? {
-        Some(encoder) => Ok(Framing::Translated(Box::new(encoder))),
-        None => Ok(Framing::Chat {
-            client_wants_usage: cx.request.client_wants_usage,
-        }),
     }
 }

@@ -9,11 +9,19 @@ use axum::body::{Body, Bytes};
 use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 
-use super::super::context::{Context, Tried};
-use super::super::finish::End;
-use super::Forwarded;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+
 use crate::clip::clip;
+use crate::pipeline::context::{Context, Tried};
+use crate::pipeline::finish::End;
 use crate::plugins::{HttpResponse, PassthroughCall, SlotKind, Usage};
+
+/// A pass-through answer, ready to send: the upstream's status and headers, its body relayed.
+pub struct Forwarded {
+    pub status: StatusCode,
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    pub body: Body,
+}
 
 /// Bytes of a body kept whole for its usage to be read, at most.
 const WHOLE_MAX: usize = 1 << 20;

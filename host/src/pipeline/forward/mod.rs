@@ -20,22 +20,17 @@ mod headers;
 mod path;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use futures_util::TryStreamExt;
 
+pub use answer::Forwarded;
+
 use super::context::{Context, Incoming};
-use super::error::ApiError;
 use super::finish::End;
+use crate::error::ApiError;
 use crate::gateway::{Provider, Target};
 use crate::plugins::{HttpRequest, PassthroughAuth, PassthroughCall, SlotKind};
 use crate::state::AppState;
-
-/// A pass-through answer, ready to send: the upstream's status and headers, its body relayed.
-pub struct Forwarded {
-    pub status: StatusCode,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub body: Body,
-}
 
 /// Where a pass-through request goes: `/<entry>/<path>` (the part after the prefix) and the
 /// query, as the client sent them.

@@ -30,7 +30,7 @@ pub(super) enum Message {
 
 /// Reads one JSON-RPC message (bounded as any request body is).
 pub(super) async fn read_message(state: &AppState, body: Body) -> Result<Message, McpError> {
-    let bytes = match crate::pipeline::body::read(state, body).await {
+    let bytes = match crate::pipeline::request::body::read(state, body).await {
         Ok((bytes, _reservation)) => bytes,
         Err(e) => return Err(refused(&e)),
     };

@@ -26,11 +26,11 @@ use futures_util::Stream;
 use serde_json::{Value, json};
 
 use crate::auth::Caller;
+use crate::error::ApiError;
 use crate::mcp::error::McpError;
 use crate::mcp::progress::Relay;
 use crate::mcp::session::{Session, new_session};
 use crate::mcp::{Hub, PROTOCOL_VERSIONS};
-use crate::pipeline::error::ApiError;
 use crate::server::RequestId;
 use crate::state::AppState;
 
@@ -330,7 +330,7 @@ async fn admit(state: &AppState, headers: &HeaderMap) -> Result<Caller, McpError
             }));
         }
     }
-    crate::pipeline::auth::caller(state, headers, true)
+    crate::pipeline::caller::caller(state, headers, true)
         .await
         .map_err(|e| refused(&e))
 }

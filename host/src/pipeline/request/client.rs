@@ -6,14 +6,12 @@
 
 use serde_json::value::RawValue;
 
+use super::check::{Check, check_model, invalid, missing, wrong_type};
 use super::end_user::UserInfo;
-use super::error::ApiError;
 use super::raw_json::{self, Fields, Kind, MAX_FIELDS, Unreadable};
-use crate::clip::{echo, unprintable};
+use crate::clip::echo;
+use crate::error::ApiError;
 use crate::plugins::{CanonicalRequest, Operation};
-
-/// Bytes of a model name, at most (Bedrock's inference-profile ARNs are the longest, ~120).
-pub const MODEL_MAX: usize = 256;
 
 /// A validated client request, before the model is resolved.
 pub struct ClientRequest {
@@ -44,7 +42,7 @@ impl ClientRequest {
     }
 
     /// A multipart upload's request: its text fields as `body`, its file beside them.
-    pub(super) fn from_form(
+    pub(in crate::pipeline) fn from_form(
         operation: Operation,
         model: String,
         stream: bool,
@@ -267,22 +265,6 @@ fn write_fields(fields: &Fields) -> String {
     }
 }
 
-/// Refuses a model name no provider could serve and no log or metric should carry: longer than
-/// [`MODEL_MAX`] bytes, or with control characters.
-pub fn check_model(model: &str) -> Result<(), ApiError> {
-    if model.len() > MODEL_MAX || model.chars().any(unprintable) {
-        return Err(invalid(
-            "model",
-            &format!(
-                "Invalid 'model' `{}`: a model name has at most {MODEL_MAX} bytes and no \
-                 control characters.",
-                echo(model)
-            ),
-        ));
-    }
-    Ok(())
-}
-
 fn raw_json_true() -> Box<RawValue> {
     RawValue::from_string("true".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }
@@ -401,62 +383,6 @@ fn validate_images(body: &Fields) -> Result<(), ApiError> {
     Check::PositiveInteger.apply(body, "n")
 }
 
-#[derive(Clone, Copy)]
-pub(super) enum Check {
-    PositiveInteger,
-    Number,
-    Array,
-    Object,
-}
-
-impl Check {
-    pub(super) fn apply(self, body: &Fields, field: &str) -> Result<(), ApiError> {
-        let Some(raw) = body.get(field) else {
-            return Ok(());
-        };
-        let kind = Kind::of(raw);
-        let ok = match (self, kind) {
-            (_, Kind::Null) => true,
-            (Self::PositiveInteger, Kind::Number) => raw_json::integer(raw).is_some_and(|n| n >= 1),
-            (Self::Number, Kind::Number) => true,
-            (Self::Array, Kind::Array) => true,
-            (Self::Object, Kind::Object) => true,
-            _ => false,
-        };
-        if ok {
-            return Ok(());
-        }
-        let expected = match self {
-            Self::PositiveInteger => "a positive integer",
-            Self::Number => "a number",
-            Self::Array => "an array",
-            Self::Object => "an object",
-        };
-        Err(wrong_type(field, expected, kind))
-    }
-}
-
-pub(super) fn invalid(param: &str, message: &str) -> ApiError {
-    ApiError::InvalidField {
-        param: param.to_owned(),
-        message: message.to_owned(),
-    }
-}
-
-pub(super) fn missing(param: &str) -> ApiError {
-    invalid(param, &format!("Missing required parameter: '{param}'."))
-}
-
-pub(super) fn wrong_type(param: &str, expected: &str, got: Kind) -> ApiError {
-    invalid(
-        param,
-        &format!(
-            "Invalid type for '{param}': expected {expected}, but got {} instead.",
-            got.name()
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -549,5 +475,80 @@ mod tests {
             ClientRequest::parse(Operation::ChatCompletions, b"{not json"),
             Err(ApiError::InvalidJson(_))
         ));
+    }
+}
+
+#[cfg(test)]
+/// The smaller endpoints' checks (`operations.rs`), through the parse that runs them.
+mod operations {
+    use super::ClientRequest;
+    use crate::error::ApiError;
+    use crate::plugins::Operation;
+
+    fn param_of(op: Operation, body: &str) -> String {
+        match ClientRequest::parse(op, body.as_bytes()) {
+            Err(ApiError::InvalidField { param, .. }) => param,
+            Err(other) => format!("other: {other}"),
+            Ok(_) => "ok".to_owned(),
+        }
+    }
+
+    #[test]
+    fn names_the_field_at_fault() {
+        let completions = Operation::Completions;
+        assert_eq!(param_of(completions, r#"{"model":"m"}"#), "prompt");
+        assert_eq!(
+            param_of(completions, r#"{"model":"m","prompt":3}"#),
+            "prompt"
+        );
+        assert_eq!(
+            param_of(completions, r#"{"model":"m","prompt":"hi","stream":true}"#),
+            "ok"
+        );
+        assert_eq!(
+            param_of(Operation::Moderations, r#"{"model":"m","input":[]}"#),
+            "input"
+        );
+        assert_eq!(
+            param_of(Operation::Moderations, r#"{"input":"x"}"#),
+            "model"
+        );
+        let rerank = Operation::Rerank;
+        assert_eq!(
+            param_of(rerank, r#"{"model":"m","documents":["a"]}"#),
+            "query"
+        );
+        assert_eq!(
+            param_of(rerank, r#"{"model":"m","query":"q","documents":[]}"#),
+            "documents"
+        );
+        assert_eq!(
+            param_of(
+                rerank,
+                r#"{"model":"m","query":"q","documents":["a"],"top_n":0}"#
+            ),
+            "top_n"
+        );
+        assert_eq!(
+            param_of(
+                rerank,
+                r#"{"model":"m","query":"q","documents":["a"],"stream":true}"#
+            ),
+            "stream"
+        );
+        let speech = Operation::AudioSpeech;
+        assert_eq!(param_of(speech, r#"{"model":"m","input":"hi"}"#), "voice");
+        assert_eq!(
+            param_of(
+                speech,
+                r#"{"model":"m","input":"hi","voice":"alloy","response_format":"ogg"}"#
+            ),
+            "response_format"
+        );
+        let long = format!(
+            r#"{{"model":"m","input":"{}","voice":"alloy"}}"#,
+            "a".repeat(4097)
+        );
+        assert_eq!(param_of(speech, &long), "input");
     }
 }

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::guard_answer::AnswerChain;
+use super::action::Action;
+use super::chain::AnswerChain;
 use crate::plugins::Finding;
 
 /// Kinds kept per verdict, and bytes per kind: what a guard reports is bounded before it is
@@ -17,19 +18,19 @@ const KIND_MAX: usize = 32;
 #[derive(Default)]
 pub struct Guarded {
     /// Indices into the gateway's guards of those that check the answer.
-    pub(super) answer: Vec<usize>,
+    pub(in crate::pipeline) answer: Vec<usize>,
     /// Some guard applies.
-    pub(super) any: bool,
+    pub(in crate::pipeline) any: bool,
     /// The request must be translated for a target that speaks the client's dialect: a
     /// guard's rewrite could not be carried into the native body, or the answer cannot be
-    /// checked natively (see `guard_native.rs`).
-    pub(super) translate: bool,
+    /// checked natively (see `native.rs`).
+    pub(in crate::pipeline) translate: bool,
     verdicts: Vec<Verdict>,
     /// The request as the client sent it (canonical), for the answer guards' constructors.
-    pub(super) request: Option<Arc<str>>,
+    pub(in crate::pipeline) request: Option<Arc<str>>,
     /// The chain a streamed answer goes through, taken by the relay. In a mutex only so that
     /// the context stays `Sync` (a plugin instance is not); nothing contends for it.
-    pub(super) chain: Option<std::sync::Mutex<AnswerChain>>,
+    pub(in crate::pipeline) chain: Option<std::sync::Mutex<AnswerChain>>,
 }
 
 /// One guard's verdict on one side of a request.
@@ -39,44 +40,6 @@ struct Verdict {
     action: Action,
     monitor: bool,
     counts: BTreeMap<String, u64>,
-}
-
-/// What a guard did.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Action {
-    Allow,
-    Rewrite,
-    Refuse,
-    Stop,
-    /// It failed, and its entry says `fail_open`.
-    Error,
-}
-
-impl Action {
-    /// How strong it is: the strongest stands for a guard's side of a request.
-    pub(super) fn rank(self) -> u8 {
-        match self {
-            Self::Allow => 0,
-            Self::Rewrite => 1,
-            Self::Error => 2,
-            Self::Refuse | Self::Stop => 3,
-        }
-    }
-
-    pub(super) fn name(self, monitor: bool) -> &'static str {
-        match (self, monitor) {
-            (Self::Allow, false) => "allow",
-            (Self::Rewrite, false) => "rewrite",
-            (Self::Refuse, false) => "refuse",
-            (Self::Stop, false) => "stop",
-            (Self::Error, false) => "error",
-            (Self::Allow, true) => "monitor_allow",
-            (Self::Rewrite, true) => "monitor_rewrite",
-            (Self::Refuse, true) => "monitor_refuse",
-            (Self::Stop, true) => "monitor_stop",
-            (Self::Error, true) => "monitor_error",
-        }
-    }
 }
 
 impl Guarded {
@@ -96,7 +59,7 @@ impl Guarded {
         !self.answer.is_empty()
     }
 
-    pub(super) fn record(
+    pub(in crate::pipeline) fn record(
         &mut self,
         guard: &Arc<str>,
         side: &'static str,
@@ -158,14 +121,10 @@ impl Guarded {
     /// The chain a streamed answer goes through (taken once, by the relay).
     pub fn take_chain(&mut self) -> Option<AnswerChain> {
         let chain = self.chain.take()?;
-        Some(
-            chain
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Some(crate::sync::into_inner(chain))
     }
 
-    pub(super) fn verdicts_from(&mut self, chain: &mut AnswerChain) {
+    pub(in crate::pipeline) fn verdicts_from(&mut self, chain: &mut AnswerChain) {
         for (guard, action, monitor, findings) in chain.verdicts.drain(..) {
             self.record(&guard, "answer", action, monitor, &findings);
         }

@@ -12,14 +12,15 @@ use http::HeaderMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::attempt::Sent;
-use super::context::{Context, Dialect, Incoming};
-use super::finish::End;
-use super::request::ClientRequest;
-use super::route::{self, Answered};
 use crate::cache::key::{self, Key, Scope, Shape};
-use crate::cache::vectors::{Item, Nearest};
+use crate::cache::vectors::Nearest;
 use crate::config::cache::SemanticConfig;
+use crate::error::Dialect;
+use crate::pipeline::attempt::Sent;
+use crate::pipeline::context::{Context, Incoming};
+use crate::pipeline::finish::End;
+use crate::pipeline::request::ClientRequest;
+use crate::pipeline::route::{self, Answered};
 use crate::plugins::Operation;
 use crate::state::AppState;
 
@@ -228,29 +229,6 @@ pub async fn nearest(
     };
     let found = vectors.nearest(scope, vector).await?;
     Ok(found.filter(|n| n.similarity >= threshold))
-}
-
-/// What a miss keeps beside its answer: the scope and vector to find it by.
-pub struct Indexed {
-    pub scope: String,
-    pub vector: Vec<f32>,
-}
-
-impl Indexed {
-    /// Adds the vector of an answer kept under `key` until `expires_ms`.
-    pub async fn add(self, cache: &crate::cache::Cache, key: Key, expires_ms: u64) {
-        let Some(vectors) = &cache.vectors else {
-            return;
-        };
-        let item = Item {
-            key,
-            expires_ms,
-            vector: self.vector,
-        };
-        if let Err(e) = vectors.add(&self.scope, item).await {
-            tracing::warn!("the semantic cache could not keep a vector: {e}");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use futures_util::StreamExt;
 use futures_util::stream::{self, BoxStream};
 
 use super::context::Context;
-use super::error::ApiError;
 use super::finish::End;
+use crate::error::ApiError;
 use crate::plugins::Usage;
 
 /// A successful upstream answer to pass through.

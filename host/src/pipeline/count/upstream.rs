@@ -14,13 +14,14 @@
 
 use std::time::Instant;
 
-use super::edge::{Edge, forwarded, operation_of};
-use super::error::ApiError;
-use super::raw_json::Fields;
-use super::request::ClientRequest;
-use super::route::{plan, route_request};
 use crate::auth::Caller;
+use crate::error::ApiError;
 use crate::gateway::{Gateway, Provider, Target};
+use crate::pipeline::edge::decode::forwarded;
+use crate::pipeline::edge::translation::{Edge, operation_of};
+use crate::pipeline::request::ClientRequest;
+use crate::pipeline::request::raw_json::Fields;
+use crate::pipeline::route::{plan, route_request};
 use crate::plugins::{
     CanonicalRequest, Decoded, HttpRequest, HttpResponse, NativeCall, Operation, PluginCall,
     PluginError, PluginFailure, Prepared, RequestInfo, SlotKind,
@@ -277,7 +278,7 @@ async fn send(
         .await
         .map_err(|e| ApiError::upstream(&provider.name, e))?;
     let status = response.status().as_u16();
-    let headers = super::attempt::header_pairs(response.headers());
+    let headers = crate::pipeline::attempt::header_pairs(response.headers());
     let body = upstream::read_body(response, provider.timeout)
         .await
         .map_err(|e| ApiError::upstream(&provider.name, e))?;

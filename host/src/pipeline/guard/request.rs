@@ -1,33 +1,22 @@
 //! The guards on the request path: after `parse`, each guard that applies checks the canonical
 //! request (allow, rewrite, refuse); the answer, whole or streamed, goes through each guard's
-//! answer guard in order (`guard_answer.rs`). Every verdict (guard, action, counts by kind,
-//! never the matched text) goes into the request's record and a metric (`guard_verdicts.rs`).
+//! answer guard in order (`answer.rs`). Every verdict (guard, action, counts by kind,
+//! never the matched text) goes into the request's record and a metric (`verdicts.rs`).
 //!
 //! A request to a target that speaks the client's dialect keeps its native body: the guards
 //! check its canonical view, and their rewrites are made in the native text
-//! (`guard_native.rs`). With no guard configured nothing here runs (no plugin call, no
+//! (`native.rs`). With no guard configured nothing here runs (no plugin call, no
 //! allocation).
 
 use std::sync::Arc;
 
-use super::context::Context;
-use super::error::ApiError;
-use super::guard_verdicts::Action;
+use super::action::Action;
+use super::failure::{failed, failed_with, status};
 use crate::config::guards::GuardMode;
+use crate::error::ApiError;
 use crate::guards::{Checked, GuardError, Who};
-use crate::plugins::{Operation, PluginFailure, Refusal, RequestVerdict};
-
-pub use super::guard_answer::{AnswerChain, Passed, events, open, open_stream, whole};
-pub use super::guard_verdicts::Guarded;
-
-/// The refusal's status as the client gets it: 4xx or 5xx, else 400.
-pub(super) fn status(refusal: &Refusal) -> u16 {
-    if (400..=599).contains(&refusal.status) {
-        refusal.status
-    } else {
-        400
-    }
-}
+use crate::pipeline::context::Context;
+use crate::plugins::{Operation, RequestVerdict};
 
 fn guards_apply(operation: Operation) -> bool {
     matches!(
@@ -191,35 +180,7 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     if let (Some(before), Some(after)) = (before, body)
         && !cx.guard.translate
     {
-        super::guard_native::carry_request(cx, &before, &after).await;
+        super::native::carry_request(cx, &before, &after).await;
     }
     Ok(())
-}
-
-/// A guard's failure: no free instance is the gateway's capacity (503, retried by clients), an
-/// outside verdict that did not come the guard's endpoint (503), anything else the guard's own
-/// fault, which fails the request closed.
-pub(super) fn failed(guard: &str, failure: &GuardError) -> ApiError {
-    match failure {
-        GuardError::Plugin(PluginFailure::Saturated { waited_ms, .. }) => {
-            ApiError::Saturated(*waited_ms)
-        }
-        GuardError::Unavailable(detail) => ApiError::GuardUnavailable {
-            guard: guard.to_owned(),
-            detail: detail.clone(),
-        },
-        GuardError::Plugin(
-            PluginFailure::Trapped { .. }
-            | PluginFailure::TimedOut { .. }
-            | PluginFailure::OutOfMemory { .. },
-        )
-        | GuardError::Contract(_) => failed_with(guard, &failure.to_string()),
-    }
-}
-
-pub(super) fn failed_with(guard: &str, detail: &str) -> ApiError {
-    ApiError::GuardFailed {
-        guard: guard.to_owned(),
-        detail: detail.to_owned(),
-    }
 }

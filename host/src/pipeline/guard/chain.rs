@@ -1,18 +1,15 @@
-//! The guards of the answer: one chain of answer guards per answer, each on an instance of its
-//! own, that a whole answer passes through in one push and a stream event by event (as typed
-//! events, see `guard_events.rs`), never buffered whole. A guard that stops the answer ends it:
-//! a whole answer with an error, a stream with the client's dialect's error event.
+//! One answer's chain of answer guards, each on an instance of its own: a whole answer passes
+//! through it in one push and a stream event by event (as typed events, see `events.rs`), never
+//! buffered whole. It knows nothing of the request: `answer.rs` opens it for one.
 
 use std::sync::Arc;
 
-use super::context::Context;
-use super::error::ApiError;
-use super::guard::{failed, failed_with, status};
-use super::guard_events::{self, Template};
-use super::guard_verdicts::Action;
-use crate::config::guards::GuardMode;
+use super::action::Action;
+use super::events::{self, Template};
+use super::failure::{failed, failed_with, status};
+use crate::error::ApiError;
 use crate::guards::{AnswerGuard, GuardError};
-use crate::plugins::{AnswerEvent, Finding, SlotKind, StreamVerdict};
+use crate::plugins::{AnswerEvent, Finding, StreamVerdict};
 use crate::telemetry::trace::Span;
 
 /// One answer's guards in order, each on an instance of its own.
@@ -20,10 +17,10 @@ pub struct AnswerChain {
     stages: Vec<Stage>,
     template: Template,
     /// (guard, action, monitor, findings), moved into the request's verdicts as they come.
-    pub(super) verdicts: Vec<(Arc<str>, Action, bool, Vec<Finding>)>,
+    pub(in crate::pipeline) verdicts: Vec<(Arc<str>, Action, bool, Vec<Finding>)>,
 }
 
-struct Stage {
+pub(in crate::pipeline) struct Stage {
     name: Arc<str>,
     call: AnswerGuard,
     monitor: bool,
@@ -49,63 +46,10 @@ impl Drop for Stage {
 /// What the chain let through, or why the answer ends.
 pub type Passed = Result<Vec<String>, ApiError>;
 
-/// Opens the answer guards of the request, if any (a stream keeps them as long as it lasts).
-pub async fn open(cx: &mut Context, kind: SlotKind) -> Result<Option<AnswerChain>, ApiError> {
-    if cx.guard.answer.is_empty() {
-        return Ok(None);
-    }
-    let gateway = Arc::clone(&cx.gateway);
-    let request = cx.guard.request.clone().unwrap_or_else(|| Arc::from("{}"));
-    let mut stages = Vec::with_capacity(cx.guard.answer.len());
-    for index in cx.guard.answer.clone() {
-        let Some(guard) = gateway.guards.get(index) else {
-            continue;
-        };
-        let monitor = guard.mode == GuardMode::Monitor;
-        let mut span = cx.trace.stage("guard");
-        span.set("wasmgate.guard", guard.name.to_string());
-        span.set("wasmgate.guard.side", "answer");
-        match span.scope(guard.start_answer(kind, &request)).await {
-            Ok(call) => stages.push(Stage {
-                name: Arc::clone(&guard.name),
-                call,
-                monitor,
-                fail_open: guard.fail_open,
-                max_hold: guard.max_hold_chars,
-                held: 0,
-                out: false,
-                span,
-                action: None,
-            }),
-            Err(failure) if guard.fail_open || monitor => {
-                tracing::warn!(guard = &*guard.name, "guard failed open: {failure}");
-                cx.guard
-                    .record(&guard.name, "answer", Action::Error, monitor, &[]);
-            }
-            Err(failure) => {
-                cx.guard
-                    .record(&guard.name, "answer", Action::Error, monitor, &[]);
-                return Err(failed(&guard.name, &failure));
-            }
-        }
-    }
-    Ok(Some(AnswerChain {
-        stages,
-        template: Template::default(),
-        verdicts: Vec::new(),
-    }))
-}
-
-/// Opens the stream's chain and keeps it for the relay.
-pub async fn open_stream(cx: &mut Context) -> Result<(), ApiError> {
-    cx.guard.chain = open(cx, SlotKind::Stream).await?.map(std::sync::Mutex::new);
-    Ok(())
-}
-
 impl AnswerChain {
     /// Canonical chunks through the guards: what may go to the client now.
     pub async fn push(&mut self, chunks: Vec<String>) -> Passed {
-        let (events, mut plain) = guard_events::read_chunks(&mut self.template, chunks);
+        let (events, mut plain) = events::read_chunks(&mut self.template, chunks);
         if events.is_empty() {
             return Ok(plain);
         }
@@ -121,7 +65,7 @@ impl AnswerChain {
     }
 
     /// The text the guards hold back now (those whose output counts: not monitors, not out).
-    pub(super) fn held(&self) -> u32 {
+    pub(in crate::pipeline) fn held(&self) -> u32 {
         (self.stages.iter())
             .filter(|s| !s.monitor && !s.out)
             .map(|s| s.held)
@@ -129,7 +73,7 @@ impl AnswerChain {
     }
 
     /// `events` through every stage; with `end`, each stage also releases what it holds.
-    pub(super) async fn run(
+    pub(in crate::pipeline) async fn run(
         &mut self,
         mut events: Vec<AnswerEvent>,
         end: bool,
@@ -236,52 +180,37 @@ impl Stage {
     }
 }
 
-/// A whole canonical answer through the answer guards, in one push.
-pub async fn whole(cx: &mut Context, body: String) -> Result<String, ApiError> {
-    let Some(mut chain) = open(cx, SlotKind::Call).await? else {
-        return Ok(body);
-    };
-    let Ok(mut completion) = serde_json::from_str::<serde_json::Value>(&body) else {
-        return Err(failed_with("answer", "the answer is not JSON"));
-    };
-    let events = guard_events::read_completion(&completion);
-    let mut passed = chain.run(events, true).await;
-    cx.guard.verdicts_from(&mut chain);
-    if let Ok(events) = &mut passed {
-        guard_events::write_completion(&mut completion, events);
+impl AnswerChain {
+    /// A chain of `stages`, in order.
+    pub(in crate::pipeline) fn new(stages: Vec<Stage>) -> Self {
+        Self {
+            stages,
+            template: Template::default(),
+            verdicts: Vec::new(),
+        }
     }
-    passed.map(|_| completion.to_string())
 }
 
-/// Events a plugin produced at once (a local stream), through the answer guards: what they
-/// released, and the error that ends the stream there if one stopped it or failed (written as
-/// the client's dialect's error event after the released events, as on a relayed stream).
-pub async fn events(
-    cx: &mut Context,
-    events: Vec<String>,
-) -> Result<(Vec<String>, Option<ApiError>), ApiError> {
-    let Some(mut chain) = open(cx, SlotKind::Call).await? else {
-        return Ok((events, None));
-    };
-    let mut released = Vec::new();
-    let mut stopped = None;
-    // One push per event, as they would arrive streamed: what a guard releases before it stops
-    // the answer reaches the client.
-    for event in events {
-        match chain.push(vec![event]).await {
-            Ok(out) => released.extend(out),
-            Err(error) => {
-                stopped = Some(error);
-                break;
-            }
+impl Stage {
+    /// A guard's answer call, its span, and what its entry says of failing and holding.
+    pub(in crate::pipeline) fn new(
+        name: Arc<str>,
+        call: AnswerGuard,
+        monitor: bool,
+        fail_open: bool,
+        max_hold: u32,
+        span: Span,
+    ) -> Self {
+        Self {
+            name,
+            call,
+            monitor,
+            fail_open,
+            max_hold,
+            held: 0,
+            out: false,
+            span,
+            action: None,
         }
     }
-    if stopped.is_none() {
-        match chain.finish().await {
-            Ok(more) => released.extend(more),
-            Err(error) => stopped = Some(error),
-        }
-    }
-    cx.guard.verdicts_from(&mut chain);
-    Ok((released, stopped))
 }

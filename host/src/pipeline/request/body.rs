@@ -18,7 +18,7 @@ use bytes::BytesMut;
 use futures_util::StreamExt;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::error::ApiError;
+use crate::error::ApiError;
 use crate::state::{AppState, BodyBudget};
 
 /// How long a body waits for room in the budget before the request gets 503.
@@ -111,23 +111,5 @@ impl Budgeted {
 
     pub fn into_reservation(self) -> Reservation {
         Reservation(self.reserved)
-    }
-}
-
-/// A request body that did not arrive in time (the connection's body-read deadline, see
-/// `server::timeouts`); read as a 408.
-#[derive(Debug, thiserror::Error)]
-#[error("the request body did not arrive within {ms} ms")]
-pub struct BodyReadTimeout {
-    ms: u64,
-}
-
-impl BodyReadTimeout {
-    pub fn new(ms: u64) -> Self {
-        Self { ms }
-    }
-
-    pub fn ms(&self) -> u64 {
-        self.ms
     }
 }

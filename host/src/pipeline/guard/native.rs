@@ -1,6 +1,6 @@
 //! Guards on a request whose target speaks the client's dialect. The client's native body stays
 //! the truth; the guards check a canonical view of it, and what they change there is changed in
-//! the native text (`guard_edits.rs`), so that every other field (Anthropic's `thinking`,
+//! the native text (`edits.rs`), so that every other field (Anthropic's `thinking`,
 //! `metadata`, `cache_control`, its signed thinking blocks in the answer) goes on untouched.
 //!
 //! - The request: the guards' rewrite is carried into the native body and checked by having the
@@ -9,22 +9,22 @@
 //! - A whole answer: the provider plugin reads the native answer into a canonical view as well,
 //!   the answer guards check that, and their rewrite is made in the native answer's text.
 //! - A stream: a second decoder of the provider reads the same upstream bytes into canonical
-//!   chunks for the guards (`guard_watch.rs`).
+//!   chunks for the guards (`watch.rs`).
 
 use serde_json::Value;
 
-use super::context::Context;
-use super::error::ApiError;
-use super::guard::failed_with;
-use super::guard_answer::open;
-use super::guard_edits::Edits;
-use super::guard_events;
-use super::request::ClientRequest;
+use super::answer::open;
+use super::edits::Edits;
+use super::events;
+use super::failure::failed_with;
+use crate::error::ApiError;
+use crate::pipeline::context::Context;
+use crate::pipeline::request::ClientRequest;
 use crate::plugins::{Operation, SlotKind};
 
 /// Carries the guards' rewrite of the canonical request (`before` → `after`) into the client's
 /// native body; when it cannot be carried exactly, the request is translated.
-pub(super) async fn carry_request(cx: &mut Context, before: &str, after: &str) {
+pub(in crate::pipeline) async fn carry_request(cx: &mut Context, before: &str, after: &str) {
     let Some(translation) = &cx.translation else {
         return;
     };
@@ -59,7 +59,7 @@ pub(super) async fn carry_request(cx: &mut Context, before: &str, after: &str) {
 
 /// A native whole answer through the answer guards, checked on `view` (the provider plugin's
 /// canonical reading of it); the native answer with the guards' changes made in its text.
-pub(super) async fn whole(
+pub(in crate::pipeline) async fn whole(
     cx: &mut Context,
     native: String,
     view: &str,
@@ -73,14 +73,14 @@ pub(super) async fn whole(
             "the answer's canonical view is not JSON",
         ));
     };
-    let events = guard_events::read_completion(&before);
+    let events = events::read_completion(&before);
     let passed = chain.run(events.clone(), true).await;
     cx.guard.verdicts_from(&mut chain);
     let released = passed?;
     // Both sides written back the same way, so that they differ only where the guards did.
     let mut after = before.clone();
-    guard_events::write_completion(&mut before, &events);
-    guard_events::write_completion(&mut after, &released);
+    events::write_completion(&mut before, &events);
+    events::write_completion(&mut after, &released);
     let edits = Edits::between(&before, &after)
         .ok_or_else(|| failed_with("answer", "the guards changed the answer's shape"))?;
     if edits.is_empty() {

@@ -7,10 +7,10 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, RngSeed};
 use serde_json::{Map, Value, json};
 
+use super::client::ClientRequest;
 use super::end_user;
-use super::error::ApiError;
-use super::request::ClientRequest;
 use crate::clip;
+use crate::error::ApiError;
 use crate::plugins::Operation;
 use crate::tokenizer::Tokenizer;
 
@@ -155,7 +155,7 @@ fn long_in_one_place() -> impl Strategy<Value = Vec<u8>> {
 /// What an accepted request hands on to the ledger, logs and metrics is bounded.
 fn assert_bounded(request: &ClientRequest) {
     let printable = |s: &str| !s.chars().any(clip::unprintable);
-    assert!(request.model.len() <= super::request::MODEL_MAX && printable(&request.model));
+    assert!(request.model.len() <= super::check::MODEL_MAX && printable(&request.model));
     let user = &request.user;
     for text in user.id.iter().chain(&user.name) {
         assert!(

@@ -1,15 +1,11 @@
-//! API errors and their one mapping to HTTP: OpenAI's `{"error": {message, type, param, code}}`.
-//!
-//! [`ApiError::render`] is the one place an error becomes what a client reads, in its dialect:
-//! whole responses and a stream's error event both go through it.
+//! Everything a client can be told went wrong ([`ApiError`]), its status, and the detail a
+//! client reads (OpenAI's error object); `render.rs` writes it in the client's API.
 
 use std::borrow::Cow;
 
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::context::Dialect;
 use crate::clip::{clip, echo};
 
 use crate::plugins::{Denial, DenialCode, ErrorKind, PluginError, PluginFailure};
@@ -178,11 +174,6 @@ pub enum ApiError {
         "Guard `{guard}` could not get its verdict, so the request was refused. Try again shortly."
     )]
     GuardUnavailable { guard: String, detail: String },
-}
-
-#[derive(Serialize)]
-struct Body<'a> {
-    error: Detail<'a>,
 }
 
 /// OpenAI's error object.
@@ -433,104 +424,6 @@ fn kind_type(kind: ErrorKind) -> &'static str {
 }
 
 impl ApiError {
-    /// The one place an error becomes what a client reads, in its `dialect`: the status and
-    /// the body. A whole response and a stream's error event both carry this body.
-    pub fn render(&self, dialect: Dialect) -> (StatusCode, String) {
-        // A registry dialect's body is its plugin's (see `edge::error_body`); this one is
-        // what it falls back on when the plugin cannot write one.
-        let body = match dialect {
-            Dialect::Chat | Dialect::Plugin => serde_json::to_string(&Body {
-                error: self.detail(),
-            }),
-        };
-        // Serialising strings and options cannot fail; the fallback keeps the shape anyway.
-        let body = body
-            .unwrap_or_else(|_| r#"{"error":{"message":"error","type":"api_error"}}"#.to_owned());
-        (self.status(), body)
-    }
-
-    /// The error as an HTTP response in `dialect`, with the headers that tell a client when to
-    /// retry.
-    pub fn response(&self, dialect: Dialect) -> Response {
-        let (status, body) = self.render(dialect);
-        let content_type = [(
-            axum::http::header::CONTENT_TYPE,
-            axum::http::HeaderValue::from_static("application/json"),
-        )];
-        let mut response = (status, content_type, body).into_response();
-        if let Self::ServerBusy = self {
-            response
-                .headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, 1.into());
-        }
-        if let Self::LimitExceeded(denial) = self {
-            let headers = response.headers_mut();
-            let seconds = denial.retry_after_ms.div_ceil(1000).max(1);
-            headers.insert(axum::http::header::RETRY_AFTER, seconds.into());
-            for (name, value) in &denial.headers {
-                if let (Ok(name), Ok(value)) = (
-                    axum::http::HeaderName::from_bytes(name.as_bytes()),
-                    axum::http::HeaderValue::from_str(value),
-                ) {
-                    headers.insert(name, value);
-                }
-            }
-        }
-        if let Self::Saturated(_) = self {
-            // Instances come free in milliseconds to minutes: a second is a fair first retry.
-            let headers = response.headers_mut();
-            headers.insert(axum::http::header::RETRY_AFTER, 1.into());
-        }
-        // The request-log middleware writes internal details (never sent to the client).
-        let message = self.detail().message;
-        response
-            .extensions_mut()
-            .insert(ErrorNote(message, self.internal_detail()));
-        response
-    }
-
-    /// The error as the SSE event that ends a stream in `dialect`, as OpenAI does mid-stream.
-    pub fn stream_event(&self, dialect: Dialect) -> String {
-        // A registry dialect's stream ends with its plugin's events (see `relay`); this is
-        // what it falls back on when the plugin cannot write them.
-        let (_, body) = self.render(dialect);
-        match dialect {
-            Dialect::Chat => format!("data: {body}\n\n"),
-            Dialect::Plugin => format!("event: error\ndata: {body}\n\n"),
-        }
-    }
-
-    /// The failure as a dialect plugin receives it, to write in its own shape.
-    pub fn failure(&self) -> crate::plugins::Failure {
-        let detail = self.detail();
-        let kind = match self.status().as_u16() {
-            401 => ErrorKind::Authentication,
-            403 => ErrorKind::PermissionDenied,
-            404 => ErrorKind::NotFound,
-            429 => ErrorKind::RateLimited,
-            504 => ErrorKind::Timeout,
-            s if s >= 500 => ErrorKind::Upstream,
-            _ => ErrorKind::InvalidRequest,
-        };
-        crate::plugins::Failure {
-            kind,
-            message: detail.message,
-            openai_type: detail.kind.to_owned(),
-            code: detail.code.map(str::to_owned),
-            param: detail.param.map(Cow::into_owned),
-        }
-    }
-}
-
-/// The handlers outside the pipeline (`/usage/*`, `/v1/models`, unknown routes) answer in the
-/// Chat Completions dialect.
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        self.response(Dialect::Chat)
-    }
-}
-
-impl ApiError {
     /// Whether the failure says something about the target rather than the request, so that
     /// another target may succeed: it cannot be reached, timed out, is rate limited or failed.
     pub fn is_target_failure(&self) -> bool {
@@ -622,10 +515,6 @@ impl ApiError {
 /// Bytes of a JSON parser's message kept: it may quote the client's field names and values.
 const JSON_ERROR: usize = 512;
 
-/// What went wrong, for the log line of a failed request.
-#[derive(Clone, Debug)]
-pub struct ErrorNote(pub String, pub Option<String>);
-
 impl ApiError {
     /// A provider plugin's failure; no free instance is the gateway's capacity, not a plugin's
     /// fault.
@@ -667,7 +556,7 @@ impl ApiError {
     pub fn body_unreadable(error: &axum::Error) -> Self {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
         while let Some(error) = cause {
-            if let Some(timeout) = error.downcast_ref::<super::body::BodyReadTimeout>() {
+            if let Some(timeout) = error.downcast_ref::<BodyReadTimeout>() {
                 return Self::BodyTimeout(timeout.ms());
             }
             cause = error.source();
@@ -705,5 +594,22 @@ mod tests {
         assert_eq!(error.param.as_deref(), Some("[redacted]"));
         assert_eq!(error.code.as_deref(), Some("invalid_api_key"));
         assert_eq!(error.upstream_status, Some(401));
+    }
+}
+/// A request body that did not arrive in time (the server's body timeout, see
+/// `server::timeouts`); read as a 408.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive within {ms} ms")]
+pub struct BodyReadTimeout {
+    ms: u64,
+}
+
+impl BodyReadTimeout {
+    pub fn new(ms: u64) -> Self {
+        Self { ms }
+    }
+
+    pub fn ms(&self) -> u64 {
+        self.ms
     }
 }

@@ -1,88 +1,24 @@
-//! The cache stage, between admission and routing: a request the cache may answer is looked up
-//! under its key (see `cache::key`), the operator's cache-key plugin having had its say in
-//! what goes into it, then (in semantic mode, after an exact miss) by the meaning of its last
-//! user turn (see `semantic.rs`). A hit is answered from the kept completion in the client's
-//! dialect, whole or as a replayed stream (see `edge/hit.rs`); a miss carries its key
-//! forward, so that the answer is kept once it is whole: a whole answer at once, a stream once
-//! it ended normally.
-//!
-//! What is kept is the canonical completion, which answers any form of the request. An answer a
-//! target gave in the client's own dialect (a native pass-through: Messages to Anthropic,
-//! Responses to OpenAI) is kept as it came, and answers the same dialect (the key has it) in the
-//! same form (whole, or streamed), its id replaced by a fresh one in each replay.
+//! The cache stage's lookup: the request's key made (the policy that applies, the client's
+//! directives, the cache-key plugin), the exact entry looked up, then in semantic mode the
+//! nearest kept turn; what it found, or what a miss is to keep, set on the request's slot.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::http::{HeaderName, HeaderValue};
 use serde_json::value::RawValue;
 
-use super::context::Context;
 use super::semantic;
-use crate::cache::answer::{self, Assembler, Entry, Form, StoredUsage};
-use crate::cache::key::{self, Key, Scope, Shape};
+use super::slot::{Fill, Hit, Indexed, Outcome};
+use crate::cache::answer::Assembler;
+use crate::cache::key::{self, Scope, Shape};
 use crate::cache::policy::Decided;
-use crate::cache::{Cache, now_ms};
 use crate::config::cache::{CacheConfig, CacheScope};
-use crate::plugins::{KeyRequest, Operation, Usage};
+use crate::pipeline::context::Context;
+use crate::plugins::{KeyRequest, Operation};
 use crate::state::AppState;
 
 /// Our header for a client's own TTL in seconds (it may shorten the configured one).
 const TTL_HEADER: &str = "x-wasmgate-cache-ttl";
-
-/// A semantic hit's header: the cosine similarity of the request's last user turn to the one
-/// the answer was kept for (an exact hit has none).
-const SIMILARITY_HEADER: &str = "x-wasmgate-cache-similarity";
-
-/// What the cache did for a request: what its answer's `x-wasmgate-cache` says, and the key its
-/// answer is to be kept under.
-#[derive(Default)]
-pub struct Slot {
-    /// `None` while the cache is off altogether (no header then).
-    outcome: Option<Outcome>,
-    /// A semantic hit's similarity to the turn it was kept for.
-    similarity: Option<f32>,
-    fill: Option<Fill>,
-}
-
-/// What `x-wasmgate-cache` says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
-    /// Answered from the cache.
-    Hit,
-    /// Looked up, not found (or not in the form asked for).
-    Miss,
-    /// Not looked up: the cache is off for the request, or the client said `no-cache`.
-    Bypass,
-}
-
-impl Outcome {
-    fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Hit => "hit",
-            Outcome::Miss => "miss",
-            Outcome::Bypass => "bypass",
-        }
-    }
-}
-
-/// An answer to be kept: its key, its TTL, and (for a stream) the completion being assembled.
-pub struct Fill {
-    cache: Arc<Cache>,
-    key: Key,
-    ttl: Duration,
-    background: tokio_util::task::TaskTracker,
-    assembler: Option<Assembler>,
-    /// A native stream's events and their bytes so far (`None` when it outgrew the limit).
-    native: Option<(Vec<String>, usize)>,
-    /// The semantic mode's vector to keep beside the answer.
-    indexed: Option<semantic::Indexed>,
-}
-
-/// A kept answer found for the request.
-pub struct Hit {
-    pub(super) entry: Entry,
-}
 
 /// Looks the request up. Sets what the answer's header will say, and what a miss keeps.
 pub async fn lookup(state: &AppState, cx: &mut Context, headers: &http::HeaderMap) -> Option<Hit> {
@@ -250,7 +186,7 @@ fn object(fields: &[Field<'_>]) -> String {
 /// when it was not looked up).
 enum SemanticLookup {
     Hit(Hit),
-    Miss(Option<semantic::Indexed>),
+    Miss(Option<Indexed>),
 }
 
 /// Looks `probe` up among the earlier turns of its scope, after an exact miss.
@@ -289,7 +225,7 @@ async fn semantic_lookup(
             return skipped();
         }
     };
-    let indexed = semantic::Indexed {
+    let indexed = Indexed {
         scope: probe.scope,
         vector,
     };
@@ -395,153 +331,10 @@ impl Control {
     }
 }
 
-impl Slot {
-    /// The `x-wasmgate-cache` header of the answer (none when the cache is off altogether),
-    /// and a semantic hit's similarity.
-    pub fn headers(&self) -> impl Iterator<Item = (HeaderName, HeaderValue)> {
-        let outcome = self.outcome.map(|outcome| {
-            (
-                HeaderName::from_static("x-wasmgate-cache"),
-                HeaderValue::from_static(outcome.as_str()),
-            )
-        });
-        let similarity = self.similarity.and_then(|similarity| {
-            let value = HeaderValue::from_str(&format!("{similarity:.4}")).ok()?;
-            Some((HeaderName::from_static(SIMILARITY_HEADER), value))
-        });
-        outcome.into_iter().chain(similarity)
-    }
-
-    /// Keeps a whole answer that finished: canonical, or (`native`) in the client's dialect.
-    pub fn keep_whole(
-        &mut self,
-        provider: &str,
-        model: &str,
-        body: &str,
-        usage: Option<Usage>,
-        native: bool,
-    ) {
-        let Some(fill) = self.fill.take() else { return };
-        let (form, finished) = match native {
-            false => (Form::Canonical, answer::cacheable(body)),
-            true => (Form::NativeWhole, answer::native_cacheable(body)),
-        };
-        if fill.assembler.is_some() || !finished {
-            return;
-        }
-        let answer_id = native.then(|| answer::native_id(Some(body), &[])).flatten();
-        let kept = Kept {
-            form,
-            completion: body.to_owned(),
-            events: Vec::new(),
-            answer_id,
-        };
-        fill.keep(provider, model, kept, usage);
-    }
-
-    /// A stream's events as they pass: canonical chunks, or a native stream's own events.
-    pub fn push(&mut self, events: &[String]) {
-        let Some(fill) = &mut self.fill else { return };
-        if let Some(assembler) = &mut fill.assembler
-            && !assembler.given_up()
-        {
-            assembler.push(events);
-        }
-        let limit = fill.cache.max_entry_bytes();
-        if let Some((kept, bytes)) = &mut fill.native {
-            *bytes += events.iter().map(String::len).sum::<usize>();
-            if *bytes > limit {
-                fill.native = None;
-            } else {
-                kept.extend(events.iter().cloned());
-            }
-        }
-    }
-
-    /// The stream passes in the client's dialect untouched: its events are kept as they are.
-    pub fn native_stream(&mut self) {
-        if let Some(fill) = &mut self.fill {
-            fill.assembler = None;
-            fill.native = Some((Vec::new(), 0));
-        }
-    }
-
-    /// The stream ended normally: what it made is kept.
-    pub fn streamed(&mut self, provider: &str, model: &str, usage: Option<Usage>) {
-        let Some(mut fill) = self.fill.take() else {
-            return;
-        };
-        if let Some((events, _)) = fill.native.take() {
-            if !answer::native_stream_finished(&events) {
-                return;
-            }
-            let kept = Kept {
-                form: Form::NativeStream,
-                completion: String::new(),
-                answer_id: answer::native_id(None, &events),
-                events,
-            };
-            fill.keep(provider, model, kept, usage);
-            return;
-        }
-        let Some(completion) = fill.assembler.take().and_then(Assembler::finish) else {
-            return;
-        };
-        let kept = Kept {
-            form: Form::Canonical,
-            completion,
-            events: Vec::new(),
-            answer_id: None,
-        };
-        fill.keep(provider, model, kept, usage);
-    }
-}
-
-/// The answer's part of an entry.
-struct Kept {
-    form: Form,
-    completion: String,
-    events: Vec<String>,
-    answer_id: Option<String>,
-}
-
-impl Fill {
-    /// Writes the entry off the answer's path (a Redis write must not delay the last byte); the
-    /// shutdown waits for it with the other background work.
-    fn keep(self, provider: &str, model: &str, kept: Kept, usage: Option<Usage>) {
-        let stored_ms = now_ms();
-        let entry = Entry {
-            form: kept.form,
-            completion: kept.completion,
-            events: kept.events,
-            answer_id: kept.answer_id,
-            usage: usage.map(StoredUsage::from),
-            provider: provider.to_owned(),
-            model: model.to_owned(),
-            stored_ms,
-            expires_ms: stored_ms
-                .saturating_add(u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX)),
-        };
-        let Self {
-            cache,
-            key,
-            background,
-            indexed,
-            ..
-        } = self;
-        background.spawn(async move {
-            let expires_ms = entry.expires_ms;
-            if cache.put(&key, &entry).await
-                && let Some(indexed) = indexed
-            {
-                indexed.add(&cache, key, expires_ms).await;
-            }
-        });
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use axum::http::{HeaderName, HeaderValue};
+
     use super::*;
 
     fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {

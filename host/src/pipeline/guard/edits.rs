@@ -95,7 +95,7 @@ impl Edits {
 }
 
 /// The diff of two texts by characters, within [`DIFF_TIME`].
-pub(super) fn diff(before: &[char], after: &[char]) -> Vec<DiffOp> {
+pub(in crate::pipeline) fn diff(before: &[char], after: &[char]) -> Vec<DiffOp> {
     let deadline = Instant::now() + DIFF_TIME;
     similar::capture_diff_slices_deadline(Algorithm::Myers, before, after, Some(deadline))
 }

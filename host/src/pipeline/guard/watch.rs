@@ -11,10 +11,10 @@ use axum::body::Bytes;
 use serde_json::Value;
 use similar::DiffOp;
 
-use super::error::ApiError;
-use super::guard::failed_with;
-use super::guard_answer::AnswerChain;
-use super::guard_edits::{diff, rewrite_segments};
+use super::chain::AnswerChain;
+use super::edits::{diff, rewrite_segments};
+use super::failure::failed_with;
+use crate::error::ApiError;
 use crate::plugins::{PluginError, PluginFailure, ProviderStream, StreamOutput};
 use crate::redact::Redactor;
 

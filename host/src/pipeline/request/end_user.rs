@@ -6,9 +6,9 @@
 
 use serde_json::value::RawValue;
 
-use super::error::ApiError;
 use super::raw_json::{self, Fields, Kind};
 use crate::clip::unprintable;
+use crate::error::ApiError;
 
 /// Bytes of a user id or name, at most.
 pub const TEXT_MAX: usize = 256;
@@ -32,13 +32,13 @@ pub struct UserInfo {
 }
 
 impl UserInfo {
-    pub(super) fn from_body(body: &Fields) -> Result<Self, ApiError> {
+    pub(in crate::pipeline) fn from_body(body: &Fields) -> Result<Self, ApiError> {
         let extra = match body.get("extra") {
             None => None,
             Some(extra) => match Kind::of(extra) {
                 Kind::Null => None,
                 Kind::Object => Some(&**extra),
-                other => return Err(super::request::wrong_type("extra", "an object", other)),
+                other => return Err(super::check::wrong_type("extra", "an object", other)),
             },
         };
         let [user, metadata] = match extra {

@@ -2,10 +2,10 @@
 //! moderations, speech) and of rerank (Cohere's v2 shape): what must be there for an upstream
 //! to answer, by the public API references. The rest goes on untouched.
 
-use super::error::ApiError;
+use super::check::{Check, invalid, missing, wrong_type};
 use super::raw_json::{self, Fields, Kind};
-use super::request::{Check, invalid, missing, wrong_type};
 use crate::clip::echo;
+use crate::error::ApiError;
 
 /// `POST /v1/completions`: `prompt` (a string, or an array of strings or token arrays).
 pub fn completions(body: &Fields) -> Result<(), ApiError> {
@@ -112,78 +112,4 @@ fn non_empty(body: &Fields, field: &str, kinds: &[Kind], expected: &str) -> Resu
         return Err(invalid(field, &format!("'{field}' must not be empty.")));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::pipeline::error::ApiError;
-    use crate::pipeline::request::ClientRequest;
-    use crate::plugins::Operation;
-
-    fn param_of(op: Operation, body: &str) -> String {
-        match ClientRequest::parse(op, body.as_bytes()) {
-            Err(ApiError::InvalidField { param, .. }) => param,
-            Err(other) => format!("other: {other}"),
-            Ok(_) => "ok".to_owned(),
-        }
-    }
-
-    #[test]
-    fn names_the_field_at_fault() {
-        let completions = Operation::Completions;
-        assert_eq!(param_of(completions, r#"{"model":"m"}"#), "prompt");
-        assert_eq!(
-            param_of(completions, r#"{"model":"m","prompt":3}"#),
-            "prompt"
-        );
-        assert_eq!(
-            param_of(completions, r#"{"model":"m","prompt":"hi","stream":true}"#),
-            "ok"
-        );
-        assert_eq!(
-            param_of(Operation::Moderations, r#"{"model":"m","input":[]}"#),
-            "input"
-        );
-        assert_eq!(
-            param_of(Operation::Moderations, r#"{"input":"x"}"#),
-            "model"
-        );
-        let rerank = Operation::Rerank;
-        assert_eq!(
-            param_of(rerank, r#"{"model":"m","documents":["a"]}"#),
-            "query"
-        );
-        assert_eq!(
-            param_of(rerank, r#"{"model":"m","query":"q","documents":[]}"#),
-            "documents"
-        );
-        assert_eq!(
-            param_of(
-                rerank,
-                r#"{"model":"m","query":"q","documents":["a"],"top_n":0}"#
-            ),
-            "top_n"
-        );
-        assert_eq!(
-            param_of(
-                rerank,
-                r#"{"model":"m","query":"q","documents":["a"],"stream":true}"#
-            ),
-            "stream"
-        );
-        let speech = Operation::AudioSpeech;
-        assert_eq!(param_of(speech, r#"{"model":"m","input":"hi"}"#), "voice");
-        assert_eq!(
-            param_of(
-                speech,
-                r#"{"model":"m","input":"hi","voice":"alloy","response_format":"ogg"}"#
-            ),
-            "response_format"
-        );
-        let long = format!(
-            r#"{{"model":"m","input":"{}","voice":"alloy"}}"#,
-            "a".repeat(4097)
-        );
-        assert_eq!(param_of(speech, &long), "input");
-    }
 }
