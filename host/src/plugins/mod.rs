@@ -419,10 +419,7 @@ impl PluginHost {
     }
 
     fn loaded(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Loaded>> {
-        match self.inner.loaded.lock() {
-            Ok(loaded) => loaded,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.inner.loaded)
     }
 
     fn compile(&self, name: &str, bytes: &[u8]) -> Result<Component, LoadError> {
