@@ -116,6 +116,23 @@ impl Row {
         headers
     }
 
+    /// One streamed request of this row as HTTP/1.1 text for `addr`, on a connection that
+    /// closes after it (the stall and first-token clients write it to a socket of their own).
+    pub fn streamed_request(&self, addr: &str) -> String {
+        let body = self.body(true);
+        let mut request = format!(
+            "POST {} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
+            self.path(),
+            body.len()
+        );
+        for (name, value) in self.headers() {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("\r\n");
+        request.push_str(&body);
+        request
+    }
+
     pub fn body(&self, stream: bool) -> String {
         let body: Value = match self.api {
             Api::Chat => {

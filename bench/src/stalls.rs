@@ -77,18 +77,7 @@ pub fn client(mut args: impl Iterator<Item = String>) -> anyhow::Result<()> {
         model,
         ..Row::direct(Api::Chat)
     };
-    let body = row.body(true);
-    let mut request = format!(
-        "POST {} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        row.path(),
-        body.len()
-    );
-    for (name, value) in row.headers() {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(&body);
-    let request = Arc::new(request.into_bytes());
+    let request = Arc::new(row.streamed_request(&addr).into_bytes());
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

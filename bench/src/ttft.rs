@@ -21,17 +21,7 @@ pub const PACE_MS: u64 = 5;
 /// The time from the request's last byte to the first byte of the answer's first text (the
 /// mock's first word), for one streamed request.
 fn first_text(addr: &str, row: &Row) -> anyhow::Result<Duration> {
-    let body = row.body(true);
-    let mut request = format!(
-        "POST {} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: {}\r\n",
-        row.path(),
-        body.len()
-    );
-    for (name, value) in row.headers() {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(&body);
+    let request = row.streamed_request(addr);
     let mut socket = TcpStream::connect(addr)?;
     socket.set_nodelay(true)?;
     socket.set_read_timeout(Some(Duration::from_secs(10)))?;
