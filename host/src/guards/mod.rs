@@ -21,6 +21,8 @@ pub struct Guard {
     pub apply: GuardApply,
     pub mode: GuardMode,
     pub fail_open: bool,
+    /// The routes whose unreadable part (a file, token ids) it lets through.
+    pub exempt: Vec<crate::config::guards::BlindRoute>,
     /// The most text its answer guard holds back, as it declared.
     pub max_hold_chars: u32,
     scope: GuardScope,
@@ -122,6 +124,7 @@ impl Guards {
                 apply: entry.apply,
                 mode: entry.mode,
                 fail_open: entry.fail_open,
+                exempt: entry.exempt.clone(),
                 max_hold_chars: info.max_hold_chars,
                 scope: entry.scope.clone(),
                 endpoint,
