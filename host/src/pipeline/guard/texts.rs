@@ -67,14 +67,16 @@ impl TextView {
         view.walk(
             body,
             &mut Vec::new(),
-            &|path, _| !matches!(path, [Step::Key(key)] if key == "model"),
+            &|path, _, _| !matches!(path, [Step::Key(key)] if key == "model"),
         );
         view
     }
 
     /// The strings of a native `body` that its canonical view (`canonical`, as guards checked
     /// it) does not hold, whole or inside one of its strings: what a native target would get
-    /// that no guard saw (a field the dialect drops, a value it cannot carry).
+    /// that no guard saw (a field the dialect drops, a value it cannot carry). A text encoded
+    /// in a blob or a `data:` URL is always taken: a rewrite of the canonical view is carried
+    /// into the native body's strings as they are written, and cannot reach inside those.
     pub fn residue(native: &Value, canonical: &Value) -> Self {
         let mut seen = std::collections::HashSet::new();
         let mut haystack = String::new();
@@ -85,9 +87,10 @@ impl TextView {
             }
         });
         let mut view = Self::default();
-        view.walk(native, &mut Vec::new(), &|path, text| {
+        view.walk(native, &mut Vec::new(), &|path, form, text| {
             let model = matches!(path, [Step::Key(key)] if key == "model");
-            !model && !seen.contains(text) && !haystack.contains(text)
+            let encoded = *form != Form::Plain;
+            !model && (encoded || (!seen.contains(text) && !haystack.contains(text)))
         });
         view
     }
@@ -152,14 +155,19 @@ impl TextView {
         changed
     }
 
-    fn walk(&mut self, value: &Value, path: &mut Vec<Step>, take: &dyn Fn(&[Step], &str) -> bool) {
+    fn walk(
+        &mut self,
+        value: &Value,
+        path: &mut Vec<Step>,
+        take: &dyn Fn(&[Step], &Form, &str) -> bool,
+    ) {
         match value {
             Value::String(text) => {
                 let (form, text) = match data_url(text) {
                     Some((form, decoded)) => (form, decoded),
                     None => (Form::Plain, text.clone()),
                 };
-                if !text.is_empty() && take(path, &text) {
+                if !text.is_empty() && take(path, &form, &text) {
                     self.slots.push(Slot {
                         path: path.clone(),
                         form,
@@ -182,7 +190,7 @@ impl TextView {
                         // The blob's own media type is structure.
                         (Some(_), key) if MEDIA_TYPE_KEYS.contains(&key) => {}
                         (Some(text), "data") => {
-                            if take(path, text) {
+                            if take(path, &Form::Base64, text) {
                                 self.slots.push(Slot {
                                     path: path.clone(),
                                     form: Form::Base64,
@@ -304,7 +312,7 @@ mod tests {
             {"inlineData": {"mimeType": "image/png", "data": "iVBOR"}}]}],
             "metadata": {"user_id": "long id u@x.io"}});
         let canonical = json!({"messages": [{"role": "user", "content": [
-            {"type": "text", "text": "hello there"},
+            {"type": "text", "text": "hello there"}, {"type": "text", "text": "card 4111"},
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}]}]});
         let view = TextView::residue(&native, &canonical);
         assert_eq!(view.texts, ["card 4111", "long id u@x.io"]);
