@@ -324,11 +324,26 @@ guards:
     );
     let gateway = TestGateway::start(&config).await;
     for model in ["openai/gpt-4o-mini", "chat/gpt-4o-mini"] {
-        let body = json!({"model": model, "input": "hello", "user": EMAIL,
+        let body = json!({"model": model, "input": SECRET, "user": EMAIL,
             "tools": [{"type": "function", "name": "lookup", "description": "Looks up",
                        "parameters": schema()}]});
         let (status, answer) = post(&gateway, "/v1/responses", model, &body).await;
         assert_eq!(status, 200, "{model}: {answer}");
         assert_clean(model, &mock.last_request().await.body);
+        // The store keeps the input as the upstream was sent it.
+        let id = serde_json::from_str::<Value>(&answer).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let items: Value = http()
+            .get(gateway.url(&format!("/v1/responses/{id}/input_items")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(items.to_string().contains("[CARD]"), "{items}");
+        assert_clean("stored input items", &items);
     }
 }

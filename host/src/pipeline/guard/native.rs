@@ -58,12 +58,33 @@ pub(in crate::pipeline) async fn carry_request(cx: &mut Context, before: &str, a
     }
 }
 
+/// The guards' rewrite (`before` → `after`, as they saw the texts) made in what the request
+/// keeps beside its body: a Responses request's input items, stored with its answer.
+pub(in crate::pipeline) fn keep_as_sent(cx: &mut Context, before: &Value, after: &Value) {
+    let Some(translation) = cx.translation.as_mut() else {
+        return;
+    };
+    if let Some(edits) = Edits::between(before, after).filter(|e| !e.is_empty()) {
+        translation.edit_kept_input(|items| {
+            edits.apply(items);
+        });
+    }
+}
+
 /// The guards' rewrite of what the native body alone carries (`residue`, read back as `after`)
 /// made in it; when it cannot be, the request is translated (the canonical form never carried
 /// those texts).
 pub(in crate::pipeline) fn carry_residue(cx: &mut Context, residue: &TextView, after: &str) {
-    let carried = match (residue.read(after), cx.translation.as_mut()) {
-        (Ok(texts), Some(translation)) => translation.native_value().is_some_and(|mut native| {
+    let texts = residue.read(after).ok();
+    if let Some(texts) = &texts {
+        keep_as_sent(
+            cx,
+            &Value::from(residue.texts()),
+            &Value::from(texts.clone()),
+        );
+    }
+    let carried = match (texts, cx.translation.as_mut()) {
+        (Some(texts), Some(translation)) => translation.native_value().is_some_and(|mut native| {
             residue.write(&texts, &mut native);
             translation.set_native(&native)
         }),

@@ -108,6 +108,20 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         let request = std::mem::replace(&mut cx.request, ClientRequest::unparsed(cx.operation));
         cx.request = request.with_body(&body)?;
     }
+    if after.is_some() {
+        // What the gateway keeps of the request is what the upstream is sent: the log line's
+        // prompt, a Responses request's stored input items.
+        if let Some(telemetry) = &mut cx.telemetry {
+            let (request, redactor) = (&cx.request, &cx.redactor);
+            telemetry.prompt_rewritten(|| redactor.string(request.prompt_json()));
+        }
+        if let (Ok(before), Ok(rewritten)) = (
+            serde_json::from_str::<Value>(&canonical),
+            serde_json::from_str::<Value>(&cx.request.body_json()),
+        ) {
+            super::native::keep_as_sent(cx, &before, &rewritten);
+        }
+    }
     if !cx.guard.answer.is_empty() {
         // The client's own request, for the answer guards: a guard that rewrote it (reversible
         // redaction) finds in it what to give the client back.

@@ -95,6 +95,11 @@ impl TextView {
         view
     }
 
+    /// The texts, as shown (decoded).
+    pub fn texts(&self) -> Vec<String> {
+        self.texts.clone()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.texts.is_empty()
     }
