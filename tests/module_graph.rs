@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 /// Every top-level module of the host, by layer. A module may import its own layer (without a
 /// cycle) and the ones below it.
 const LAYERS: &[&[&str]] = &[
+    // A leaf: imports nothing of the host.
+    &["sync"],
     &[
         "config",
         "catalog",

@@ -91,8 +91,12 @@ pub struct Config {
     /// API keys on `/v1/*` (the `/usage/*` endpoints always need one).
     #[serde(default)]
     pub auth: AuthConfig,
-    /// The plugins that translate the client APIs other than Chat Completions.
+    /// The plugins that translate the client APIs other than Chat Completions. `messages` and
+    /// `responses` are always served; any other key turns on one more dialect, served by the
+    /// plugin it names: `gemini: { plugin: gemini-genai }` serves Google's GenAI API
+    /// (`/v1beta/models/{model}:generateContent` and the rest, for the `google-genai` SDKs).
     #[serde(default)]
+    #[schemars(extend("examples" = [{"gemini": {"plugin": "gemini-genai"}}]))]
     pub dialects: DialectsConfig,
     /// Content policies on requests and answers (guard plugins), in order.
     #[serde(default)]
