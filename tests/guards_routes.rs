@@ -260,11 +260,10 @@ async fn an_upload_is_refused_unless_exempted_and_its_prompt_is_redacted() {
 #[tokio::test]
 async fn a_native_messages_request_keeps_no_secret_in_its_schemas_or_metadata() {
     let mock = MockProvider::anthropic().await;
-    let gateway = TestGateway::start(&common::guards::anthropic_guarded(
-        &mock,
-        "  - plugin: redact",
-    ))
-    .await;
+    let gateway =
+        common::guards::anthropic_guarded(&mock, common::gateway::Guard::plugin("redact"))
+            .start()
+            .await;
     // Longer than the canonical form carries as `user`: only the native body has it.
     let user_id = format!("user_{EMAIL}_account_{}", "9".repeat(60));
     for stream in [false, true] {
