@@ -33,6 +33,7 @@ mod gemini;
 mod guards;
 mod guards_native;
 mod guards_outside;
+mod guards_routes;
 mod hostile_input;
 mod journal;
 mod key_echo;

@@ -165,43 +165,4 @@ pub fn count(findings: &mut Vec<Finding>, kind: &str, n: u32) {
     }
 }
 
-/// The texts of a Chat Completions request a guard reads and may rewrite: each message's
-/// content (a string, or the `text` of its parts), its tool calls' arguments, and each tool's
-/// description. `f` is called on each in place.
-pub fn request_texts(request: &mut serde_json::Value, mut f: impl FnMut(&mut String)) {
-    use serde_json::Value;
-    let mut text = |v: &mut Value| {
-        if let Value::String(s) = v {
-            f(s);
-        }
-    };
-    if let Some(Value::Array(messages)) = request.get_mut("messages") {
-        for message in messages {
-            match message.get_mut("content") {
-                Some(Value::Array(parts)) => {
-                    for part in parts {
-                        if let Some(t) = part.get_mut("text") {
-                            text(t);
-                        }
-                    }
-                }
-                Some(content) => text(content),
-                None => {}
-            }
-            if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
-                for call in calls {
-                    if let Some(args) = call.pointer_mut("/function/arguments") {
-                        text(args);
-                    }
-                }
-            }
-        }
-    }
-    if let Some(Value::Array(tools)) = request.get_mut("tools") {
-        for tool in tools {
-            if let Some(d) = tool.pointer_mut("/function/description") {
-                text(d);
-            }
-        }
-    }
-}
+pub use crate::request_texts::request_texts;

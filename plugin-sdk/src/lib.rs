@@ -215,6 +215,8 @@ mod options;
 pub mod passthrough;
 #[cfg(feature = "provider")]
 mod provider;
+#[cfg(feature = "guard")]
+mod request_texts;
 #[cfg(feature = "router")]
 mod router;
 #[cfg(feature = "router")]

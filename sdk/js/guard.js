@@ -151,26 +151,89 @@ export function charCount(value) {
   return n;
 }
 
-/** The texts of a Chat Completions request a guard reads: each message's content (a string, or the
- * text of its parts), its tool calls' arguments, and each tool's description. */
+// Schema keywords whose strings are structure, not text (a `required` entry names a property key).
+const SCHEMA_STRUCTURE = new Set(['type', 'format', '$ref', '$schema', '$id', 'required']);
+const isString = (v) => typeof v === 'string';
+
+function isTextType(mediaType) {
+  const m = mediaType.trim().toLowerCase();
+  return m === '' || m.startsWith('text/') || m === 'application/json' || m === 'application/xml'
+    || m === 'application/x-www-form-urlencoded' || m.endsWith('+json') || m.endsWith('+xml');
+}
+
+/** The text a `data:` URL of a text type carries (RFC 2397: no type is text/plain), or null. */
+function dataUrlText(url) {
+  if (!isString(url) || !url.startsWith('data:')) return null;
+  const comma = url.indexOf(',');
+  if (comma < 0) return null;
+  const params = url.slice(5, comma).split(';');
+  const data = url.slice(comma + 1);
+  if (!isTextType(params[0])) return null;
+  try {
+    if (params.slice(1).some((p) => p.trim().toLowerCase() === 'base64')) {
+      const binary = atob(data.trim());
+      return new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+    }
+    return decodeURIComponent(data);
+  } catch {
+    return null;
+  }
+}
+
+function schemaTexts(schema, texts) {
+  if (isString(schema)) texts.push(schema);
+  else if (Array.isArray(schema)) for (const item of schema) schemaTexts(item, texts);
+  else if (schema && typeof schema === 'object') {
+    for (const [key, value] of Object.entries(schema)) if (!SCHEMA_STRUCTURE.has(key)) schemaTexts(value, texts);
+  }
+}
+
+function functionTexts(fn, texts) {
+  if (!fn || typeof fn !== 'object') return;
+  if (isString(fn.description)) texts.push(fn.description);
+  for (const key of ['parameters', 'schema']) if (key in fn) schemaTexts(fn[key], texts);
+}
+
+function contentTexts(content, texts) {
+  if (isString(content)) texts.push(content);
+  else if (Array.isArray(content)) {
+    for (const part of content) {
+      if (!part || typeof part !== 'object') continue;
+      if (isString(part.text)) texts.push(part.text);
+      for (const url of [part.image_url?.url, part.file?.file_data]) {
+        const text = dataUrlText(url);
+        if (text !== null) texts.push(text);
+      }
+    }
+  }
+}
+
+/** The texts of a Chat Completions request a guard reads: each message's content (a string, the
+ * text of its parts, the text of a `data:` URL of a text type in an image or file part), its `name`
+ * and `refusal`, its tool calls' arguments; each tool's (and legacy function's) description and
+ * parameter schema (descriptions, titles, enums, examples, defaults, nested properties);
+ * `response_format`'s schema; `prediction`; the top-level `user` and the values of `metadata`.
+ * The same texts as the Rust SDK's `request_texts`. */
 export function requestTexts(request) {
   const body = JSON.parse(request);
   const texts = [];
-  const isString = (v) => typeof v === 'string';
   for (const message of body?.messages ?? []) {
-    const content = message?.content;
-    if (isString(content)) texts.push(content);
-    else if (Array.isArray(content)) {
-      for (const part of content) if (part && isString(part.text)) texts.push(part.text);
-    }
-    for (const call of message?.tool_calls ?? []) {
+    if (!message || typeof message !== 'object') continue;
+    contentTexts(message.content, texts);
+    for (const key of ['name', 'refusal']) if (isString(message[key])) texts.push(message[key]);
+    for (const call of message.tool_calls ?? []) {
       const args = call?.function?.arguments;
       if (isString(args)) texts.push(args);
     }
+    if (isString(message.function_call?.arguments)) texts.push(message.function_call.arguments);
   }
-  for (const tool of body?.tools ?? []) {
-    const description = tool?.function?.description;
-    if (isString(description)) texts.push(description);
+  for (const tool of body?.tools ?? []) functionTexts(tool?.function, texts);
+  for (const fn of body?.functions ?? []) functionTexts(fn, texts);
+  functionTexts(body?.response_format?.json_schema, texts);
+  contentTexts(body?.prediction?.content, texts);
+  if (isString(body?.user)) texts.push(body.user);
+  if (body?.metadata && typeof body.metadata === 'object') {
+    for (const value of Object.values(body.metadata)) if (isString(value)) texts.push(value);
   }
   return texts;
 }

@@ -43,6 +43,41 @@ pub struct GuardEntry {
     /// endpoint): the host makes the calls the guard asks for, to this URL only.
     #[serde(default)]
     pub endpoint: Option<GuardEndpoint>,
+    /// Routes whose requests carry what no guard can read (an uploaded file's bytes, token ids)
+    /// that this guard lets through: checked on what it can read, sent on with the rest. Any
+    /// other such request this guard applies to is refused (400, `guard_cannot_inspect`).
+    #[serde(default)]
+    #[schemars(extend("examples" = [["audio.transcriptions"]]))]
+    pub exempt: Vec<BlindRoute>,
+}
+
+/// A route whose requests may carry what no guard can read.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema, PartialEq, Eq)]
+pub enum BlindRoute {
+    /// `POST /v1/audio/transcriptions`: the audio file (the form's text fields are read).
+    #[serde(rename = "audio.transcriptions")]
+    AudioTranscriptions,
+    /// `POST /v1/audio/translations`: the audio file.
+    #[serde(rename = "audio.translations")]
+    AudioTranslations,
+    /// `POST /v1/embeddings`: an `input` given as token ids.
+    #[serde(rename = "embeddings")]
+    Embeddings,
+    /// `POST /v1/completions`: a `prompt` given as token ids.
+    #[serde(rename = "completions")]
+    Completions,
+}
+
+impl BlindRoute {
+    /// The route's name, as `exempt` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::AudioTranscriptions => "audio.transcriptions",
+            Self::AudioTranslations => "audio.translations",
+            Self::Embeddings => "embeddings",
+            Self::Completions => "completions",
+        }
+    }
 }
 
 /// The one HTTP endpoint a guard may ask the host to call for it.
@@ -222,6 +257,19 @@ mod tests {
         assert!(twice.unwrap_err().to_string().contains("guards[1].name"));
         let bad = Config::from_yaml("guards:\n  - plugin: redact\n    mode: audit\n");
         assert!(bad.unwrap_err().to_string().contains("guards[0].mode"));
+        let exempt = Config::from_yaml(
+            "guards:\n  - plugin: redact\n    exempt: [audio.transcriptions, embeddings]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            exempt.guards[0].exempt,
+            [BlindRoute::AudioTranscriptions, BlindRoute::Embeddings]
+        );
+        let bad = Config::from_yaml("guards:\n  - plugin: redact\n    exempt: [audio.speech]\n");
+        assert!(
+            bad.unwrap_err().to_string().contains("guards[0].exempt[0]"),
+            "an unknown route is named by its key path"
+        );
     }
 
     #[test]

@@ -157,6 +157,17 @@ pub enum ApiError {
         status: u16,
         reason: String,
     },
+    /// A guard applies to a request that carries what no guard can read (an uploaded file's
+    /// bytes, token ids), and its entry does not exempt the route.
+    #[error(
+        "Guard `{guard}` cannot inspect {what}, so the request was refused \
+         (the operator may exempt route `{route}` in the guard's `exempt`)."
+    )]
+    GuardCannotInspect {
+        guard: String,
+        what: &'static str,
+        route: &'static str,
+    },
     /// A guard stopped the answer.
     #[error("The answer was stopped by guard `{guard}`: {reason}")]
     AnswerStopped {
@@ -251,6 +262,7 @@ impl ApiError {
             Self::GuardRefused { status, .. } | Self::AnswerStopped { status, .. } => {
                 StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST)
             }
+            Self::GuardCannotInspect { .. } => StatusCode::BAD_REQUEST,
             Self::GuardFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             Self::GuardUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -369,6 +381,9 @@ impl ApiError {
                 ("api_error", None, Some("guard_refused"))
             }
             Self::GuardRefused { .. } => ("invalid_request_error", None, Some("guard_refused")),
+            Self::GuardCannotInspect { .. } => {
+                ("invalid_request_error", None, Some("guard_cannot_inspect"))
+            }
             Self::AnswerStopped { .. } => ("api_error", None, Some("answer_stopped")),
             Self::GuardFailed { .. } => ("api_error", None, Some("guard_failed")),
             Self::GuardUnavailable { .. } => ("api_error", None, Some("guard_unavailable")),
@@ -478,6 +493,7 @@ impl ApiError {
             | Self::Saturated(_)
             | Self::BodyTimeout(_)
             | Self::GuardRefused { .. }
+            | Self::GuardCannotInspect { .. }
             | Self::AnswerStopped { .. }
             | Self::GuardFailed { .. }
             | Self::GuardUnavailable { .. } => false,

@@ -22,6 +22,8 @@ pub struct Guard {
     pub apply: GuardApply,
     pub mode: GuardMode,
     pub fail_open: bool,
+    /// The routes whose unreadable part (a file, token ids) it lets through.
+    pub exempt: Vec<crate::config::guards::BlindRoute>,
     /// The most text its answer guard holds back, as it declared.
     pub max_hold_chars: u32,
     pub(super) scope: GuardScope,

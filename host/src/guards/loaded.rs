@@ -75,6 +75,7 @@ impl Guards {
                 apply: entry.apply,
                 mode: entry.mode,
                 fail_open: entry.fail_open,
+                exempt: entry.exempt.clone(),
                 max_hold_chars: info.max_hold_chars,
                 scope: entry.scope.clone(),
                 endpoint,

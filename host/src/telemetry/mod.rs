@@ -197,6 +197,14 @@ impl RequestTelemetry {
         }
     }
 
+    /// The prompt after the guards rewrote it (read only if prompts are logged): the log line
+    /// never holds what a guard took out.
+    pub fn prompt_rewritten(&mut self, prompt: impl FnOnce() -> String) {
+        if self.trace.telemetry.log_prompts {
+            self.prompt = Some(crate::clip::clip(&prompt(), PROMPT_LOG_MAX).into_owned());
+        }
+    }
+
     /// Records the request's metrics, ends its span, and writes its log line.
     pub fn finish(mut self, end: &RequestEnd<'_>) {
         let r = end.record;

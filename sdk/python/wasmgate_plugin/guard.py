@@ -35,7 +35,9 @@ reply)`` or the answer guard's ``reply(reply)``, where ``reply`` is
 ``ConsultReply_Answered((status, body))`` or ``ConsultReply_Failed(reason)``.
 """
 
+import base64
 import json
+import urllib.parse
 from typing import Any, Generic, TypeVar
 
 from wit_world.exports.guard import (
@@ -189,25 +191,108 @@ def text(value: str, choice: int = 0) -> AnswerEvent:
     return AnswerEvent_Text(TextDelta(choice, value))
 
 
+# Schema keywords whose strings are structure, not text (a `required` entry names a property key).
+_SCHEMA_STRUCTURE = frozenset(["type", "format", "$ref", "$schema", "$id", "required"])
+
+
+def _is_text_type(media_type: str) -> bool:
+    media_type = media_type.strip().lower()
+    return (
+        media_type == ""
+        or media_type.startswith("text/")
+        or media_type in ("application/json", "application/xml", "application/x-www-form-urlencoded")
+        or media_type.endswith("+json")
+        or media_type.endswith("+xml")
+    )
+
+
+def _data_url_text(url: Any) -> str | None:
+    """The text a `data:` URL of a text type carries (RFC 2397: no type is text/plain)."""
+    if not isinstance(url, str) or not url.startswith("data:") or "," not in url:
+        return None
+    header, data = url[5:].split(",", 1)
+    params = header.split(";")
+    if not _is_text_type(params[0]):
+        return None
+    if any(p.strip().lower() == "base64" for p in params[1:]):
+        try:
+            return base64.b64decode(data.strip(), validate=True).decode("utf-8", "replace")
+        except ValueError:
+            return None
+    return urllib.parse.unquote(data)
+
+
+def _schema_texts(schema: Any, texts: list[str]) -> None:
+    if isinstance(schema, str):
+        texts.append(schema)
+    elif isinstance(schema, list):
+        for item in schema:
+            _schema_texts(item, texts)
+    elif isinstance(schema, dict):
+        for key, value in schema.items():
+            if key not in _SCHEMA_STRUCTURE:
+                _schema_texts(value, texts)
+
+
+def _function_texts(function: Any, texts: list[str]) -> None:
+    if not isinstance(function, dict):
+        return
+    if isinstance(function.get("description"), str):
+        texts.append(function["description"])
+    for key in ("parameters", "schema"):
+        if key in function:
+            _schema_texts(function[key], texts)
+
+
+def _content_texts(content: Any, texts: list[str]) -> None:
+    if isinstance(content, str):
+        texts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            for holder, key in (("image_url", "url"), ("file", "file_data")):
+                text = _data_url_text((part.get(holder) or {}).get(key))
+                if text is not None:
+                    texts.append(text)
+
+
 def request_texts(request: str) -> list[str]:
     """The texts of a Chat Completions request a guard reads: each message's content (a string,
-    or the text of its parts), its tool calls' arguments, and each tool's description."""
+    the text of its parts, the text of a `data:` URL of a text type in an image or file part), its
+    `name` and `refusal`, its tool calls' arguments; each tool's (and legacy function's)
+    description and parameter schema (descriptions, titles, enums, examples, defaults, nested
+    properties); `response_format`'s schema; `prediction`; the top-level `user` and the values of
+    `metadata`. The same texts as the Rust SDK's `request_texts`."""
     body = json.loads(request)
     texts: list[str] = []
     for message in body.get("messages") or []:
-        content = message.get("content")
-        if isinstance(content, str):
-            texts.append(content)
-        elif isinstance(content, list):
-            texts.extend(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        if not isinstance(message, dict):
+            continue
+        _content_texts(message.get("content"), texts)
+        for key in ("name", "refusal"):
+            if isinstance(message.get(key), str):
+                texts.append(message[key])
         for call in message.get("tool_calls") or []:
             arguments = (call.get("function") or {}).get("arguments")
             if isinstance(arguments, str):
                 texts.append(arguments)
+        arguments = (message.get("function_call") or {}).get("arguments")
+        if isinstance(arguments, str):
+            texts.append(arguments)
     for tool in body.get("tools") or []:
-        description = (tool.get("function") or {}).get("description")
-        if isinstance(description, str):
-            texts.append(description)
+        _function_texts((tool or {}).get("function"), texts)
+    for function in body.get("functions") or []:
+        _function_texts(function, texts)
+    _function_texts((body.get("response_format") or {}).get("json_schema"), texts)
+    _content_texts((body.get("prediction") or {}).get("content"), texts)
+    if isinstance(body.get("user"), str):
+        texts.append(body["user"])
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict):
+        texts.extend(v for v in metadata.values() if isinstance(v, str))
     return texts
 
 

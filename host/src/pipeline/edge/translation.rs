@@ -162,6 +162,17 @@ impl Translation {
         Some(call.decode(&request).await.ok()?.ok()?.body)
     }
 
+    /// Edits the input items a kept Responses answer will list (the guards' rewrite made in
+    /// them, so that the store keeps what the upstream was sent).
+    pub(in crate::pipeline) fn edit_kept_input(&mut self, edit: impl FnOnce(&mut Value)) {
+        if let Some(keeper) = &mut self.keeper
+            && let Ok(mut items) = serde_json::from_str::<Value>(&keeper.input_items)
+        {
+            edit(&mut items);
+            keeper.input_items = items.to_string();
+        }
+    }
+
     /// Replaces the client's body with `native` (the guards' rewrite carried into it).
     pub(in crate::pipeline) fn set_native(&mut self, native: &Value) -> bool {
         match serde_json::from_str::<Fields>(&native.to_string()) {

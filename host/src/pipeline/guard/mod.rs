@@ -15,12 +15,14 @@
 
 mod action;
 pub mod answer;
+mod blind;
 pub mod chain;
 mod edits;
 mod events;
 pub mod failure;
 pub mod native;
 pub mod request;
+mod texts;
 pub mod verdicts;
 pub mod watch;
 

@@ -17,10 +17,11 @@ use super::answer::open;
 use super::edits::Edits;
 use super::events;
 use super::failure::failed_with;
+use super::texts::TextView;
 use crate::error::ApiError;
 use crate::pipeline::context::Context;
 use crate::pipeline::request::ClientRequest;
-use crate::plugins::{Operation, SlotKind};
+use crate::plugins::SlotKind;
 
 /// Carries the guards' rewrite of the canonical request (`before` → `after`) into the client's
 /// native body; when it cannot be carried exactly, the request is translated.
@@ -36,7 +37,7 @@ pub(in crate::pipeline) async fn carry_request(cx: &mut Context, before: &str, a
         edits.apply(&mut native);
         let decoded = translation.decoded_body(&native).await?;
         // Read as the client's first reading was: the dialect's decoding, then the host's.
-        let decoded = ClientRequest::parse(Operation::ChatCompletions, decoded.as_bytes()).ok()?;
+        let decoded = ClientRequest::parse(cx.request.operation, decoded.as_bytes()).ok()?;
         let mut decoded: Value = serde_json::from_str(&decoded.body_json()).ok()?;
         // The model is the client's in both; only the texts are compared.
         for body in [&mut decoded, &mut after] {
@@ -53,6 +54,43 @@ pub(in crate::pipeline) async fn carry_request(cx: &mut Context, before: &str, a
     };
     if !set {
         tracing::debug!("a guard's rewrite could not be carried into the native body");
+        cx.guard.translate = true;
+    }
+}
+
+/// The guards' rewrite (`before` → `after`, as they saw the texts) made in what the request
+/// keeps beside its body: a Responses request's input items, stored with its answer.
+pub(in crate::pipeline) fn keep_as_sent(cx: &mut Context, before: &Value, after: &Value) {
+    let Some(translation) = cx.translation.as_mut() else {
+        return;
+    };
+    if let Some(edits) = Edits::between(before, after).filter(|e| !e.is_empty()) {
+        translation.edit_kept_input(|items| {
+            edits.apply(items);
+        });
+    }
+}
+
+/// The guards' rewrite of what the native body alone carries (`residue`, read back as `after`)
+/// made in it; when it cannot be, the request is translated (the canonical form never carried
+/// those texts).
+pub(in crate::pipeline) fn carry_residue(cx: &mut Context, residue: &TextView, after: &str) {
+    let texts = residue.read(after).ok();
+    if let Some(texts) = &texts {
+        keep_as_sent(
+            cx,
+            &Value::from(residue.texts()),
+            &Value::from(texts.clone()),
+        );
+    }
+    let carried = match (texts, cx.translation.as_mut()) {
+        (Some(texts), Some(translation)) => translation.native_value().is_some_and(|mut native| {
+            residue.write(&texts, &mut native);
+            translation.set_native(&native)
+        }),
+        _ => false,
+    };
+    if !carried {
         cx.guard.translate = true;
     }
 }

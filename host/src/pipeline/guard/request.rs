@@ -10,19 +10,29 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use super::action::Action;
+use super::blind::blind_spot;
 use super::failure::{failed, failed_with, status};
+use super::texts::TextView;
 use crate::config::guards::GuardMode;
 use crate::error::ApiError;
 use crate::guards::{Checked, GuardError, Who};
 use crate::pipeline::context::Context;
+use crate::pipeline::request::ClientRequest;
 use crate::plugins::{Operation, RequestVerdict};
 
 fn guards_apply(operation: Operation) -> bool {
-    matches!(
-        operation,
-        Operation::ChatCompletions | Operation::Messages | Operation::Responses
-    )
+    !matches!(operation, Operation::ListModels)
+}
+
+/// How the guards read a request, and how their rewrite is taken back.
+enum Reading {
+    /// A chat's canonical request, as it is.
+    Chat,
+    /// Any other body, as its texts (`texts.rs`).
+    Texts(TextView),
 }
 
 /// The request stage's guards: each that applies checks the canonical request in order, and
@@ -50,16 +60,7 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         return Ok(());
     }
     cx.guard.any = true;
-    let mut body: Option<String> = None;
-    // The canonical request before the first rewrite, when one was made: the native body gets
-    // the same change.
-    let mut before: Option<String> = None;
-    // The client's own request, for the answer guards: a guard that rewrote it (reversible
-    // redaction) finds in it what to give the client back.
-    let original: Option<Arc<str>> = applying
-        .iter()
-        .any(|&i| guards.get(i).is_some_and(|g| g.apply.answer()))
-        .then(|| cx.request.body_json().into());
+    let mut checking = Vec::with_capacity(applying.len());
     for &index in &applying {
         let Some(guard) = guards.get(index) else {
             continue;
@@ -67,10 +68,113 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         if guard.apply.answer() {
             cx.guard.answer.push(index);
         }
-        if !guard.apply.request() {
-            continue;
+        if guard.apply.request() {
+            checking.push(index);
         }
-        let json = body.get_or_insert_with(|| cx.request.body_json());
+    }
+    if let Some(spot) = blind_spot(&cx.request)
+        && let Some(guard) = (checking.iter().filter_map(|&i| guards.get(i)))
+            .find(|guard| !guard.exempt.contains(&spot.route))
+    {
+        return Err(ApiError::GuardCannotInspect {
+            guard: guard.name.to_string(),
+            what: spot.what,
+            route: spot.route.name(),
+        });
+    }
+    if checking.is_empty() && cx.guard.answer.is_empty() {
+        return Ok(());
+    }
+    let chat = cx.request.operation == Operation::ChatCompletions;
+    let canonical = cx.request.body_json();
+    let reading = match chat {
+        true => Reading::Chat,
+        false => match serde_json::from_str::<Value>(&canonical) {
+            Ok(body) => Reading::Texts(TextView::of_body(&body)),
+            Err(_) => return Err(failed_with("request", "the request is not JSON")),
+        },
+    };
+    let seen: Arc<str> = match &reading {
+        Reading::Chat => Arc::from(canonical.as_str()),
+        Reading::Texts(view) => Arc::from(view.request(&cx.request.model)),
+    };
+    let after = check(cx, &checking, &seen, &reading, true).await?;
+    if let (Reading::Texts(view), Some(after)) = (&reading, &after) {
+        let texts = view
+            .read(after)
+            .map_err(|_| failed_with("request", "a rewrite did not read back"))?;
+        let mut body: Value = serde_json::from_str(&canonical).unwrap_or(Value::Null);
+        view.write(&texts, &mut body);
+        let request = std::mem::replace(&mut cx.request, ClientRequest::unparsed(cx.operation));
+        cx.request = request.with_body(&body)?;
+    }
+    if after.is_some() {
+        // What the gateway keeps of the request is what the upstream is sent: the log line's
+        // prompt, a Responses request's stored input items.
+        if let Some(telemetry) = &mut cx.telemetry {
+            let (request, redactor) = (&cx.request, &cx.redactor);
+            telemetry.prompt_rewritten(|| redactor.string(request.prompt_json()));
+        }
+        if let (Ok(before), Ok(rewritten)) = (
+            serde_json::from_str::<Value>(&canonical),
+            serde_json::from_str::<Value>(&cx.request.body_json()),
+        ) {
+            super::native::keep_as_sent(cx, &before, &rewritten);
+        }
+    }
+    if !cx.guard.answer.is_empty() {
+        // The client's own request, for the answer guards: a guard that rewrote it (reversible
+        // redaction) finds in it what to give the client back.
+        cx.guard.request = Some(Arc::clone(&seen));
+        // A native Responses answer has no canonical view yet (its provider reads it only
+        // natively, and it repeats its text in several events): it is translated, so that
+        // its answer is checked.
+        cx.guard.translate |= cx.operation == Operation::Responses;
+    }
+    if cx.translation.is_none() || cx.guard.translate || checking.is_empty() {
+        return Ok(());
+    }
+    let native_before = cx.translation.as_ref().and_then(|t| t.native_value());
+    if after.is_some() {
+        let after = cx.request.body_json();
+        super::native::carry_request(cx, &canonical, &after).await;
+    }
+    // What the native body carries that its canonical view did not: checked on its own.
+    if let (Some(before), false) = (native_before, cx.guard.translate)
+        && let Ok(seen) = serde_json::from_str::<Value>(&canonical)
+    {
+        let residue = TextView::residue(&before, &seen);
+        if !residue.is_empty() {
+            let view = residue.request(&cx.request.model);
+            let reading = Reading::Texts(residue);
+            if let (Some(after), Reading::Texts(residue)) = (
+                check(cx, &checking, &view, &reading, false).await?,
+                &reading,
+            ) {
+                super::native::carry_residue(cx, residue, &after);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `request` (as `reading` shows it) through the request guards `checking`, in order: the last
+/// rewrite, if any guard made one (a chat's is made in `cx.request` as it comes). A check of
+/// what a native body alone carries (`record_allow` false) records only what found something.
+async fn check(
+    cx: &mut Context,
+    checking: &[usize],
+    request: &str,
+    reading: &Reading,
+    record_allow: bool,
+) -> Result<Option<String>, ApiError> {
+    let gateway = Arc::clone(&cx.gateway);
+    let mut body: Option<String> = None;
+    for &index in checking {
+        let Some(guard) = gateway.guards.get(index) else {
+            continue;
+        };
+        let json = body.as_deref().unwrap_or(request);
         let monitor = guard.mode == GuardMode::Monitor;
         // A span per guard, its plugin call a child of it.
         let mut span = cx.trace.stage("guard");
@@ -125,8 +229,10 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         };
         match verdict {
             RequestVerdict::Allow(findings) => {
-                cx.guard
-                    .record(&guard.name, "request", Action::Allow, monitor, &findings);
+                if record_allow || !findings.is_empty() {
+                    cx.guard
+                        .record(&guard.name, "request", Action::Allow, monitor, &findings);
+                }
             }
             RequestVerdict::Rewrite(rewrite) => {
                 cx.guard.record(
@@ -137,15 +243,20 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
                     &rewrite.findings,
                 );
                 if !monitor {
-                    let rewritten = cx.request.rewritten(&rewrite.body).map_err(|_| {
+                    let invalid = || {
                         failed_with(
                             &guard.name,
                             "it rewrote the request into one that is not valid",
                         )
-                    })?;
-                    cx.request = rewritten;
-                    if before.is_none() {
-                        before = body.take();
+                    };
+                    match reading {
+                        Reading::Chat => {
+                            cx.request =
+                                cx.request.rewritten(&rewrite.body).map_err(|_| invalid())?;
+                        }
+                        Reading::Texts(view) => {
+                            view.read(&rewrite.body).map_err(|_| invalid())?;
+                        }
                     }
                     body = Some(rewrite.body);
                 }
@@ -170,17 +281,5 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
             RequestVerdict::Consult(_) => {}
         }
     }
-    if !cx.guard.answer.is_empty() {
-        cx.guard.request = original;
-        // A native Responses answer has no canonical view yet (its provider reads it only
-        // natively, and it repeats its text in several events): it is translated, so that
-        // its answer is checked.
-        cx.guard.translate |= cx.operation == Operation::Responses;
-    }
-    if let (Some(before), Some(after)) = (before, body)
-        && !cx.guard.translate
-    {
-        super::native::carry_request(cx, &before, &after).await;
-    }
-    Ok(())
+    Ok(body)
 }

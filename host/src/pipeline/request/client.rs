@@ -222,7 +222,7 @@ impl ClientRequest {
         request.operation = self.operation;
         request.model.clone_from(&self.model);
         request.client_wants_usage = self.client_wants_usage;
-        request.user = self.user.clone();
+        request.user = self.user_after(request.string_field("user"));
         if let Ok(model) = serde_json::value::to_raw_value(&self.model) {
             request.body.insert("model".to_owned(), model);
         }
@@ -230,6 +230,41 @@ impl ClientRequest {
             return Err(invalid("stream", "a guard may not change `stream`."));
         }
         Ok(request)
+    }
+
+    /// The request with `body` (a guard's rewrite of a request that is not a chat's: the same
+    /// fields, some strings changed) as its fields; its model, stream, user and upload stay.
+    pub fn with_body(mut self, body: &serde_json::Value) -> Result<Self, ApiError> {
+        let serde_json::Value::Object(fields) = body else {
+            return Err(ApiError::InvalidJson(
+                "a guard's rewrite is not an object".to_owned(),
+            ));
+        };
+        let mut rewritten = Fields::new();
+        for (name, value) in fields {
+            let raw = serde_json::value::to_raw_value(value)
+                .map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+            rewritten.insert(name.clone(), raw);
+        }
+        if let Some(model) = self.body.get("model") {
+            rewritten.insert("model".to_owned(), model.clone());
+        }
+        let user = self.user_after(rewritten.get("user").and_then(|raw| raw_json::string(raw)));
+        self.body = rewritten;
+        self.user = user;
+        Ok(self)
+    }
+
+    /// The end user of a guard's rewrite of this request, whose `user` is `rewritten_user`:
+    /// this one's, but for an id taken from the body's `user`, which becomes the rewritten one
+    /// (the ledger keeps what the upstream was sent, never the value a guard took out).
+    fn user_after(&self, rewritten_user: Option<String>) -> UserInfo {
+        let mut user = self.user.clone();
+        let client_user = self.string_field("user");
+        if client_user.is_some() && user.id == client_user {
+            user.id = rewritten_user;
+        }
+        user
     }
 
     /// The canonical request for the upstream model name `upstream_model`.
