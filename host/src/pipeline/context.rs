@@ -204,18 +204,6 @@ impl Context {
 
 /// The path and name a request of `operation` is traced and measured under.
 fn route_of(operation: Operation) -> (&'static str, &'static str) {
-    match operation {
-        Operation::ChatCompletions => ("/v1/chat/completions", "chat"),
-        Operation::Embeddings => ("/v1/embeddings", "embeddings"),
-        Operation::ImageGenerations => ("/v1/images/generations", "image_generation"),
-        Operation::ListModels => ("/v1/models", "models"),
-        Operation::Messages => ("/v1/messages", "messages"),
-        Operation::Responses => ("/v1/responses", "responses"),
-        Operation::Completions => ("/v1/completions", "text_completion"),
-        Operation::Moderations => ("/v1/moderations", "moderation"),
-        Operation::Rerank => ("/v1/rerank", "rerank"),
-        Operation::AudioTranscriptions => ("/v1/audio/transcriptions", "transcription"),
-        Operation::AudioTranslations => ("/v1/audio/translations", "translation"),
-        Operation::AudioSpeech => ("/v1/audio/speech", "speech"),
-    }
+    let names = crate::plugins::operation_names(operation);
+    (names.path, names.measured)
 }
