@@ -341,7 +341,7 @@ pub use provider::{NoStream, Provider, StreamDecoder};
 #[cfg(feature = "provider")]
 pub mod calls {
     pub use crate::adapter::{
-        describe, native_dialects, native_operations, parse_response, prepare, prepare_count,
+        describe, native_dialects, parse_response, prepare, prepare_count,
         validate,
     };
 }

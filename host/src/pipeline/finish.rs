@@ -12,7 +12,7 @@ use super::context::Context;
 use crate::catalog::{self, ModelInfo};
 use crate::error::ApiError;
 use crate::ledger::{UsageRecord, Written};
-use crate::plugins::{Operation, Settlement, Usage};
+use crate::plugins::{Settlement, Usage};
 use crate::telemetry::RequestEnd;
 use crate::tokenizer::Tokenizer;
 

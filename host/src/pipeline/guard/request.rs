@@ -18,11 +18,10 @@ use crate::guards::{Checked, GuardError, Who};
 use crate::pipeline::context::Context;
 use crate::plugins::{Operation, RequestVerdict};
 
+/// Guards read conversations: chat completions, which every dialect's call decodes into (the
+/// request's operation is the canonical one from its decoding on).
 fn guards_apply(operation: Operation) -> bool {
-    matches!(
-        operation,
-        Operation::ChatCompletions | Operation::Messages | Operation::Responses
-    )
+    operation == Operation::ChatCompletions
 }
 
 /// The request stage's guards: each that applies checks the canonical request in order, and
@@ -172,10 +171,13 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     }
     if !cx.guard.answer.is_empty() {
         cx.guard.request = original;
-        // A native Responses answer has no canonical view yet (its provider reads it only
-        // natively, and it repeats its text in several events): it is translated, so that
-        // its answer is checked.
-        cx.guard.translate |= cx.operation == Operation::Responses;
+        // A dialect whose native answers have no canonical view (its provider reads them only
+        // natively; Responses repeats its text in several events) is translated, so that its
+        // answer is checked.
+        cx.guard.translate |= cx
+            .translation
+            .as_ref()
+            .is_some_and(|t| !t.dialect.native_answers_guarded);
     }
     if let (Some(before), Some(after)) = (before, body)
         && !cx.guard.translate
