@@ -70,7 +70,8 @@ impl Provider for OpenAi {
             (batches, BATCHES_DIALECT),
         ]
         .into_iter()
-        .filter_map(|(served, dialect)| served.then(|| dialect.to_owned()))
+        .filter(|(served, _)| *served)
+        .map(|(_, dialect)| dialect.to_owned())
         .collect()
     }
 
