@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The gateway benchmark (BENCHMARKS.md, "The gateway as users run it"): builds the release
 # binary, the mock upstream and the runner, installs the pinned load generator, and prints the
-# table. Arguments go to gatebench (`--quick`, `--only chat|messages|responses`).
+# table. Arguments go to gatebench (`--quick`, `--only chat|messages|responses|ttft|realistic|mcp`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -12,9 +12,10 @@ oha="$root/target/tools/oha-$OHA_VERSION/bin/oha"
 if [ ! -x "$oha" ]; then
   cargo install oha --version "$OHA_VERSION" --locked --root "$root/target/tools/oha-$OHA_VERSION"
 fi
-cargo build --release --workspace --bin wasmgate --bin gatebench --bin mock-upstream
+cargo build --release --workspace --bin wasmgate --bin gatebench --bin mock-upstream --bin bare-proxy
 [ "$(nproc)" -ge 2 ] || echo "warning: one CPU; the gateway and the load share it" >&2
 echo "commit $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (with local changes)'), $(date -u +%F), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 # Absolute paths: the runner starts the gateway from a directory of its own.
 exec "$root/target/release/gatebench" --gateway "$root/target/release/wasmgate" \
-  --mock "$root/target/release/mock-upstream" --oha "$oha" "$@"
+  --mock "$root/target/release/mock-upstream" --proxy "$root/target/release/bare-proxy" \
+  --oha "$oha" "$@"

@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::gateway::{Gateway, Provider};
+use common::gateway::{Gateway, GatewayBuilder, Provider};
 use common::mock_bedrock;
 use common::mock_openai::{self, MockOpenAi};
 use common::mock_providers::{KEY, MockProvider, anthropic, azure, cohere, gemini};
@@ -203,25 +203,28 @@ async fn bedrock_usage_and_cost_are_recorded_exactly() {
     check_both(&gw, "bedrock", model, tokens, 1750).await;
 }
 
-/// An `azure-openai` entry at `mock` whose catalog price of gpt-4o is overridden in the config.
-const OVERRIDE: &str = r#"
-catalog:
-  providers:
-    - provider: azure-openai
-      source: "our negotiated rate"
-      models:
-        - {model: gpt-4o, kind: chat, context_window: 64000, capabilities: {tools: true},
-           input_per_mtok: 100, output_per_mtok: 200, cached_input_per_mtok: 50}
-"#;
+/// A config whose catalog price of azure-openai's gpt-4o is overridden.
+fn overridden() -> GatewayBuilder {
+    Gateway::builder().set_yaml(
+        "catalog.providers",
+        r#"[{provider: azure-openai, source: "our negotiated rate", models: [
+             {model: gpt-4o, kind: chat, context_window: 64000, capabilities: {tools: true},
+              input_per_mtok: 100, output_per_mtok: 200, cached_input_per_mtok: 50}]}]"#,
+    )
+}
+
+/// An `azure-openai` entry serving gpt-4o at `base_url`.
+fn azure(base_url: &str) -> Provider {
+    Provider::at("azure-openai", base_url, KEY).models(["gpt-4o"])
+}
 
 #[tokio::test]
 async fn overridden_catalog_prices_are_what_the_ledger_charges() {
     let mock = MockProvider::azure().await;
-    let yaml = format!(
-        "{OVERRIDE}\nproviders:\n  azure-openai:\n    plugin: azure-openai\n    base_url: {}\n    api_key: {KEY}\n    models: [gpt-4o]\n",
-        mock.base_url()
-    );
-    let gw = TestGateway::start(&yaml).await;
+    let gw = overridden()
+        .provider("azure-openai", azure(&mock.base_url()))
+        .start()
+        .await;
     let tokens = Tokens {
         input: azure::PROMPT_TOKENS,
         output: azure::COMPLETION_TOKENS,
@@ -253,15 +256,16 @@ async fn budgets_reserve_at_the_overridden_prices() {
     // $0.002 a day. A request with max_tokens 10 may cost, at the built-in prices, a few hundred
     // micro-USD: admitted. At the overridden ones its 10 output tokens alone cost $0.002, and its
     // prompt more: refused before it is sent.
-    let entry = format!(
-        "providers:\n  azure-openai:\n    plugin: azure-openai\n    base_url: {}\n    api_key: {KEY}\n    models: [gpt-4o]\nlimits:\n  rules: [{{policy: budget, scope: global, options: {{daily_usd: 0.002}}}}]\n",
-        mock.base_url()
-    );
-    let builtin = TestGateway::start(&entry).await;
+    let with_budget = |config: GatewayBuilder| {
+        config
+            .provider("azure-openai", azure(&mock.base_url()))
+            .limit("budget", "global", "{daily_usd: 0.002}")
+    };
+    let builtin = with_budget(Gateway::builder()).start().await;
     let (status, body) = send(&builtin, "budget-builtin", "azure-openai/gpt-4o", false).await;
     assert_eq!(status, 200, "{body}");
 
-    let overridden = TestGateway::start(&format!("{OVERRIDE}\n{entry}")).await;
+    let overridden = with_budget(overridden()).start().await;
     let before = mock.requests().await.len();
     let (status, body) = send(&overridden, "budget-override", "azure-openai/gpt-4o", false).await;
     assert_eq!(status, 429, "{body}");
@@ -273,11 +277,10 @@ async fn budgets_reserve_at_the_overridden_prices() {
 #[tokio::test]
 async fn a_preset_entry_reaches_its_host_with_a_bearer_key_and_is_priced_from_its_catalog() {
     let mock = MockOpenAi::start().await;
-    let yaml = format!(
-        "providers:\n  fast:\n    preset: groq\n    base_url: {}\n    api_key: gsk-test-key\n",
-        mock.base_url()
-    );
-    let gw = TestGateway::start(&yaml).await;
+    let fast = Provider::preset("groq")
+        .base_url(&mock.base_url())
+        .api_key("gsk-test-key");
+    let gw = Gateway::builder().provider("fast", fast).start().await;
     // A model of the groq catalog, which the preset lists; addressed by its full id.
     let model = "openai/gpt-oss-120b";
     let (status, body) = send(&gw, "preset", &format!("fast/{model}"), false).await;
@@ -319,11 +322,18 @@ async fn get(gateway: &TestGateway, path: &str) -> Value {
 #[tokio::test]
 async fn models_list_catalog_details_as_extra_fields_of_openais_list() {
     let mock = MockOpenAi::start().await;
-    let yaml = format!(
-        "{OVERRIDE}\nproviders:\n  groq:\n    preset: groq\n    base_url: {url}\n  azure-openai:\n    plugin: azure-openai\n    base_url: {url}\n    models: [gpt-4o]\n  echo:\n    plugin: echo\n    models: [echo-1]\n",
-        url = mock.base_url()
-    );
-    let gw = TestGateway::start(&yaml).await;
+    let url = mock.base_url();
+    let gw = overridden()
+        .provider("groq", Provider::preset("groq").base_url(&url))
+        .provider(
+            "azure-openai",
+            Provider::plugin("azure-openai")
+                .base_url(&url)
+                .models(["gpt-4o"]),
+        )
+        .provider("echo", Provider::echo().models(["echo-1"]))
+        .start()
+        .await;
     let list = get(&gw, "/v1/models").await;
     assert_eq!(list["object"], "list");
     let data = list["data"].as_array().unwrap();

@@ -8,47 +8,41 @@
 
 use crate::common;
 
+use common::gateway::{Gateway, GatewayBuilder, Provider};
 use common::http;
 use common::mock_api::{self, API_KEY, MockApi};
 use serde_json::{Value, json};
 
 use crate::sdk_clients::{assert_passed, run_client};
 
-fn config(mock: &MockApi, extra: &str) -> String {
-    format!(
-        r#"
-{extra}
-providers:
-  openai:
-    plugin: openai
-    base_url: {openai}
-    api_key: {API_KEY}
-    models: [omni-moderation-latest, gpt-3.5-turbo-instruct, whisper-1, gpt-4o-transcribe, tts-1]
-  cohere:
-    plugin: cohere
-    base_url: {cohere}
-    api_key: {API_KEY}
-    models: [rerank-v3.5]
-  wrongkey:
-    plugin: openai
-    base_url: {openai}
-    api_key: sk-not-the-mocks
-    models: [tts-1]
-  azure:
-    plugin: azure-openai
-    base_url: {azure}
-    api_key: {API_KEY}
-    models: [gpt-35-turbo-instruct, whisper, tts]
-  vllm:
-    plugin: openai
-    base_url: {openai}
-    api_key: {API_KEY}
-    models: [bge-reranker-v2-m3]
-"#,
-        openai = mock.openai_url(),
-        cohere = mock.cohere_url(),
-        azure = mock.azure_url(),
-    )
+fn config(mock: &MockApi) -> GatewayBuilder {
+    let openai = mock.openai_url();
+    let entry = |plugin: &str, base_url: &str, models: &[&str]| {
+        Provider::at(plugin, base_url, API_KEY).models(models.iter().copied())
+    };
+    let openai_models = [
+        "omni-moderation-latest",
+        "gpt-3.5-turbo-instruct",
+        "whisper-1",
+        "gpt-4o-transcribe",
+        "tts-1",
+    ];
+    let azure_models = ["gpt-35-turbo-instruct", "whisper", "tts"];
+    Gateway::builder()
+        .provider("openai", entry("openai", &openai, &openai_models))
+        .provider(
+            "cohere",
+            entry("cohere", &mock.cohere_url(), &["rerank-v3.5"]),
+        )
+        .provider(
+            "wrongkey",
+            entry("openai", &openai, &["tts-1"]).api_key("sk-not-the-mocks"),
+        )
+        .provider(
+            "azure",
+            entry("azure-openai", &mock.azure_url(), &azure_models),
+        )
+        .provider("vllm", entry("openai", &openai, &["bge-reranker-v2-m3"]))
 }
 
 /// Each scenario's exact cost in micro-USD, from OpenAI's published prices.
@@ -76,7 +70,7 @@ const COSTS: &[(&str, i64)] = &[
 #[tokio::test]
 async fn the_openai_python_sdk_calls_each_endpoint_and_each_call_is_metered_exactly() {
     let mock = MockApi::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     let key = gateway.api_key("default").await;
     let out = tempfile_dir("api-sdk");
     let output = run_client(
@@ -179,7 +173,7 @@ async fn the_openai_python_sdk_calls_each_endpoint_and_each_call_is_metered_exac
 #[tokio::test]
 async fn the_openai_node_sdk_calls_one_of_each_and_each_is_metered_exactly() {
     let mock = MockApi::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     let key = gateway.api_key("default").await;
     let output = run_client("openai_api.mjs", &gateway.url("/v1"), &key, &[]).await;
     let costs = [
@@ -206,7 +200,7 @@ async fn the_openai_node_sdk_calls_one_of_each_and_each_is_metered_exactly() {
 async fn speech_is_metered_when_its_client_leaves_and_upstream_errors_are_openai_errors() {
     use futures_util::StreamExt;
     let mock = MockApi::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     let speech = |model: &str, voice: &str| {
         http()
             .post(gateway.url("/v1/audio/speech"))
@@ -257,7 +251,7 @@ async fn speech_is_metered_when_its_client_leaves_and_upstream_errors_are_openai
 async fn completions_and_audio_reach_azure_deployments() {
     use futures_util::StreamExt;
     let mock = MockApi::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     let (status, body) = post(
         &gateway,
         "/v1/completions",
@@ -358,7 +352,7 @@ async fn post(gateway: &common::TestGateway, path: &str, id: &str, body: Value) 
 #[tokio::test]
 async fn rerank_goes_to_cohere_in_search_units_and_to_an_openai_compatible_host_in_tokens() {
     let mock = MockApi::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     let documents = json!([
         "Carson City is the capital city of the American state of Nevada.",
         "Washington, D.C. is the capital of the United States.",
@@ -420,8 +414,10 @@ async fn rerank_goes_to_cohere_in_search_units_and_to_an_openai_compatible_host_
 #[tokio::test]
 async fn an_upload_past_the_body_limit_is_refused_before_it_is_read_whole() {
     let mock = MockApi::start().await;
-    let gateway =
-        common::TestGateway::start(&config(&mock, "server: { max_body_bytes: 65536 }")).await;
+    let gateway = config(&mock)
+        .set("server.max_body_bytes", 65536)
+        .start()
+        .await;
     let form = |len: usize| {
         reqwest::multipart::Form::new()
             .text("model", "openai/whisper-1")

@@ -9,8 +9,9 @@ use crate::common;
 use std::time::Duration;
 
 use async_openai::types::chat::CreateChatCompletionRequestArgs;
+use common::gateway::Gateway;
 use common::mock_openai::{MockOpenAi, PROMPT_TOKENS};
-use common::{TestGateway, config_for, http};
+use common::{TestGateway, http};
 use serde_json::{Value, json};
 
 async fn post(
@@ -49,7 +50,7 @@ fn assert_error(status: u16, body: &Value, want_status: u16, code: &str) {
 #[tokio::test]
 async fn usage_endpoints_need_a_key_of_the_project_asked_about() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let acme = gateway.api_key("acme").await;
     let other = gateway.api_key("other").await;
     for path in ["/usage/total", "/usage/models"] {
@@ -90,7 +91,7 @@ async fn usage_endpoints_need_a_key_of_the_project_asked_about() {
 #[tokio::test]
 async fn projects_see_only_their_own_usage() {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config_for(&mock.base_url())).await;
+    let gateway = Gateway::standard(&mock.base_url()).start().await;
     let (acme, other) = (
         gateway.api_key("acme").await,
         gateway.api_key("other").await,
@@ -136,12 +137,11 @@ async fn required_auth_guards_v1_and_records_who_called() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let db = dir.join("ledger.db");
-    let yaml = format!(
-        "{}\nauth: {{ required: true }}\nledger: {{ url: 'sqlite://{}' }}\n",
-        config_for(&mock.base_url()),
-        db.display()
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    let gateway = Gateway::standard(&mock.base_url())
+        .auth_required()
+        .ledger(&format!("sqlite://{}", db.display()))
+        .start()
+        .await;
     let acme_key = gateway.api_key("acme").await;
     let other = gateway.api_key("other").await;
 

@@ -7,6 +7,7 @@
 
 use crate::common;
 
+use common::gateway::{Gateway, Provider};
 use common::mock_openai::MockOpenAi;
 use common::{TestGateway, http};
 use reqwest::Method;
@@ -137,21 +138,11 @@ fn request(
 async fn matrix(required: bool) {
     let mock = MockOpenAi::start().await;
     // `openai` lists no models: /v1/models asks the mock upstream for them.
-    let config = format!(
-        r#"
-auth: {{ required: {required} }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {}
-    api_key: sk-upstream-secret
-  echo:
-    plugin: echo
-    models: [echo-1]
-"#,
-        mock.base_url()
-    );
-    let gateway = TestGateway::start(&config).await;
+    let gateway = Gateway::echo()
+        .provider("openai", Provider::openai(&mock.base_url()))
+        .set("auth.required", required)
+        .start()
+        .await;
     let valid = gateway.api_key("acme").await;
     let (revoked, stored) = wasmgate::auth::generate("acme", None, 0);
     let store = gateway.state.ledger.store();
@@ -205,10 +196,7 @@ async fn every_route_checks_callers_on_an_open_gateway() {
 
 #[tokio::test]
 async fn health_and_metrics_stay_open() {
-    let gateway = TestGateway::start(
-        "auth: { required: true }\nproviders:\n  echo: { plugin: echo, models: [echo-1] }\n",
-    )
-    .await;
+    let gateway = Gateway::echo().auth_required().start().await;
     for path in ["/health", "/metrics"] {
         let response = http().get(gateway.url(path)).send().await.unwrap();
         assert_eq!(response.status(), 200, "{path}");

@@ -9,37 +9,23 @@ use std::time::Duration;
 
 use crate::common;
 
+use common::gateway::{Gateway, GatewayBuilder, Provider, Route};
 use common::mock_batches::{API_KEY, MockBatches, PROMPT_TOKENS};
 use serde_json::{Value, json};
 
 use crate::sdk_clients::assert_passed;
 use common::scenario::scenario;
 
-fn config(mock: &MockBatches, extra: &str) -> String {
-    format!(
-        r#"
-{extra}
-providers:
-  openai:
-    plugin: openai
-    base_url: {openai}
-    api_key: {API_KEY}
-    options: {{ batches: true }}
-    models: [gpt-4o, gpt-4o-mini]
-  azure:
-    plugin: azure-openai
-    base_url: {azure}
-    api_key: {API_KEY}
-    models: [gpt-4.1-mini]
-  plain:
-    plugin: openai
-    base_url: {openai}
-    api_key: {API_KEY}
-    models: [gpt-3.5-turbo]
-"#,
-        openai = mock.openai_url(),
-        azure = mock.azure_url(),
-    )
+fn config(mock: &MockBatches) -> GatewayBuilder {
+    let openai = Provider::at("openai", &mock.openai_url(), API_KEY)
+        .options("{ batches: true }")
+        .models(["gpt-4o", "gpt-4o-mini"]);
+    let azure = Provider::at("azure-openai", &mock.azure_url(), API_KEY).models(["gpt-4.1-mini"]);
+    let plain = Provider::at("openai", &mock.openai_url(), API_KEY).models(["gpt-3.5-turbo"]);
+    Gateway::builder()
+        .provider("openai", openai)
+        .provider("azure", azure)
+        .provider("plain", plain)
 }
 
 /// gpt-4o's batch price: half of $2.50 and $10 per million tokens.
@@ -74,7 +60,7 @@ pub(crate) async fn settles_at(gateway: &common::TestGateway, n: u64) {
 
 #[tokio::test]
 async fn the_python_sdk_runs_a_batch_of_1000_lines_metered_once_at_the_batch_price() {
-    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let s = scenario(MockBatches::start().await, config).await;
     let output = s
         .client(
             "openai_batches.py",
@@ -168,7 +154,7 @@ async fn the_python_sdk_runs_a_batch_of_1000_lines_metered_once_at_the_batch_pri
 
 #[tokio::test]
 async fn the_node_sdk_makes_one_call_of_each_kind() {
-    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let s = scenario(MockBatches::start().await, config).await;
     let output = s.client("openai_batches.mjs", &[]).await;
     assert_passed(&output, &["files", "batch", "cancel", "delete"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -192,7 +178,7 @@ async fn the_node_sdk_makes_one_call_of_each_kind() {
 
 #[tokio::test]
 async fn the_python_sdk_cancels_a_batch_and_only_the_lines_run_are_metered() {
-    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let s = scenario(MockBatches::start().await, config).await;
     let output = s
         .client("openai_batches.py", &["--scenario", "cancel"])
         .await;
@@ -213,7 +199,7 @@ async fn the_python_sdk_cancels_a_batch_and_only_the_lines_run_are_metered() {
 
 #[tokio::test]
 async fn another_projects_ids_are_not_found_and_a_forbidden_line_is_refused_by_number() {
-    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let s = scenario(MockBatches::start().await, config).await;
     let other = s.gateway.api_key("other").await;
     let output = s
         .client(
@@ -291,6 +277,30 @@ async fn try_submit(
     lines: usize,
     max_tokens: u64,
 ) -> (u16, Value) {
+    let (_, file) = upload(gateway, key, model, lines, max_tokens).await;
+    let file_id = file["id"].as_str().unwrap_or_else(|| panic!("{file}"));
+    let response = common::http()
+        .post(gateway.url("/v1/batches"))
+        .bearer_auth(key)
+        .json(
+            &json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions",
+                      "completion_window": "24h"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// Uploads a batch input file of `lines` chat lines for `model`: the status and answer.
+async fn upload(
+    gateway: &common::TestGateway,
+    key: &str,
+    model: &str,
+    lines: usize,
+    max_tokens: u64,
+) -> (u16, Value) {
     let mut text = String::new();
     for i in 0..lines {
         text.push_str(
@@ -307,24 +317,10 @@ async fn try_submit(
             "file",
             reqwest::multipart::Part::text(text).file_name("in.jsonl"),
         );
-    let file: Value = common::http()
+    let response = common::http()
         .post(gateway.url("/v1/files"))
         .bearer_auth(key)
         .multipart(form)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let file_id = file["id"].as_str().unwrap_or_else(|| panic!("{file}"));
-    let response = common::http()
-        .post(gateway.url("/v1/batches"))
-        .bearer_auth(key)
-        .json(
-            &json!({"input_file_id": file_id, "endpoint": "/v1/chat/completions",
-                      "completion_window": "24h"}),
-        )
         .send()
         .await
         .unwrap();
@@ -335,7 +331,7 @@ async fn try_submit(
 #[tokio::test]
 async fn a_keys_budget_refuses_a_batch_that_may_cost_more_before_it_is_submitted() {
     let mock = MockBatches::start().await;
-    let gateway = common::TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     let limits = wasmgate::ledger::KeyLimits {
         budget: Some(wasmgate::ledger::Budget {
             micros: 10_000,
@@ -360,12 +356,13 @@ async fn a_keys_budget_refuses_a_batch_that_may_cost_more_before_it_is_submitted
 async fn two_gateways_sharing_postgres_meter_a_batch_once() {
     let mock = MockBatches::start().await;
     let (url, _cluster) = common::postgres::database();
-    let yaml = config(
-        &mock,
-        &format!("ledger: {{ url: \"{url}\" }}\nbatches: {{ poll_interval_ms: 100 }}"),
-    );
-    let a = common::TestGateway::start(&yaml).await;
-    let b = common::TestGateway::start(&yaml).await;
+    let config = || {
+        config(&mock)
+            .ledger(&url)
+            .set("batches.poll_interval_ms", 100)
+    };
+    let a = config().start().await;
+    let b = config().start().await;
     let key = a.api_key("default").await;
     let batch = submit(&a, &key, "openai/gpt-4o", 40).await;
     // Both poll it every 100 ms and both see it end at once; one meters it.
@@ -395,26 +392,21 @@ async fn a_batch_left_by_a_stopped_gateway_is_metered_once_by_the_next() {
     let mock = MockBatches::start().await;
     let dir = common::binary::temp_dir("batch-restart");
     let db = dir.join("ledger.db");
-    let slow = config(
-        &mock,
-        &format!("ledger: {{ url: \"sqlite://{}\" }}", db.display()),
-    );
-    let first = common::TestGateway::start(&slow).await;
+    let ledger = format!("sqlite://{}", db.display());
+    let first = config(&mock).ledger(&ledger).start().await;
     let key = first.api_key("default").await;
     let batch = submit(&first, &key, "openai/gpt-4o", 25).await;
     first.stop().await;
 
-    let fast = config(
-        &mock,
-        &format!(
-            "ledger: {{ url: \"sqlite://{}\" }}\nbatches: {{ poll_interval_ms: 100 }}",
-            db.display()
-        ),
-    );
-    let second = common::TestGateway::start(&fast).await;
+    let fast = || {
+        config(&mock)
+            .ledger(&ledger)
+            .set("batches.poll_interval_ms", 100)
+    };
+    let second = fast().start().await;
     settles_at(&second, 25).await;
     second.stop().await;
-    let third = common::TestGateway::start(&fast).await;
+    let third = fast().start().await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     settles_at(&third, 25).await;
     assert_eq!(output_reads(&mock).await, 1, "metered once");
@@ -427,7 +419,7 @@ async fn a_batch_left_by_a_stopped_gateway_is_metered_once_by_the_next() {
 #[tokio::test]
 async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused() {
     let s = scenario(MockBatches::start().await, |m| {
-        config(m, "batches: { poll_interval_ms: 100 }")
+        config(m).set("batches.poll_interval_ms", 100)
     })
     .await;
     let batch = submit(&s.gateway, &s.key, "azure/gpt-4.1-mini", 3).await;
@@ -471,7 +463,7 @@ async fn a_batch_goes_to_azure_openai_and_a_provider_without_batches_is_refused(
 
 #[tokio::test]
 async fn each_kind_of_bad_line_is_refused_with_its_number_and_nothing_goes_upstream() {
-    let s = scenario(MockBatches::start().await, |m| config(m, "")).await;
+    let s = scenario(MockBatches::start().await, config).await;
     let good = |id: &str, model: &str| {
         json!({"custom_id": id, "method": "POST", "url": "/v1/chat/completions",
                "body": {"model": model, "messages": [{"role": "user", "content": "hi"}]}})
@@ -553,5 +545,47 @@ async fn each_kind_of_bad_line_is_refused_with_its_number_and_nothing_goes_upstr
         assert_eq!(body["error"]["code"], "invalid_batch_line");
     }
     assert!(s.mock.calls().await.is_empty(), "nothing went upstream");
+    s.gateway.stop().await;
+}
+
+#[tokio::test]
+async fn a_virtual_models_lines_go_to_its_first_listed_target_that_runs_batches() {
+    // `plain` runs no batch API; `weighted` would draw among all three live.
+    let s = scenario(MockBatches::start().await, |m| {
+        config(m)
+            .set("batches.poll_interval_ms", 100)
+            .route(
+                "smart",
+                Route::new(
+                    "weighted",
+                    ["plain/gpt-3.5-turbo", "openai/gpt-4o", "azure/gpt-4.1-mini"],
+                ),
+            )
+            .route("unbatched", Route::new("fallback", ["plain/gpt-3.5-turbo"]))
+    })
+    .await;
+    let batch = submit(&s.gateway, &s.key, "smart", 3).await;
+    for i in 0..3 {
+        let record = s.gateway.record_of(&format!("{batch}:r{i}")).await;
+        assert_eq!(record.provider.as_deref(), Some("openai"), "{record:?}");
+        assert_eq!(record.model.as_deref(), Some("gpt-4o"));
+        assert_eq!(record.cost_micros, Some(batch_cost(10)));
+    }
+    let input = s.mock.files().await;
+    let input = input.iter().find(|f| f.purpose == "batch").unwrap();
+    let text = s.mock.file_text(&input.id).await;
+    for line in text.lines() {
+        let line: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(line["body"]["model"], "gpt-4o", "{line}");
+    }
+
+    let (status, refused) = upload(&s.gateway, &s.key, "unbatched", 1, 10).await;
+    assert_eq!(status, 400, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Line 1 of the batch input file: ")
+            && message.contains("no target of the virtual model `unbatched`"),
+        "{message}"
+    );
     s.gateway.stop().await;
 }

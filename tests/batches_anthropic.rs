@@ -7,6 +7,7 @@
 
 use crate::common;
 
+use common::gateway::{Gateway, GatewayBuilder, Provider};
 use common::mock_anthropic_batches::{
     API_KEY, CACHE_WRITE_TOKENS, INPUT_TOKENS, MockAnthropicBatches,
 };
@@ -18,18 +19,9 @@ use common::scenario::scenario;
 
 const MODEL: &str = "anthropic/claude-sonnet-4-5";
 
-fn config(mock: &MockAnthropicBatches) -> String {
-    format!(
-        r#"
-providers:
-  anthropic:
-    plugin: anthropic
-    base_url: {url}
-    api_key: {API_KEY}
-    models: [claude-sonnet-4-5]
-"#,
-        url = mock.url(),
-    )
+fn config(mock: &MockAnthropicBatches) -> GatewayBuilder {
+    let anthropic = Provider::at("anthropic", &mock.url(), API_KEY).models(["claude-sonnet-4-5"]);
+    Gateway::builder().provider("anthropic", anthropic)
 }
 
 /// claude-sonnet-4-5 at the batch price, in µUSD: half of $3 in, $3.75 written to the cache

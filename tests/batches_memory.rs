@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 use common::binary::{Gateway, temp_dir};
+use common::gateway::{Gateway as Config, Provider};
 use common::mock_batches::{API_KEY, MockBatches};
 
 /// Peak RSS (`VmHWM`) of process `pid`, in KiB.
@@ -43,27 +44,20 @@ fn write_file(path: &Path, mib: usize) -> String {
 /// Runs a fresh gateway, sends `mib` MiB through it and back; its peak RSS in KiB.
 async fn peak_after(mock: &MockBatches, dir: &Path, mib: usize) -> u64 {
     let config = dir.join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-server: {{ host: 127.0.0.1, port: 0 }}
-ledger: {{ url: "sqlite://{ledger}" }}
-batches: {{ spool_dir: "{spool}" }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {upstream}
-    api_key: {API_KEY}
-    options: {{ batches: true }}
-    models: [gpt-4o]
-"#,
-            ledger = dir.join(format!("ledger-{mib}.db")).display(),
-            spool = dir.display(),
-            upstream = mock.openai_url(),
-        ),
-    )
-    .unwrap();
+    let openai = Provider::at("openai", &mock.openai_url(), API_KEY)
+        .options("{ batches: true }")
+        .models(["gpt-4o"]);
+    let ledger = format!(
+        "sqlite://{}",
+        dir.join(format!("ledger-{mib}.db")).display()
+    );
+    let yaml = Config::builder()
+        .any_port()
+        .ledger(&ledger)
+        .set("batches.spool_dir", dir.display().to_string())
+        .provider("openai", openai)
+        .to_yaml();
+    std::fs::write(&config, yaml).unwrap();
     let path = dir.join(format!("file-{mib}.bin"));
     let sha = write_file(&path, mib);
     let gateway = Gateway::serve(dir, &config).await;

@@ -12,6 +12,7 @@ use async_openai::types::chat::{
     ChatCompletionRequestSystemMessageArgs, ChatCompletionRequestUserMessageArgs,
     ChatCompletionStreamOptions, CreateChatCompletionRequestArgs, FinishReason,
 };
+use common::gateway::{Gateway, Provider};
 use common::mock_bedrock::{
     self, ACCESS_KEY_ID, CACHE_READ_TOKENS, CACHE_WRITE_TOKENS, INPUT_TOKENS, OUTPUT_TOKENS,
     REGION, SECRET_ACCESS_KEY, STREAM_DELTAS, TEXT, TOOL_USE_ID,
@@ -31,20 +32,11 @@ fn id(model: &str) -> String {
 }
 
 async fn gateway_with_key(mock: &MockProvider, key_id: &str, secret: &str) -> TestGateway {
-    let yaml = format!(
-        r#"
-providers:
-  bedrock:
-    plugin: bedrock
-    base_url: {base_url}
-    api_key: "{key_id}:{secret}"
-    models: ["{MODEL}", error-429, error-400, stream-throttled]
-    timeout_ms: 5000
-    options: {{ region: {REGION} }}
-"#,
-        base_url = mock.base_url(),
-    );
-    TestGateway::start(&yaml).await
+    let entry = Provider::at("bedrock", &mock.base_url(), &format!("{key_id}:{secret}"))
+        .models([MODEL, "error-429", "error-400", "stream-throttled"])
+        .timeout_ms(5000)
+        .options(&format!("{{ region: {REGION} }}"));
+    Gateway::builder().provider("bedrock", entry).start().await
 }
 
 async fn setup() -> (MockProvider, TestGateway) {

@@ -7,6 +7,7 @@ use crate::common;
 
 use std::time::Duration;
 
+use common::gateway::{Gateway, GatewayBuilder, Guard, Provider};
 use common::mock_openai::MockOpenAi;
 use common::mock_providers::MockProvider;
 use common::{TestGateway, http};
@@ -15,26 +16,19 @@ use serde_json::{Value, json};
 
 /// A gateway with keys required, the mock's `openai` entry (Responses translated, so that every
 /// dialect goes through the canonical form), and `cache` as its cache section.
-pub(crate) fn config(mock: &MockOpenAi, cache: &str) -> String {
-    format!(
-        r#"
-auth: {{ required: true }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini]
-    options: {{ responses: translate }}
-cache: {cache}
-"#,
-        mock.base_url()
-    )
+fn config(mock: &MockOpenAi, cache: &str) -> GatewayBuilder {
+    let openai = Provider::openai(&mock.base_url())
+        .models(["gpt-4o-mini"])
+        .options("{ responses: translate }");
+    Gateway::builder()
+        .auth_required()
+        .provider("openai", openai)
+        .set_yaml("cache", cache)
 }
 
 async fn start(cache: &str) -> (MockOpenAi, TestGateway) {
     let mock = MockOpenAi::start().await;
-    let gateway = TestGateway::start(&config(&mock, cache)).await;
+    let gateway = config(&mock, cache).start().await;
     (mock, gateway)
 }
 
@@ -355,14 +349,10 @@ async fn two_gateways_share_answers_through_one_redis() {
     let redis = common::redis::RedisServer::start();
     let mock = MockOpenAi::start().await;
     let cache = format!("{{ enabled: true, store: \"{}\" }}", redis.url());
-    let yaml = config(&mock, &cache);
     let dir = common::binary::temp_dir("cache-redis");
-    let ledger = format!(
-        "{yaml}\nledger: {{ url: \"sqlite://{}/l.db\" }}\n",
-        dir.display()
-    );
-    let one = TestGateway::start(&ledger).await;
-    let two = TestGateway::start(&ledger).await;
+    let ledger = format!("sqlite://{}/l.db", dir.display());
+    let one = config(&mock, &cache).ledger(&ledger).start().await;
+    let two = config(&mock, &cache).ledger(&ledger).start().await;
     let key = one.api_key("p").await;
     let mut body = chat("Shared across replicas?");
     assert_eq!(
@@ -386,29 +376,26 @@ async fn two_gateways_share_answers_through_one_redis() {
 async fn native_gateway() -> (MockOpenAi, MockProvider, TestGateway) {
     let openai = MockOpenAi::start().await;
     let anthropic = MockProvider::anthropic().await;
-    let yaml = format!(
-        r#"
-auth: {{ required: true }}
-providers:
-  anthropic:
-    plugin: anthropic
-    base_url: {}
-    api_key: {}
-    models: [claude-sonnet-4-5]
-  openai:
-    plugin: openai
-    base_url: {}
-    api_key: {}
-    models: [gpt-4.1-mini]
-    options: {{ responses: native }}
-cache: {{ enabled: true }}
-"#,
-        anthropic.base_url(),
+    let claude = Provider::at(
+        "anthropic",
+        &anthropic.base_url(),
         common::mock_providers::KEY,
-        openai.base_url(),
+    )
+    .models(["claude-sonnet-4-5"]);
+    let gpt = Provider::at(
+        "openai",
+        &openai.base_url(),
         common::mock_openai::responses::API_KEY,
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    )
+    .models(["gpt-4.1-mini"])
+    .options("{ responses: native }");
+    let gateway = Gateway::builder()
+        .auth_required()
+        .provider("anthropic", claude)
+        .provider("openai", gpt)
+        .set_yaml("cache", "{ enabled: true }")
+        .start()
+        .await;
     (openai, anthropic, gateway)
 }
 
@@ -535,11 +522,11 @@ async fn the_sdks_cannot_tell_a_hit_from_a_live_answer() {
 #[tokio::test]
 async fn a_hit_counts_as_a_request_and_spends_no_tokens() {
     let mock = MockOpenAi::start().await;
-    let yaml = format!(
-        "{}limits:\n  store: memory\n  rules:\n    - {{ policy: rate-limit, scope: project, options: {{ requests_per_minute: 3 }} }}\n",
-        config(&mock, "{ enabled: true }")
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    let gateway = config(&mock, "{ enabled: true }")
+        .set("limits.store", "memory")
+        .limit("rate-limit", "project", "{ requests_per_minute: 3 }")
+        .start()
+        .await;
     let key = gateway.api_key("p").await;
     let body = chat("Limits?");
     let path = "/v1/chat/completions";
@@ -629,7 +616,7 @@ async fn a_redis_gone_is_a_miss_not_an_error() {
     let redis = common::redis::RedisServer::start();
     let mock = MockOpenAi::start().await;
     let cache = format!("{{ enabled: true, store: \"{}\" }}", redis.url());
-    let gateway = TestGateway::start(&config(&mock, &cache)).await;
+    let gateway = config(&mock, &cache).start().await;
     let key = gateway.api_key("p").await;
     drop(redis);
     let body = chat("Is Redis there?");
@@ -657,11 +644,10 @@ async fn a_redis_gone_is_a_miss_not_an_error() {
 #[tokio::test]
 async fn a_guarded_request_bypasses_the_cache() {
     let mock = MockOpenAi::start().await;
-    let yaml = format!(
-        "{}guards:\n  - plugin: redact\n",
-        config(&mock, "{ enabled: true }")
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    let gateway = config(&mock, "{ enabled: true }")
+        .guard(Guard::plugin("redact"))
+        .start()
+        .await;
     let key = gateway.api_key("team-a").await;
     let body = chat("What is the capital of France?");
     for _ in 0..2 {

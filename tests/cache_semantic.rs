@@ -9,6 +9,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::TestGateway;
+use common::gateway::{Gateway, GatewayBuilder, Provider};
 use common::mock_openai::MockOpenAi;
 use serde_json::{Value, json};
 
@@ -26,32 +27,31 @@ async fn embeddings(mock: &MockOpenAi) {
     mock.set_embedding(REORDERED, &[0.5, 0.0, 0.866_03]).await;
 }
 
-/// A gateway whose `openai` entry serves chat and embeddings, with `semantic` as its cache's
-/// semantic section and `store` its store.
-fn config(mock: &MockOpenAi, store: &str, semantic: &str) -> String {
-    format!(
-        r#"
-auth: {{ required: true }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini, text-embedding-3-small]
-cache:
-  enabled: true
-  store: "{store}"
-  semantic: {{ enabled: true, model: openai/text-embedding-3-small, threshold: 0.9 {semantic} }}
-"#,
-        mock.base_url()
-    )
+/// A gateway whose `openai` entry serves chat and the embeddings model `embedder`, with the
+/// cache on in `store` and semantic lookups through `embedder`.
+fn config(mock: &MockOpenAi, store: &str, embedder: &str) -> GatewayBuilder {
+    let openai = Provider::openai(&mock.base_url()).models(["gpt-4o-mini", embedder]);
+    Gateway::builder()
+        .auth_required()
+        .provider("openai", openai)
+        .set("cache.enabled", true)
+        .set("cache.store", store)
+        .set("cache.semantic.enabled", true)
+        .set("cache.semantic.model", format!("openai/{embedder}"))
+        .set("cache.semantic.threshold", 0.9)
 }
 
-async fn start(semantic: &str) -> (MockOpenAi, TestGateway) {
+const EMBEDDER: &str = "text-embedding-3-small";
+
+/// The gateway of [`config`] in memory, semantic lookups taking tool results in or not.
+async fn start(tool_results: bool) -> (MockOpenAi, TestGateway) {
     let mock = MockOpenAi::start().await;
     embeddings(&mock).await;
-    let gateway = TestGateway::start(&config(&mock, "memory", semantic)).await;
-    (mock, gateway)
+    let mut config = config(&mock, "memory", EMBEDDER);
+    if tool_results {
+        config = config.set("cache.semantic.tool_results", true);
+    }
+    (mock, config.start().await)
 }
 
 const CHAT: &str = "/v1/chat/completions";
@@ -71,7 +71,7 @@ async fn written() {
 
 #[tokio::test]
 async fn a_paraphrase_hits_and_a_different_question_in_the_same_words_misses() {
-    let (mock, gateway) = start("").await;
+    let (mock, gateway) = start(false).await;
     let key = gateway.api_key("p").await;
     let first = post(&gateway, CHAT, &key, &chat(ORIGINAL), &[]).await;
     assert_eq!(first.status, 200, "{}", first.body);
@@ -150,7 +150,7 @@ fn with_tool_result(text: &str) -> Value {
 
 #[tokio::test]
 async fn a_request_with_tool_results_hits_only_when_the_operator_allows_it() {
-    let (mock, gateway) = start("").await;
+    let (mock, gateway) = start(false).await;
     let key = gateway.api_key("p").await;
     let first = post(&gateway, CHAT, &key, &with_tool_result(ORIGINAL), &[]).await;
     assert_eq!(
@@ -167,7 +167,7 @@ async fn a_request_with_tool_results_hits_only_when_the_operator_allows_it() {
     let again = post(&gateway, CHAT, &key, &with_tool_result(ORIGINAL), &[]).await;
     assert_eq!(again.cache(), "hit");
 
-    let (mock, gateway) = start(", tool_results: true").await;
+    let (mock, gateway) = start(true).await;
     let key = gateway.api_key("p").await;
     post(&gateway, CHAT, &key, &with_tool_result(ORIGINAL), &[]).await;
     written().await;
@@ -178,7 +178,7 @@ async fn a_request_with_tool_results_hits_only_when_the_operator_allows_it() {
 
 #[tokio::test]
 async fn another_project_never_hits() {
-    let (mock, gateway) = start("").await;
+    let (mock, gateway) = start(false).await;
     let a = gateway.api_key("team-a").await;
     let b = gateway.api_key("team-b").await;
     post(&gateway, CHAT, &a, &chat(ORIGINAL), &[]).await;
@@ -197,11 +197,13 @@ async fn another_project_never_hits() {
 async fn a_rule_keeps_a_model_exact() {
     let mock = MockOpenAi::start().await;
     embeddings(&mock).await;
-    let yaml = format!(
-        "{}  rules: [ {{ models: [openai/gpt-4o-mini], semantic: false }} ]\n",
-        config(&mock, "memory", "")
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    let gateway = config(&mock, "memory", EMBEDDER)
+        .set_yaml(
+            "cache.rules",
+            "[{ models: [openai/gpt-4o-mini], semantic: false }]",
+        )
+        .start()
+        .await;
     let key = gateway.api_key("p").await;
     post(&gateway, CHAT, &key, &chat(ORIGINAL), &[]).await;
     written().await;
@@ -216,13 +218,15 @@ async fn two_gateways_share_vectors_through_one_redis_and_a_redis_gone_is_a_miss
     let mock = MockOpenAi::start().await;
     embeddings(&mock).await;
     let dir = common::binary::temp_dir("semantic-redis");
-    let yaml = format!(
-        "{}ledger: {{ url: \"sqlite://{}/l.db\" }}\n",
-        config(&mock, &redis.url(), ""),
-        dir.display()
-    );
-    let one = TestGateway::start(&yaml).await;
-    let two = TestGateway::start(&yaml).await;
+    let ledger = format!("sqlite://{}/l.db", dir.display());
+    let one = config(&mock, &redis.url(), EMBEDDER)
+        .ledger(&ledger)
+        .start()
+        .await;
+    let two = config(&mock, &redis.url(), EMBEDDER)
+        .ledger(&ledger)
+        .start()
+        .await;
     let key = one.api_key("p").await;
     assert_eq!(
         post(&one, CHAT, &key, &chat(ORIGINAL), &[]).await.cache(),
@@ -256,13 +260,7 @@ async fn two_gateways_share_vectors_through_one_redis_and_a_redis_gone_is_a_miss
 #[tokio::test]
 async fn an_embedding_that_fails_is_a_miss() {
     let mock = MockOpenAi::start().await;
-    let yaml =
-        config(&mock, "memory", "").replace("openai/text-embedding-3-small", "openai/error-500");
-    let yaml = yaml.replace(
-        "[gpt-4o-mini, text-embedding-3-small]",
-        "[gpt-4o-mini, error-500]",
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    let gateway = config(&mock, "memory", "error-500").start().await;
     let key = gateway.api_key("p").await;
     let id = [("x-request-id", "semantic-failed-1")];
     let answer = post(&gateway, CHAT, &key, &chat(ORIGINAL), &id).await;

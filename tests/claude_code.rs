@@ -22,7 +22,7 @@ use crate::common;
 
 use std::path::{Path, PathBuf};
 
-use common::TestGateway;
+use common::gateway::{Gateway, Guard, Provider};
 use common::mock_providers::{KEY, MockProvider, anthropic::Script};
 use serde_json::{Value, json};
 
@@ -82,22 +82,14 @@ async fn claude_code_reads_a_file_of_secrets_through_redact_and_the_upstream_nev
         tool: "Read".to_owned(),
         input: json!({"file_path": file.display().to_string()}),
     });
-    let config = format!(
-        r#"
-auth: {{ required: true }}
-providers:
-  anthropic:
-    plugin: anthropic
-    base_url: {}
-    api_key: {KEY}
-    models: [claude-sonnet-4-5, claude-haiku-4-5]
-guards:
-  - plugin: redact
-    options: {{reversible: true, window: 48}}
-"#,
-        mock.base_url()
-    );
-    let gateway = TestGateway::start(&config).await;
+    let anthropic = Provider::at("anthropic", &mock.base_url(), KEY)
+        .models(["claude-sonnet-4-5", "claude-haiku-4-5"]);
+    let gateway = Gateway::builder()
+        .auth_required()
+        .provider("anthropic", anthropic)
+        .guard(Guard::plugin("redact").options("{reversible: true, window: 48}"))
+        .start()
+        .await;
     let key = gateway.api_key("coding").await;
 
     let result = run_claude(

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::gateway::Provider;
 use common::mock_openai::MockOpenAi;
 use common::{TestGateway, binary, http};
 use serde_json::json;
@@ -83,11 +84,10 @@ on_both_stores!(
 );
 
 async fn gateway_on(ledger: &str, base_url: &str) -> TestGateway {
-    let yaml = format!(
-        "{}\nledger: {{ url: '{ledger}' }}\n",
-        common::config_for(base_url),
-    );
-    TestGateway::start(&yaml).await
+    common::gateway::Gateway::standard(base_url)
+        .ledger(ledger)
+        .start()
+        .await
 }
 
 async fn usage_status(gateway: &TestGateway, key: &str) -> u16 {
@@ -193,16 +193,16 @@ async fn login_keeps_the_key_private_and_serve_uses_it() {
     // `serve` with a config that has no secret: the key comes from the credentials file.
     let mock = MockOpenAi::start().await;
     let config = dir.join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "server: {{ host: 127.0.0.1, port: 0 }}\n\
-             providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    models: [gpt-4o-mini]\n\
-             ledger: {{ url: 'sqlite::memory:' }}\nobservability: {{ log_level: debug }}\n",
-            mock.base_url()
-        ),
-    )
-    .unwrap();
+    let openai = Provider::plugin("openai")
+        .base_url(&mock.base_url())
+        .models(["gpt-4o-mini"]);
+    let yaml = common::gateway::Gateway::builder()
+        .any_port()
+        .provider("openai", openai)
+        .ledger("sqlite::memory:")
+        .set("observability.log_level", "debug")
+        .to_yaml();
+    std::fs::write(&config, yaml).unwrap();
     let credentials = file.display().to_string();
     let mut gateway =
         binary::Gateway::serve_with_env(&dir, &config, &[("WASMGATE_CREDENTIALS", &credentials)])

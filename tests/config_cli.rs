@@ -1,7 +1,8 @@
 //! `wasmgate config`: the JSON Schema agrees with the loader (it accepts the shipped configs and
 //! refuses what `serve` refuses), `config check` reads a file as `serve` does and names the key
-//! at fault, the generated pages in `docs/` match the config types, and the manual's YAML
-//! examples follow the schema.
+//! at fault, the generated pages in `docs/` match the config types, the manual's YAML examples
+//! follow the schema, and each provider page's options table lists every option its plugin
+//! takes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -281,4 +282,65 @@ fn the_manuals_yaml_examples_follow_the_schema() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The options a provider plugin's settings take, as it names them when it refuses an unknown
+/// one (serde's `expected one of `a`, `b``, `expected `a` or `b``, `there are no fields`).
+fn plugin_options(plugin: &str) -> Vec<String> {
+    let stderr = failure(&format!(
+        "providers:\n  x:\n    plugin: {plugin}\n    base_url: http://127.0.0.1:9\n    \
+         api_key: k\n    options: {{ not_an_option_of_any_plugin: 1 }}\n"
+    ));
+    assert!(
+        stderr.contains("unknown field `not_an_option_of_any_plugin`"),
+        "{plugin}: {stderr}"
+    );
+    let expected = match stderr.split_once(", expected ") {
+        Some((_, names)) => names,
+        None if stderr.contains("there are no fields") => return Vec::new(),
+        None => panic!("{plugin}: {stderr}"),
+    };
+    expected
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn each_provider_page_lists_every_option_its_plugin_takes() {
+    let pages = repo().join("docs/src/providers");
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&pages).unwrap() {
+        let path = entry.unwrap().path();
+        let plugin = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        if plugin == "index" {
+            continue;
+        }
+        let page = std::fs::read_to_string(&path).unwrap();
+        // The first cell of each table row: `| `a`, `b` | what it does |`.
+        let rows: Vec<&str> = page
+            .lines()
+            .filter_map(|l| l.strip_prefix('|'))
+            .filter_map(|l| l.split('|').next())
+            .collect();
+        for option in plugin_options(&plugin) {
+            let cell = format!("`{option}`");
+            if !rows.iter().any(|r| r.contains(&cell)) {
+                missing.push(format!("{}: `{option}`", path.display()));
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 7, "{checked} provider pages");
+    assert!(
+        missing.is_empty(),
+        "options missing from the tables:\n{}",
+        missing.join("\n")
+    );
 }

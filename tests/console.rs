@@ -21,9 +21,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::binary::{Gateway, temp_dir};
+use common::http;
 use common::mock_batches::MockBatches;
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, http};
 use serde_json::{Value, json};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -423,10 +423,10 @@ async fn tool_calls(gateway: &Gateway, key: &str, tools: &[&str]) {
 /// revalidation answers with 304, `/ui` sent to `/ui/`, and an unknown file a 404.
 #[tokio::test]
 async fn the_console_files_are_served_with_strict_headers() {
-    let gateway = TestGateway::start(
-        "auth: { required: true }\nproviders:\n  echo: { plugin: echo, models: [echo-1] }\n",
-    )
-    .await;
+    let gateway = common::gateway::Gateway::echo()
+        .auth_required()
+        .start()
+        .await;
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()

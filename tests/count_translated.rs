@@ -11,32 +11,44 @@
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 
-use common::genai::{CLAUDE, GEMINI, GEMINI_EMBEDDING, GPT, Setup};
+use common::gateway::Route;
+use common::genai::{CLAUDE, GEMINI, GEMINI_EMBEDDING, GPT, Setup, Upstreams};
 use common::http;
 use common::mock_providers::KEY;
 use serde_json::{Value, json};
 
 /// `openai` serves the Responses API (so it has OpenAI's counter); `compat` is the same mock
 /// as a compatible host without it (no counter: estimated). `routing` adds virtual models.
-async fn setup_with(routing: &str) -> Setup {
-    Setup::start("counts", |u| {
-        format!(
-            r#"  gemini: {{ plugin: gemini, base_url: "{gemini}", api_key: {KEY}, models: [{GEMINI}], timeout_ms: 5000 }}
-  openai: {{ plugin: openai, base_url: "{openai}", api_key: {openai_key}, models: [{GPT}], timeout_ms: 5000, options: {{ responses: native }} }}
-  compat: {{ plugin: openai, base_url: "{openai}", api_key: {openai_key}, models: [{GPT}], timeout_ms: 5000 }}
-  anthropic: {{ plugin: anthropic, base_url: "{anthropic}", api_key: {KEY}, models: [{CLAUDE}], timeout_ms: 5000 }}
-{routing}"#,
-            gemini = u.gemini,
-            openai = u.openai,
-            openai_key = u.openai_key,
-            anthropic = u.anthropic,
-        )
+async fn setup_with(routes: &[(&str, Route)]) -> Setup {
+    Setup::start("counts", |u, config| {
+        let mut config = config
+            .provider(
+                "gemini",
+                Upstreams::entry("gemini", &u.gemini, KEY, [GEMINI]),
+            )
+            .provider(
+                "openai",
+                Upstreams::entry("openai", &u.openai, u.openai_key, [GPT])
+                    .options("{ responses: native }"),
+            )
+            .provider(
+                "compat",
+                Upstreams::entry("openai", &u.openai, u.openai_key, [GPT]),
+            )
+            .provider(
+                "anthropic",
+                Upstreams::entry("anthropic", &u.anthropic, KEY, [CLAUDE]),
+            );
+        for (name, route) in routes {
+            config = config.route(name, route.clone());
+        }
+        config
     })
     .await
 }
 
 async fn setup() -> Setup {
-    setup_with("").await
+    setup_with(&[]).await
 }
 
 /// POSTs `body` to the gateway's `path` with the key; the status, who counted, and the body.
@@ -218,12 +230,14 @@ async fn the_answer_carries_the_upstream_s_number_and_says_who_counted() {
 /// or estimated when that target has no counter (never by a later target).
 #[tokio::test]
 async fn a_virtual_model_is_counted_by_the_target_its_router_chooses_first() {
-    let s = setup_with(&format!(
-        r#"routing:
-  pool-claude: {{ policy: fallback, targets: [anthropic/{CLAUDE}, gemini/{GEMINI}] }}
-  pool-gemini: {{ policy: fallback, targets: [gemini/{GEMINI}, anthropic/{CLAUDE}] }}
-  pool-compat: {{ policy: fallback, targets: [compat/{GPT}, openai/{GPT}] }}"#
-    ))
+    let claude = format!("anthropic/{CLAUDE}");
+    let gemini = format!("gemini/{GEMINI}");
+    let (compat, openai) = (format!("compat/{GPT}"), format!("openai/{GPT}"));
+    let s = setup_with(&[
+        ("pool-claude", Route::new("fallback", [&*claude, &*gemini])),
+        ("pool-gemini", Route::new("fallback", [&*gemini, &*claude])),
+        ("pool-compat", Route::new("fallback", [&*compat, &*openai])),
+    ])
     .await;
     let messages = |model: &str| {
         json!({"model": model, "system": "Be brief.",

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::TestGateway;
+use common::gateway::{Gateway, Guard, Provider};
 use common::mock_openai::MockOpenAi;
 use common::mock_providers::MockProvider;
 use serde_json::json;
@@ -49,7 +50,7 @@ const BOUNDS: &[(&str, u64, u64)] = &[
     ("plugin calls per request with redact", 6, 6),
     ("plugin calls per stream with redact", 26, 33),
     // A Messages request to an Anthropic entry with `redact`: its canonical view checked, the
-    // native body sent (before guard_native.rs it was translated: 8, 8 and 195 calls). A
+    // native body sent (before guard/native.rs it was translated: 8, 8 and 195 calls). A
     // rewrite costs the dialect's reading of the edited body (+1); a whole answer the
     // provider's canonical reading of it, in place of the dialect's encoding; a stream a second
     // decoder's reads, in place of the dialect encoder's pushes. The mock streams 5-9 byte
@@ -174,17 +175,17 @@ struct Rig {
 
 impl Rig {
     fn start() -> Self {
-        Self::start_with("")
+        Self::start_with(None)
     }
 
-    /// A rig whose gateway config ends with `extra` (e.g. a `guards:` section).
-    fn start_with(extra: &str) -> Self {
-        Self::start_on(extra, false)
+    /// A rig whose gateway has `guard` on.
+    fn start_with(guard: Option<Guard>) -> Self {
+        Self::start_on(guard, false)
     }
 
     /// With `native`, requests are Anthropic Messages to an `anthropic` entry (the strict mock),
     /// which speaks their dialect.
-    fn start_on(extra: &str, native: bool) -> Self {
+    fn start_on(guard: Option<Guard>, native: bool) -> Self {
         mark_uncounted();
         let client = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -198,21 +199,19 @@ impl Rig {
             .unwrap();
         let mock = client.block_on(MockOpenAi::start());
         let anthropic = native.then(|| client.block_on(MockProvider::anthropic()));
-        let mut config = format!(
-            "providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    \
-             api_key: sk-test\n    models: [{REQUEST_MODEL}, {STREAM_MODEL}]\n",
-            mock.base_url()
-        );
+        let openai = Provider::at("openai", &mock.base_url(), "sk-test")
+            .models([REQUEST_MODEL, STREAM_MODEL]);
+        let mut config = Gateway::builder().provider("openai", openai);
         if let Some(anthropic) = &anthropic {
-            config.push_str(&format!(
-                "  anthropic:\n    plugin: anthropic\n    base_url: {}\n    api_key: {}\n    \
-                 models: [claude-sonnet-4-5]\n",
-                anthropic.base_url(),
-                common::mock_providers::KEY
-            ));
+            let key = common::mock_providers::KEY;
+            let entry =
+                Provider::at("anthropic", &anthropic.base_url(), key).models(["claude-sonnet-4-5"]);
+            config = config.provider("anthropic", entry);
         }
-        config.push_str(extra);
-        let gateway = server.block_on(TestGateway::start(&config));
+        if let Some(guard) = guard {
+            config = config.guard(guard);
+        }
+        let gateway = server.block_on(config.start());
         Self {
             client,
             _server: server,
@@ -338,7 +337,7 @@ fn allocations_and_plugin_calls_per_request_and_per_stream() {
 #[test]
 fn a_guard_costs_its_own_plugin_calls_and_nothing_else() {
     let _alone = one_at_a_time();
-    let rig = Rig::start_with("guards:\n  - plugin: redact\n");
+    let rig = Rig::start_with(Some(Guard::plugin("redact")));
     // Warm: the guard's request checks run on a warm instance after the first.
     let request = rig.cost(&chat_body("Say hello.", false), 7);
     let stream = rig.cost(&chat_body("Say hello.", true), 5);
@@ -353,11 +352,11 @@ fn a_guard_costs_its_own_plugin_calls_and_nothing_else() {
 }
 
 /// A Messages request to an Anthropic entry with `redact` on: the guards check its canonical
-/// view and the native body goes on (`guard_native.rs`).
+/// view and the native body goes on (`guard/native.rs`).
 #[test]
 fn a_guard_on_a_native_request_costs_its_canonical_view() {
     let _alone = one_at_a_time();
-    let rig = Rig::start_on("guards:\n  - plugin: redact\n", true);
+    let rig = Rig::start_on(Some(Guard::plugin("redact")), true);
     let body = |content: &str, stream: bool| {
         json!({"model": "anthropic/claude-sonnet-4-5", "max_tokens": 64, "stream": stream,
                "messages": [{"role": "user", "content": content}]})

@@ -32,6 +32,11 @@ const KNOWN: &[(&str, &str, &str)] = &[
         "the built-in dialects, served unless the config says otherwise",
     ),
     (
+        "config/config_file.rs",
+        "\"gemini\"",
+        "the configuration reference's example of turning on a dialect beyond the built-in ones",
+    ),
+    (
         "ledger/requests.rs",
         "\"",
         "the usage API's names for the first two dialects' records (`anthropic.messages`, \

@@ -121,7 +121,7 @@ async fn unknown_and_ambiguous_models() {
 async fn an_oversized_body_gets_413() {
     let mock = MockOpenAi::start().await;
     let gateway = Gateway::standard(&mock.base_url())
-        .yaml("server: { max_body_bytes: 2048 }")
+        .set("server.max_body_bytes", 2048)
         .start()
         .await;
     let big = "x".repeat(4096);

@@ -8,8 +8,9 @@ use crate::common;
 
 use std::time::{Duration, Instant};
 
+use common::gateway::{Gateway, Provider};
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, http, test_plugins_dir};
+use common::{TestGateway, http};
 use serde_json::{Value, json};
 
 async fn gateway(base_url: &str) -> TestGateway {
@@ -17,22 +18,23 @@ async fn gateway(base_url: &str) -> TestGateway {
 }
 
 async fn gateway_with(base_url: &str, call_timeout_ms: u64) -> TestGateway {
-    let config = format!(
-        r#"
-plugins:
-  dir: {dir}
-  call_timeout_ms: {call_timeout_ms}
-  memory_limit_mib: 32
-  max_instances: 16
-providers:
-  faulty:
-    plugin: faulty
-    base_url: {base_url}
-    models: [trap, loop, hog, ok, slow-ok, trap-stream, snoop]
-"#,
-        dir = test_plugins_dir().display()
-    );
-    TestGateway::start(&config).await
+    let faulty = Provider::plugin("faulty").base_url(base_url).models([
+        "trap",
+        "loop",
+        "hog",
+        "ok",
+        "slow-ok",
+        "trap-stream",
+        "snoop",
+    ]);
+    Gateway::builder()
+        .test_plugins()
+        .set("plugins.call_timeout_ms", call_timeout_ms)
+        .set("plugins.memory_limit_mib", 32)
+        .set("plugins.max_instances", 16)
+        .provider("faulty", faulty)
+        .start()
+        .await
 }
 
 async fn send(gateway: &TestGateway, model: &str, stream: bool) -> (u16, Value, Duration) {

@@ -14,7 +14,6 @@ use std::sync::Mutex;
 
 use axum::body::Body;
 use axum::http::{Method, Request};
-use common::TestGateway;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use serde_json::{Value, json};
@@ -24,12 +23,6 @@ use tower::ServiceExt;
 const ERROR_BODY_MAX: usize = 8 * 1024;
 /// Larger bodies must get a JSON 413 (kept small so that fuzzed bodies cross it).
 const MAX_BODY: usize = 64 * 1024;
-
-const CONFIG: &str = r#"
-server: { max_body_bytes: 65536 }
-providers:
-  echo: { plugin: echo, models: [echo-1] }
-"#;
 
 /// Every route with the method it takes (and paths no route has).
 const ROUTES: [(&str, Method); 15] = [
@@ -304,7 +297,8 @@ async fn check(
 #[test]
 fn the_router_answers_any_request_without_5xx_and_with_small_openai_errors() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let gateway = runtime.block_on(TestGateway::start(CONFIG));
+    let config = common::gateway::Gateway::echo().set("server.max_body_bytes", 65536);
+    let gateway = runtime.block_on(config.start());
     let key = runtime.block_on(gateway.api_key("acme"));
     let app = wasmgate::server::app(gateway.state.clone());
     let config = Config {

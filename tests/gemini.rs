@@ -9,7 +9,8 @@
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 
-use common::genai::{CLAUDE, GEMINI, GEMINI_EMBEDDING, GPT, Setup};
+use common::gateway::{Gateway, Provider};
+use common::genai::{CLAUDE, GEMINI, GEMINI_EMBEDDING, GPT, Setup, Upstreams};
 use common::http;
 use common::mock_openai;
 use common::mock_providers::{KEY, MockProvider};
@@ -27,13 +28,19 @@ const ALL: [&str; 6] = [
 /// A `gemini`, an `openai` and an `anthropic` entry on their mocks, the `gemini` dialect on,
 /// and keys required.
 async fn setup() -> Setup {
-    Setup::start("genai", |u| {
-        format!(
-            r#"  gemini: {{ plugin: gemini, base_url: "{}", api_key: {KEY}, models: [{GEMINI}, {GEMINI_EMBEDDING}, error-429], timeout_ms: 5000 }}
-  openai: {{ plugin: openai, base_url: "{}", api_key: {}, models: [{GPT}, text-embedding-3-small], timeout_ms: 5000 }}
-  anthropic: {{ plugin: anthropic, base_url: "{}", api_key: {KEY}, models: [{CLAUDE}], timeout_ms: 5000 }}"#,
-            u.gemini, u.openai, u.openai_key, u.anthropic,
-        )
+    Setup::start("genai", |u, config| {
+        let gemini = [GEMINI, GEMINI_EMBEDDING, "error-429"];
+        let openai = [GPT, "text-embedding-3-small"];
+        config
+            .provider("gemini", Upstreams::entry("gemini", &u.gemini, KEY, gemini))
+            .provider(
+                "openai",
+                Upstreams::entry("openai", &u.openai, u.openai_key, openai),
+            )
+            .provider(
+                "anthropic",
+                Upstreams::entry("anthropic", &u.anthropic, KEY, [CLAUDE]),
+            )
     })
     .await
 }
@@ -437,20 +444,16 @@ async fn a_dialect_dropped_into_the_plugin_directory_is_mounted_by_what_it_decla
         .join("plugins/gemini-genai.wasm");
     std::fs::copy(&built, dir.join("acme-genai.wasm"))
         .unwrap_or_else(|e| panic!("{}: {e}", built.display()));
-    let yaml = format!(
-        r#"
-plugins: {{ dir: "{}", cache_dir: "{}" }}
-dialects:
-  acme: {{ plugin: acme-genai }}
-auth: {{ required: true }}
-providers:
-  gemini: {{ plugin: gemini, base_url: "{}", api_key: {KEY}, models: [{GEMINI}], timeout_ms: 5000 }}
-"#,
-        dir.display(),
-        common::plugin_cache_dir().display(),
-        gemini.base_url(),
-    );
-    let gateway = common::TestGateway::start(&yaml).await;
+    let entry = Provider::at("gemini", &gemini.base_url(), KEY)
+        .models([GEMINI])
+        .timeout_ms(5000);
+    let gateway = Gateway::builder()
+        .set("plugins.dir", dir.display().to_string())
+        .set("dialects.acme.plugin", "acme-genai")
+        .auth_required()
+        .provider("gemini", entry)
+        .start()
+        .await;
     let key = gateway.api_key("acme").await;
     let path = format!("/v1beta/models/gemini/{GEMINI}:generateContent");
 

@@ -9,34 +9,28 @@
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 
+use common::gateway::{Gateway, GatewayBuilder, Guard, Provider};
 use common::guards::{chat, verdicts};
+use common::http;
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, http, test_plugins_dir};
 use serde_json::{Value, json};
 
 const CARD: &str = "My card is 4111 1111 1111 1111, thanks.";
 
-fn providers(base_url: &str) -> String {
-    format!(
-        r#"
-providers:
-  openai:
-    plugin: openai
-    base_url: {base_url}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini, spell]
-"#
-    )
+/// A gateway with one `openai` entry on the mock at `base_url`.
+fn openai(base_url: &str) -> GatewayBuilder {
+    let entry = Provider::openai(base_url).models(["gpt-4o-mini", "spell"]);
+    Gateway::builder().provider("openai", entry)
 }
 
 #[tokio::test]
 async fn a_card_spread_over_stream_deltas_is_redacted_in_order_for_the_openai_sdk() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        "{}\nguards:\n  - plugin: redact\n    name: answers\n    apply: answer\n    options: {{window: 24}}\n",
-        providers(&mock.base_url())
-    );
-    let gateway = TestGateway::start(&config).await;
+    let redact = Guard::plugin("redact")
+        .name("answers")
+        .apply("answer")
+        .options("{window: 24}");
+    let gateway = openai(&mock.base_url()).guard(redact).start().await;
     let expect = "My card is [CARD], thanks.";
     let output = run_client(
         "guards.py",
@@ -88,11 +82,10 @@ async fn a_card_spread_over_stream_deltas_is_redacted_in_order_for_the_openai_sd
 #[tokio::test]
 async fn requests_are_redacted_before_they_leave() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        "{}\nguards:\n  - plugin: redact\n",
-        providers(&mock.base_url())
-    );
-    let gateway = TestGateway::start(&config).await;
+    let gateway = openai(&mock.base_url())
+        .guard(Guard::plugin("redact"))
+        .start()
+        .await;
     let (status, body) = chat(&gateway, "guard-req", "openai/gpt-4o-mini", CARD, false).await;
     assert_eq!(status, 200, "{body}");
     let sent = mock.last_request().await.body;
@@ -108,11 +101,10 @@ async fn requests_are_redacted_before_they_leave() {
 #[tokio::test]
 async fn the_anthropic_sdk_and_the_responses_api_are_refused_in_their_own_shapes() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        "{}\nguards:\n  - plugin: deny\n    apply: request\n    options: {{phrases: [Project Falcon]}}\n",
-        providers(&mock.base_url())
-    );
-    let gateway = TestGateway::start(&config).await;
+    let deny = Guard::plugin("deny")
+        .apply("request")
+        .options("{phrases: [Project Falcon]}");
+    let gateway = openai(&mock.base_url()).guard(deny).start().await;
     let prompt = "Tell me about project falcon";
     for scenario in ["messages-refused", "responses-refused"] {
         let output = run_client(
@@ -133,11 +125,10 @@ async fn the_anthropic_sdk_and_the_responses_api_are_refused_in_their_own_shapes
 #[tokio::test]
 async fn a_stop_mid_stream_ends_with_the_dialects_error_event() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        "{}\nguards:\n  - plugin: deny\n    apply: answer\n    options: {{phrases: [Project Falcon]}}\n",
-        providers(&mock.base_url())
-    );
-    let gateway = TestGateway::start(&config).await;
+    let deny = Guard::plugin("deny")
+        .apply("answer")
+        .options("{phrases: [Project Falcon]}");
+    let gateway = openai(&mock.base_url()).guard(deny).start().await;
     let prompt = "The first part is fine. Then: Project Falcon launches soon.";
     let response = http()
         .post(gateway.url("/v1/messages"))
@@ -179,11 +170,11 @@ async fn a_stop_mid_stream_ends_with_the_dialects_error_event() {
 #[tokio::test]
 async fn monitor_mode_changes_nothing_but_the_record() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        "{}\nguards:\n  - plugin: redact\n    name: watch\n    mode: monitor\n  - plugin: deny\n    mode: monitor\n    options: {{phrases: [card]}}\n",
-        providers(&mock.base_url())
-    );
-    let gateway = TestGateway::start(&config).await;
+    let gateway = openai(&mock.base_url())
+        .guard(Guard::plugin("redact").name("watch").monitor())
+        .guard(Guard::plugin("deny").monitor().options("{phrases: [card]}"))
+        .start()
+        .await;
     let (status, body) = chat(&gateway, "guard-monitor", "openai/spell", CARD, true).await;
     assert_eq!(status, 200);
     let text: String = body
@@ -228,26 +219,20 @@ async fn monitor_mode_changes_nothing_but_the_record() {
 #[tokio::test]
 async fn a_guard_that_traps_loops_or_eats_memory_fails_closed_for_that_request_only() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        r#"
-plugins:
-  dir: {dir}
-  call_timeout_ms: 100
-  memory_limit_mib: 32
-  max_instances: 16
-{providers}
-guards:
-  - plugin: faulty-guard
-    scope: {{models: [openai/gpt-4o-mini]}}
-  - plugin: faulty-guard
-    name: lenient
-    fail_open: true
-    scope: {{models: [openai/spell]}}
-"#,
-        dir = test_plugins_dir().display(),
-        providers = providers(&mock.base_url()),
-    );
-    let gateway = TestGateway::start(&config).await;
+    let gateway = openai(&mock.base_url())
+        .test_plugins()
+        .set("plugins.call_timeout_ms", 100)
+        .set("plugins.memory_limit_mib", 32)
+        .set("plugins.max_instances", 16)
+        .guard(Guard::plugin("faulty-guard").yaml("scope", "{models: [openai/gpt-4o-mini]}"))
+        .guard(
+            Guard::plugin("faulty-guard")
+                .name("lenient")
+                .set("fail_open", true)
+                .yaml("scope", "{models: [openai/spell]}"),
+        )
+        .start()
+        .await;
     for (i, fault) in ["guard-trap", "guard-loop", "guard-hog"].iter().enumerate() {
         let started = std::time::Instant::now();
         let id = format!("guard-fault-{i}");
@@ -291,8 +276,9 @@ guards:
 async fn a_native_target_is_no_way_around_a_guard() {
     use common::mock_providers::{MockProvider, anthropic};
     let mock = MockProvider::anthropic().await;
-    let config = common::guards::anthropic_guarded(&mock, "  - plugin: redact");
-    let gateway = TestGateway::start(&config).await;
+    let gateway = common::guards::anthropic_guarded(&mock, Guard::plugin("redact"))
+        .start()
+        .await;
     for stream in [false, true] {
         let id = format!("guard-native-{stream}");
         let response = http()
@@ -332,11 +318,8 @@ async fn a_native_target_is_no_way_around_a_guard() {
 #[tokio::test]
 async fn reversible_redaction_round_trips_through_a_stream() {
     let mock = MockOpenAi::start().await;
-    let config = format!(
-        "{}\nguards:\n  - plugin: redact\n    options: {{reversible: true, window: 24}}\n",
-        providers(&mock.base_url())
-    );
-    let gateway = TestGateway::start(&config).await;
+    let redact = Guard::plugin("redact").options("{reversible: true, window: 24}");
+    let gateway = openai(&mock.base_url()).guard(redact).start().await;
     let output = run_client(
         "guards.py",
         &gateway.url(""),
@@ -366,8 +349,17 @@ async fn reversible_redaction_round_trips_through_a_stream() {
 /// Messages API's `event: error`), never a whole JSON error in place of the stream.
 #[tokio::test]
 async fn a_local_stream_a_guard_stops_ends_with_the_dialects_error_event() {
-    let config = "providers:\n  echo:\n    plugin: echo\n    models: [echo-1]\n    options: {chunk_size: 1}\nguards:\n  - plugin: deny\n    apply: answer\n    options: {phrases: [Project Falcon]}\n";
-    let gateway = TestGateway::start(config).await;
+    let echo = Provider::echo()
+        .models(["echo-1"])
+        .options("{chunk_size: 1}");
+    let deny = Guard::plugin("deny")
+        .apply("answer")
+        .options("{phrases: [Project Falcon]}");
+    let gateway = Gateway::builder()
+        .provider("echo", echo)
+        .guard(deny)
+        .start()
+        .await;
     let prompt =
         "The first part is fine and long enough to go. Then: Project Falcon launches soon.";
     let (status, body) = chat(&gateway, "guard-local-chat", "echo/echo-1", prompt, true).await;

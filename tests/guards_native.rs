@@ -16,6 +16,7 @@
 use crate::common;
 use crate::sdk_clients::{assert_passed, run_client};
 
+use common::gateway::{Gateway, Guard, Provider};
 use common::guards::{anthropic_guarded, verdicts};
 use common::mock_providers::anthropic::{self, Script, THINKING, signature};
 use common::mock_providers::{KEY, MockProvider};
@@ -89,8 +90,8 @@ async fn a_claude_code_turn_keeps_its_fields_and_its_signed_thinking_through_red
         tool: "Read".to_owned(),
         input: json!({"file_path": "secrets.txt"}),
     });
-    let guards = "  - plugin: redact\n    options: {reversible: true, window: 48}";
-    let gateway = TestGateway::start(&anthropic_guarded(&mock, guards)).await;
+    let redact = Guard::plugin("redact").options("{reversible: true, window: 48}");
+    let gateway = anthropic_guarded(&mock, redact).start().await;
     let expected = format!("The tool said: Card: {CARD}\n");
     for stream in [false, true] {
         let id = format!("native-turn-{stream}");
@@ -150,7 +151,9 @@ async fn a_claude_code_turn_keeps_its_fields_and_its_signed_thinking_through_red
 #[tokio::test]
 async fn the_anthropic_sdk_keeps_thinking_and_its_signature_through_a_guard() {
     let mock = MockProvider::anthropic().await;
-    let gateway = TestGateway::start(&anthropic_guarded(&mock, "  - plugin: redact")).await;
+    let gateway = anthropic_guarded(&mock, Guard::plugin("redact"))
+        .start()
+        .await;
     let prompt = format!("My card is {CARD}, thanks.");
     let output = run_client(
         "guards.py",
@@ -189,8 +192,10 @@ async fn the_anthropic_sdk_keeps_thinking_and_its_signature_through_a_guard() {
 #[tokio::test]
 async fn an_answer_guard_stop_is_an_anthropic_error_whole_and_mid_stream() {
     let mock = MockProvider::anthropic().await;
-    let guards = "  - plugin: deny\n    apply: answer\n    options: {phrases: [Nice to meet you, My name is Claude]}";
-    let gateway = TestGateway::start(&anthropic_guarded(&mock, guards)).await;
+    let deny = Guard::plugin("deny")
+        .apply("answer")
+        .options("{phrases: [Nice to meet you, My name is Claude]}");
+    let gateway = anthropic_guarded(&mock, deny).start().await;
     let request = |stream: bool| {
         json!({"model": "anthropic/claude-sonnet-4-5", "max_tokens": 64, "stream": stream,
                "metadata": {"user_id": "u1"},
@@ -258,18 +263,13 @@ async fn a_gemini_request_keeps_its_fields_through_redact() {
     use common::mock_providers::gemini;
     let mock = MockProvider::gemini().await;
     let model = "gemini-3.5-flash";
-    let config = format!(
-        r#"
-providers:
-  gemini: {{ plugin: gemini, base_url: "{}", api_key: {KEY}, models: [{model}] }}
-dialects:
-  gemini: {{ plugin: gemini-genai }}
-guards:
-  - plugin: redact
-"#,
-        mock.base_url()
-    );
-    let gateway = TestGateway::start(&config).await;
+    let entry = Provider::at("gemini", &mock.base_url(), KEY).models([model]);
+    let gateway = Gateway::builder()
+        .provider("gemini", entry)
+        .set("dialects.gemini.plugin", "gemini-genai")
+        .guard(Guard::plugin("redact"))
+        .start()
+        .await;
     let body = json!({
         "contents": [{"role": "user", "parts": [{"text": format!("My card is {CARD}, thanks.")}]}],
         "systemInstruction": {"parts": [{"text": "Be brief."}]},

@@ -8,48 +8,51 @@
 
 use crate::common;
 
+use common::gateway::{Gateway, GatewayBuilder, Guard, Provider};
 use common::guards::{chat, verdicts};
+use common::http;
 use common::mock_api::{API_KEY, MockApi};
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, http};
 use serde_json::{Value, json};
 
-fn config(upstream: &str, moderation: &str, on_failure: &str) -> String {
-    format!(
-        r#"
-providers:
-  openai:
-    plugin: openai
-    base_url: {upstream}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini, spell]
-guards:
-  - plugin: moderation
-    name: mod-request
-    apply: request
-    scope: {{models: [openai/gpt-4o-mini]}}
-    endpoint: {{url: "{moderation}/moderations", api_key: {API_KEY}, timeout_ms: 500, on_failure: {on_failure}}}
-    options: {{thresholds: {{violence: 0.4}}}}
-  - plugin: moderation
-    name: mod-answer
-    apply: answer
-    scope: {{models: [openai/spell]}}
-    endpoint: {{url: "{moderation}/moderations", api_key: {API_KEY}, timeout_ms: 500}}
-    options: {{window: 24}}
-"#
-    )
+/// An `openai` entry on `upstream` and two `moderation` guards calling `endpoint`: one on
+/// requests to `gpt-4o-mini` (failing as `on_failure` says), one on answers of `spell`.
+fn config(upstream: &str, endpoint: &str, on_failure: &str) -> GatewayBuilder {
+    let openai = Provider::openai(upstream).models(["gpt-4o-mini", "spell"]);
+    let on_requests = Guard::plugin("moderation")
+        .name("mod-request")
+        .apply("request")
+        .yaml("scope", "{models: [openai/gpt-4o-mini]}")
+        .yaml(
+            "endpoint",
+            &format!(
+                "{{url: \"{endpoint}\", api_key: {API_KEY}, timeout_ms: 500, on_failure: {on_failure}}}"
+            ),
+        )
+        .options("{thresholds: {violence: 0.4}}");
+    let on_answers = Guard::plugin("moderation")
+        .name("mod-answer")
+        .apply("answer")
+        .yaml("scope", "{models: [openai/spell]}")
+        .yaml(
+            "endpoint",
+            &format!("{{url: \"{endpoint}\", api_key: {API_KEY}, timeout_ms: 500}}"),
+        )
+        .options("{window: 24}");
+    Gateway::builder()
+        .provider("openai", openai)
+        .guard(on_requests)
+        .guard(on_answers)
 }
 
 #[tokio::test]
 async fn moderation_refuses_over_a_threshold_and_stops_a_stream_at_its_window() {
     let upstream = MockOpenAi::start().await;
     let moderation = MockApi::start().await;
-    let gateway = TestGateway::start(&config(
-        &upstream.base_url(),
-        &moderation.openai_url(),
-        "refuse",
-    ))
-    .await;
+    let endpoint = format!("{}/moderations", moderation.openai_url());
+    let gateway = config(&upstream.base_url(), &endpoint, "refuse")
+        .start()
+        .await;
 
     let (status, body) = chat(
         &gateway,
@@ -125,12 +128,10 @@ async fn an_endpoint_that_does_not_answer_in_time_fails_closed_or_open_as_the_en
     let upstream = MockOpenAi::start().await;
     let moderation = MockApi::start().await;
     for (on_failure, expect) in [("refuse", 503), ("allow", 200)] {
-        let gateway = TestGateway::start(&config(
-            &upstream.base_url(),
-            &moderation.openai_url(),
-            on_failure,
-        ))
-        .await;
+        let endpoint = format!("{}/moderations", moderation.openai_url());
+        let gateway = config(&upstream.base_url(), &endpoint, on_failure)
+            .start()
+            .await;
         let id = format!("mod-slow-{on_failure}");
         let started = std::time::Instant::now();
         let (status, body) = chat(
@@ -155,9 +156,10 @@ async fn an_endpoint_that_does_not_answer_in_time_fails_closed_or_open_as_the_en
         assert_eq!(verdicts(&record)[0]["action"], "error", "{on_failure}");
     }
     // An error status (here the mock's 404 for a path it does not serve) fails the same way.
-    let config = config(&upstream.base_url(), &moderation.openai_url(), "refuse")
-        .replace("/moderations\"", "/no-such-path\"");
-    let gateway = TestGateway::start(&config).await;
+    let endpoint = format!("{}/no-such-path", moderation.openai_url());
+    let gateway = config(&upstream.base_url(), &endpoint, "refuse")
+        .start()
+        .await;
     let (status, body) = chat(&gateway, "mod-404", "openai/gpt-4o-mini", "hello", false).await;
     assert_eq!(status, 503, "{body}");
 }
@@ -167,11 +169,12 @@ async fn an_endpoint_that_does_not_answer_in_time_fails_closed_or_open_as_the_en
 #[tokio::test]
 async fn a_guard_with_no_endpoint_that_asks_for_one_fails_closed() {
     let upstream = MockOpenAi::start().await;
-    let config = format!(
-        "providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    api_key: sk-upstream-secret\n    models: [gpt-4o-mini]\nguards:\n  - plugin: moderation\n",
-        upstream.base_url()
-    );
-    let gateway = TestGateway::start(&config).await;
+    let openai = Provider::openai(&upstream.base_url()).models(["gpt-4o-mini"]);
+    let gateway = Gateway::builder()
+        .provider("openai", openai)
+        .guard(Guard::plugin("moderation"))
+        .start()
+        .await;
     let (status, body) = chat(&gateway, "mod-none", "openai/gpt-4o-mini", "hello", false).await;
     assert_eq!(status, 500, "{body}");
     let error: Value = serde_json::from_str(&body).unwrap();
@@ -187,11 +190,14 @@ async fn a_guard_with_no_endpoint_that_asks_for_one_fails_closed() {
 #[tokio::test]
 async fn the_schema_guard_validates_answers_asked_for_as_json_with_a_schema() {
     let upstream = MockOpenAi::start().await;
-    let config = format!(
-        "providers:\n  openai:\n    plugin: openai\n    base_url: {}\n    api_key: sk-upstream-secret\n    models: [spell]\n    options: {{responses: translate}}\nguards:\n  - plugin: schema\n    apply: both\n",
-        upstream.base_url()
-    );
-    let gateway = TestGateway::start(&config).await;
+    let openai = Provider::openai(&upstream.base_url())
+        .models(["spell"])
+        .options("{responses: translate}");
+    let gateway = Gateway::builder()
+        .provider("openai", openai)
+        .guard(Guard::plugin("schema").apply("both"))
+        .start()
+        .await;
     let schema = json!({"type": "object", "required": ["name", "age"], "additionalProperties": false,
                         "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}});
     let format = json!({"type": "json_schema",

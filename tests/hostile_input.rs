@@ -11,8 +11,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::binary::{self, Gateway};
+use common::gateway::{Gateway as Config, Provider};
+use common::http;
 use common::mock_openai::MockOpenAi;
-use common::{TestGateway, http};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
@@ -58,14 +59,8 @@ async fn ten_megabytes_of_field_name_or_model_name_make_a_small_error_and_log_li
     assert!(created.status.success(), "{created:?}");
     let key = String::from_utf8(created.stdout).unwrap().trim().to_owned();
     let config = dir.join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "server: {{ host: 127.0.0.1, port: 0 }}\nledger: {{ url: '{ledger}' }}\n\
-             providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n"
-        ),
-    )
-    .unwrap();
+    let yaml = Config::echo().any_port().ledger(&ledger).to_yaml();
+    std::fs::write(&config, yaml).unwrap();
     let mut gateway = Gateway::serve(&dir, &config).await;
 
     let field = "f".repeat(TEN_MB);
@@ -122,8 +117,7 @@ async fn ten_megabytes_of_field_name_or_model_name_make_a_small_error_and_log_li
 
 #[tokio::test]
 async fn project_ids_are_a_small_charset_and_refused_ones_are_not_stored() {
-    let gateway =
-        TestGateway::start("providers:\n  echo: { plugin: echo, models: [echo-1] }\n").await;
+    let gateway = Config::echo().start().await;
     let send = |project: String, id: &'static str| {
         http()
             .post(gateway.url("/v1/chat/completions"))
@@ -165,11 +159,8 @@ async fn project_ids_are_a_small_charset_and_refused_ones_are_not_stored() {
 async fn model_names_are_bounded_and_printable_and_so_are_metric_labels() {
     let mock = MockOpenAi::start().await;
     // No `models:`: any model name passes through to the upstream, and becomes a label.
-    let gateway = TestGateway::start(&format!(
-        "providers:\n  openai: {{ plugin: openai, base_url: '{}', api_key: sk-x }}\n",
-        mock.base_url()
-    ))
-    .await;
+    let openai = Provider::at("openai", &mock.base_url(), "sk-x");
+    let gateway = Config::builder().provider("openai", openai).start().await;
     let url = gateway.url("/v1/chat/completions");
     for model in [
         format!("openai/{}", "m".repeat(300)),
@@ -210,8 +201,7 @@ async fn model_names_are_bounded_and_printable_and_so_are_metric_labels() {
 
 #[tokio::test]
 async fn end_user_fields_are_bounded_in_count_and_length() {
-    let gateway =
-        TestGateway::start("providers:\n  echo: { plugin: echo, models: [echo-1] }\n").await;
+    let gateway = Config::echo().start().await;
     let with = |extra: Value, user: Option<String>| {
         let mut body = chat("echo-1");
         body["extra"] = extra;
@@ -292,8 +282,7 @@ async fn end_user_fields_are_bounded_in_count_and_length() {
 
 #[tokio::test]
 async fn a_wrong_method_gets_405_in_openais_shape_with_allow() {
-    let gateway =
-        TestGateway::start("providers:\n  echo: { plugin: echo, models: [echo-1] }\n").await;
+    let gateway = Config::echo().start().await;
     for (method, path, allowed) in [
         (reqwest::Method::POST, "/v1/models", "GET"),
         (reqwest::Method::DELETE, "/v1/models/echo-1", "GET"),
@@ -332,10 +321,10 @@ async fn error_of_response(response: reqwest::Response) -> (u16, Value) {
 
 #[tokio::test]
 async fn an_oversized_body_on_usage_gets_the_same_json_413_as_v1() {
-    let gateway = TestGateway::start(
-        "server: { max_body_bytes: 2048 }\nproviders:\n  echo: { plugin: echo, models: [echo-1] }\n",
-    )
-    .await;
+    let gateway = Config::echo()
+        .set("server.max_body_bytes", 2048)
+        .start()
+        .await;
     let key = gateway.api_key("acme").await;
     let big = json!({"start_time_us": 0, "padding": "x".repeat(4096)});
     for path in ["/usage/total", "/usage/models", "/v1/chat/completions"] {
@@ -349,8 +338,7 @@ async fn an_oversized_body_on_usage_gets_the_same_json_413_as_v1() {
 
 #[tokio::test]
 async fn json_nested_too_deep_is_refused_before_it_is_parsed() {
-    let gateway =
-        TestGateway::start("providers:\n  echo: { plugin: echo, models: [echo-1] }\n").await;
+    let gateway = Config::echo().start().await;
     let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
     let body = format!(
         r#"{{"model": "echo-1", "messages": [{{"role": "user", "content": "x"}}], "x": {deep}}}"#
@@ -375,11 +363,11 @@ async fn json_nested_too_deep_is_refused_before_it_is_parsed() {
 
 #[tokio::test]
 async fn bodies_share_a_budget_and_a_body_that_does_not_fit_gets_503() {
-    let gateway = TestGateway::start(
-        "server: { max_body_bytes: 65536, max_body_bytes_in_flight: 65536 }\n\
-         providers:\n  echo: { plugin: echo, models: [echo-1] }\n",
-    )
-    .await;
+    let gateway = Config::echo()
+        .set("server.max_body_bytes", 65536)
+        .set("server.max_body_bytes_in_flight", 65536)
+        .start()
+        .await;
     let budget = || gateway.state.body_budget.available_kib();
     assert_eq!(budget(), 64);
     // A client that declares 64 KiB and sends a little: its body holds the whole budget.
@@ -439,12 +427,12 @@ async fn bodies_share_a_budget_and_a_body_that_does_not_fit_gets_503() {
 /// plugin ran out of memory because of the body's size, and a smaller request still passes.
 #[tokio::test]
 async fn a_body_too_large_for_the_plugins_memory_is_a_413_not_a_502() {
-    let gateway = TestGateway::start(&format!(
-        "plugins: {{ dir: {}, memory_limit_mib: 16, max_instances: 8 }}\n\
-         providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n",
-        common::test_plugins_dir().display()
-    ))
-    .await;
+    let gateway = Config::echo()
+        .test_plugins()
+        .set("plugins.memory_limit_mib", 16)
+        .set("plugins.max_instances", 8)
+        .start()
+        .await;
     let url = gateway.url("/v1/chat/completions");
     let big = json!({
         "model": "echo-1",

@@ -12,9 +12,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::gateway::Gateway;
+use common::http;
 use common::mock_openai::MockOpenAi;
 use common::postgres::PgCluster;
-use common::{config_for, http};
 use serde_json::json;
 
 /// Where the test's gateways keep their ledger.
@@ -97,15 +98,11 @@ impl Replica {
     fn new(name: &str, backend: &Backend, mock: &MockOpenAi) -> Self {
         let dir = common::binary::temp_dir(name);
         let config = dir.join("config.yaml");
-        std::fs::write(
-            &config,
-            format!(
-                "server: {{ host: 127.0.0.1, port: 0 }}\n{}\nledger: {{ url: '{}' }}\n",
-                config_for(&mock.base_url()),
-                backend.url()
-            ),
-        )
-        .unwrap();
+        let yaml = Gateway::standard(&mock.base_url())
+            .any_port()
+            .ledger(&backend.url())
+            .to_yaml();
+        std::fs::write(&config, yaml).unwrap();
         Self { dir, config }
     }
 
@@ -297,13 +294,15 @@ async fn two_replicas_sharing_postgres_one_killed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_journal_refuses_new_requests_with_503() {
     let dir = common::binary::temp_dir("journal-full");
-    let yaml = format!(
-        "providers:\n  echo: {{ plugin: echo, models: [echo-1] }}\n\
-         ledger: {{ url: 'postgres://nobody:secret@127.0.0.1:1/none', \
-         journal: {{ dir: '{}', max_bytes: 1048576 }} }}\n",
-        dir.join("journal").display()
-    );
-    let gateway = common::TestGateway::start(&yaml).await;
+    let gateway = common::gateway::Gateway::echo()
+        .ledger("postgres://nobody:secret@127.0.0.1:1/none")
+        .set(
+            "ledger.journal.dir",
+            dir.join("journal").display().to_string(),
+        )
+        .set("ledger.journal.max_bytes", 1_048_576)
+        .start()
+        .await;
     let client = http();
     let metric = |text: &str, name: &str| -> f64 {
         text.lines()

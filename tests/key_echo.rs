@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::binary::{Gateway, temp_dir};
+use common::gateway::{Gateway as Config, Provider};
 use common::http;
 use common::mock_leaky::MockLeaky;
 use serde_json::{Value, json};
@@ -81,22 +82,24 @@ async fn keys_an_upstream_repeats_reach_neither_client_nor_log_nor_ledger() {
     let ledger = format!("sqlite://{}", dir.join("ledger.db").display());
     let gateway_key = create_key(&dir, &ledger);
     let config = dir.join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "server: {{ host: 127.0.0.1, port: 0 }}\n\
-             auth: {{ required: true }}\n\
-             ledger: {{ url: '{ledger}' }}\n\
-             providers:\n\
-             \x20 oa: {{ plugin: openai, base_url: '{}', api_key: '{OPENAI_KEY}' }}\n\
-             \x20 an: {{ plugin: anthropic, base_url: '{}', api_key: '{ANTHROPIC_KEY}' }}\n\
-             \x20 ge: {{ plugin: gemini, base_url: '{}', api_key: '{GEMINI_KEY}' }}\n",
-            mock.base_url("openai"),
-            mock.base_url("anthropic"),
-            mock.base_url("gemini"),
-        ),
-    )
-    .unwrap();
+    let yaml = Config::builder()
+        .any_port()
+        .auth_required()
+        .ledger(&ledger)
+        .provider(
+            "oa",
+            Provider::at("openai", &mock.base_url("openai"), OPENAI_KEY),
+        )
+        .provider(
+            "an",
+            Provider::at("anthropic", &mock.base_url("anthropic"), ANTHROPIC_KEY),
+        )
+        .provider(
+            "ge",
+            Provider::at("gemini", &mock.base_url("gemini"), GEMINI_KEY),
+        )
+        .to_yaml();
+    std::fs::write(&config, yaml).unwrap();
     let mut gateway = Gateway::serve(&dir, &config).await;
     let secrets = [OPENAI_KEY, ANTHROPIC_KEY, GEMINI_KEY, gateway_key.as_str()];
 

@@ -9,6 +9,7 @@ use crate::common;
 use crate::keys::{admin, cli};
 
 use common::binary::{Gateway, temp_dir};
+use common::gateway::{Gateway as Config, Guard, Provider};
 use common::http;
 use common::mock_openai::MockOpenAi;
 use serde_json::{Value, json};
@@ -33,34 +34,26 @@ async fn keys_name_their_own_guards_through_the_cli_and_the_admin_api() {
     let dir = temp_dir("key-guards");
     let upstream = MockOpenAi::start().await;
     let config = dir.join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            r#"
-server: {{ host: 127.0.0.1, port: 0 }}
-ledger: {{ url: "sqlite://{ledger}" }}
-auth: {{ required: true }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {upstream}
-    api_key: sk-upstream-secret
-    models: [gpt-4o-mini]
-guards:
-  - plugin: deny
-    name: no-falcon
-    apply: request
-    options: {{phrases: [falcon]}}
-  - plugin: redact
-    name: no-cards
-    apply: request
-    scope: {{only_named: true}}
-"#,
-            ledger = dir.join("ledger.db").display(),
-            upstream = upstream.base_url(),
-        ),
-    )
-    .unwrap();
+    let no_falcon = Guard::plugin("deny")
+        .name("no-falcon")
+        .apply("request")
+        .options("{phrases: [falcon]}");
+    let no_cards = Guard::plugin("redact")
+        .name("no-cards")
+        .apply("request")
+        .yaml("scope", "{only_named: true}");
+    let yaml = Config::builder()
+        .any_port()
+        .ledger(&format!("sqlite://{}", dir.join("ledger.db").display()))
+        .auth_required()
+        .provider(
+            "openai",
+            Provider::openai(&upstream.base_url()).models(["gpt-4o-mini"]),
+        )
+        .guard(no_falcon)
+        .guard(no_cards)
+        .to_yaml();
+    std::fs::write(&config, yaml).unwrap();
     let admin_key = cli(&config, &["admin-key", "create"]).trim().to_owned();
     let plain = cli(&config, &["keys", "create", "--project", "a"])
         .trim()

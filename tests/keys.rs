@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use axum::Json;
 use axum::routing::post;
 use common::binary::{Gateway, temp_dir};
+use common::gateway::{Gateway as Config, Provider};
 use common::http;
 use common::redis::RedisServer;
 use serde_json::{Value, json};
@@ -55,26 +56,17 @@ async fn dollar_upstream() -> (String, Arc<AtomicUsize>) {
 /// provider, limits counted in `store`.
 fn write_config(dir: &Path, upstream: &str, store: &str) -> PathBuf {
     let config = dir.join("config.yaml");
-    let yaml = format!(
-        r#"
-server: {{ host: 127.0.0.1, port: 0 }}
-ledger: {{ url: "sqlite://{ledger}" }}
-auth: {{ required: true }}
-plugins: {{ call_timeout_ms: 5000 }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {upstream}
-    api_key: sk-upstream
-    models: [gpt-4o, gpt-4o-mini, o1]
-  echo:
-    plugin: echo
-    models: [echo-1]
-limits:
-  store: {store}
-"#,
-        ledger = dir.join("ledger.db").display()
-    );
+    let openai =
+        Provider::at("openai", upstream, "sk-upstream").models(["gpt-4o", "gpt-4o-mini", "o1"]);
+    let yaml = Config::builder()
+        .any_port()
+        .ledger(&format!("sqlite://{}", dir.join("ledger.db").display()))
+        .auth_required()
+        .set("plugins.call_timeout_ms", 5000)
+        .provider("openai", openai)
+        .provider("echo", Provider::echo().models(["echo-1"]))
+        .set("limits.store", store)
+        .to_yaml();
     std::fs::write(&config, yaml).unwrap();
     config
 }

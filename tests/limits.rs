@@ -133,7 +133,7 @@ async fn two_replicas_on_one_redis_enforce_one_limit() {
     let rules = "    - { policy: rate-limit, scope: global, options: { requests_per_day: 100 } }";
     // What is checked is the count across replicas, not speed: on a loaded 2-core machine a
     // limiter call can outlast the default 200 ms plugin deadline (a 503), so allow it more.
-    let config = || config(&redis.url(), rules).yaml("plugins: { call_timeout_ms: 5000 }");
+    let config = || config(&redis.url(), rules).set("plugins.call_timeout_ms", 5000);
     let replicas = [config().start().await, config().start().await];
     let client = http();
     let requests = (0..400).map(|i| {

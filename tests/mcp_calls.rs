@@ -6,6 +6,7 @@
 
 use serde_json::{Value, json};
 
+use crate::common::gateway::Guard;
 use crate::common::guards::falcon_webhook;
 use crate::common::mcp::McpGateway;
 
@@ -66,18 +67,14 @@ async fn progress_reaches_the_client_and_a_cancelled_call_is_cancelled_at_the_se
 #[tokio::test]
 async fn a_guard_asking_for_an_outside_verdict_on_a_tool_call_gets_it() {
     let (url, seen) = falcon_webhook().await;
-    let mcp = McpGateway::builder()
-        .yaml(&format!(
-            r#"
-guards:
-  - plugin: moderation
-    apply: request
-    endpoint: {{ url: "{url}", timeout_ms: 2000 }}
-    options: {{ format: webhook, reason: "no birds of prey" }}
-"#
-        ))
-        .start()
-        .await;
+    let moderation = Guard::plugin("moderation")
+        .apply("request")
+        .yaml(
+            "endpoint",
+            &format!("{{ url: \"{url}\", timeout_ms: 2000 }}"),
+        )
+        .options("{ format: webhook, reason: \"no birds of prey\" }");
+    let mcp = McpGateway::builder().guard(moderation).start().await;
     let out = mcp
         .python(json!([
             ["call", "search_search", {"query": "where the falcon nests"}],

@@ -15,8 +15,8 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
-use crate::common::TestGateway;
-use crate::common::mcp::{HttpMcpServer, calls, config, connected};
+use crate::common::gateway::{Gateway, Provider};
+use crate::common::mcp::{HttpMcpServer, calls, connected, with_servers};
 
 const MODEL: &str = "claude-sonnet-4-5";
 const SMALL_MODEL: &str = "claude-haiku-4-5";
@@ -179,11 +179,10 @@ async fn claude_code_calls_a_tool_of_the_gateways_mcp_server() {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let server = HttpMcpServer::start(Some("t0ken")).await;
-    let yaml = format!(
-        "{}\nproviders:\n  anthropic:\n    plugin: anthropic\n    base_url: http://{mock}/v1\n    api_key: {UPSTREAM_KEY}\n    models: [{MODEL}, {SMALL_MODEL}]\n",
-        config(&server, "t0ken", "")
-    );
-    let gateway = TestGateway::start(&yaml).await;
+    let anthropic = Provider::at("anthropic", &format!("http://{mock}/v1"), UPSTREAM_KEY)
+        .models([MODEL, SMALL_MODEL]);
+    let config = Gateway::builder().provider("anthropic", anthropic);
+    let gateway = with_servers(config, &server, "t0ken").start().await;
     connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let home = std::env::temp_dir().join(format!("wasmgate-claude-{}", std::process::id()));

@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::common::gateway::{Gateway, Guard};
+use crate::common::mcp::with_servers;
 use crate::common::mcp::{
-    HttpMcpServer, McpGateway, TOKEN, config, connected, python_client, typescript_client,
+    HttpMcpServer, McpGateway, TOKEN, connected, python_client, typescript_client,
 };
 use crate::common::{TestGateway, http};
 
@@ -191,16 +193,17 @@ async fn admin_patch_tools(gateway: &TestGateway, key: &str, tools: &[&str]) -> 
 
 #[tokio::test]
 async fn guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument() {
-    let guards = r#"
-guards:
-  - plugin: redact
-    apply: answer
-    options: {kinds: {openai-key: placeholder}, default: "off"}
-  - plugin: deny
-    apply: request
-    options: {phrases: ["drop table"], reason: "no SQL in searches"}
-"#;
-    let mcp = McpGateway::builder().yaml(guards).start().await;
+    let redact = Guard::plugin("redact")
+        .apply("answer")
+        .options(r#"{kinds: {openai-key: placeholder}, default: "off"}"#);
+    let deny = Guard::plugin("deny")
+        .apply("request")
+        .options(r#"{phrases: ["drop table"], reason: "no SQL in searches"}"#);
+    let mcp = McpGateway::builder()
+        .guard(redact)
+        .guard(deny)
+        .start()
+        .await;
     let out = mcp
         .python(json!([["call", "search_config", {}], ["call", "search_search", {"query": "x; DROP TABLE users"}], ["call", "search_search", {"query": "fine"}]]))
         .await;
@@ -284,7 +287,9 @@ async fn a_server_that_dies_mid_session_is_restarted_without_disturbing_the_othe
 async fn a_server_that_is_down_is_left_out_of_listings_and_reported() {
     let mut server = HttpMcpServer::start(Some(TOKEN)).await;
     server.stop().await;
-    let gateway = TestGateway::start(&config(&server, TOKEN, "")).await;
+    let gateway = with_servers(Gateway::builder(), &server, TOKEN)
+        .start()
+        .await;
     // The stdio server comes up; the HTTP one never answers.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let servers = gateway.state.mcp.servers();
@@ -385,12 +390,12 @@ async fn post(
 #[tokio::test]
 async fn sessions_are_served_by_any_replica_and_bound_to_their_key() {
     let server = HttpMcpServer::start(Some(TOKEN)).await;
-    let yaml = config(&server, TOKEN, "");
-    let a = TestGateway::start(&yaml).await;
+    let config = || with_servers(Gateway::builder(), &server, TOKEN);
+    let a = config().start().await;
     connected(&a).await;
     // A second replica on the same ledger database would share keys; an in-memory one does not,
     // so the key is issued in both with the same secret.
-    let b = TestGateway::start(&yaml).await;
+    let b = config().start().await;
     connected(&b).await;
     let (key, stored) = wasmgate::auth::generate("acme", None, 0);
     for gateway in [&a, &b] {
@@ -438,13 +443,13 @@ async fn sessions_are_served_by_any_replica_and_bound_to_their_key() {
 async fn a_server_on_the_older_sse_transport_is_merged_too() {
     let server = HttpMcpServer::start(Some(TOKEN)).await;
     let legacy = HttpMcpServer::start_legacy(Some("legacy-token")).await;
-    let extra = format!(
-        "  servers:\n    legacy:\n      transport: sse\n      url: {}\n      token: legacy-token\n      prefix: old_",
-        legacy.url()
-    );
-    // `servers:` given twice would be a YAML error: the legacy server joins the others' map.
-    let yaml = config(&server, TOKEN, "").replace("  servers:\n", &format!("{extra}\n"));
-    let gateway = TestGateway::start(&yaml).await;
+    let gateway = with_servers(Gateway::builder(), &server, TOKEN)
+        .set("mcp.servers.legacy.transport", "sse")
+        .set("mcp.servers.legacy.url", legacy.url())
+        .set("mcp.servers.legacy.token", "legacy-token")
+        .set("mcp.servers.legacy.prefix", "old_")
+        .start()
+        .await;
     connected(&gateway).await;
     let key = gateway.api_key("acme").await;
     let out = python_client(

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 /// Every top-level module of the host, by layer. A module may import its own layer (without a
 /// cycle) and the ones below it.
 const LAYERS: &[&[&str]] = &[
+    // A leaf: imports nothing of the host.
+    &["sync"],
     &[
         "config",
         "catalog",
@@ -473,9 +475,7 @@ fn no_folder_of_the_host_has_an_import_circle() {
 
 /// Folders whose `mod.rs` still holds types its own files import while it imports them (the
 /// circle the pipeline had), each to be split as the pipeline was. The list only shrinks.
-const NOT_YET_ROOMS: &[&str] = &[
-    "cache", "catalog", "cli", "config", "guards", "ledger", "plugins", "server",
-];
+const NOT_YET_ROOMS: &[&str] = &["ledger", "plugins"];
 
 /// The reader on a tree of its own: a circle through a folder's `mod.rs` re-export is found, a
 /// test module's `use super::*` and a comment are not imports, and a one-way folder passes.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::State;
-use common::gateway::{Gateway, GatewayBuilder, Provider};
+use common::gateway::{Gateway, GatewayBuilder, Guard, Provider, Route};
 use common::mock_openai::{COMPLETION_TOKENS, MockOpenAi, PROMPT_TOKENS};
 use common::{TestGateway, http, test_plugins_dir};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -118,16 +118,18 @@ fn traced_config(mock: &MockOpenAi, collector: &Collector) -> GatewayBuilder {
     Gateway::builder()
         .test_plugins()
         .provider("openai", openai)
-        .yaml(
-            "routing: { smart: { policy: fallback, targets: [openai/error-500, openai/gpt-4o-mini], \
-             retry: { backoff_ms: 0 } } }",
+        .route(
+            "smart",
+            Route::new("fallback", ["openai/error-500", "openai/gpt-4o-mini"])
+                .yaml("retry", "{ backoff_ms: 0 }"),
         )
-        .yaml("limits: { rules: [{ policy: rate-limit, options: { requests_per_minute: 1000 } }] }")
-        .yaml(&format!(
-            "observability: {{ traces: {{ otlp_endpoint: 'http://{}', \
-             service_name: gateway-under-test, export_interval_ms: 20 }} }}",
-            collector.addr
-        ))
+        .limit("rate-limit", "global", "{ requests_per_minute: 1000 }")
+        .set(
+            "observability.traces.otlp_endpoint",
+            format!("http://{}", collector.addr),
+        )
+        .set("observability.traces.service_name", "gateway-under-test")
+        .set("observability.traces.export_interval_ms", 20)
 }
 
 #[tokio::test]
@@ -727,7 +729,7 @@ async fn each_guard_has_a_span_on_the_request_and_on_the_streamed_answer() {
     let mock = MockOpenAi::start().await;
     let collector = Collector::start().await;
     let gateway = traced_config(&mock, &collector)
-        .yaml("guards: [{ plugin: redact, name: cards }]")
+        .guard(Guard::plugin("redact").name("cards"))
         .start()
         .await;
     let response = http()

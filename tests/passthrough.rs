@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::common;
 
+use common::gateway::{Gateway, GatewayBuilder, Provider};
 use common::mock_passthrough::{
     ANTHROPIC_KEY, COMPLETION_TOKENS, MockPassthrough, OPENAI_KEY, PROMPT_TOKENS,
 };
@@ -18,33 +19,22 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::sdk_clients::{assert_passed, run_client};
 
-fn config(mock: &MockPassthrough, extra: &str) -> String {
-    format!(
-        r#"
-auth: {{ required: true }}
-server: {{ max_body_bytes: 268435456 }}
-providers:
-  openai:
-    plugin: openai
-    base_url: {openai}
-    api_key: {OPENAI_KEY}
-    models: [gpt-4o-mini]
-  anthropic:
-    plugin: anthropic
-    base_url: {anthropic}
-    api_key: {ANTHROPIC_KEY}
-    models: [claude-sonnet-4-5]
-{extra}
-"#,
-        openai = mock.openai_url(),
-        anthropic = mock.anthropic_url(),
-    )
+/// Keys required, bodies up to 256 MiB, and an `openai` and an `anthropic` entry on the mock.
+fn config(mock: &MockPassthrough) -> GatewayBuilder {
+    let openai = Provider::at("openai", &mock.openai_url(), OPENAI_KEY).models(["gpt-4o-mini"]);
+    let anthropic = Provider::at("anthropic", &mock.anthropic_url(), ANTHROPIC_KEY)
+        .models(["claude-sonnet-4-5"]);
+    Gateway::builder()
+        .auth_required()
+        .set("server.max_body_bytes", 268_435_456)
+        .provider("openai", openai)
+        .provider("anthropic", anthropic)
 }
 
 #[tokio::test]
 async fn the_openai_sdk_reaches_unmodelled_endpoints_with_keys_and_records() {
     let mock = MockPassthrough::start().await;
-    let gateway = TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     // Made through the admin API, as an operator would.
     let (admin, stored) = wasmgate::auth::generate_admin(Some("ops"), 0);
     let store = gateway.state.ledger.store();
@@ -140,7 +130,7 @@ async fn the_openai_sdk_reaches_unmodelled_endpoints_with_keys_and_records() {
 #[tokio::test]
 async fn the_anthropic_entry_adds_its_own_key_and_version() {
     let mock = MockPassthrough::start().await;
-    let gateway = TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     let key = gateway.passthrough_key(&["anthropic/messages/*"]).await;
     // As Anthropic's clients send the gateway key: in `x-api-key`.
     let response = http()
@@ -185,8 +175,11 @@ async fn the_anthropic_entry_adds_its_own_key_and_version() {
 #[tokio::test]
 async fn pass_through_requests_are_limited_like_any_other() {
     let mock = MockPassthrough::start().await;
-    let limits = "limits:\n  store: memory\n  rules:\n    - { policy: rate-limit, scope: key, options: { requests_per_minute: 2 } }";
-    let gateway = TestGateway::start(&config(&mock, limits)).await;
+    let gateway = config(&mock)
+        .set("limits.store", "memory")
+        .limit("rate-limit", "key", "{ requests_per_minute: 2 }")
+        .start()
+        .await;
     let key = gateway.passthrough_key(&["openai/*"]).await;
     let mut statuses = Vec::new();
     for _ in 0..3 {
@@ -223,7 +216,7 @@ async fn raw_status(gateway: &TestGateway, target: &str, key: &str) -> u16 {
 #[tokio::test]
 async fn hostile_paths_never_leave_the_base_url() {
     let mock = MockPassthrough::start().await;
-    let gateway = TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     // Everything allowed, so that each refusal is the path guard's.
     let key = gateway.passthrough_key(&["*"]).await;
     for target in [
@@ -271,7 +264,7 @@ async fn an_upload_of_many_megabytes_streams_through_without_being_held() {
     /// on the way, never the whole body.
     const AHEAD: usize = 12;
     let mock = MockPassthrough::start().await;
-    let gateway = TestGateway::start(&config(&mock, "")).await;
+    let gateway = config(&mock).start().await;
     let key = gateway.passthrough_key(&["openai/uploads/*"]).await;
     let progress = mock.progress();
     let sent = Arc::new(AtomicUsize::new(0));

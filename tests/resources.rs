@@ -17,7 +17,8 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use common::{TestGateway, http, test_plugins_dir};
+use common::gateway::{Gateway, GatewayBuilder, Provider};
+use common::{TestGateway, http};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -29,18 +30,11 @@ const HEADER_MS: u64 = 400;
 const IDLE_MS: u64 = 1_000;
 const BODY_MS: u64 = 400;
 
-fn echo_config(server: &str) -> String {
-    format!(
-        "server: {{ {server} }}\n\
-         providers:\n  echo:\n    plugin: echo\n    models: [echo-1]\n"
-    )
-}
-
-fn short_deadlines() -> String {
-    echo_config(&format!(
-        "header_read_timeout_ms: {HEADER_MS}, idle_timeout_ms: {IDLE_MS}, \
-         body_read_timeout_ms: {BODY_MS}"
-    ))
+fn short_deadlines() -> GatewayBuilder {
+    Gateway::echo()
+        .set("server.header_read_timeout_ms", HEADER_MS)
+        .set("server.idle_timeout_ms", IDLE_MS)
+        .set("server.body_read_timeout_ms", BODY_MS)
 }
 
 /// Reads from `tcp` until the peer closes it (or `limit` passes); how long that took.
@@ -93,7 +87,7 @@ const GET_HEALTH: &[u8] = b"GET /health HTTP/1.1\r\nhost: gateway\r\n\r\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slowloris_connections_are_closed_after_the_header_timeout_while_others_are_served() {
-    let gateway = TestGateway::start(&short_deadlines()).await;
+    let gateway = short_deadlines().start().await;
     const SLOW: usize = 60;
     let mut trickles = Vec::new();
     for _ in 0..SLOW {
@@ -152,7 +146,7 @@ async fn slowloris_connections_are_closed_after_the_header_timeout_while_others_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
-    let gateway = TestGateway::start(&short_deadlines()).await;
+    let gateway = short_deadlines().start().await;
     let mut tcp = TcpStream::connect(gateway.addr).await.unwrap();
     tcp.write_all(GET_HEALTH).await.unwrap();
     let (status, _, _) = read_response(&mut tcp, Duration::from_secs(2))
@@ -188,7 +182,7 @@ fn h2_frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_http2_connection_gets_goaway_after_the_idle_timeout_despite_pings() {
-    let gateway = TestGateway::start(&short_deadlines()).await;
+    let gateway = short_deadlines().start().await;
     let mut tcp = TcpStream::connect(gateway.addr).await.unwrap();
     let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
     hello.extend(h2_frame(0x4, 0, 0, &[])); // SETTINGS
@@ -270,7 +264,7 @@ async fn slow_body(gateway: &TestGateway, path: &str, head: &str) -> (u16, Value
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_that_does_not_arrive_in_time_gets_408_in_openais_shape() {
-    let gateway = TestGateway::start(&short_deadlines()).await;
+    let gateway = short_deadlines().start().await;
     let key = gateway.api_key("p").await;
     let auth = format!("authorization: Bearer {key}\r\n");
     for (path, head) in [
@@ -294,10 +288,12 @@ async fn a_body_that_does_not_arrive_in_time_gets_408_in_openais_shape() {
 async fn the_connection_cap_holds_the_next_connection_until_one_closes() {
     const CAP: usize = 3;
     // Long deadlines: the open connections must stay open by themselves.
-    let gateway = TestGateway::start(&echo_config(&format!(
-        "max_connections: {CAP}, header_read_timeout_ms: 10000, idle_timeout_ms: 10000"
-    )))
-    .await;
+    let gateway = Gateway::echo()
+        .set("server.max_connections", CAP)
+        .set("server.header_read_timeout_ms", 10_000)
+        .set("server.idle_timeout_ms", 10_000)
+        .start()
+        .await;
     let mut open = Vec::new();
     for _ in 0..CAP {
         let mut tcp = TcpStream::connect(gateway.addr).await.unwrap();
@@ -398,15 +394,16 @@ impl GatedUpstream {
         }
     }
 
-    fn config(&self, server: &str, plugins: &str) -> String {
-        format!(
-            "server: {{ {server} }}\n\
-             plugins: {{ dir: {dir}, {plugins} }}\n\
-             providers:\n  mock:\n    plugin: openai\n    base_url: http://{addr}/v1\n    \
-             api_key: sk-upstream\n    models: [held, quick]\n    timeout_ms: 15000\n",
-            dir = test_plugins_dir().display(),
-            addr = self.addr,
-        )
+    /// A gateway with one `mock` entry of the `openai` plugin on this upstream, serving `held`
+    /// and `quick`, with `max_instances` plugin instances.
+    fn config(&self, max_instances: u64) -> GatewayBuilder {
+        let entry = Provider::at("openai", &format!("http://{}/v1", self.addr), "sk-upstream")
+            .models(["held", "quick"])
+            .timeout_ms(15_000);
+        Gateway::builder()
+            .test_plugins()
+            .set("plugins.max_instances", max_instances)
+            .provider("mock", entry)
     }
 
     fn open(&self) {
@@ -460,11 +457,12 @@ async fn open_streams_cannot_starve_short_requests_and_a_further_stream_gets_503
     const WAIT_MS: u64 = 300;
     let upstream = GatedUpstream::start().await;
     // 4 instances, half of them for streams.
-    let gateway = TestGateway::start(&upstream.config(
-        "",
-        &format!("max_instances: 4, stream_share_percent: 50, instance_wait_ms: {WAIT_MS}"),
-    ))
-    .await;
+    let gateway = upstream
+        .config(4)
+        .set("plugins.stream_share_percent", 50)
+        .set("plugins.instance_wait_ms", WAIT_MS)
+        .start()
+        .await;
     let held = [open_stream(&gateway).await, open_stream(&gateway).await];
     assert_eq!(upstream.streams.load(Ordering::SeqCst), 2);
 
@@ -558,11 +556,13 @@ async fn open_streams_cannot_starve_short_requests_and_a_further_stream_gets_503
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_that_outlasts_every_deadline_is_delivered_whole() {
     let upstream = GatedUpstream::start().await;
-    let gateway = TestGateway::start(&upstream.config(
-        "header_read_timeout_ms: 200, idle_timeout_ms: 200, body_read_timeout_ms: 200",
-        "max_instances: 8",
-    ))
-    .await;
+    let gateway = upstream
+        .config(8)
+        .set("server.header_read_timeout_ms", 200)
+        .set("server.idle_timeout_ms", 200)
+        .set("server.body_read_timeout_ms", 200)
+        .start()
+        .await;
     let body = open_stream(&gateway).await;
     // Silent for five times every deadline, between two chunks of the same response.
     tokio::time::sleep(Duration::from_millis(1_000)).await;

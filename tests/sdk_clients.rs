@@ -26,6 +26,7 @@ use crate::common;
 
 use std::time::Duration;
 
+use common::gateway::{Gateway as Config, Provider};
 use common::http;
 use common::mock_openai::MockOpenAi;
 use common::mock_openai::responses::{self, API_KEY};
@@ -516,41 +517,31 @@ async fn gateway() -> Gateway {
     let openai = MockOpenAi::start().await;
     let gemini = MockProvider::gemini().await;
     // With auth required, as a team runs it (and so that a wrong key is refused).
-    let yaml = format!(
-        r#"
-auth: {{ required: true }}
-providers:
-  anthropic:
-    plugin: anthropic
-    base_url: {}
-    api_key: {KEY}
-    models: [{CLAUDE}]
-    timeout_ms: 10000
-  openai:
-    plugin: openai
-    base_url: {openai}
-    api_key: {API_KEY}
-    models: [{GPT}, {REASONING_GPT}]
-    timeout_ms: 10000
-    options: {{ responses: native }}
-  chat:
-    plugin: openai
-    base_url: {openai}
-    api_key: {API_KEY}
-    models: [gpt-4o-mini]
-    timeout_ms: 10000
-  gemini:
-    plugin: gemini
-    base_url: {}
-    api_key: {KEY}
-    models: [gemini-3.5-flash]
-    timeout_ms: 10000
-"#,
-        anthropic.base_url(),
-        gemini.base_url(),
-        openai = openai.base_url(),
-    );
-    let gateway = common::TestGateway::start(&yaml).await;
+    let entry = |plugin: &str, base_url: &str, key: &str| {
+        Provider::at(plugin, base_url, key).timeout_ms(10_000)
+    };
+    let gateway = Config::builder()
+        .auth_required()
+        .provider(
+            "anthropic",
+            entry("anthropic", &anthropic.base_url(), KEY).models([CLAUDE]),
+        )
+        .provider(
+            "openai",
+            entry("openai", &openai.base_url(), API_KEY)
+                .models([GPT, REASONING_GPT])
+                .options("{ responses: native }"),
+        )
+        .provider(
+            "chat",
+            entry("openai", &openai.base_url(), API_KEY).models(["gpt-4o-mini"]),
+        )
+        .provider(
+            "gemini",
+            entry("gemini", &gemini.base_url(), KEY).models(["gemini-3.5-flash"]),
+        )
+        .start()
+        .await;
     let key = gateway.api_key("sdk").await;
     Gateway {
         anthropic,

@@ -11,22 +11,28 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::binary::{Gateway, temp_dir};
+use common::gateway::{Gateway as Config, Provider};
 use common::mock_openai::MockOpenAi;
 use futures_util::StreamExt;
 use serde_json::json;
 
 fn write_config(dir: &Path, mock: &MockOpenAi, shutdown_timeout_ms: u64) -> std::path::PathBuf {
-    let config = format!(
-        "server: {{ host: 127.0.0.1, port: 0, shutdown_timeout_ms: {shutdown_timeout_ms} }}\n\
-         plugins: {{ dir: {plugins}, cache_dir: {cache} }}\n\
-         ledger: {{ url: 'sqlite://{db}' }}\n\
-         providers:\n  mock:\n    plugin: openai\n    base_url: {base}\n    api_key: sk-test\n    \
-         models: [paced-2000, endless, slow]\n",
-        plugins = dir.join("plugins").display(),
-        cache = common::plugin_cache_dir().display(),
-        db = dir.join("ledger.db").display(),
-        base = mock.base_url(),
-    );
+    let entry = Provider::at("openai", &mock.base_url(), "sk-test").models([
+        "paced-2000",
+        "endless",
+        "slow",
+    ]);
+    let config = Config::builder()
+        .any_port()
+        .set("server.shutdown_timeout_ms", shutdown_timeout_ms)
+        .set("plugins.dir", dir.join("plugins").display().to_string())
+        .set(
+            "plugins.cache_dir",
+            common::plugin_cache_dir().display().to_string(),
+        )
+        .ledger(&format!("sqlite://{}", dir.join("ledger.db").display()))
+        .provider("mock", entry)
+        .to_yaml();
     let path = dir.join("config.yaml");
     std::fs::write(&path, config).unwrap();
     path

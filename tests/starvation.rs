@@ -15,22 +15,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::binary::{Gateway, temp_dir};
+use common::gateway::{Gateway as Config, Provider};
 use serde_json::{Value, json};
 
 /// Busy threads pinned to the gateway's CPU.
 const HOGS: usize = 8;
 
 fn write_config(dir: &Path, cpu_ms: u64, wall_ms: u64) -> PathBuf {
-    let config = format!(
-        "server: {{ host: 127.0.0.1, port: 0 }}\n\
-         plugins: {{ dir: {plugins}, cache_dir: {cache}, call_timeout_ms: {cpu_ms}, \
-         call_wall_timeout_ms: {wall_ms}, max_instances: 16 }}\n\
-         ledger: {{ url: 'sqlite://{db}' }}\n\
-         providers:\n  faulty:\n    plugin: faulty\n    models: [ok, work, loop]\n",
-        plugins = common::test_plugins_dir().display(),
-        cache = common::plugin_cache_dir().display(),
-        db = dir.join("ledger.db").display(),
-    );
+    let config = Config::builder()
+        .any_port()
+        .test_plugins()
+        .set(
+            "plugins.cache_dir",
+            common::plugin_cache_dir().display().to_string(),
+        )
+        .set("plugins.call_timeout_ms", cpu_ms)
+        .set("plugins.call_wall_timeout_ms", wall_ms)
+        .set("plugins.max_instances", 16)
+        .ledger(&format!("sqlite://{}", dir.join("ledger.db").display()))
+        .provider(
+            "faulty",
+            Provider::plugin("faulty").models(["ok", "work", "loop"]),
+        )
+        .to_yaml();
     let path = dir.join("config.yaml");
     std::fs::write(&path, config).unwrap();
     path

@@ -13,6 +13,7 @@
 
 use crate::common;
 
+use common::gateway::{Gateway, Provider};
 use common::mock_bedrock::{ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY};
 use common::mock_openai::MockOpenAi;
 use common::mock_providers::{KEY, MockProvider};
@@ -98,18 +99,18 @@ async fn send_hostile<F, Fut>(
     }
 }
 
-fn yaml(name: &str, plugin: &str, base_url: &str, key: &str, options: &str) -> String {
-    format!(
-        r#"
-providers:
-  {name}:
-    plugin: {plugin}
-    base_url: "{base_url}"
-    api_key: "{key}"
-    timeout_ms: 5000
-    options: {options}
-"#
-    )
+/// A gateway with one entry `name` of `plugin`, serving any model (no `models:` list).
+async fn gateway(
+    name: &str,
+    plugin: &str,
+    base_url: &str,
+    key: &str,
+    options: &str,
+) -> TestGateway {
+    let entry = Provider::at(plugin, base_url, key)
+        .timeout_ms(5000)
+        .options(options);
+    Gateway::builder().provider(name, entry).start().await
 }
 
 /// Every hostile name, through entry `name` (whose plugin is `plugin`), against a mock of the
@@ -122,7 +123,7 @@ async fn injection(
     options: &str,
     harmless: &dyn Fn(&str) -> bool,
 ) {
-    let gateway = TestGateway::start(&yaml(name, plugin, &mock.base_url(), key, options)).await;
+    let gateway = gateway(name, plugin, &mock.base_url(), key, options).await;
     for hostile in HOSTILE {
         let model = format!("{name}/{hostile}");
         send_hostile(&gateway, &model, false, || mock.targets(), harmless).await;
@@ -144,7 +145,7 @@ async fn gemini_model_names_stay_one_escaped_segment() {
     injection("gem", "gemini", &mock, KEY, "{}", &harmless).await;
 
     // A stream's own `?alt=sse` stays the only query.
-    let gateway = TestGateway::start(&yaml("gem", "gemini", &mock.base_url(), KEY, "{}")).await;
+    let gateway = gateway("gem", "gemini", &mock.base_url(), KEY, "{}").await;
     send_hostile(
         &gateway,
         "gem/x?key=abc&alt=json",
@@ -220,8 +221,7 @@ async fn cohere_model_names_stay_in_the_body() {
 #[tokio::test]
 async fn openai_model_names_stay_in_the_body() {
     let mock = MockOpenAi::start().await;
-    let yaml = yaml("oa", "openai", &mock.base_url(), "sk-upstream-secret", "{}");
-    let gateway = TestGateway::start(&yaml).await;
+    let gateway = gateway("oa", "openai", &mock.base_url(), "sk-upstream-secret", "{}").await;
     for hostile in HOSTILE {
         let model = format!("oa/{hostile}");
         let harmless = |t: &str| t == "/v1/chat/completions";
@@ -238,14 +238,15 @@ async fn openai_model_names_stay_in_the_body() {
 #[tokio::test]
 async fn the_host_keeps_a_careless_plugin_under_its_base_url() {
     let mock = MockOpenAi::start().await;
-    let yaml = yaml(
+    let options = "{ join_model: true }";
+    let gateway = gateway(
         "naive",
         "faulty",
         &mock.base_url(),
         "sk-upstream-secret",
-        "{ join_model: true }",
-    );
-    let gateway = TestGateway::start(&yaml).await;
+        options,
+    )
+    .await;
     let harmless = |target: &str| {
         let path = target.split('?').next().unwrap_or_default();
         path.strip_prefix("/v1/models/").is_some_and(|rest| {

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::gateway::Gateway;
 use common::mock_openai::{CACHED_TOKENS, COMPLETION_TOKENS, MockOpenAi, PROMPT_TOKENS};
 use common::postgres::PgCluster;
-use common::{TestGateway, config_for, http};
+use common::{TestGateway, http};
 use serde_json::{Value, json};
 
 /// gpt-4o-mini's catalog price of the mock's usage (13 prompt, 5 of them cached, 7 completion).
@@ -98,12 +99,10 @@ impl Backend {
 }
 
 async fn start(mock: &MockOpenAi, backend: &Backend) -> TestGateway {
-    let yaml = format!(
-        "{}\nledger: {{ url: '{}' }}\n",
-        config_for(&mock.base_url()),
-        backend.url()
-    );
-    TestGateway::start(&yaml).await
+    Gateway::standard(&mock.base_url())
+        .ledger(&backend.url())
+        .start()
+        .await
 }
 
 fn now_us() -> i64 {

@@ -5,7 +5,13 @@ use std::process::Command;
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::scenario::Row;
+/// One request as oha sends it, over and over.
+pub struct Req {
+    pub name: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
 
 #[derive(Clone, Copy)]
 pub enum Load {
@@ -13,6 +19,16 @@ pub enum Load {
     Sequential,
     /// Concurrency 64 for a fixed time: the throughput figures.
     Concurrent,
+    /// This many at once, as fast as they are answered, for a fixed time (about half that with
+    /// `--quick`).
+    Held { concurrency: u32, secs: f64 },
+    /// This many requests a second, open loop (latency counted from when each was due), with
+    /// up to `concurrency` at once, for a fixed time.
+    Rate {
+        rps: u32,
+        concurrency: u32,
+        secs: f64,
+    },
 }
 
 pub struct Oha {
@@ -20,9 +36,11 @@ pub struct Oha {
     quick: bool,
 }
 
-/// What one run gave: its p50, its rate and how many requests were answered.
+/// What one run gave: its latency percentiles, its rate and how many requests were answered.
 pub struct Outcome {
     pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
     pub rps: f64,
     pub count: u64,
 }
@@ -35,9 +53,13 @@ impl Oha {
         }
     }
 
-    /// oha on CPU 1, posting `row`'s body to the gateway at `addr`; the load's shape is added
+    pub fn quick(&self) -> bool {
+        self.quick
+    }
+
+    /// oha on CPU 1, posting `req`'s body to the target at `addr`; the load's shape is added
     /// by the caller.
-    pub fn command(&self, row: &Row, addr: &str, stream: bool) -> Command {
+    pub fn command(&self, req: &Req, addr: &str) -> Command {
         let mut command = Command::new("taskset");
         command.args([
             "-c",
@@ -47,31 +69,61 @@ impl Oha {
             "--output-format",
             "json",
         ]);
-        command.args(["-m", "POST", "-d", &row.body(stream)]);
-        for (name, value) in row.headers() {
+        command.args(["-m", "POST", "-d", &req.body]);
+        for (name, value) in &req.headers {
             command.args(["-H", &format!("{name}: {value}")]);
         }
-        command.arg(format!("http://{addr}{}", row.path()));
+        command.arg(format!("http://{addr}{}", req.path));
         command
     }
 
-    pub fn run(&self, row: &Row, addr: &str, stream: bool, load: Load) -> anyhow::Result<Outcome> {
+    pub fn run(&self, req: &Req, addr: &str, load: Load) -> anyhow::Result<Outcome> {
+        let secs = |secs: f64| {
+            let secs = if self.quick { secs / 2.0 } else { secs };
+            format!("{secs:.1}s")
+        };
         match load {
             Load::Sequential => {
                 let (warm, count) = if self.quick { (50, 500) } else { (300, 3000) };
-                self.once(row, addr, stream, &["-c", "1", "-n", &warm.to_string()])?;
-                self.once(row, addr, stream, &["-c", "1", "-n", &count.to_string()])
+                self.once(req, addr, &["-c", "1", "-n", &warm.to_string()])?;
+                self.once(req, addr, &["-c", "1", "-n", &count.to_string()])
             }
             Load::Concurrent => {
                 let secs = if self.quick { "3s" } else { "8s" };
-                self.once(row, addr, stream, &["-c", "64", "-z", secs, "-w"])
+                self.once(req, addr, &["-c", "64", "-z", secs, "-w"])
             }
+            Load::Held {
+                concurrency,
+                secs: s,
+            } => self.once(
+                req,
+                addr,
+                &["-c", &concurrency.to_string(), "-z", &secs(s), "-w"],
+            ),
+            Load::Rate {
+                rps,
+                concurrency,
+                secs: s,
+            } => self.once(
+                req,
+                addr,
+                &[
+                    "-c",
+                    &concurrency.to_string(),
+                    "-q",
+                    &rps.to_string(),
+                    "--latency-correction",
+                    "-z",
+                    &secs(s),
+                    "-w",
+                ],
+            ),
         }
     }
 
-    fn once(&self, row: &Row, addr: &str, stream: bool, how: &[&str]) -> anyhow::Result<Outcome> {
+    fn once(&self, req: &Req, addr: &str, how: &[&str]) -> anyhow::Result<Outcome> {
         let output = self
-            .command(row, addr, stream)
+            .command(req, addr)
             .args(how)
             .output()
             .context("running oha")?;
@@ -82,7 +134,7 @@ impl Oha {
         );
         let report: Value = serde_json::from_slice(&output.stdout)
             .with_context(|| format!("oha's JSON: {}", String::from_utf8_lossy(&output.stdout)))?;
-        outcome(&report).with_context(|| format!("{} (stream: {stream})", row.name))
+        outcome(&report).with_context(|| req.name.clone())
     }
 }
 
@@ -104,11 +156,16 @@ fn outcome(report: &Value) -> anyhow::Result<Outcome> {
         report["errorDistribution"]
     );
     anyhow::ensure!(ok > 0, "no request answered");
-    Ok(Outcome {
-        p50_us: report["latencyPercentiles"]["p50"]
+    let percentile = |p: &str| -> anyhow::Result<f64> {
+        Ok(report["latencyPercentiles"][p]
             .as_f64()
-            .context("latencyPercentiles.p50")?
-            * 1e6,
+            .with_context(|| format!("latencyPercentiles.{p}"))?
+            * 1e6)
+    };
+    Ok(Outcome {
+        p50_us: percentile("p50")?,
+        p99_us: percentile("p99")?,
+        p999_us: percentile("p99.9")?,
         rps: report["summary"]["requestsPerSec"]
             .as_f64()
             .context("summary.requestsPerSec")?,

@@ -2,8 +2,11 @@
 //! would measure it.
 //!
 //! The gateway runs as a process pinned to CPU 0; the mock upstream (`mock-upstream`) and the
-//! load generator (oha) share CPU 1. For each row it prints the added p50 at concurrency 1,
-//! requests/s and streams/s (20 deltas and usage) at concurrency 64 as ratios to the direct call,
+//! load generator (oha) share CPU 1. The floor is measured in the same run: `bare-proxy`, a
+//! reverse proxy with no logic (the same two loopback hops, on CPU 0 as the gateway is). For each
+//! row it prints the added p50 at concurrency 1 over the direct call and over the bare proxy,
+//! requests/s and streams/s (20 deltas and usage) at concurrency 64 as ratios to the direct call
+//! and to the bare proxy,
 //! the gateway's own CPU time per request and per stream, user and kernel apart (from `/proc`,
 //! steadier than rates on a busy machine), the plugin instantiations and calls each took (from
 //! `/metrics`: counts, which do not move with the machine), and the gateway's idle and peak RSS. Every row is checked first: one request must get a 200
@@ -12,42 +15,55 @@
 //!
 //! After the chat rows, a table of the time to first token of chat streams at c=1 through the
 //! gateway with and without the `redact` guard, against an upstream that answers at once and one
-//! that paces its events (`--only ttft` prints that table alone).
+//! that paces its events (`--only ttft` prints that table alone); then an upstream as models are
+//! (20 ms to answer, paced events) at 256 and 512 at once (`realistic.rs`, `--only realistic`),
+//! and MCP tool calls through `/mcp` (`mcp.rs`, `--only mcp`).
 //!
-//! `gatebench --gateway PATH --mock PATH --oha PATH [--quick] [--only API]`; `--streams
+//! `gatebench --gateway PATH --mock PATH --oha PATH [--proxy PATH] [--plugins-dir DIR]
+//! [--quick] [--only API]` (`--proxy` defaults to `bare-proxy` beside the mock; `--plugins-dir`
+//! loads plugins from there before the built-in ones, to measure a plugin's build); `--streams
 //! 1000,9000` instead measures RSS with that many streams open at once, `--soak 600` RSS over
 //! ten minutes at saturation. `scripts/bench.sh` builds and runs it. Bounded: each load is a fixed count or a fixed duration; 127.0.0.1 only.
 
 #![allow(clippy::print_stdout)]
 
 mod load;
+mod mcp;
 mod process;
+mod realistic;
 mod scale;
 mod scenario;
+mod stalls;
 mod ttft;
 
 use anyhow::Context as _;
 
 use load::{Load, Oha};
-use process::{Gateway, Sample};
+use process::{Gateway, Sample, Server};
 use scenario::{Api, Row, Setup};
 
-struct Args {
-    gateway: String,
-    mock: String,
-    oha: String,
-    quick: bool,
-    only: Option<String>,
+pub struct Args {
+    pub gateway: String,
+    pub mock: String,
+    pub oha: String,
+    pub proxy: String,
+    /// `plugins.dir` of every gateway started (its `<name>.wasm` files come before the
+    /// built-in plugins).
+    pub plugins_dir: Option<String>,
+    pub quick: bool,
+    pub only: Option<String>,
     /// Open this many streams at once instead (memory at scale), for each number given.
-    streams: Vec<usize>,
+    pub streams: Vec<usize>,
     /// Saturate for this many seconds instead, printing the RSS as it goes.
-    soak: Option<u64>,
+    pub soak: Option<u64>,
 }
 
 fn args() -> anyhow::Result<Args> {
     let mut gateway = None;
     let mut mock = None;
     let mut oha = None;
+    let mut proxy = None;
+    let mut plugins_dir = None;
     let mut quick = false;
     let mut only = None;
     let mut streams = Vec::new();
@@ -58,6 +74,8 @@ fn args() -> anyhow::Result<Args> {
             "--gateway" => gateway = it.next(),
             "--mock" => mock = it.next(),
             "--oha" => oha = it.next(),
+            "--proxy" => proxy = it.next(),
+            "--plugins-dir" => plugins_dir = it.next(),
             "--quick" => quick = true,
             "--only" => only = it.next(),
             "--streams" => {
@@ -69,10 +87,20 @@ fn args() -> anyhow::Result<Args> {
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
+    let mock: String = mock.context("--mock PATH")?;
+    let proxy = match proxy {
+        Some(proxy) => proxy,
+        None => std::path::Path::new(&mock)
+            .with_file_name("bare-proxy")
+            .to_string_lossy()
+            .into_owned(),
+    };
     Ok(Args {
         gateway: gateway.context("--gateway PATH")?,
-        mock: mock.context("--mock PATH")?,
+        mock,
         oha: oha.context("--oha PATH")?,
+        proxy,
+        plugins_dir,
         quick,
         only,
         streams,
@@ -91,12 +119,12 @@ struct Figures {
 
 fn measure(oha: &Oha, row: &Row, addr: &str, gateway: Option<&Gateway>) -> anyhow::Result<Figures> {
     row.check(addr)?;
-    let latency = oha.run(row, addr, false, Load::Sequential)?;
+    let latency = oha.run(&row.req(false), addr, Load::Sequential)?;
     let sample = || gateway.map(Gateway::sample).transpose();
     let before = sample()?;
-    let whole = oha.run(row, addr, false, Load::Concurrent)?;
+    let whole = oha.run(&row.req(false), addr, Load::Concurrent)?;
     let middle = sample()?;
-    let streams = oha.run(row, addr, true, Load::Concurrent)?;
+    let streams = oha.run(&row.req(true), addr, Load::Concurrent)?;
     let after = sample()?;
     let per = |a: Option<Sample>, b: Option<Sample>, n: u64| b?.per(&a?, n);
     Ok(Figures {
@@ -109,6 +137,9 @@ fn measure(oha: &Oha, row: &Row, addr: &str, gateway: Option<&Gateway>) -> anyho
 }
 
 fn main() -> anyhow::Result<()> {
+    if std::env::args().nth(1).as_deref() == Some(stalls::CLIENT) {
+        return stalls::client(std::env::args().skip(2));
+    }
     let args = args()?;
     let oha = Oha::new(&args.oha, args.quick);
     let dir = std::env::temp_dir().join(format!("gatebench-{}", std::process::id()));
@@ -126,15 +157,15 @@ fn main() -> anyhow::Result<()> {
     if let Some(secs) = args.soak {
         return scale::soak(&args.gateway, &args.mock, &oha, &dir, secs);
     }
-    let mock = process::Mock::start(&args.mock)?;
+    let mock = process::Server::mock(&args.mock)?;
     println!(
         "mock upstream at {} (CPU 1, with oha); gateway on CPU 0\n",
         mock.addr
     );
 
-    let ttft_only = args.only.as_deref() == Some("ttft");
+    let tables_only = matches!(args.only.as_deref(), Some("ttft" | "realistic" | "mcp"));
     let mut printed_header = false;
-    for api in Api::ALL.into_iter().filter(|_| !ttft_only) {
+    for api in Api::ALL.into_iter().filter(|_| !tables_only) {
         let direct = Row::direct(api);
         if args
             .only
@@ -148,7 +179,22 @@ fn main() -> anyhow::Result<()> {
             print_header();
             printed_header = true;
         }
-        print_row(&direct.name, &base, None, None);
+        print_row(&direct.name, &base, None, None, None);
+        let proxy = Server::proxy(&args.proxy, &mock.addr)?;
+        let proxy_idle = proxy.rss_kib()?;
+        let through = Row {
+            name: format!("bare proxy ({})", api.name()),
+            ..Row::direct(api)
+        };
+        let floor = measure(&oha, &through, &proxy.addr, None)?;
+        print_row(
+            &through.name,
+            &floor,
+            Some(&base),
+            None,
+            Some((proxy_idle, proxy.peak_kib()?)),
+        );
+        drop(proxy);
         for setup in Setup::for_api(api) {
             let start = || {
                 Gateway::start_with(
@@ -156,7 +202,7 @@ fn main() -> anyhow::Result<()> {
                     &dir,
                     "",
                     setup.ledger(),
-                    &setup.config(&mock.addr),
+                    &args.with_plugins_dir(&setup.config(&mock.addr)),
                 )
             };
             // A start whose plugins are not yet in the component cache compiles them, and the
@@ -174,6 +220,7 @@ fn main() -> anyhow::Result<()> {
                     &row.name,
                     &figures,
                     Some(&base),
+                    Some(&floor),
                     Some((idle, gateway.peak_kib()?)),
                 );
             }
@@ -183,8 +230,15 @@ fn main() -> anyhow::Result<()> {
         }
         println!();
     }
-    if ttft_only || args.only.as_deref().is_none_or(|o| o == "chat") {
-        ttft::table(&args.gateway, &args.mock, &dir, args.quick)?;
+    let table = |name: &str| args.only.as_deref().is_none_or(|o| o == name);
+    if table("ttft") || args.only.as_deref() == Some("chat") {
+        ttft::table(&args, &dir)?;
+    }
+    if table("realistic") {
+        realistic::table(&args, &oha, &dir)?;
+    }
+    if table("mcp") {
+        mcp::table(&args, &oha, &dir)?;
     }
     std::fs::remove_dir_all(&dir).ok();
     Ok(())
@@ -218,14 +272,30 @@ fn cache_full(gateway: &Gateway) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_header() {
-    println!(
-        "| target | p50 c=1 | added p50 | requests/s c=64 | ratio | streams/s c=64 | ratio | gateway CPU/request (user + kernel) | /stream | plugin instances + calls /request | /stream | RSS idle | RSS peak |"
-    );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+impl Args {
+    /// A gateway's config with `plugins.dir` set when `--plugins-dir` was given.
+    pub fn with_plugins_dir(&self, config: &str) -> String {
+        match &self.plugins_dir {
+            Some(dir) => format!("plugins: {{ dir: '{dir}' }}\n{config}"),
+            None => config.to_owned(),
+        }
+    }
 }
 
-fn print_row(name: &str, f: &Figures, base: Option<&Figures>, rss: Option<(u64, u64)>) {
+fn print_header() {
+    println!(
+        "| target | p50 c=1 | added p50 | over the proxy | requests/s c=64 | of direct | of proxy | streams/s c=64 | of direct | of proxy | gateway CPU/request (user + kernel) | /stream | plugin instances + calls /request | /stream | RSS idle | RSS peak |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+}
+
+fn print_row(
+    name: &str,
+    f: &Figures,
+    base: Option<&Figures>,
+    floor: Option<&Figures>,
+    rss: Option<(u64, u64)>,
+) {
     let us = |v: Option<f64>| v.map_or("—".to_owned(), |v| format!("{v:.0} µs"));
     let cpu = |s: Option<Sample>| {
         s.map_or("—".to_owned(), |s| {
@@ -238,16 +308,20 @@ fn print_row(name: &str, f: &Figures, base: Option<&Figures>, rss: Option<(u64, 
         })
     };
     let added = base.map(|b| f.p50_us - b.p50_us);
+    let over_floor = floor.map(|b| f.p50_us - b.p50_us);
     let ratio = |v: f64, b: Option<f64>| b.map_or("—".to_owned(), |b| format!("{:.2}", v / b));
     let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
     println!(
-        "| {name} | {:.0} µs | {} | {:.0} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {name} | {:.0} µs | {} | {} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
         f.p50_us,
         us(added),
+        us(over_floor),
         f.rps,
         ratio(f.rps, base.map(|b| b.rps)),
+        ratio(f.rps, floor.map(|b| b.rps)),
         f.sps,
         ratio(f.sps, base.map(|b| b.sps)),
+        ratio(f.sps, floor.map(|b| b.sps)),
         cpu(f.per_request),
         cpu(f.per_stream),
         work(f.per_request),

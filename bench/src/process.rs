@@ -3,7 +3,7 @@
 //! `/metrics` about the plugin work it did.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,47 +15,83 @@ use crate::scenario::{get_body, get_status};
 const TICKS_PER_SECOND: f64 = 100.0;
 const START_LIMIT: Duration = Duration::from_secs(120);
 
-/// The mock upstream on CPU 1.
-pub struct Mock {
+/// A server of the benchmark's own that says where it listens: the mock upstream (on CPU 1,
+/// beside the load) or the bare proxy (on CPU 0, where the gateway runs).
+pub struct Server {
     child: Child,
     pub addr: String,
 }
 
-impl Mock {
-    pub fn start(binary: &str) -> anyhow::Result<Self> {
-        Self::start_paced(binary, 0)
+impl Server {
+    /// The mock upstream, answering at once.
+    pub fn mock(binary: &str) -> anyhow::Result<Self> {
+        Self::paced_mock(binary, 0, 0)
     }
 
-    /// A mock that sends one streamed event every `pace_ms` (0: all at once).
-    pub fn start_paced(binary: &str, pace_ms: u64) -> anyhow::Result<Self> {
+    /// A mock that holds each completion `delay_ms` before answering and sends one streamed
+    /// event every `pace_ms` (0: all at once).
+    pub fn paced_mock(binary: &str, pace_ms: u64, delay_ms: u64) -> anyhow::Result<Self> {
+        Self::spawn(
+            "1",
+            binary,
+            &["0", &pace_ms.to_string(), &delay_ms.to_string()],
+        )
+        .context("starting the mock upstream (is taskset installed?)")
+    }
+
+    /// The bare proxy in front of `upstream`.
+    pub fn proxy(binary: &str, upstream: &str) -> anyhow::Result<Self> {
+        Self::spawn("0", binary, &[upstream]).context("starting the bare proxy")
+    }
+
+    fn spawn(cpu: &str, binary: &str, args: &[&str]) -> anyhow::Result<Self> {
         let mut child = Command::new("taskset")
-            .args(["-c", "1", binary, "0", &pace_ms.to_string()])
+            .args(["-c", cpu, binary])
+            .args(args)
             .stdout(Stdio::piped())
-            .spawn()
-            .context("starting the mock upstream (is taskset installed?)")?;
-        let stdout = child.stdout.take().context("mock stdout")?;
+            .spawn()?;
+        let stdout = child.stdout.take().context("stdout")?;
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line)?;
         let addr = line
             .strip_prefix("listening ")
-            .context("the mock did not say where it listens")?
+            .context("it did not say where it listens")?
             .trim()
             .to_owned();
         Ok(Self { child, addr })
     }
+
+    pub fn rss_kib(&self) -> anyhow::Result<u64> {
+        status_kib(self.child.id(), "VmRSS:")
+    }
+
+    pub fn peak_kib(&self) -> anyhow::Result<u64> {
+        status_kib(self.child.id(), "VmHWM:")
+    }
 }
 
-impl Drop for Mock {
+impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
+/// A `kB` figure of `/proc/<pid>/status`.
+fn status_kib(pid: u32, key: &str) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .with_context(|| format!("{key} in /proc/pid/status"))?;
+    Ok(line.split_whitespace().nth(1).context("value")?.parse()?)
+}
+
 /// `wasmgate serve` on CPU 0, with a config of its own and a SQLite ledger file.
 pub struct Gateway {
     child: Child,
     pub addr: String,
+    ledger: PathBuf,
 }
 
 impl Gateway {
@@ -94,6 +130,7 @@ impl Gateway {
         let gateway = Self {
             child,
             addr: format!("127.0.0.1:{port}"),
+            ledger: file,
         };
         let started = Instant::now();
         while get_status(&gateway.addr, "/health") != Some(200) {
@@ -142,21 +179,28 @@ impl Gateway {
         })
     }
 
-    fn status_kib(&self, key: &str) -> anyhow::Result<u64> {
-        let status = self.proc_file("status")?;
-        let line = status
-            .lines()
-            .find(|l| l.starts_with(key))
-            .with_context(|| format!("{key} in /proc/pid/status"))?;
-        Ok(line.split_whitespace().nth(1).context("value")?.parse()?)
-    }
-
     pub fn rss_kib(&self) -> anyhow::Result<u64> {
-        self.status_kib("VmRSS:")
+        status_kib(self.child.id(), "VmRSS:")
     }
 
     pub fn peak_kib(&self) -> anyhow::Result<u64> {
-        self.status_kib("VmHWM:")
+        status_kib(self.child.id(), "VmHWM:")
+    }
+
+    /// A new API key of project `bench`, made with the binary's `keys create` in the running
+    /// gateway's ledger (for `/mcp`, which always asks for one).
+    pub fn create_key(&self, binary: &str) -> anyhow::Result<String> {
+        let output = Command::new(binary)
+            .args(["keys", "create", "--project", "bench", "--ledger"])
+            .arg(format!("sqlite://{}", self.ledger.display()))
+            .output()
+            .context("wasmgate keys create")?;
+        anyhow::ensure!(
+            output.status.success(),
+            "keys create: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        Ok(String::from_utf8(output.stdout)?.trim().to_owned())
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 
 use crate::load::Oha;
-use crate::process::{Gateway, Mock};
+use crate::process::{Gateway, Server};
 use crate::scenario::{Api, Row, get_status};
 
 /// The time between two events of a paced stream: 22 events, about 22 s per stream.
@@ -40,7 +40,7 @@ pub fn streams(
     dir: &Path,
     n: usize,
 ) -> anyhow::Result<()> {
-    let mock = Mock::start_paced(mock_bin, PACE_MS)?;
+    let mock = Server::paced_mock(mock_bin, PACE_MS, 0)?;
     let server = format!(", max_connections: {}", n + 256);
     let gateway = Gateway::start_with(gateway_bin, dir, &server, "", &config(&mock.addr, n))?;
     let row = Row {
@@ -53,7 +53,7 @@ pub fn streams(
     };
     row.check_whole(&gateway.addr)?;
     let idle = gateway.rss_kib()?;
-    let mut load = oha.command(&row, &gateway.addr, true);
+    let mut load = oha.command(&row.req(true), &gateway.addr);
     let n_text = n.to_string();
     load.args(["-c", &n_text, "-n", &n_text, "-t", "120s"])
         .stdout(std::process::Stdio::piped())
@@ -108,7 +108,7 @@ pub fn soak(
     dir: &Path,
     secs: u64,
 ) -> anyhow::Result<()> {
-    let mock = Mock::start(mock_bin)?;
+    let mock = Server::mock(mock_bin)?;
     let gateway = Gateway::start(gateway_bin, dir, &config(&mock.addr, 64))?;
     let row = Row {
         no_cache: false,
@@ -126,7 +126,7 @@ pub fn soak(
     let mut stream = false;
     while started.elapsed() < Duration::from_secs(secs) {
         let output = oha
-            .command(&row, &gateway.addr, stream)
+            .command(&row.req(stream), &gateway.addr)
             .args(["-c", "64", "-z", &format!("{step}s"), "-w"])
             .output()?;
         let report: serde_json::Value = serde_json::from_slice(&output.stdout)?;

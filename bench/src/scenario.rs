@@ -83,6 +83,20 @@ impl Row {
         self.api.path()
     }
 
+    /// What oha sends for this row.
+    pub fn req(&self, stream: bool) -> crate::load::Req {
+        crate::load::Req {
+            name: format!("{} (stream: {stream})", self.name),
+            path: self.path().to_owned(),
+            headers: self
+                .headers()
+                .into_iter()
+                .map(|(n, v)| (n.to_owned(), v.to_owned()))
+                .collect(),
+            body: self.body(stream),
+        }
+    }
+
     /// The headers its API's clients send (the gateway needs no key: auth is off).
     pub fn headers(&self) -> Vec<(&'static str, &'static str)> {
         let mut headers = vec![("content-type", "application/json")];
@@ -363,7 +377,7 @@ fn status(answer: &str) -> Option<u16> {
 }
 
 /// A plain HTTP/1.1 POST, the connection closed after it: enough to check one answer.
-fn post(
+pub fn post(
     addr: &str,
     path: &str,
     headers: &[(&str, &str)],

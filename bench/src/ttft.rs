@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 
-use crate::process::{Gateway, Mock};
+use crate::process::{Gateway, Server};
 use crate::scenario::{Api, Row, Setup};
 
 /// Streams timed per figure (fewer with `--quick`).
@@ -63,15 +63,16 @@ fn percentiles(addr: &str, row: &Row, n: usize) -> anyhow::Result<(f64, f64)> {
 
 /// The table: chat streams direct, through the gateway, and through it with `redact`, against
 /// an upstream that answers at once and one that paces its events.
-pub fn table(gateway: &str, mock: &str, dir: &std::path::Path, quick: bool) -> anyhow::Result<()> {
-    let n = if quick { STREAMS_QUICK } else { STREAMS };
+pub fn table(args: &crate::Args, dir: &std::path::Path) -> anyhow::Result<()> {
+    let n = if args.quick { STREAMS_QUICK } else { STREAMS };
+    let mock = args.mock.as_str();
     println!(
         "\ntime to first token, chat streams at c=1 ({n} each): p50 / p90 from the request to the first word"
     );
     println!("| target | upstream at once | upstream paced {PACE_MS} ms/event |");
     println!("|---|---|---|");
-    let now = Mock::start(mock)?;
-    let paced = Mock::start_paced(mock, PACE_MS)?;
+    let now = Server::mock(mock)?;
+    let paced = Server::paced_mock(mock, PACE_MS, 0)?;
     let direct = Row::direct(Api::Chat);
     let cell = |(p50, p90): (f64, f64)| format!("{p50:.0} / {p90:.0} µs");
     println!(
@@ -84,7 +85,8 @@ pub fn table(gateway: &str, mock: &str, dir: &std::path::Path, quick: bool) -> a
         let row = setup.rows(Api::Chat).into_iter().next().context("a row")?;
         let mut cells = Vec::new();
         for upstream in [&now, &paced] {
-            let gateway = Gateway::start_with(gateway, dir, "", "", &setup.config(&upstream.addr))?;
+            let config = args.with_plugins_dir(&setup.config(&upstream.addr));
+            let gateway = Gateway::start_with(&args.gateway, dir, "", "", &config)?;
             row.check(&gateway.addr)?;
             cells.push(cell(percentiles(&gateway.addr, &row, n)?));
         }

@@ -17,6 +17,7 @@
 //! - [`mcp`]: the MCP gateway (`/mcp`): upstream MCP servers merged behind gateway keys.
 //! - [`redact`]: known secrets, kept out of what is relayed from upstream, logged or stored.
 //! - [`clip`]: client input bounded and escaped before it is echoed, logged or labelled.
+//! - [`sync`]: locks taken past a poisoning, one way for the whole host.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
 pub mod auth;
@@ -41,6 +42,7 @@ pub mod routing;
 pub mod secret;
 pub mod server;
 pub mod state;
+pub mod sync;
 pub mod telemetry;
 pub mod tokenizer;
 pub mod upstream;

@@ -180,51 +180,10 @@ impl Redactor {
         }
     }
 
-    /// Every text field of a usage record, before it is logged and stored.
+    /// The text of a usage record's redacted columns (see [`crate::ledger::columns::COLUMNS`]),
+    /// before it is logged and stored.
     pub fn record(&self, record: &mut UsageRecord) {
-        let UsageRecord {
-            request_id,
-            project,
-            api_key_id,
-            user_id,
-            user_name,
-            user_tags,
-            provider,
-            model,
-            operation,
-            error_type,
-            time_us: _,
-            input_tokens: _,
-            output_tokens: _,
-            cached_input_tokens: _,
-            reasoning_tokens: _,
-            cost_micros: _,
-            latency_us: _,
-            ttft_us: _,
-            status: _,
-            estimated: _,
-            cache_write_tokens: _,
-            // Guard names and kinds only, both bounded; never matched text.
-            guards: _,
-            cache_hit: _,
-            saved_cost_micros: _,
-            bytes_in: _,
-            bytes_out: _,
-            // The gateway's own id.
-            batch_id: _,
-            audio_ms: _,
-            characters: _,
-            search_units: _,
-        } = record;
-        for text in [request_id, project, operation] {
-            *text = self.string(std::mem::take(text));
-        }
-        for text in [api_key_id, user_id, user_name, provider, model, error_type] {
-            *text = text.take().map(|t| self.string(t));
-        }
-        for tag in user_tags {
-            *tag = self.string(std::mem::take(tag));
-        }
+        crate::ledger::columns::redact(record, &|text| self.string(text));
     }
 }
 

@@ -30,6 +30,11 @@ impl Gateway {
         }
     }
 
+    /// A config with the local `echo` entry serving `echo-1`, and nothing else.
+    pub fn echo() -> GatewayBuilder {
+        Self::builder().provider("echo", Provider::echo().models(["echo-1"]))
+    }
+
     /// The suite's usual pair: an `openai` entry on the OpenAI mock at `base_url` (whose
     /// `error-*`, `slow`, `endless` and `garbage` models misbehave as named) and the local
     /// `echo`, both serving `shared-model`.
@@ -97,13 +102,106 @@ impl GatewayBuilder {
     }
 
     /// Plugins from the test tree too (`tests/plugins`, `tests/policies`): routers, limiters
-    /// and providers that exist only for tests. (A config without `plugins:` gets them anyway.)
+    /// and providers that exist only for tests. (A config without `plugins:` gets them anyway;
+    /// one that sets a `plugins.` key through [`GatewayBuilder::set`] gets this directory too.)
     pub fn test_plugins(self) -> Self {
         let dir = test_plugins_dir().display().to_string();
-        self.yaml(&format!("plugins: {{ dir: '{dir}', max_instances: 64 }}"))
+        self.set("plugins.dir", dir)
+            .set("plugins.max_instances", 64)
     }
 
-    /// The config as YAML, as [`TestGateway::start`] takes it.
+    /// Sets the key at a dotted `path` (`server.max_body_bytes`, `ledger.url`) to `value`,
+    /// making the mappings on the way and keeping their other keys.
+    pub fn set(mut self, path: &str, value: impl Into<Value>) -> Self {
+        let mut keys = path.split('.');
+        let last = keys.next_back().expect("a key");
+        let mut map = &mut self.root;
+        for key in keys {
+            let entry = map
+                .entry(Value::from(key))
+                .or_insert_with(|| Value::Mapping(Mapping::new()));
+            map = entry
+                .as_mapping_mut()
+                .unwrap_or_else(|| panic!("{key} in {path} is not a mapping"));
+        }
+        map.insert(Value::from(last), value.into());
+        self
+    }
+
+    /// [`GatewayBuilder::set`] with a value written as YAML (`"{ enabled: true }"`).
+    pub fn set_yaml(self, path: &str, yaml: &str) -> Self {
+        let value: Value = serde_yaml::from_str(yaml)
+            .unwrap_or_else(|e| panic!("bad YAML for {path}: {e}\n{yaml}"));
+        self.set(path, value)
+    }
+
+    /// Appends a rule of limit policy `policy` over `scope` (`project`, `key`, ...) with
+    /// `options` (YAML) to `limits.rules`.
+    pub fn limit(mut self, policy: &str, scope: &str, options: &str) -> Self {
+        let options: Value = serde_yaml::from_str(options).expect("options as YAML");
+        let mut rule = Mapping::new();
+        rule.insert(Value::from("policy"), Value::from(policy));
+        rule.insert(Value::from("scope"), Value::from(scope));
+        rule.insert(Value::from("options"), options);
+        let limits = self
+            .root
+            .entry(Value::from("limits"))
+            .or_insert_with(|| Value::Mapping(Mapping::new()))
+            .as_mapping_mut()
+            .expect("limits: is a mapping");
+        limits
+            .entry(Value::from("rules"))
+            .or_insert_with(|| Value::Sequence(Vec::new()))
+            .as_sequence_mut()
+            .expect("limits.rules is a list")
+            .push(Value::Mapping(rule));
+        self
+    }
+
+    /// `server: { host: 127.0.0.1, port: 0 }`: for the real binary (`binary::Gateway::serve`)
+    /// on a config file, which says in its log which port it took.
+    pub fn any_port(self) -> Self {
+        self.set("server.host", "127.0.0.1").set("server.port", 0)
+    }
+
+    /// `auth.required: true`: every request needs a key of the ledger.
+    pub fn auth_required(self) -> Self {
+        self.set("auth.required", true)
+    }
+
+    /// The ledger at `url` (the default is an in-memory SQLite database).
+    pub fn ledger(self, url: &str) -> Self {
+        self.set("ledger.url", url)
+    }
+
+    /// Appends a `guards:` entry.
+    pub fn guard(mut self, guard: Guard) -> Self {
+        let guards = self
+            .root
+            .entry(Value::from("guards"))
+            .or_insert_with(|| Value::Sequence(Vec::new()));
+        guards
+            .as_sequence_mut()
+            .expect("guards: is a list")
+            .push(Value::Mapping(guard.0));
+        self
+    }
+
+    /// Adds (or replaces) the `routing:` entry `name`.
+    pub fn route(mut self, name: &str, route: Route) -> Self {
+        let routing = self
+            .root
+            .entry(Value::from("routing"))
+            .or_insert_with(|| Value::Mapping(Mapping::new()));
+        routing
+            .as_mapping_mut()
+            .expect("routing: is a mapping")
+            .insert(Value::from(name), Value::Mapping(route.0));
+        self
+    }
+
+    /// The config as YAML, as written: for a config file of the real binary, or for
+    /// [`TestGateway::start`].
     pub fn to_yaml(&self) -> String {
         let mut root = self.root.clone();
         if !self.providers.is_empty() {
@@ -117,16 +215,29 @@ impl GatewayBuilder {
 
     /// Starts the gateway; panics if it does not start.
     pub async fn start(self) -> TestGateway {
-        TestGateway::start(&self.to_yaml()).await
+        TestGateway::start(&self.in_process().to_yaml()).await
     }
 
     /// Starts the gateway, or says why it would not.
     pub async fn try_start(self) -> anyhow::Result<TestGateway> {
-        TestGateway::try_start(&self.to_yaml()).await
+        TestGateway::try_start(&self.in_process().to_yaml()).await
+    }
+
+    /// A config that sets `plugins.` keys but no `dir` gets the test plugins' directory, as
+    /// one without `plugins:` gets it from [`TestGateway::start`].
+    fn in_process(self) -> Self {
+        match self.root.get("plugins") {
+            Some(Value::Mapping(plugins)) if !plugins.contains_key("dir") => {
+                let dir = test_plugins_dir().display().to_string();
+                self.set("plugins.dir", dir)
+            }
+            _ => self,
+        }
     }
 }
 
 /// One `providers:` entry.
+#[derive(Clone)]
 #[must_use]
 pub struct Provider(Mapping);
 
@@ -134,6 +245,11 @@ impl Provider {
     /// An entry of `plugin`, with nothing else set.
     pub fn plugin(plugin: &str) -> Self {
         Provider(Mapping::new()).set("plugin", plugin)
+    }
+
+    /// An entry of preset `preset` (its plugin, base URL and models from the built-in presets).
+    pub fn preset(preset: &str) -> Self {
+        Provider(Mapping::new()).set("preset", preset)
     }
 
     /// An `openai` entry at `base_url` (a mock), sending [`UPSTREAM_KEY`].
@@ -177,6 +293,76 @@ impl Provider {
     }
 
     /// Any other key of the entry (`catalog`, `preset`, ...).
+    pub fn set(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.0.insert(Value::from(key), value.into());
+        self
+    }
+}
+
+/// One `guards:` entry.
+#[derive(Clone)]
+#[must_use]
+pub struct Guard(Mapping);
+
+impl Guard {
+    /// An entry of guard plugin `plugin`, on both sides, enforcing.
+    pub fn plugin(plugin: &str) -> Self {
+        Guard(Mapping::new()).set("plugin", plugin)
+    }
+
+    /// The name verdicts carry (the plugin's by default).
+    pub fn name(self, name: &str) -> Self {
+        self.set("name", name)
+    }
+
+    /// `request` or `answer` only.
+    pub fn apply(self, side: &str) -> Self {
+        self.set("apply", side)
+    }
+
+    /// `monitor`: verdicts are recorded, not acted on.
+    pub fn monitor(self) -> Self {
+        self.set("mode", "monitor")
+    }
+
+    /// The entry's `options:`, as YAML (`"{ phrases: [falcon] }"`).
+    pub fn options(self, yaml: &str) -> Self {
+        let options: Value = serde_yaml::from_str(yaml).expect("options as YAML");
+        self.set("options", options)
+    }
+
+    /// Any other key of the entry, its value as YAML (`scope`, `fail_open`, ...).
+    pub fn yaml(self, key: &str, yaml: &str) -> Self {
+        let value: Value = serde_yaml::from_str(yaml).expect("a value as YAML");
+        self.set(key, value)
+    }
+
+    pub fn set(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.0.insert(Value::from(key), value.into());
+        self
+    }
+}
+
+/// One `routing:` entry.
+#[derive(Clone)]
+#[must_use]
+pub struct Route(Mapping);
+
+impl Route {
+    /// A virtual model served by `policy` over `targets` (`entry/model`).
+    pub fn new<'a>(policy: &str, targets: impl IntoIterator<Item = &'a str>) -> Self {
+        let targets: Vec<Value> = targets.into_iter().map(Value::from).collect();
+        Route(Mapping::new())
+            .set("policy", policy)
+            .set("targets", Value::Sequence(targets))
+    }
+
+    /// Any other key of the entry, its value as YAML (`retry`, `options`, ...).
+    pub fn yaml(self, key: &str, yaml: &str) -> Self {
+        let value: Value = serde_yaml::from_str(yaml).expect("a value as YAML");
+        self.set(key, value)
+    }
+
     pub fn set(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.0.insert(Value::from(key), value.into());
         self

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use super::gateway::{Gateway, GatewayBuilder, Guard, Provider};
 use super::mock_providers::{KEY, MockProvider};
 use super::{TestGateway, http};
 
@@ -54,19 +55,8 @@ pub async fn falcon_webhook() -> (String, Arc<Mutex<Vec<Value>>>) {
     (format!("http://{addr}/verdict"), seen)
 }
 
-/// A gateway config with one `anthropic` entry on `mock` and `guards` (the YAML list items).
-pub fn anthropic_guarded(mock: &MockProvider, guards: &str) -> String {
-    format!(
-        r#"
-providers:
-  anthropic:
-    plugin: anthropic
-    base_url: {}
-    api_key: {KEY}
-    models: [claude-sonnet-4-5]
-guards:
-{guards}
-"#,
-        mock.base_url()
-    )
+/// A gateway with one `anthropic` entry on `mock` and `guard`.
+pub fn anthropic_guarded(mock: &MockProvider, guard: Guard) -> GatewayBuilder {
+    let entry = Provider::at("anthropic", &mock.base_url(), KEY).models(["claude-sonnet-4-5"]);
+    Gateway::builder().provider("anthropic", entry).guard(guard)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::gateway::{Gateway, GatewayBuilder, Guard};
 use super::sdk::{installed, root};
 
 /// The virtual environment's Python, which has the `mcp` package.
@@ -104,29 +105,24 @@ async fn spawn(port: u16, token: Option<&str>, legacy: bool) -> tokio::process::
     child
 }
 
-/// The `mcp:` section of a gateway config merging `http` (as `search`, with its token) and the
-/// stdio server (as `files`), with `extra` lines added to the section.
-pub fn config(http: &HttpMcpServer, token: &str, extra: &str) -> String {
-    format!(
-        r#"
-mcp:
-  session_secret: "test-secret-test-secret-test-secret-1"
-{extra}
-  servers:
-    search:
-      url: {url}
-      token: {token}
-      timeout_ms: 10000
-    files:
-      transport: stdio
-      command: {python}
-      args: ["{stdio}"]
-      timeout_ms: 10000
-"#,
-        url = http.url(),
-        python = python().display(),
-        stdio = script("stdio_server.py").display(),
-    )
+/// `config` with an `mcp:` section merging `http` (as `search`, with its token) and the stdio
+/// server (as `files`).
+pub fn with_servers(config: GatewayBuilder, http: &HttpMcpServer, token: &str) -> GatewayBuilder {
+    let args = vec![serde_yaml::Value::from(
+        script("stdio_server.py").display().to_string(),
+    )];
+    config
+        .set(
+            "mcp.session_secret",
+            "test-secret-test-secret-test-secret-1",
+        )
+        .set("mcp.servers.search.url", http.url())
+        .set("mcp.servers.search.token", token)
+        .set("mcp.servers.search.timeout_ms", 10_000)
+        .set("mcp.servers.files.transport", "stdio")
+        .set("mcp.servers.files.command", python().display().to_string())
+        .set("mcp.servers.files.args", serde_yaml::Value::Sequence(args))
+        .set("mcp.servers.files.timeout_ms", 10_000)
 }
 
 /// Runs the Python SDK client's `steps` on one session against `url` with `key`; its outcomes.
@@ -246,7 +242,7 @@ pub struct McpGateway {
 #[must_use]
 pub struct McpSetup {
     mcp: String,
-    yaml: String,
+    guards: Vec<Guard>,
     project: String,
 }
 
@@ -254,7 +250,7 @@ impl McpGateway {
     pub fn builder() -> McpSetup {
         McpSetup {
             mcp: String::new(),
-            yaml: String::new(),
+            guards: Vec::new(),
             project: "acme".to_owned(),
         }
     }
@@ -285,18 +281,15 @@ impl McpGateway {
 }
 
 impl McpSetup {
-    /// Lines added to the `mcp:` section (indented by two spaces, as `calls_per_minute: 2`).
-    pub fn mcp(mut self, lines: &str) -> Self {
-        self.mcp = lines
-            .lines()
-            .map(|line| format!("  {line}\n"))
-            .collect::<String>();
+    /// Keys added to the `mcp:` section, as YAML (`calls_per_minute: 2`).
+    pub fn mcp(mut self, keys: &str) -> Self {
+        keys.clone_into(&mut self.mcp);
         self
     }
 
-    /// Other top-level config (`guards:`, say), as [`super::gateway::GatewayBuilder::yaml`].
-    pub fn yaml(mut self, fragment: &str) -> Self {
-        self.yaml = fragment.to_owned();
+    /// A guard on the gateway (on tool calls too).
+    pub fn guard(mut self, guard: Guard) -> Self {
+        self.guards.push(guard);
         self
     }
 
@@ -308,11 +301,16 @@ impl McpSetup {
 
     pub async fn start(self) -> McpGateway {
         let server = HttpMcpServer::start(Some(TOKEN)).await;
-        let gateway = super::gateway::Gateway::builder()
-            .yaml(&config(&server, TOKEN, &self.mcp))
-            .yaml(&self.yaml)
-            .start()
-            .await;
+        let mut config = with_servers(Gateway::builder(), &server, TOKEN);
+        let keys: serde_yaml::Mapping = serde_yaml::from_str(&self.mcp).unwrap_or_default();
+        for (key, value) in keys {
+            let key = key.as_str().expect("an mcp key");
+            config = config.set(&format!("mcp.{key}"), value);
+        }
+        for guard in self.guards {
+            config = config.guard(guard);
+        }
+        let gateway = config.start().await;
         connected(&gateway).await;
         let key = gateway.api_key(&self.project).await;
         McpGateway {

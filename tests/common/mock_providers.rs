@@ -741,6 +741,8 @@ pub mod azure {
     pub const COMPLETION_TOKENS: u64 = 5;
     pub const CACHED_TOKENS: u64 = 4;
     pub const TOOL_CALL_ID: &str = "call_Ej8MRxo8lc1p6NZ9UYVZVzcK";
+    /// A streamed tool call's arguments, as they come: `{"location":"Boston, MA"}`.
+    pub const STREAM_TOOL_ARGUMENTS: [&str; 3] = ["{\"loc", "ation\":\"Bos", "ton, MA\"}"];
 
     fn error(status: u16, message: &str) -> Response {
         json_response(
@@ -810,7 +812,10 @@ pub mod azure {
             .filter(|_| !has_tool_result);
         if request["stream"] == true {
             let include_usage = request["stream_options"]["include_usage"] == true;
-            return stream(include_usage, deployment == "stream-cut");
+            return match tool {
+                Some(name) => stream_tool_call(name),
+                None => stream(include_usage, deployment == "stream-cut"),
+            };
         }
         let message = match tool {
             Some(name) => json!({"role": "assistant", "content": null, "tool_calls": [{
@@ -827,6 +832,38 @@ pub mod azure {
             "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": filters()}]
         }))
         .into_response()
+    }
+
+    /// A streamed call of tool `name`, as OpenAI streams one: the id and name first, then the
+    /// arguments in pieces, then `tool_calls` as the finish reason.
+    fn stream_tool_call(name: &str) -> Response {
+        let chunk = |delta: Value, finish: Option<&str>| {
+            json!({
+                "id": "chatcmpl-7R1nGnsXO8n4oi9UPz2f3UHdgAYMn", "object": "chat.completion.chunk",
+                "created": 1_686_676_106, "model": "gpt-4o-2024-08-06",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
+                             "content_filter_results": filters()}]
+            })
+        };
+        let mut events = vec![chunk(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0,
+                   "id": TOOL_CALL_ID, "type": "function",
+                   "function": {"name": name, "arguments": ""}}]}),
+            None,
+        )];
+        for piece in STREAM_TOOL_ARGUMENTS {
+            events.push(chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+        events.push(chunk(json!({}), Some("tool_calls")));
+        let mut text = String::new();
+        for event in events {
+            text.push_str(&format!("data: {event}\n\n"));
+        }
+        text.push_str("data: [DONE]\n\n");
+        sse_in_pieces(text)
     }
 
     /// With `cut`, the stream stops after the first text delta, with no finish chunk or `[DONE]`.

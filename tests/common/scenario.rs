@@ -1,10 +1,11 @@
 //! One test's setup as the SDK-driven tests write it (`batches.rs`, `batches_anthropic.rs`): a
-//! mock upstream, a gateway whose config is written for it, a key of project `default`, and the
+//! mock upstream, a gateway whose config is made for it, a key of project `default`, and the
 //! official SDKs' programs (`tests/sdk/`) run against the gateway's `/v1` with that key.
 
 use std::process::Output;
 
 use super::TestGateway;
+use super::gateway::GatewayBuilder;
 use super::sdk::run_client;
 
 pub struct Scenario<M> {
@@ -13,9 +14,9 @@ pub struct Scenario<M> {
     pub key: String,
 }
 
-/// `mock`, a gateway on the config `config` writes for it, and a key of project `default`.
-pub async fn scenario<M>(mock: M, config: impl FnOnce(&M) -> String) -> Scenario<M> {
-    let gateway = TestGateway::start(&config(&mock)).await;
+/// `mock`, a gateway on the config `config` makes for it, and a key of project `default`.
+pub async fn scenario<M>(mock: M, config: impl FnOnce(&M) -> GatewayBuilder) -> Scenario<M> {
+    let gateway = config(&mock).start().await;
     let key = gateway.api_key("default").await;
     Scenario { mock, gateway, key }
 }

@@ -24,8 +24,7 @@ use crate::plugins::{
     CanonicalRequest, Operation, PluginCall, Prepared, ProviderConfig, ProviderPlugin, SlotKind,
 };
 
-/// The name the `anthropic` plugin lists in `native-dialects` for Message Batches.
-pub const DIALECT: &str = "anthropic-message-batches";
+pub use super::target::ANTHROPIC_DIALECT as DIALECT;
 /// Bytes of a `custom_id` Anthropic takes, at most.
 const CUSTOM_ID_MAX: usize = 64;
 

@@ -1,7 +1,7 @@
 //! The lines of a batch input file (JSONL), checked one at a time as the upload arrives: each
 //! is a JSON object with a unique `custom_id`, `method: POST`, a `url` the Batch API runs, and a
 //! `body` that is a valid request of that endpoint for a model the key may use. Every line's
-//! model must lead to the same provider entry. A line that passes is rewritten as the upstream
+//! model must lead to the same provider entry (a virtual model's: see [`super::target`]). A line that passes is rewritten as the upstream
 //! takes it (its model the upstream's name, gateway-only fields gone).
 //!
 //! Wire format: OpenAI's Batch API reference, "The per-line object of the batch input file"
@@ -11,9 +11,10 @@ use std::collections::HashSet;
 
 use serde_json::value::RawValue;
 
+use super::target::{self, Unresolved};
 use crate::catalog::cost_micros;
 use crate::error::ApiError;
-use crate::gateway::{Gateway, ResolveError};
+use crate::gateway::Gateway;
 use crate::ledger::KeyLimits;
 use crate::pipeline::request::ClientRequest;
 use crate::plugins::Operation;
@@ -164,16 +165,22 @@ impl<'a> LineChecker<'a> {
         if !self.limits.allows_model(&model) {
             return Err(refuse(ApiError::ModelNotAllowed(model).to_string()));
         }
-        let target = match self.gateway.resolve(&model) {
+        let target = match target::resolve(self.gateway, &model) {
             Ok(target) => target,
-            Err(ResolveError::NotFound) => {
+            Err(Unresolved::NotFound) => {
                 return Err(refuse(ApiError::ModelNotFound(model).to_string()));
             }
-            Err(ResolveError::Ambiguous(ids)) => {
+            Err(Unresolved::Ambiguous(ids)) => {
                 return Err(refuse(format!(
                     "the model `{}` is served by several providers; name one of {}.",
                     crate::clip::echo(&model),
                     ids.join(", ")
+                )));
+            }
+            Err(Unresolved::NoBatchTarget) => {
+                return Err(refuse(format!(
+                    "no target of the virtual model `{}` is at a provider that runs batches.",
+                    crate::clip::echo(&model)
                 )));
             }
         };

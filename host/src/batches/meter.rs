@@ -39,7 +39,7 @@ pub async fn meter(
 ) -> Result<i64, ApiError> {
     // Every line is priced as the batch's model at this entry; a line whose upstream model
     // differs (a snapshot of it) is still the model the client asked for.
-    let target = gateway.resolve(&batch.model).ok();
+    let target = super::target::resolve(gateway, &batch.model).ok();
     let price = target
         .as_ref()
         .and_then(|t| t.provider.price(t.model))

@@ -2,6 +2,7 @@
 //!
 //! - [`lines`]: a batch input file's lines checked (JSON, unique `custom_id`, endpoint, a model
 //!   the key may use, one provider entry for all) and rewritten for the upstream.
+//! - [`target`]: where a line's model leads, a virtual model's included.
 //! - [`spool`]: an upload held on disk while its lines are checked, then streamed upstream.
 //! - [`upstream`]: one Files or Batch API call at a provider entry, shaped by its plugin.
 //! - [`objects`]: file and batch objects with the gateway's ids (each its project's).
@@ -25,6 +26,7 @@ pub mod objects;
 pub mod poll;
 pub mod results;
 pub mod spool;
+mod target;
 pub mod upstream;
 
 use axum::http::HeaderMap;

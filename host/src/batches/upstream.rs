@@ -15,32 +15,8 @@ use crate::upstream::{self, FilePart};
 
 use super::spool::{self, Spooled};
 
-/// The name a provider lists in `native-dialects` to run the Files and Batch APIs.
-pub const DIALECT: &str = "openai-batches";
+pub use super::target::{Api, DIALECT, api};
 
-/// Which batch API an entry's upstream runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Api {
-    /// OpenAI's Files and Batch APIs ([`DIALECT`]).
-    OpenAi,
-    /// Anthropic's Message Batches ([`super::anthropic::DIALECT`]): files held by the gateway.
-    Anthropic,
-}
-
-/// The batch API `provider` runs, if any.
-pub fn api(provider: &Provider) -> Option<Api> {
-    if provider.native.iter().any(|d| d == DIALECT) {
-        Some(Api::OpenAi)
-    } else if provider
-        .native
-        .iter()
-        .any(|d| d == super::anthropic::DIALECT)
-    {
-        Some(Api::Anthropic)
-    } else {
-        None
-    }
-}
 /// Bytes of a JSON answer (a file or batch object) read, at most.
 const ANSWER_MAX: usize = 1 << 20;
 

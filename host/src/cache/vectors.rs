@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use moka::Expiry;
 
-use super::Key;
-use super::now_ms;
+use super::clock::now_ms;
+use super::key::Key;
 
 /// One earlier last turn: where its answer is, until when, and its embedding.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,6 +1,6 @@
 //! What a request cost, from its token and image counts and the model's catalog prices.
 
-use super::ModelInfo;
+use super::model_info::ModelInfo;
 
 const PICO_PER_MICRO: i128 = 1_000_000;
 

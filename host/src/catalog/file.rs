@@ -4,7 +4,9 @@
 use indexmap::IndexMap;
 use serde::Deserialize;
 
-use super::{Capabilities, Catalog, CatalogError, Kind, ModelInfo, Prices, ProviderModels};
+use super::by_provider::{Catalog, ProviderModels};
+use super::catalog_error::CatalogError;
+use super::model_info::{Capabilities, Kind, ModelInfo, Prices};
 
 /// A whole catalog file: provider blocks, each with its models.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]

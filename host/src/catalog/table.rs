@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use super::{Catalog, Kind, ModelInfo};
+use super::by_provider::Catalog;
+use super::model_info::{Kind, ModelInfo};
 
 /// Which models to show; `None` shows all.
 #[derive(Debug, Clone, Copy, Default)]

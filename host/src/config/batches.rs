@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use schemars::JsonSchema;
 
-use super::ConfigError;
+use super::config_error::ConfigError;
 
 /// Files and batches.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize, JsonSchema)]

@@ -3,7 +3,7 @@
 
 use schemars::JsonSchema;
 
-use super::ConfigError;
+use super::config_error::ConfigError;
 
 /// The response cache. Off unless `enabled` (or a rule) turns it on.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize, JsonSchema)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::config_error::ConfigError;
 use crate::catalog::{Catalog, CatalogError, CatalogFile, ProviderBlock};
 
 /// `catalog:` in the config.

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::{Config, ConfigError};
+use super::config_error::ConfigError;
 
 /// One entry of `guards:`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -157,9 +157,9 @@ impl GuardEntry {
 }
 
 /// Checks `guards:`, naming the key at fault.
-pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
+pub(super) fn validate(guards: &[GuardEntry]) -> Result<(), ConfigError> {
     let mut names = std::collections::HashSet::new();
-    for (i, guard) in config.guards.iter().enumerate() {
+    for (i, guard) in guards.iter().enumerate() {
         if !valid_name(&guard.plugin) {
             return Err(ConfigError::key(
                 format!("guards[{i}].plugin"),
@@ -197,6 +197,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::config::Config;
 
     #[test]
     fn entries_are_read_with_their_defaults_and_checked() {

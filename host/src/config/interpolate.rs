@@ -5,7 +5,7 @@
 
 use serde_yaml::Value;
 
-use super::ConfigError;
+use super::config_error::ConfigError;
 
 /// Replaces `${VAR}` in every string of `value`. A string that is exactly `${VAR}` with `VAR`
 /// unset becomes null, as if the key were absent (so `api_key: ${OPENAI_API_KEY}` falls back to

@@ -4,7 +4,7 @@
 use indexmap::IndexMap;
 use schemars::JsonSchema;
 
-use super::ConfigError;
+use super::config_error::ConfigError;
 use crate::secret::Secret;
 
 /// The MCP gateway. `/mcp` answers 404 while `servers` is empty.

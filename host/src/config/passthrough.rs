@@ -4,7 +4,7 @@
 
 use schemars::JsonSchema;
 
-use super::ConfigError;
+use super::config_error::ConfigError;
 
 /// Pass-through routes: a request to `<prefix>/<entry>/<path>` goes to the provider entry's
 /// base URL joined with `<path>`, with the entry's key added by its plugin, and is limited and

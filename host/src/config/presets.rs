@@ -9,7 +9,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_yaml::{Mapping, Value};
 
-use super::ConfigError;
+use super::config_error::ConfigError;
 use crate::catalog::Catalog;
 
 /// The presets' text, embedded in the binary.

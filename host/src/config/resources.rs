@@ -1,45 +1,13 @@
 //! What one client may hold: connection deadlines and the connection cap (`server:`), and how
 //! long a request waits for a plugin instance and how many of them open streams may hold
-//! (`plugins:`). Defaults, accessors and validation.
+//! (`plugins:`). Accessors and validation; the defaults are with their sections.
 
 use std::time::Duration;
 
-use super::{Config, ConfigError, PluginsConfig, ServerConfig};
-
-/// The longest connection deadline accepted: an hour.
-pub(super) const MAX_TIMEOUT_MS: u64 = 3_600_000;
-/// The longest wait for a plugin instance accepted: ten minutes.
-pub(super) const MAX_INSTANCE_WAIT_MS: u64 = 600_000;
-/// The most connections accepted as a cap: a million file descriptors.
-pub(super) const MAX_CONNECTIONS: u32 = 1_000_000;
-
-pub(super) fn default_header_read_timeout_ms() -> u64 {
-    // A client sends its request head in one or two packets; ten seconds is generous even on a
-    // bad mobile link, and short enough that a slowloris client holds a socket for little.
-    10_000
-}
-pub(super) fn default_idle_timeout_ms() -> u64 {
-    // Longer than the 60 s idle timeout of the common load balancers (AWS ALB, GCP): the side
-    // that closes an idle connection must be the balancer, or it may reuse one just closed here.
-    75_000
-}
-pub(super) fn default_body_read_timeout_ms() -> u64 {
-    // A 32 MiB body (the default `max_body_bytes`) at about 0.5 MiB/s.
-    60_000
-}
-pub(super) fn default_max_connections() -> u32 {
-    // Below the usual open-file limits of a service (`LimitNOFILE`, container defaults), leaving
-    // room for upstream connections and the ledger.
-    4_096
-}
-pub(super) fn default_instance_wait_ms() -> u64 {
-    // Plugin calls take microseconds; a request that found no instance for two seconds is
-    // better told to retry (elsewhere, behind a load balancer) than kept waiting.
-    2_000
-}
-pub(super) fn default_stream_share_percent() -> u8 {
-    75
-}
+use super::config_error::ConfigError;
+use super::config_file::Config;
+use super::plugins::{MAX_INSTANCE_WAIT_MS, PluginsConfig};
+use super::server::{MAX_CONNECTIONS, MAX_TIMEOUT_MS, ServerConfig};
 
 impl ServerConfig {
     /// How long a connection may take to send a request head: from its opening, or (HTTP/1)

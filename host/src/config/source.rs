@@ -3,7 +3,12 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::{Config, ConfigError, DEFAULT_CONFIG};
+use super::config_error::ConfigError;
+use super::config_file::Config;
+
+/// The config used when no file is given and `./config.yaml` does not exist: it runs with no key
+/// and no network (the `echo` provider), and shows how the `openai` provider is set up.
+pub const DEFAULT_CONFIG: &str = include_str!("default.yaml");
 
 /// The origin of the running config, kept so that a reload reads the same place again.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! The statements of [`BatchStore`], the same in SQLite and PostgreSQL (see [`super::sql`]).
 
 use super::batches::{BatchStore, Order, StoredBatch, StoredFile};
-use super::sql::{Row, SqlStore, Value, int, text};
+use super::sql::SqlStore;
+use super::values::{Row, Value, int, text};
 
 const FILE_COLUMNS: &str = "project, id, provider, upstream_id, purpose, filename, bytes, \
                             created_us, model, lines, estimate_micros, estimate_tokens";

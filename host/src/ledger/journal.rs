@@ -445,9 +445,7 @@ impl Journal {
 /// The appender's state, whatever a holder before panicked in the middle of (its worst is a
 /// torn line, which the reader skips).
 fn lock(appender: &Mutex<Appender>) -> std::sync::MutexGuard<'_, Appender> {
-    appender
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    crate::sync::lock(appender)
 }
 
 /// The appender thread: every record queued while the last group was written goes in the next.

@@ -16,8 +16,13 @@
 //!
 //! The modules, lowest first (each imports only those above it in this list, never `mod.rs`):
 //! - [`time`]: microsecond timestamps and UTC calendar buckets.
+//! - `glob`: the `*` patterns that name models, MCP tools and pass-through routes.
+//! - `passthrough_patterns`: which pass-through routes a caller may reach.
 //! - [`histogram`]: durations counted in fixed buckets, for the console's percentiles.
 //! - [`record`]: one request's usage record, and the filter on its user.
+//! - `values`: what a statement binds and what a row reads, the same for both stores.
+//! - [`columns`]: the columns of `usage_records`, declared once (insert, row read, the request
+//!   log's columns, redaction).
 //! - [`totals`]: what the usage questions answer (sums over a range, per bucket and model).
 //! - [`keys`]: what a project key may do on its own, the admin keys, and [`KeyStore`].
 //! - [`responses`]: responses kept for the Responses API, and [`ResponseStore`].
@@ -29,7 +34,7 @@
 //!   [`StatsSource`].
 //! - [`store`]: [`UsageStore`] (batches and sums), and [`Store`], every part in one database.
 //! - [`sql`]: the statements both stores run as they are (keys, admin keys, stored responses,
-//!   a record's row), and the small traits through which they run them.
+//!   a batch's users, sums), and the small traits through which they run them.
 //! - `batch_rows`: the statements of [`BatchStore`].
 //! - [`schema`]: the versioned migrations both stores run when they open a database.
 //! - [`journal`]: the crash-safe local journal of records not yet in the database.
@@ -38,6 +43,8 @@
 
 mod batch_rows;
 pub mod batches;
+pub mod columns;
+mod glob;
 pub mod histogram;
 pub mod journal;
 pub mod keys;
@@ -54,6 +61,7 @@ pub mod stats;
 pub mod store;
 pub mod time;
 pub mod totals;
+mod values;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

@@ -1,7 +1,7 @@
 //! Which pass-through routes a caller may reach: `<entry>/<path>` patterns, as a key holds them
 //! (`wasmgate keys --passthrough`, `/admin/keys`) and as the config's `passthrough.allow` does.
 
-use super::keys::glob_match;
+use super::glob::glob_match;
 
 /// Patterns one key or the config may hold, at most (a list is read on every request).
 pub const PATTERNS_MAX: usize = 64;

@@ -16,25 +16,28 @@
 //! `***` for it, and every error from the client is scrubbed of it.
 //! `sslmode` in the URL makes every connection TLS, the server always verified (see `connect.rs`).
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use postgres::{Client, Row, Transaction};
 
 mod connect;
+mod error_chain;
 mod schema;
 
 use connect::Connections;
 pub use connect::redact_url;
 
+use super::columns::{self, Derived, record_row};
 use super::histogram::Durations;
 use super::record::{UsageRecord, UserFilter};
 use super::requests::{self, Flavor, Param, RequestLog, RequestQuery};
 use super::rollup::{self, ADD_SUMS, Buckets, Rollup, RollupSpan, UserKeys};
-use super::sql::{self, Sql, SqlStore, Value, record_row};
+use super::sql::{self, Sql, SqlStore};
 use super::stats::{self, Figures, GroupRow, Grouping, Part, StatsSource};
 use super::store::{BatchId, UsageStore};
 use super::time::Unit;
 use super::totals::{ModelBucket, Totals};
+use super::values::{self, Value};
 
 pub struct PostgresStore {
     conn: Connections,
@@ -378,7 +381,7 @@ impl RequestLog for PostgresStore {
                 &format!(
                     "SELECT {} FROM usage_records WHERE request_id = $1
                      ORDER BY time_us DESC LIMIT 1",
-                    requests::COLUMNS
+                    columns::read_list()
                 ),
                 &[&request_id],
             )?;
@@ -431,7 +434,7 @@ impl RequestLog for PostgresStore {
                          SELECT {} FROM usage_records WHERE request_id = $1
                      )
                      SELECT * FROM by_id WHERE project = $2 ORDER BY time_us DESC LIMIT 1",
-                    requests::COLUMNS
+                    columns::read_list()
                 ),
                 &[&request_id, &project],
             )?;
@@ -503,14 +506,15 @@ fn insert_records(
         .iter()
         .zip(user_keys)
         .zip(&tags)
-        .map(|((r, &user_key), tags)| sql::insert_values(r, user_key, tags))
+        .map(|((r, &user_key), tags)| columns::insert_values(r, Derived { user_key, tags }))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut arrays: Vec<Box<dyn postgres::types::ToSql + Sync + '_>> = Vec::new();
-    for (i, (name, kind)) in sql::INSERT_COLUMNS.iter().enumerate() {
+    for (i, declared) in columns::COLUMNS.iter().enumerate() {
+        let name = declared.name;
         let column = rows.iter().map(|row| row[i]);
         let wrong = || anyhow::anyhow!("usage_records.{name}: a value of another type");
-        arrays.push(match kind {
-            sql::Type::Text => Box::new(
+        arrays.push(match declared.kind {
+            columns::Type::Text => Box::new(
                 column
                     .map(|v| match v {
                         Value::Text(t) => Ok(t),
@@ -518,7 +522,7 @@ fn insert_records(
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?,
             ),
-            sql::Type::BigInt => Box::new(
+            columns::Type::BigInt => Box::new(
                 column
                     .map(|v| match v {
                         Value::Int(n) => Ok(n),
@@ -526,7 +530,7 @@ fn insert_records(
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?,
             ),
-            sql::Type::Integer => Box::new(
+            columns::Type::Integer => Box::new(
                 column
                     .map(|v| match v {
                         Value::Int(n) => Ok(n.map(i32::try_from).transpose()?),
@@ -534,7 +538,7 @@ fn insert_records(
                     })
                     .collect::<anyhow::Result<Vec<_>>>()?,
             ),
-            sql::Type::Boolean => Box::new(
+            columns::Type::Boolean => Box::new(
                 column
                     .map(|v| match v {
                         Value::Bool(b) => Ok(b),
@@ -544,22 +548,28 @@ fn insert_records(
             ),
         });
     }
-    let casts = sql::INSERT_COLUMNS
-        .iter()
-        .enumerate()
-        .map(|(i, (_, kind))| format!("${}::{}", i + 1, kind.array()))
-        .collect::<Vec<_>>()
-        .join(", ");
     let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
         arrays.iter().map(|a| &**a as _).collect();
-    tx.execute(
-        &format!(
-            "INSERT INTO usage_records ({}) SELECT * FROM UNNEST({casts})",
-            sql::insert_column_names()
-        ),
-        &params,
-    )?;
+    tx.execute(insert_sql(), &params)?;
     Ok(())
+}
+
+/// The insert of [`insert_records`], built once per process: one array per column, each cast
+/// to its type's array.
+fn insert_sql() -> &'static str {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let casts = columns::COLUMNS
+            .iter()
+            .enumerate()
+            .map(|(i, column)| format!("${}::{}", i + 1, column.kind.array()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "INSERT INTO usage_records ({}) SELECT * FROM UNNEST({casts})",
+            columns::insert_list()
+        )
+    });
+    &SQL
 }
 
 impl SqlStore for PostgresStore {
@@ -587,7 +597,7 @@ impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
         &mut self,
         sql: &str,
         params: &[Value<'_>],
-        each: &mut dyn FnMut(&dyn sql::Row) -> anyhow::Result<()>,
+        each: &mut dyn FnMut(&dyn values::Row) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
             params.iter().map(|p| p as _).collect();
@@ -598,7 +608,7 @@ impl<C: postgres::GenericClient> Sql for Pg<'_, C> {
     }
 }
 
-impl sql::Row for Row {
+impl values::Row for Row {
     fn text(&self, i: usize) -> anyhow::Result<Option<String>> {
         Ok(self.try_get(i)?)
     }

@@ -18,6 +18,7 @@
 //! that lag a bulk load, took a filtered month of 700,000 records as a bitmap scan of all of
 //! them and a sort (150–250 ms). Within a window, any plan is cheap.
 
+use super::columns;
 use super::record::{UsageRecord, UserFilter};
 
 /// How far back from its upper bound a page looks first; each later window is
@@ -324,13 +325,6 @@ pub enum Flavor {
     Postgres,
 }
 
-/// The columns a page reads, in the order the stores' row readers take them.
-pub const COLUMNS: &str = "request_id, time_us, project, api_key_id, user_id, user_name, user_tags,
-    provider, model, operation, input_tokens, output_tokens, cached_input_tokens, cost_micros,
-    latency_us, status, error_type, estimated, ttft_us, reasoning_tokens, cache_write_tokens,
-    guards, cache_hit, saved_cost_micros, bytes_in, bytes_out, batch_id, audio_ms, characters,
-    search_units";
-
 /// The statement of one page (`limit + 1` rows, so that the caller knows whether more follow),
 /// for the users `user_keys` names (`None`: no user filter).
 pub fn select(
@@ -412,8 +406,9 @@ pub fn select(
         _ => "",
     };
     let sql = format!(
-        "SELECT {COLUMNS} FROM usage_records{index} WHERE {}
+        "SELECT {} FROM usage_records{index} WHERE {}
          ORDER BY time_us DESC, request_id DESC LIMIT {limit}",
+        columns::read_list(),
         clauses.join(" AND ")
     );
     (sql, params)

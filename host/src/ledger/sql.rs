@@ -1,5 +1,5 @@
 //! The statements both stores run as they are, written once: the keys and admin keys
-//! ([`KeyStore`]), the stored responses ([`ResponseStore`]), and the reading of a record's row.
+//! ([`KeyStore`]), the stored responses ([`ResponseStore`]), a batch's users, and the sums.
 //!
 //! A store lends a connection as a [`Sql`] (run a statement, read its rows through [`Row`]) by
 //! implementing [`SqlStore`]; it then has both traits. Only SQL that SQLite and PostgreSQL both
@@ -17,44 +17,7 @@ use super::record::{UsageRecord, UserFilter};
 use super::responses::{ResponseStore, StoredResponse};
 use super::rollup::{self, NO_USER, Rollup, RollupSpan, UserKeys, UserSeen};
 use super::totals::Totals;
-
-/// A value bound to a statement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Value<'a> {
-    Text(Option<&'a str>),
-    Int(Option<i64>),
-    Bool(bool),
-}
-
-impl<'a> From<&'a str> for Value<'a> {
-    fn from(text: &'a str) -> Self {
-        Self::Text(Some(text))
-    }
-}
-
-impl<'a> From<Option<&'a str>> for Value<'a> {
-    fn from(text: Option<&'a str>) -> Self {
-        Self::Text(text)
-    }
-}
-
-impl From<i64> for Value<'_> {
-    fn from(n: i64) -> Self {
-        Self::Int(Some(n))
-    }
-}
-
-impl From<Option<i64>> for Value<'_> {
-    fn from(n: Option<i64>) -> Self {
-        Self::Int(n)
-    }
-}
-
-/// A row read, by column index: text, or an integer (a boolean reads as 0 or 1).
-pub trait Row {
-    fn text(&self, i: usize) -> anyhow::Result<Option<String>>;
-    fn int(&self, i: usize) -> anyhow::Result<Option<i64>>;
-}
+use super::values::{Row, Value, int, text};
 
 /// A connection that runs statements of this module.
 pub trait Sql {
@@ -100,16 +63,6 @@ fn first<T>(
     read: impl Fn(&dyn Row) -> anyhow::Result<T>,
 ) -> anyhow::Result<Option<T>> {
     Ok(rows(db, sql, params, read)?.into_iter().next())
-}
-
-pub(super) fn text(row: &dyn Row, i: usize) -> anyhow::Result<String> {
-    row.text(i)?
-        .ok_or_else(|| anyhow::anyhow!("column {i} is NULL"))
-}
-
-pub(super) fn int(row: &dyn Row, i: usize) -> anyhow::Result<i64> {
-    row.int(i)?
-        .ok_or_else(|| anyhow::anyhow!("column {i} is NULL"))
 }
 
 const KEY_COLUMNS: &str = "id, project, name, key_hash, prefix, created_us, revoked_us, \
@@ -389,149 +342,6 @@ impl<S: SqlStore> ResponseStore for S {
             )? > 0)
         })
     }
-}
-
-/// A record from a row of [`super::requests::COLUMNS`].
-pub fn record_row(row: &dyn Row) -> anyhow::Result<UsageRecord> {
-    let count = |i: usize| -> anyhow::Result<u64> { Ok(u64::try_from(int(row, i)?)?) };
-    Ok(UsageRecord {
-        request_id: text(row, 0)?,
-        time_us: int(row, 1)?,
-        project: text(row, 2)?,
-        api_key_id: row.text(3)?,
-        user_id: row.text(4)?,
-        user_name: row.text(5)?,
-        user_tags: serde_json::from_str(&text(row, 6)?)?,
-        provider: row.text(7)?,
-        model: row.text(8)?,
-        operation: text(row, 9)?,
-        input_tokens: count(10)?,
-        output_tokens: count(11)?,
-        cached_input_tokens: count(12)?,
-        cost_micros: row.int(13)?,
-        latency_us: int(row, 14)?,
-        status: u16::try_from(int(row, 15)?)?,
-        error_type: row.text(16)?,
-        estimated: int(row, 17)? != 0,
-        ttft_us: row.int(18)?,
-        reasoning_tokens: count(19)?,
-        cache_write_tokens: count(20)?,
-        guards: row.text(21)?,
-        cache_hit: int(row, 22)? != 0,
-        saved_cost_micros: row.int(23)?,
-        bytes_in: row.int(24)?,
-        bytes_out: row.int(25)?,
-        batch_id: row.text(26)?,
-        audio_ms: count(27)?,
-        characters: count(28)?,
-        search_units: count(29)?,
-    })
-}
-
-/// A column's type in PostgreSQL (SQLite takes any value in any column).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Type {
-    Text,
-    BigInt,
-    Integer,
-    Boolean,
-}
-
-impl Type {
-    /// The PostgreSQL name of an array of it (a batch's values of one column).
-    pub fn array(self) -> &'static str {
-        match self {
-            Self::Text => "TEXT[]",
-            Self::BigInt => "BIGINT[]",
-            Self::Integer => "INTEGER[]",
-            Self::Boolean => "BOOLEAN[]",
-        }
-    }
-}
-
-/// The columns of `usage_records` a batch writes, in the order of [`insert_values`]. A new
-/// column is a line here and one there (and one in [`super::requests::COLUMNS`] and
-/// [`record_row`] to read it back).
-pub const INSERT_COLUMNS: [(&str, Type); 31] = [
-    ("request_id", Type::Text),
-    ("time_us", Type::BigInt),
-    ("project", Type::Text),
-    ("api_key_id", Type::Text),
-    ("user_key", Type::BigInt),
-    ("user_id", Type::Text),
-    ("user_name", Type::Text),
-    ("user_tags", Type::Text),
-    ("provider", Type::Text),
-    ("model", Type::Text),
-    ("operation", Type::Text),
-    ("input_tokens", Type::BigInt),
-    ("output_tokens", Type::BigInt),
-    ("cached_input_tokens", Type::BigInt),
-    ("cost_micros", Type::BigInt),
-    ("latency_us", Type::BigInt),
-    ("status", Type::Integer),
-    ("error_type", Type::Text),
-    ("estimated", Type::Boolean),
-    ("ttft_us", Type::BigInt),
-    ("reasoning_tokens", Type::BigInt),
-    ("cache_write_tokens", Type::BigInt),
-    ("guards", Type::Text),
-    ("cache_hit", Type::Boolean),
-    ("saved_cost_micros", Type::BigInt),
-    ("bytes_in", Type::BigInt),
-    ("bytes_out", Type::BigInt),
-    ("batch_id", Type::Text),
-    ("audio_ms", Type::BigInt),
-    ("characters", Type::BigInt),
-    ("search_units", Type::BigInt),
-];
-
-/// One record's values for [`INSERT_COLUMNS`]: `user_key` names its user in `usage_users`,
-/// `tags` is its tags as JSON.
-pub fn insert_values<'a>(
-    r: &'a UsageRecord,
-    user_key: i64,
-    tags: &'a str,
-) -> anyhow::Result<[Value<'a>; 31]> {
-    let count = |n: u64| -> anyhow::Result<Value<'a>> { Ok(i64::try_from(n)?.into()) };
-    Ok([
-        r.request_id.as_str().into(),
-        r.time_us.into(),
-        r.project.as_str().into(),
-        r.api_key_id.as_deref().into(),
-        user_key.into(),
-        r.user_id.as_deref().into(),
-        r.user_name.as_deref().into(),
-        tags.into(),
-        r.provider.as_deref().into(),
-        r.model.as_deref().into(),
-        r.operation.as_str().into(),
-        count(r.input_tokens)?,
-        count(r.output_tokens)?,
-        count(r.cached_input_tokens)?,
-        r.cost_micros.into(),
-        r.latency_us.into(),
-        i64::from(r.status).into(),
-        r.error_type.as_deref().into(),
-        Value::Bool(r.estimated),
-        r.ttft_us.into(),
-        count(r.reasoning_tokens)?,
-        count(r.cache_write_tokens)?,
-        r.guards.as_deref().into(),
-        Value::Bool(r.cache_hit),
-        r.saved_cost_micros.into(),
-        r.bytes_in.into(),
-        r.bytes_out.into(),
-        r.batch_id.as_deref().into(),
-        count(r.audio_ms)?,
-        count(r.characters)?,
-        count(r.search_units)?,
-    ])
-}
-
-/// The names of [`INSERT_COLUMNS`], joined for a statement.
-pub fn insert_column_names() -> String {
-    INSERT_COLUMNS.map(|(name, _)| name).join(", ")
 }
 
 /// The key of every user in `records` (or [`NO_USER`]), inserting the users neither `known` nor

@@ -16,15 +16,17 @@ use rusqlite::{Connection, params};
 mod schema;
 mod write_sql;
 
+use super::columns::{self, Derived, record_row};
 use super::histogram::Durations;
 use super::record::{UsageRecord, UserFilter};
 use super::requests::{self, Flavor, Param, RequestLog, RequestQuery};
 use super::rollup::{self, Buckets, Rollup, RollupSpan, UserKeys};
-use super::sql::{self, Sql, SqlStore, Value, record_row};
+use super::sql::{self, Sql, SqlStore};
 use super::stats::{self, Figures, GroupRow, Grouping, Part, StatsSource};
 use super::store::{BatchId, UsageStore};
 use super::time::Unit;
 use super::totals::{ModelBucket, Totals};
+use super::values::{self, Value};
 
 /// User keys and bucket starts past these are queried in chunks (SQLite caps the parameters of
 /// a statement at 32,766).
@@ -164,8 +166,12 @@ impl UsageStore for SqliteStore {
             let mut insert = tx.prepare_cached(&statements.insert)?;
             for (r, &user_key) in records.iter().zip(&user_keys) {
                 let tags = serde_json::to_string(&r.user_tags)?;
-                insert.execute(rusqlite::params_from_iter(sql::insert_values(
-                    r, user_key, &tags,
+                let derived = Derived {
+                    user_key,
+                    tags: &tags,
+                };
+                insert.execute(rusqlite::params_from_iter(columns::insert_values(
+                    r, derived,
                 )?))?;
             }
             let rollups = rollup::rollups(records, &user_keys)?;
@@ -347,7 +353,7 @@ impl RequestLog for SqliteStore {
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT {} FROM usage_records WHERE request_id = ?1
              ORDER BY time_us DESC, rowid DESC LIMIT 1",
-            requests::COLUMNS
+            columns::read_list()
         ))?;
         let mut rows = stmt.query(params![request_id])?;
         rows.next()?.map(|row| record_row(row)).transpose()
@@ -397,7 +403,7 @@ impl RequestLog for SqliteStore {
             // statistics, prefers, and which reads every record of the project).
             "SELECT {} FROM usage_records WHERE request_id = ?1 AND +project = ?2
              ORDER BY time_us DESC, rowid DESC LIMIT 1",
-            requests::COLUMNS
+            columns::read_list()
         ))?;
         let mut rows = stmt.query(params![request_id, project])?;
         rows.next()?.map(|row| record_row(row)).transpose()
@@ -479,7 +485,7 @@ impl Sql for Lite<'_> {
         &mut self,
         sql: &str,
         params: &[Value<'_>],
-        each: &mut dyn FnMut(&dyn sql::Row) -> anyhow::Result<()>,
+        each: &mut dyn FnMut(&dyn values::Row) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let mut stmt = self.0.prepare_cached(&sql.replace('$', "?"))?;
         let mut rows = stmt.query(rusqlite::params_from_iter(params))?;
@@ -490,7 +496,7 @@ impl Sql for Lite<'_> {
     }
 }
 
-impl sql::Row for rusqlite::Row<'_> {
+impl values::Row for rusqlite::Row<'_> {
     fn text(&self, i: usize) -> anyhow::Result<Option<String>> {
         Ok(self.get(i)?)
     }

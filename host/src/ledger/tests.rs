@@ -8,8 +8,10 @@ use super::time::{HOUR_US, format_utc};
 use super::*;
 
 mod batches;
+mod columns;
 mod records;
 use batches::{check_batch_records, check_files_and_batches};
+use columns::check_every_field_round_trips;
 use records::{by, log_record, record};
 
 #[path = "../../../tests/common/postgres.rs"]
@@ -38,6 +40,7 @@ macro_rules! on_every_store {
 
 on_every_store!(
     check_record,
+    check_every_field_round_trips,
     check_totals,
     check_cache_hits,
     check_model_buckets,

@@ -1,6 +1,8 @@
-//! Microsecond timestamps and UTC calendar buckets, without a date library.
+//! Microsecond timestamps and UTC calendar buckets, on the `time` crate's calendar.
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time};
 
 /// A calendar bucket of `/usage/models`, in UTC. Weeks start on Monday.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +48,25 @@ pub fn now_us() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
 }
 
+/// The UTC date and time of `us`. Every `i64` of µs is a date the calendar holds (the
+/// `large-dates` feature reaches ±999,999 years; µs since 1970 reach ±292,277).
+fn utc(us: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(us) * 1_000).unwrap_or(if us < 0 {
+        MIN_UTC
+    } else {
+        MAX_UTC
+    })
+}
+
+const MIN_UTC: OffsetDateTime = PrimitiveDateTime::MIN.assume_utc();
+const MAX_UTC: OffsetDateTime = PrimitiveDateTime::MAX.assume_utc();
+
+/// µs since the epoch of midnight (UTC) starting `date`; the first bucket's start, before
+/// the earliest µs, saturates.
+fn midnight_us(date: Date) -> i64 {
+    (date.midnight().assume_utc().unix_timestamp()).saturating_mul(1_000_000)
+}
+
 /// The start of the `unit` bucket holding `us`.
 pub fn bucket_start(us: i64, unit: Unit) -> i64 {
     match unit {
@@ -53,93 +74,67 @@ pub fn bucket_start(us: i64, unit: Unit) -> i64 {
         Unit::Hour => us.div_euclid(HOUR_US) * HOUR_US,
         Unit::Day => us.div_euclid(DAY_US) * DAY_US,
         Unit::Week => {
-            // 1970-01-01 was a Thursday: Monday-based weeks start 3 days before it.
-            let days = us.div_euclid(DAY_US);
-            (days - (days + 3).rem_euclid(7)) * DAY_US
+            let date = utc(us).date();
+            let monday = i64::from(date.weekday().number_days_from_monday());
+            midnight_us(date).saturating_sub(monday * DAY_US)
         }
         Unit::Month => {
-            let (y, m, _) = civil_from_days(us.div_euclid(DAY_US));
-            days_from_civil(y, m, 1) * DAY_US
+            let date = utc(us).date();
+            midnight_us(date.replace_day(1).unwrap_or(date))
         }
     }
 }
 
 /// `YYYY-MM-DD HH:MM:SS` in UTC.
 pub fn format_utc(us: i64) -> String {
-    let days = us.div_euclid(DAY_US);
-    let secs = us.rem_euclid(DAY_US) / 1_000_000;
-    let (y, m, d) = civil_from_days(days);
+    let at = utc(us);
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        at.year(),
+        u8::from(at.month()),
+        at.day(),
+        at.hour(),
+        at.minute(),
+        at.second()
     )
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
 /// Reads `YYYY-MM-DD`, `YYYY-MM-DD HH:MM` or `YYYY-MM-DD HH:MM:SS` (a `T` may separate the
-/// date and time), in UTC, as µs since the epoch.
+/// date and time, a `Z` may end it; fields need no leading zeros), in UTC, as µs since the
+/// epoch. A date the calendar does not have (`2024-02-30`) is refused.
 pub fn parse_utc(text: &str) -> Option<i64> {
     let text = text.trim();
     let (date, time) = match text.split_once([' ', 'T']) {
         Some((date, time)) => (date, Some(time.trim_end_matches('Z'))),
         None => (text, None),
     };
-    let number = |s: &str| s.parse::<i64>().ok();
-    let mut ymd = date.split('-');
-    let (y, m, d) = (
-        number(ymd.next()?)?,
-        number(ymd.next()?)?,
-        number(ymd.next()?)?,
-    );
-    if ymd.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+    let mut ymd = date.split('-').map(|s| s.parse::<i32>().ok());
+    let (y, m, d) = (ymd.next()??, ymd.next()??, ymd.next()??);
+    if ymd.next().is_some() {
         return None;
     }
-    let mut seconds = 0;
-    if let Some(time) = time {
-        let parts: Vec<i64> = time.split(':').map(number).collect::<Option<_>>()?;
-        let (h, min, s) = match parts.as_slice() {
-            [h, min] => (*h, *min, 0),
-            [h, min, s] => (*h, *min, *s),
-            _ => return None,
-        };
-        if !(0..24).contains(&h) || !(0..60).contains(&min) || !(0..60).contains(&s) {
-            return None;
+    let month = Month::try_from(u8::try_from(m).ok()?).ok()?;
+    let date = Date::from_calendar_date(y, month, u8::try_from(d).ok()?).ok()?;
+    let time = match time {
+        None => Time::MIDNIGHT,
+        Some(time) => {
+            let parts: Vec<u8> = time
+                .split(':')
+                .map(|s| s.parse().ok())
+                .collect::<Option<_>>()?;
+            let (h, min, s) = match parts.as_slice() {
+                [h, min] => (*h, *min, 0),
+                [h, min, s] => (*h, *min, *s),
+                _ => return None,
+            };
+            Time::from_hms(h, min, s).ok()?
         }
-        seconds = h * 3600 + min * 60 + s;
-    }
-    Some(days_from_civil(y, m, d) * DAY_US + seconds * 1_000_000)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day count since 1970-01-01.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (
-        if m <= 2 {
-            yoe + era * 400 + 1
-        } else {
-            yoe + era * 400
-        },
-        m,
-        d,
+    };
+    Some(
+        PrimitiveDateTime::new(date, time)
+            .assume_utc()
+            .unix_timestamp()
+            * 1_000_000,
     )
 }
 
@@ -171,11 +166,15 @@ mod tests {
     }
 
     #[test]
-    fn calendar_round_trips() {
-        for days in [-800_000, -1, 0, 59, 60, 11_016, 19_782, 2_932_896] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
+    fn the_whole_range_of_microseconds_has_a_date() {
+        assert_eq!(format_utc(i64::MAX), "294247-01-10 04:00:54");
+        assert_eq!(format_utc(-1), "1969-12-31 23:59:59");
+        assert_eq!(bucket_start(i64::MIN, Unit::Month), i64::MIN);
+        assert_eq!(parse_utc("1969-12-31 23:59:59"), Some(-1_000_000));
+        assert_eq!(
+            format_utc(bucket_start(T, Unit::Week) + 7 * DAY_US),
+            "2024-03-04 00:00:00"
+        );
     }
 
     #[test]
@@ -184,12 +183,17 @@ mod tests {
         assert_eq!(parse_utc("2024-02-29T13:45:30Z"), Some(T - 500_000));
         assert_eq!(parse_utc("2024-02-29 13:45"), Some(T - 30_500_000));
         assert_eq!(parse_utc("1970-01-01"), Some(0));
+        assert_eq!(parse_utc(" 2024-2-29 13:45:30Z "), Some(T - 500_000));
         for bad in [
             "2024-13-01",
             "2024-02",
             "yesterday",
             "2024-02-29 25:00",
             "2024-02-29 1:2:3:4",
+            "2023-02-29",
+            "2024-04-31",
+            "2024-00-10",
+            "2024-02-29 13:60",
         ] {
             assert_eq!(parse_utc(bad), None, "{bad}");
         }

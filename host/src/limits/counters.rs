@@ -33,10 +33,7 @@ impl MemoryCounters {
     fn update(&self, key: &str, period: Period, delta: i64) -> Counter {
         let now = self.clock.now_ms();
         let (start, end) = window(period, now);
-        let mut values = match self.values.lock() {
-            Ok(values) => values,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut values = crate::sync::lock(&self.values);
         if values.len() >= SWEEP_AT {
             values.retain(|(_, p), (s, _)| window(period_of(*p), now).0 == *s);
         }

@@ -8,7 +8,7 @@
 //! and requests a session may have in flight ([`Stream::busy`]).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::sync::{Semaphore, mpsc};
@@ -42,7 +42,7 @@ pub struct Opened {
 
 impl Streams {
     fn open_streams(&self) -> std::sync::MutexGuard<'_, HashMap<String, Stream>> {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.open)
     }
 
     /// Registers the stream of `session` for `key_id`; `None` when the key holds `per_key`

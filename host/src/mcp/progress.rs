@@ -14,7 +14,7 @@
 //! nothing, and the call runs to its end).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use tokio::sync::mpsc;
@@ -41,7 +41,7 @@ struct Routes {
 
 impl Progress {
     fn routes(&self) -> std::sync::MutexGuard<'_, Routes> {
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner)
+        crate::sync::lock(&self.routes)
     }
 
     /// The progress of the request that holds `token`, until the subscription is dropped.
@@ -150,10 +150,7 @@ impl InFlight {
     pub fn enter(self: &Arc<Self>, session: &str, id: &serde_json::Value) -> Entry {
         let key = (session.to_owned(), id.to_string());
         let cancel = CancellationToken::new();
-        self.calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key.clone(), cancel.clone());
+        crate::sync::lock(&self.calls).insert(key.clone(), cancel.clone());
         Entry {
             in_flight: Arc::clone(self),
             key,
@@ -164,7 +161,7 @@ impl InFlight {
     /// Cancels the call `id` of `session`; whether there was one.
     pub fn cancel(&self, session: &str, id: &serde_json::Value) -> bool {
         let key = (session.to_owned(), id.to_string());
-        let calls = self.calls.lock().unwrap_or_else(PoisonError::into_inner);
+        let calls = crate::sync::lock(&self.calls);
         calls.get(&key).inspect(|c| c.cancel()).is_some()
     }
 }
@@ -178,11 +175,7 @@ pub struct Entry {
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        self.in_flight
-            .calls
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.key);
+        crate::sync::lock(&self.in_flight.calls).remove(&self.key);
     }
 }
 

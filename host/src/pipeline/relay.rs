@@ -49,7 +49,7 @@ pub struct Upstream {
     pub provider: Arc<str>,
     pub decoder: ProviderStream,
     /// A second decoder reading the same bytes into canonical chunks, for the guards of a
-    /// native answer (`guard_native.rs`).
+    /// native answer (`guard/native.rs`).
     pub shadow: Option<ProviderStream>,
     pub response: reqwest::Response,
     /// The longest wait for the next upstream bytes.

@@ -84,7 +84,19 @@ const TICK: Duration = Duration::from_millis(1);
 /// Plugins compiled into the binary, so that `serve` works with no plugin directory at all.
 /// A `<plugins.dir>/<name>.wasm` file takes precedence over these. `build.rs` lists every plugin
 /// crate of the `plugins/` and `policies/` workspaces, so this list is kept nowhere by hand.
+/// Each is zstd-compressed (see `build.rs`); [`built_in`] gives its component.
 const BUILT_IN: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/built_in.rs"));
+
+/// A built-in component's size, at most: far above the largest (4 MiB), so that a corrupt
+/// frame cannot ask for more.
+const BUILT_IN_MAX: usize = 64 << 20;
+
+/// The built-in plugin `name`'s component, decompressed; `None` for a name that is not built in
+/// (or, which a test would catch, a frame that does not decompress).
+fn built_in(name: &str) -> Option<Vec<u8>> {
+    let (_, packed) = BUILT_IN.iter().find(|(n, _)| *n == name)?;
+    zstd::bulk::decompress(packed, BUILT_IN_MAX).ok()
+}
 
 /// Limits applied to every plugin call.
 #[derive(Debug, Clone, Copy)]
@@ -399,10 +411,8 @@ impl PluginHost {
         }
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => std::borrow::Cow::Owned(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BUILT_IN
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, b)| std::borrow::Cow::Borrowed(*b))
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => built_in(name)
+                .map(std::borrow::Cow::<[u8]>::Owned)
                 .ok_or_else(|| LoadError::NotFound {
                     name: name.to_owned(),
                     path: path.clone(),
@@ -419,10 +429,7 @@ impl PluginHost {
     }
 
     fn loaded(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Loaded>> {
-        match self.inner.loaded.lock() {
-            Ok(loaded) => loaded,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.inner.loaded)
     }
 
     fn compile(&self, name: &str, bytes: &[u8]) -> Result<Component, LoadError> {
@@ -508,7 +515,7 @@ mod tests {
         assert_eq!(compiled(), 1, "the built-in is reused");
 
         // A file of that name takes precedence, and is reused while it stays the same.
-        let (_, bytes) = BUILT_IN.iter().find(|(n, _)| *n == "fallback").unwrap();
+        let bytes = built_in("fallback").unwrap();
         let file = dir.join("fallback.wasm");
         std::fs::write(&file, bytes).unwrap();
         host.load_router("fallback", &dir).unwrap();
@@ -516,7 +523,7 @@ mod tests {
         assert_eq!(compiled(), 2);
 
         // A new file (as `plugin build` renames one into place) is loaded again.
-        let (_, other) = BUILT_IN.iter().find(|(n, _)| *n == "weighted").unwrap();
+        let other = built_in("weighted").unwrap();
         let partial = dir.join(".fallback.wasm.partial");
         std::fs::write(&partial, other).unwrap();
         std::fs::rename(&partial, &file).unwrap();
@@ -524,6 +531,18 @@ mod tests {
         assert_eq!(compiled(), 3);
         assert_eq!(host.loaded().len(), 1, "one entry per plugin name");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Every embedded plugin decompresses into a WebAssembly component (its preamble: the
+    /// magic, then the component layer), and packed smaller than it is.
+    #[test]
+    fn every_built_in_is_a_compressed_component() {
+        assert!(BUILT_IN.len() >= 10, "{} built-ins", BUILT_IN.len());
+        for (name, packed) in BUILT_IN {
+            let component = built_in(name).unwrap_or_else(|| panic!("{name} does not unpack"));
+            assert_eq!(&component[..8], b"\0asm\x0d\0\x01\0", "{name}");
+            assert!(packed.len() < component.len(), "{name}");
+        }
     }
 
     /// The built-in dialect plugins load as dialects and translate through the host's bindings:

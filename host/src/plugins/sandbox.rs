@@ -176,10 +176,7 @@ impl<B> Default for WarmPool<B> {
 
 impl<B> WarmPool<B> {
     fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Idle<B>>> {
-        match self.idle.lock() {
-            Ok(idle) => idle,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.idle)
     }
 
     /// Runs `f` on a warm instance of `plugin`, or on a new one from `instantiate`, with

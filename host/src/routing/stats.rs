@@ -20,22 +20,16 @@ pub struct Stats {
 
 impl Stats {
     pub fn get(&self, id: &str) -> Arc<TargetStats> {
-        if let Some(stats) = self.targets.read().ok().and_then(|m| m.get(id).cloned()) {
+        if let Some(stats) = crate::sync::read(&self.targets).get(id).cloned() {
             return stats;
         }
-        let mut map = match self.targets.write() {
-            Ok(map) => map,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut map = crate::sync::write(&self.targets);
         Arc::clone(map.entry(id.to_owned()).or_default())
     }
 
     /// Every target seen so far, with its statistics (for `/metrics`).
     pub fn each(&self, mut f: impl FnMut(&str, &TargetStats)) {
-        let map = match self.targets.read() {
-            Ok(map) => map,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let map = crate::sync::read(&self.targets);
         for (id, stats) in map.iter() {
             f(id, stats);
         }
@@ -74,10 +68,7 @@ fn ewma(old: Option<f64>, new: f64) -> f64 {
 
 impl TargetStats {
     fn observed(&self) -> std::sync::MutexGuard<'_, Observed> {
-        match self.observed.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.observed)
     }
 
     pub fn snapshot(&self) -> Snapshot {

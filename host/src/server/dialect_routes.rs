@@ -40,7 +40,7 @@ pub async fn serve_or_refuse(
         .find(&method, uri.path(), uri.query())
         .is_ok();
     if !known {
-        return super::method_not_allowed(&method, &uri).into_response();
+        return super::unrouted::method_not_allowed(&method, &uri).into_response();
     }
     serve(state, method, uri, headers, id, body).await
 }
@@ -62,7 +62,9 @@ pub async fn serve(
     let gateway = state.gateway.load_full();
     let matched = match gateway.dialects.find(&method, uri.path(), uri.query()) {
         Ok(matched) => matched,
-        Err(Unmatched::NoRoute) => return super::unknown_route(&method, &uri).into_response(),
+        Err(Unmatched::NoRoute) => {
+            return super::unrouted::unknown_route(&method, &uri).into_response();
+        }
         Err(Unmatched::Method(dialect, allowed)) => {
             let refused = ApiError::MethodNotAllowed {
                 method: method.to_string(),

@@ -13,6 +13,7 @@ mod proxy;
 mod request_log;
 mod responses;
 mod timeouts;
+mod unrouted;
 mod usage;
 mod usage_requests;
 mod usage_stats;
@@ -22,7 +23,6 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{Method, Uri};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
@@ -206,18 +206,4 @@ async fn metrics(
             cache: &state.cache,
         }),
     )
-}
-
-fn method_not_allowed(method: &Method, uri: &Uri) -> ApiError {
-    ApiError::MethodNotAllowed {
-        method: method.to_string(),
-        path: uri.path().to_owned(),
-    }
-}
-
-fn unknown_route(method: &Method, uri: &Uri) -> ApiError {
-    ApiError::UnknownRoute {
-        method: method.to_string(),
-        path: uri.path().to_owned(),
-    }
 }

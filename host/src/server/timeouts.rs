@@ -88,10 +88,7 @@ impl Activity {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        match self.state.lock() {
-            Ok(state) => state,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        crate::sync::lock(&self.state)
     }
 
     /// Marks a request in flight until the returned guard is dropped (its response's end).

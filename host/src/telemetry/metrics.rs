@@ -147,19 +147,13 @@ impl<const N: usize, S: Series> Family<N, S> {
         let values = labels.each_ref().map(|v| &**v);
         let hash = Fixed::default().hash_one(values);
         {
-            let table = match self.series.read() {
-                Ok(table) => table,
-                Err(poisoned) => poisoned.into_inner(),
-            };
+            let table = crate::sync::read(&self.series);
             if let Some(series) = find(&table, hash, &values) {
                 f(series);
                 return;
             }
         }
-        let mut table = match self.series.write() {
-            Ok(table) => table,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut table = crate::sync::write(&self.series);
         let (hash, values) = if table.len >= MAX_SERIES && find(&table, hash, &values).is_none() {
             let other = [OVERFLOW; N];
             (Fixed::default().hash_one(other), other)
@@ -182,10 +176,7 @@ impl<const N: usize, S: Series> Family<N, S> {
 
     /// Every series, sorted by label values, for writing.
     fn sorted(&self, mut each: impl FnMut(&[Box<str>; N], &S)) {
-        let table = match self.series.read() {
-            Ok(table) => table,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let table = crate::sync::read(&self.series);
         let mut all: Vec<_> = table.by_hash.values().flatten().collect();
         all.sort_by(|a, b| a.0.cmp(&b.0));
         for (values, series) in all {

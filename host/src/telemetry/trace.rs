@@ -174,10 +174,7 @@ impl Tracer {
 
     /// Every span waiting, for the exporter.
     pub fn take(&self) -> Vec<SpanData> {
-        match self.buffer.lock() {
-            Ok(mut buffer) => std::mem::take(&mut *buffer),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        }
+        std::mem::take(&mut *crate::sync::lock(&self.buffer))
     }
 
     /// Resolves when a whole batch is waiting.
@@ -214,10 +211,7 @@ impl Tracer {
     }
 
     fn submit(&self, span: SpanData) {
-        let mut buffer = match self.buffer.lock() {
-            Ok(buffer) => buffer,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut buffer = crate::sync::lock(&self.buffer);
         if buffer.len() >= self.capacity {
             drop(buffer);
             self.count_dropped(1);

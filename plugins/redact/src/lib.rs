@@ -2,11 +2,14 @@
 //! cards, IBANs, IP addresses, provider and cloud keys, JWTs, private-key blocks, and the
 //! operator's own patterns) replaced by a typed placeholder, masked, or refused, in requests
 //! before they leave and in answers as they stream back. A value split over many stream deltas
-//! is still caught: the answer guard holds back a bounded window of text (`window` characters
-//! per piece of text, see `stream.rs`).
+//! is still caught: the answer guard holds back only text that could still become part of a
+//! value (`hold.rs`), and never more than `window` characters per piece of text (`stream.rs`).
 
 mod detect;
+mod hold;
 mod stream;
+#[cfg(test)]
+mod stream_splits;
 
 use std::collections::BTreeMap;
 
@@ -46,7 +49,8 @@ pub struct Options {
     /// The operator's own patterns (national identifiers, internal ids, ...).
     #[serde(default)]
     patterns: Vec<Pattern>,
-    /// Characters of an answer's text held back to catch a value split over deltas.
+    /// The most characters of an answer's text held back to catch a value split over deltas
+    /// (only text that could still become part of a value is held at all).
     #[serde(default = "default_window")]
     window: u32,
     /// Reversible: the upstream sees numbered placeholders (`[CARD_1]`), and the client gets its
@@ -77,6 +81,8 @@ fn default_window() -> u32 {
 
 /// The most a window may be: the text held back is what a client waits for.
 const WINDOW_MAX: u32 = 4096;
+/// A numbered placeholder, as a reversible request has them.
+const TOKEN: &str = r"\[[A-Z][A-Z0-9_-]*_[0-9]+\]";
 /// Pieces of text (choices, tool calls) an answer guard holds at once, at most.
 const SEGMENTS_HELD: u32 = 4;
 
@@ -87,6 +93,8 @@ pub struct Policy {
     reversible: bool,
     /// A numbered placeholder, as a reversible request has them.
     token: regex::Regex,
+    /// The beginnings of values (and of placeholders to give back) an answer holds back.
+    tails: hold::Tails,
 }
 
 /// The values a reversible request had replaced, in order: (kind, value); `[KIND_n]` is the
@@ -129,6 +137,7 @@ impl Replaced {
 impl Policy {
     fn new(options: &Options) -> Result<Self, ConfigError> {
         let mut recognisers = Vec::new();
+        let mut tails = hold::Tails::default();
         for name in options.kinds.keys() {
             if !BUILT_IN.iter().any(|(kind, _, _)| kind == name) {
                 return Err(ConfigError::at(
@@ -155,6 +164,7 @@ impl Policy {
             }
             let recogniser = Recogniser::custom(&pattern.name, &pattern.regex)
                 .map_err(|e| ConfigError::at(format!("patterns[{i}].regex"), e.to_string()))?;
+            tails.add(&pattern.regex, false);
             recognisers.push((recogniser, pattern.action));
         }
         for (kind, pattern, check) in BUILT_IN {
@@ -170,17 +180,27 @@ impl Policy {
             };
             let recogniser = build(kind, pattern, *check)
                 .map_err(|e| ConfigError::new(format!("built-in pattern {kind}: {e}")))?;
+            if *kind == "private-key" {
+                // A block is swallowed from its header on (`stream.rs`): the header is what
+                // must not be cut.
+                tails.add(stream::PEM_HEADER, true);
+            } else {
+                tails.add(pattern, true);
+            }
             recognisers.push((recogniser, action));
         }
         if !(16..=WINDOW_MAX).contains(&options.window) {
             return Err(ConfigError::at("window", "must be between 16 and 4096"));
         }
+        if options.reversible {
+            tails.add(TOKEN, true);
+        }
         Ok(Self {
             recognisers,
             window: options.window as usize,
             reversible: options.reversible,
-            token: regex::Regex::new(r"\[[A-Z][A-Z0-9_-]*_[0-9]+\]")
-                .map_err(|e| ConfigError::new(e.to_string()))?,
+            token: regex::Regex::new(TOKEN).map_err(|e| ConfigError::new(e.to_string()))?,
+            tails,
         })
     }
 
@@ -240,6 +260,11 @@ impl Policy {
 
     pub fn window(&self) -> usize {
         self.window
+    }
+
+    /// Where in `text`, at or after `from`, a value may begin that its end leaves open.
+    pub fn open_from(&self, text: &str, from: usize) -> Option<usize> {
+        self.tails.open_from(text, from)
     }
 }
 
@@ -481,5 +506,15 @@ mod timing {
             let _ = policy.redact(&card, &mut Vec::new());
         }
         eprintln!("redact 1 KiB with 25 cards: {:?}", started.elapsed() / 200);
+        // An answer guard's policy builds the DFA of what to hold on its first push.
+        let fastest = (0..20)
+            .map(|_| {
+                let policy = super::Policy::new(&options).unwrap();
+                let started = std::time::Instant::now();
+                assert_eq!(policy.open_from("word0 ", 0), None);
+                started.elapsed()
+            })
+            .min();
+        eprintln!("first hold check (fastest of 20): {fastest:?}");
     }
 }

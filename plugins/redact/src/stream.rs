@@ -1,8 +1,9 @@
 //! The answer guard: each piece of an answer's text (a choice's content, a tool call's
-//! arguments) passes through a window. Text leaves as soon as it is `window` characters behind
-//! the newest, unless a value that may still be growing reaches into it; what a value became is
-//! decided once it is whole. A choice's text is released whole at its stop, and a private-key
-//! block is swallowed from its first line to its last without being held.
+//! arguments) is held back only from where a value may still be beginning (`hold.rs`), and
+//! never more than `window` characters behind the newest unless a value that may still be
+//! growing reaches into it; what a value became is decided once it is whole. A choice's text is
+//! released whole at its stop, and a private-key block is swallowed from its first line to its
+//! last without being held.
 
 use wasmgate_plugin_sdk::guard::count;
 use wasmgate_plugin_sdk::{
@@ -14,6 +15,9 @@ use crate::{Action, Options, Policy, Replaced, SEGMENTS_HELD, refusal, replaced_
 const PEM_BEGIN: &str = "-----BEGIN ";
 const PEM_KEY: &str = "PRIVATE KEY-----";
 const PEM_END: &str = "-----END ";
+/// A key block's header as [`take`] knows it (`PEM_BEGIN`, then `PEM_KEY` on the same line),
+/// for the text held while one may be arriving.
+pub const PEM_HEADER: &str = r"-----BEGIN [^\n]*PRIVATE KEY-----";
 /// Characters kept while inside a key block, for an end line split over deltas.
 const PEM_TAIL: usize = 64;
 
@@ -301,25 +305,13 @@ fn take(
     let mut cut = if whole {
         text.len()
     } else {
-        floor(text, text.len().saturating_sub(policy.window()))
+        // Held: from where a value (a key header, a placeholder to give back) may be
+        // beginning, but no more than the window.
+        let oldest = floor(text, text.len().saturating_sub(policy.window()));
+        policy.open_from(text, oldest).unwrap_or(text.len())
     };
     if !whole {
-        // A key header may be arriving: hold from its first dash.
-        if let Some(at) = text.rfind("-----")
-            && at < cut
-            && !text[at..].contains('\n')
-        {
-            cut = at;
-        }
         if policy.reversible {
-            // A placeholder to give back may be arriving: hold from its bracket.
-            if let Some(at) = text.rfind('[')
-                && at < cut
-                && !text[at..].contains(']')
-                && text.len() - at <= 48
-            {
-                cut = at;
-            }
             for token in policy.token.find_iter(text) {
                 if token.start() < cut && cut < token.end() {
                     cut = token.start();
@@ -496,6 +488,7 @@ mod tests {
             released(guard.push(vec![text("Sending."), call(Some("c1"), "{\"to\":\"bob@ex")])).0;
         out.push_str(&released(guard.push(vec![call(None, "ample.com\"}")])).0);
         out.push_str(&released(guard.finish()).0);
-        assert_eq!(out, "Sending.<><{\"to\":\"[EMAIL]\"}>");
+        // What cannot be part of the address goes at once.
+        assert_eq!(out, "Sending.<{\"to\":\"><[EMAIL]\"}>");
     }
 }

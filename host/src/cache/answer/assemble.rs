@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::HEAD;
+use super::head::HEAD;
 
 /// Assembles a stream's canonical chunks into the completion they make, or gives up (and then
 /// nothing is kept) on what it cannot rebuild exactly or past `limit` bytes of chunks.

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::HEAD;
+use super::head::HEAD;
 
 /// A completion as the chunks of a stream: per choice its role, its reasoning, its text or
 /// refusal, its tool calls, then its finish reason; the usage in a last chunk of its own.

@@ -1,6 +1,7 @@
 //! The starting files of a new plugin project, per language and kind.
 
-use super::{Kind, Lang};
+use super::kind::Kind;
+use super::lang::Lang;
 
 macro_rules! template {
     ($path:literal) => {

@@ -15,6 +15,7 @@ use std::time::Duration;
 use postgres::{Client, NoTls};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::error_chain::chain;
 use super::schema;
 
 /// Query connections open at most; a query past that waits for one to come back.
@@ -324,18 +325,6 @@ fn tls_connector(root_cert: Option<&str>) -> anyhow::Result<MakeRustlsConnect> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(MakeRustlsConnect::new(config))
-}
-
-/// The message of a client error with its causes (its `Display` alone says only "db error").
-pub fn chain(error: &postgres::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    message
 }
 
 /// `url` with `***` for its password, whether in the user-info or a `password=` parameter.

@@ -6,7 +6,7 @@ use postgres::{Client, Transaction};
 use refinery_core::Migration;
 use refinery_core::traits::sync::{Migrate, Query, Transaction as RunSql};
 
-use super::connect::chain;
+use super::error_chain::chain;
 use super::write_durations;
 use crate::ledger::rollup;
 use crate::ledger::schema::{self, Database, DbError, Dialect, HISTORY, SchemaError};

@@ -4,8 +4,8 @@
 
 use std::sync::LazyLock;
 
+use super::super::columns;
 use super::super::rollup::{self, ADD_SUMS};
-use super::super::sql;
 
 /// The insert of a record, and the upserts of each rollup, in the order the write runs them.
 pub(super) struct WriteSql {
@@ -62,8 +62,8 @@ fn build() -> WriteSql {
     WriteSql {
         insert: format!(
             "INSERT INTO usage_records ({}) VALUES ({})",
-            sql::insert_column_names(),
-            numbered(1, sql::INSERT_COLUMNS.len())
+            columns::insert_list(),
+            numbered(1, columns::COUNT)
         ),
         models: [
             models("usage_hourly_models", "hour_us"),

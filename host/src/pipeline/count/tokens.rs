@@ -13,7 +13,7 @@ use crate::plugins::{AnswerInfo, SlotKind};
 
 /// A `count-tokens` route (`/v1/messages/count_tokens`, Google's `:countTokens`, OpenAI's
 /// `/v1/responses/input_tokens`): the prompt's tokens by the target's own counting endpoint,
-/// natively or translated (see `count.rs`), else by the gateway's own tokenizer (the one
+/// natively or translated (see `upstream.rs`), else by the gateway's own tokenizer (the one
 /// limits and estimates use), the body then written by the dialect's plugin; without a
 /// ledger record either way. Auth is that of `/v1/*`, a key limited to some models counts only
 /// for those, and the limit rules admit it as a request that spends nothing.

@@ -270,6 +270,25 @@ fn is_usage_only(event: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// How a stream is written for the client: as chat chunks, as the target's own events in the
+/// client's dialect, or re-encoded by the dialect plugin.
+pub(super) async fn framing(cx: &mut Context, native: bool) -> Result<Framing, ApiError> {
+    if cx.translation.is_none() {
+        return Ok(Framing::Chat {
+            client_wants_usage: cx.request.client_wants_usage,
+        });
+    }
+    if native {
+        return Ok(Framing::Native);
+    }
+    match encoder(cx).await? {
+        Some(encoder) => Ok(Framing::Translated(Box::new(encoder))),
+        None => Ok(Framing::Chat {
+            client_wants_usage: cx.request.client_wants_usage,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,24 +310,5 @@ mod tests {
             1
         );
         assert_eq!(String::from_utf8_lossy(&with).matches("data: ").count(), 2);
-    }
-}
-
-/// How a stream is written for the client: as chat chunks, as the target's own events in the
-/// client's dialect, or re-encoded by the dialect plugin.
-pub(super) async fn framing(cx: &mut Context, native: bool) -> Result<Framing, ApiError> {
-    if cx.translation.is_none() {
-        return Ok(Framing::Chat {
-            client_wants_usage: cx.request.client_wants_usage,
-        });
-    }
-    if native {
-        return Ok(Framing::Native);
-    }
-    match encoder(cx).await? {
-        Some(encoder) => Ok(Framing::Translated(Box::new(encoder))),
-        None => Ok(Framing::Chat {
-            client_wants_usage: cx.request.client_wants_usage,
-        }),
     }
 }

@@ -1,6 +1,6 @@
 //! The way out for a cache hit (exact or semantic): the kept answer in the client's dialect,
 //! whole or replayed as a stream, the request ended as a hit (cost 0, the cost it saved). See
-//! `cache.rs` for when a request hits.
+//! `cache/` for when a request hits.
 
 use axum::body::Body;
 use axum::http::HeaderValue;

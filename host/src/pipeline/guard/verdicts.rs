@@ -121,11 +121,7 @@ impl Guarded {
     /// The chain a streamed answer goes through (taken once, by the relay).
     pub fn take_chain(&mut self) -> Option<AnswerChain> {
         let chain = self.chain.take()?;
-        Some(
-            chain
-                .into_inner()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Some(crate::sync::into_inner(chain))
     }
 
     pub(in crate::pipeline) fn verdicts_from(&mut self, chain: &mut AnswerChain) {

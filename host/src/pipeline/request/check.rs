@@ -8,6 +8,8 @@ use crate::error::ApiError;
 /// Bytes of a model name, at most (Bedrock's inference-profile ARNs are the longest, ~120).
 pub const MODEL_MAX: usize = 256;
 
+/// Refuses a model name no provider could serve and no log or metric should carry: longer than
+/// [`MODEL_MAX`] bytes, or with control characters.
 pub fn check_model(model: &str) -> Result<(), ApiError> {
     if model.len() > MODEL_MAX || model.chars().any(unprintable) {
         return Err(invalid(

@@ -259,9 +259,6 @@ fn write_fields(fields: &Fields) -> String {
     }
 }
 
-/// Refuses a model name no provider could serve and no log or metric should carry: longer than
-/// [`MODEL_MAX`] bytes, or with control characters.
-
 fn raw_json_true() -> Box<RawValue> {
     RawValue::from_string("true".to_owned()).unwrap_or_else(|_| RawValue::NULL.to_owned())
 }

@@ -3,7 +3,7 @@
 //! as they are, never joined into a second copy), the text fields become the canonical body
 //! (a JSON object of strings; a repeated `name[]` field an array of them).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use axum::body::{Body, HttpBody};
 use axum::http::{HeaderMap, header};
@@ -67,7 +67,7 @@ pub async fn read(
         body.into_data_stream().map(move |chunk| {
             let error = match chunk {
                 Ok(chunk) => {
-                    let mut held = budgeted.lock().unwrap_or_else(PoisonError::into_inner);
+                    let mut held = crate::sync::lock(&budgeted);
                     match held.as_mut().map(|b| b.take(chunk.len())) {
                         Some(Err(error)) => error,
                         Some(Ok(())) | None => return Ok(chunk),
@@ -76,22 +76,18 @@ pub async fn read(
                 Err(e) => ApiError::body_unreadable(&e),
             };
             let text = error.to_string();
-            *stopped.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
+            *crate::sync::lock(&stopped) = Some(error);
             Err(std::io::Error::other(text))
         })
     };
     let mut form = multer::Multipart::new(chunks, boundary);
     let unreadable = |e: multer::Error| {
-        stopped
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .unwrap_or_else(|| {
-                invalid(
-                    FILE_FIELD,
-                    &format!("The multipart body is malformed: {e}."),
-                )
-            })
+        crate::sync::lock(&stopped).take().unwrap_or_else(|| {
+            invalid(
+                FILE_FIELD,
+                &format!("The multipart body is malformed: {e}."),
+            )
+        })
     };
     let mut texts: IndexMap<String, Vec<String>> = IndexMap::new();
     let mut upload: Option<Upload> = None;
@@ -143,9 +139,7 @@ pub async fn read(
         })?;
         texts.entry(name).or_default().push(text);
     }
-    let reservation = budgeted
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+    let reservation = crate::sync::lock(&budgeted)
         .take()
         .map(Budgeted::into_reservation);
     let upload = upload

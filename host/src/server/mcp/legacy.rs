@@ -26,12 +26,14 @@ use futures_util::Stream;
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::{Asked, Message, answer, enter, error, handshake, message_event, now_s, read_message};
+use super::entry::{enter, error};
+use super::handshake::{handshake, now_s};
+use super::message::{Asked, Message, answer, message_event, read_message};
 use crate::mcp::error::McpError;
 use crate::mcp::legacy::{IN_FLIGHT, Opened};
 use crate::mcp::progress::Relay;
 use crate::mcp::session::new_session;
-use crate::server::RequestId;
+use crate::server::request_log::RequestId;
 use crate::state::AppState;
 
 /// The version the transport belongs to (a session negotiates its own in `initialize`).

@@ -3,10 +3,11 @@
 
 use axum::body::Body;
 use axum::http::HeaderMap;
+use axum::response::sse::Event;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::refused;
+use super::entry::refused;
 use crate::auth::Caller;
 use crate::mcp::call::Call;
 use crate::mcp::error::McpError;
@@ -108,4 +109,9 @@ impl Asked {
 /// A JSON-RPC response with `result`.
 pub(super) fn answer(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A message as an event of a stream.
+pub(super) fn message_event(message: &Value) -> Event {
+    Event::default().event("message").data(message.to_string())
 }

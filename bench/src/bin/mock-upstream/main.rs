@@ -6,10 +6,15 @@
 //! being measured on it. The answers are prebuilt at start: the mock's own cost per request is a
 //! parse of the request and a write. It prints `listening <addr>` and serves until killed.
 //!
-//! `mock-upstream [port] [pace_ms]`: port 0 (the default) picks a free one; a pace sends one
-//! streamed event every `pace_ms` milliseconds. 127.0.0.1 only.
+//! It also serves `/mcp`, an MCP server with one tool (`mcp.rs`), for the tool-call row.
+//!
+//! `mock-upstream [port] [pace_ms] [delay_ms]`: port 0 (the default) picks a free one; a pace
+//! sends one streamed event every `pace_ms` milliseconds; a delay holds every completion that
+//! long before it is answered (a model's time to think). 127.0.0.1 only.
 
 #![allow(clippy::print_stdout)]
+
+mod mcp;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -27,9 +32,9 @@ use serde_json::{Value, json};
 /// Text deltas per streamed answer.
 const DELTAS: usize = 20;
 /// Request bodies past this are refused, as a provider would.
-const MAX_BODY: usize = 1 << 20;
+pub(crate) const MAX_BODY: usize = 1 << 20;
 
-type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+pub(crate) type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 /// Every answer, built once.
 struct Answers {
@@ -42,6 +47,8 @@ struct Answers {
     responses_stream: Vec<Bytes>,
     /// The time between two streamed events (none: all at once).
     pace: Option<Duration>,
+    /// The time before a completion is answered, whole or streamed.
+    delay: Option<Duration>,
 }
 
 fn words() -> Vec<String> {
@@ -200,7 +207,7 @@ fn responses_answers() -> (Bytes, Vec<Bytes>) {
     (Bytes::from(whole.to_string()), stream)
 }
 
-fn full(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
+pub(crate) fn full(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
     let mut response = Response::new(Full::new(body).boxed());
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -279,6 +286,9 @@ struct StreamOptions {
 
 async fn serve(answers: Arc<Answers>, request: Request<Incoming>) -> Response<Body> {
     let path = request.uri().path().to_owned();
+    if path == "/mcp" {
+        return mcp::serve(request).await;
+    }
     let headers = request.headers().clone();
     let bearer = headers
         .get("authorization")
@@ -296,6 +306,11 @@ async fn serve(answers: Arc<Answers>, request: Request<Incoming>) -> Response<Bo
     };
     if req.model.as_deref().is_none_or(str::is_empty) {
         return error(StatusCode::BAD_REQUEST, "model: required");
+    }
+    if let Some(delay) = answers.delay
+        && path != "/v1/embeddings"
+    {
+        tokio::time::sleep(delay).await;
     }
     match path.as_str() {
         "/v1/chat/completions" => {
@@ -381,7 +396,9 @@ fn embedding(text: &str) -> Bytes {
 fn main() -> anyhow::Result<()> {
     let port: u16 = std::env::args().nth(1).map_or(Ok(0), |p| p.parse())?;
     let pace_ms: u64 = std::env::args().nth(2).map_or(Ok(0), |p| p.parse())?;
+    let delay_ms: u64 = std::env::args().nth(3).map_or(Ok(0), |p| p.parse())?;
     let pace = (pace_ms > 0).then(|| Duration::from_millis(pace_ms));
+    let delay = (delay_ms > 0).then(|| Duration::from_millis(delay_ms));
     let (chat, chat_stream, chat_stream_usage) = chat_answers();
     let (messages, messages_stream) = messages_answers();
     let (responses, responses_stream) = responses_answers();
@@ -394,6 +411,7 @@ fn main() -> anyhow::Result<()> {
         responses,
         responses_stream,
         pace,
+        delay,
     });
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
