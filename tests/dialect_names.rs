@@ -33,7 +33,7 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ),
     (
         "config/config_file.rs",
-        "\"gemini\"",
+        "\"gemini",
         "the configuration reference's example of turning on a dialect beyond the built-in ones",
     ),
     (
