@@ -25,6 +25,7 @@ mod commands;
 mod config_cli;
 mod console;
 mod count_translated;
+mod dialect_names;
 mod endpoints;
 mod errors;
 mod fault_isolation;

@@ -240,7 +240,7 @@ fn dialect_sites(text: &str) -> Vec<(usize, &'static str)> {
 }
 
 /// Each line of `text` (numbered from 1) without its comment.
-fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+pub(crate) fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.lines().enumerate().map(|(n, line)| {
         let code = line.find("//").map_or(line, |i| &line[..i]);
         (n + 1, code)
@@ -308,7 +308,7 @@ fn imports(src: &Path, modules: &[String]) -> BTreeMap<(String, String), Sites> 
     graph
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()

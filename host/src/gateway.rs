@@ -9,9 +9,7 @@ use std::time::Duration;
 use crate::catalog::{Catalog, ModelInfo};
 use crate::config::Config;
 use crate::limits::Limits;
-use crate::plugins::{
-    DialectRegistry, Operation, PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin,
-};
+use crate::plugins::{DialectRegistry, PluginHost, ProviderConfig, ProviderPlugin, RouterPlugin};
 use crate::redact::Secrets;
 use crate::routing::Route;
 use crate::upstream::Scope;
@@ -232,25 +230,10 @@ impl Gateway {
                     message,
                 });
             }
-            let operations = call
-                .native_operations(&provider_config)
+            let native = call
+                .native_dialects(&provider_config)
                 .await
                 .map_err(plugin_failed)?;
-            // Only dialects can be native; a canonical operation listed means nothing. The two
-            // operations are the names of the dialects that predate `native-dialects`.
-            let mut native: Vec<String> = operations
-                .into_iter()
-                .filter_map(|op| match op {
-                    Operation::Messages => Some("messages".to_owned()),
-                    Operation::Responses => Some("responses".to_owned()),
-                    _ => None,
-                })
-                .collect();
-            native.extend(
-                call.native_dialects(&provider_config)
-                    .await
-                    .map_err(plugin_failed)?,
-            );
             let system = telemetry_name(description.system.as_deref(), &entry.plugin);
             providers.push(Provider {
                 name: name.as_str().into(),

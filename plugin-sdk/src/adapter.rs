@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 use crate::entry::Entry;
 use crate::wit::provider::{Description, Guest, GuestStreamDecoder};
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Metered, Operation,
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Metered,
     PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo,
     StreamDecoder, StreamOutput,
 };
@@ -20,10 +20,6 @@ impl<P: Provider> Guest for Adapter<P> {
 
     fn describe(config: ProviderConfig) -> Description {
         describe::<P>(&config)
-    }
-
-    fn native_operations(config: ProviderConfig) -> Vec<Operation> {
-        native_operations::<P>(&config)
     }
 
     fn native_dialects(config: ProviderConfig) -> Vec<String> {
@@ -104,14 +100,6 @@ pub fn validate<P: Provider>(config: &ProviderConfig) -> Result<(), ConfigError>
         ));
     }
     Ok(())
-}
-
-/// The dialect operations `P` serves natively for `config`; none for an entry `validate`
-/// refuses.
-pub fn native_operations<P: Provider>(config: &ProviderConfig) -> Vec<Operation> {
-    Entry::read::<P>(config)
-        .map(|entry| P::native_operations(&entry))
-        .unwrap_or_default()
 }
 
 /// The dialects `P` serves natively for `config`; none for an entry `validate` refuses.

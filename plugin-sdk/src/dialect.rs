@@ -306,6 +306,9 @@ mod tests {
                 routes: vec![Route::new("POST", "/upper", "upper", RouteKind::Call)],
                 keys: Vec::new(),
                 typed_events: false,
+                answer_id_prefix: "up_".into(),
+                chains_turns: false,
+                native_answers_guarded: true,
             }
         }
 

@@ -111,7 +111,15 @@
 //!
 //!     fn describe() -> Declaration {
 //!         let route = Route::new("POST", "/v1/prompt", "prompt", RouteKind::Call);
-//!         Declaration { name: "prompt".into(), routes: vec![route], keys: vec![], typed_events: false }
+//!         Declaration {
+//!             name: "prompt".into(),
+//!             routes: vec![route],
+//!             keys: vec![],
+//!             typed_events: false,
+//!             answer_id_prefix: "prompt_".into(),
+//!             chains_turns: false,
+//!             native_answers_guarded: true,
+//!         }
 //!     }
 //!
 //!     fn decode(call: &Call) -> Result<Decoded, Failure> {
@@ -343,7 +351,7 @@ pub use provider::{NoStream, Provider, StreamDecoder};
 #[cfg(feature = "provider")]
 pub mod calls {
     pub use crate::adapter::{
-        describe, native_dialects, native_operations, parse_response, prepare, prepare_count,
+        describe, native_dialects, parse_response, prepare, prepare_count,
         validate,
     };
 }

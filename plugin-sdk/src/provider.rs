@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 
 use crate::entry::{Auth, Entry};
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpResponse, Metered, Operation, PassthroughAuth,
+    CanonicalRequest, Completion, ConfigError, HttpResponse, Metered, PassthroughAuth,
     PassthroughCall, PluginError, Prepared, ProviderConfig, RequestInfo, StreamOutput,
 };
 
@@ -43,17 +43,11 @@ pub trait Provider: 'static {
         None
     }
 
-    /// The dialect operations ([`Operation::Messages`], [`Operation::Responses`]) this entry's
-    /// upstream serves itself; the host passes such requests through to `prepare` untranslated.
-    /// The default is none: every dialect reaches the plugin translated into chat completions.
-    fn native_operations(entry: &Entry<Self::Settings>) -> Vec<Operation> {
-        let _ = entry;
-        Vec::new()
-    }
-
-    /// The dialects besides Messages and Responses, by their declared names (`gemini`), this
-    /// entry's upstream serves itself: their requests reach `prepare` with
-    /// [`CanonicalRequest::native`] set. The default is none.
+    /// The dialects, by their declared names ([`crate::native::MESSAGES`],
+    /// [`crate::native::RESPONSES`], `gemini`), this entry's upstream serves itself: the host
+    /// passes their requests through to `prepare` untranslated, with
+    /// [`CanonicalRequest::native`] set. The default is none: every dialect reaches the plugin
+    /// translated into chat completions.
     fn native_dialects(entry: &Entry<Self::Settings>) -> Vec<String> {
         let _ = entry;
         Vec::new()

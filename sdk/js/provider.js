@@ -155,8 +155,9 @@ function upstreamRequest(prepared) {
 
 /**
  * The `provider` export of a component: `export const provider = defineProvider({...})`.
- * `nativeOperations(entry)` lists the client dialects (`'messages'`, `'responses'`) the entry's
- * upstream serves itself; the default is none, so every dialect arrives translated.
+ * `nativeDialects(entry)` lists the client dialects, by their declared names (`'messages'`,
+ * `'responses'`, `'gemini'`), the entry's upstream serves itself: their requests reach `prepare`
+ * with `request.native` set. The default is none, so every dialect arrives translated.
  * `defaultBaseUrl` is a string, or a function of the options returning one; `system` is the
  * upstream's OpenTelemetry `gen_ai.provider.name`; `authHeader` the header the key goes in
  * (`'authorization'`, the default, sends `Bearer <key>`; `null`: the plugin uses the key itself);
@@ -169,7 +170,7 @@ function upstreamRequest(prepared) {
  * @param {{ options?: Function, defaultBaseUrl?: string | ((options: object) => string | undefined),
  *           system?: string, authHeader?: string | null, local?: boolean,
  *           validate?: (entry: Entry) => void,
- *           nativeOperations?: (entry: Entry) => string[],
+ *           nativeDialects?: (entry: Entry) => string[],
  *           prepare: (entry: Entry, request: object) => object,
  *           parseResponse?: (entry: Entry, request: object, response: object) => object,
  *           passthrough?: (entry: Entry, call: object) => { headers: [string, string][], query: [string, string][] },
@@ -196,7 +197,7 @@ export function defineProvider(plugin) {
       }
       return { defaultBaseUrl: defaultUrl, system: plugin.system };
     },
-    nativeOperations(config) {
+    nativeDialects(config) {
       let read;
       try {
         read = readEntry(plugin, config);
@@ -204,11 +205,7 @@ export function defineProvider(plugin) {
         if (err instanceof ConfigError) return []; // `validate` refuses the entry
         throw asTrap(err);
       }
-      return plugin.nativeOperations?.(read) ?? [];
-    },
-    // Dialects besides Messages and Responses served natively: none from JavaScript yet.
-    nativeDialects() {
-      return [];
+      return plugin.nativeDialects?.(read) ?? [];
     },
     // No counting endpoint from JavaScript yet: the host counts with its own tokenizer.
     prepareCount() {

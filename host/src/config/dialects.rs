@@ -1,4 +1,6 @@
-//! `dialects:`: the client APIs served besides Chat Completions, each by its dialect plugin.
+//! `dialects:`: the client APIs served besides Chat Completions, each by its dialect plugin, and
+//! the built-in dialects the gateway always serves: the one place in the host that names a
+//! dialect (`tests/dialect_names.rs` holds every other host file to knowing none by name).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

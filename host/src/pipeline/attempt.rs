@@ -46,20 +46,8 @@ pub async fn attempt(
     target: &Target<'_>,
 ) -> Result<Sent, ApiError> {
     let provider = target.provider;
-    let operation = match cx.request.operation {
-        Operation::Embeddings => "embeddings",
-        Operation::ImageGenerations => "image_generation",
-        Operation::Completions => "text_completion",
-        Operation::Moderations => "moderation",
-        Operation::Rerank => "rerank",
-        Operation::AudioTranscriptions => "transcription",
-        Operation::AudioTranslations => "translation",
-        Operation::AudioSpeech => "speech",
-        Operation::ChatCompletions
-        | Operation::ListModels
-        | Operation::Messages
-        | Operation::Responses => "chat",
-    };
+    // A model list is asked of plugins elsewhere (`server/models.rs`), never attempted here.
+    let operation = crate::plugins::operation_names(cx.request.operation).measured;
     let mut span = cx.trace.attempt(
         operation,
         &provider.name,

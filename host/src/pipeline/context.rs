@@ -1,5 +1,6 @@
 //! The one value a request carries forward through the stages, from its arrival to its end.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -51,7 +52,7 @@ pub struct Context {
     /// The ledger's name for its operation when it is not the operation's own: a registry
     /// dialect's declared name (`messages`, `gemini`), so that each dialect's records can be
     /// told apart; `passthrough` for a pass-through request.
-    pub(crate) recorded_as: Option<std::borrow::Cow<'static, str>>,
+    pub(crate) recorded_as: Option<Cow<'static, str>>,
     /// The prompt's tokens, counted on first use (by admit, route or the record) and kept.
     prompt_tokens: Option<u32>,
     /// How the prompt is counted: the host's tokenizer (a seam for the count-once test).
@@ -103,7 +104,18 @@ impl Context {
             || state.gateway.load_full(),
             |edge| Arc::clone(&edge.gateway),
         );
-        let route = route_of(incoming.operation);
+        // A dialect's request is traced under its route's declared path and measured under the
+        // dialect's name, as it is recorded.
+        let route = match &incoming.edge {
+            Some(edge) => (
+                Cow::Owned(edge.matched.route().path().to_owned()),
+                Cow::Owned(edge.matched.dialect.name.clone()),
+            ),
+            None => {
+                let names = crate::plugins::operation_names(incoming.operation);
+                (Cow::Borrowed(names.path), Cow::Borrowed(names.measured))
+            }
+        };
         Self::start(state, gateway, incoming, route)
     }
 
@@ -115,7 +127,7 @@ impl Context {
             state,
             state.gateway.load_full(),
             incoming,
-            ("/passthrough", "passthrough"),
+            (Cow::Borrowed("/passthrough"), Cow::Borrowed("passthrough")),
         );
         cx.recorded_as = Some("passthrough".into());
         cx
@@ -125,7 +137,7 @@ impl Context {
         state: &AppState,
         gateway: Arc<Gateway>,
         incoming: &Incoming,
-        (path, name): (&'static str, &'static str),
+        (path, name): (Cow<'static, str>, Cow<'static, str>),
     ) -> Self {
         let headers = &incoming.headers;
         let telemetry = state
@@ -199,23 +211,5 @@ impl Context {
             let us = u64::try_from(self.started.elapsed().as_micros()).unwrap_or(u64::MAX);
             self.first_output_us = Some(us.max(1));
         }
-    }
-}
-
-/// The path and name a request of `operation` is traced and measured under.
-fn route_of(operation: Operation) -> (&'static str, &'static str) {
-    match operation {
-        Operation::ChatCompletions => ("/v1/chat/completions", "chat"),
-        Operation::Embeddings => ("/v1/embeddings", "embeddings"),
-        Operation::ImageGenerations => ("/v1/images/generations", "image_generation"),
-        Operation::ListModels => ("/v1/models", "models"),
-        Operation::Messages => ("/v1/messages", "messages"),
-        Operation::Responses => ("/v1/responses", "responses"),
-        Operation::Completions => ("/v1/completions", "text_completion"),
-        Operation::Moderations => ("/v1/moderations", "moderation"),
-        Operation::Rerank => ("/v1/rerank", "rerank"),
-        Operation::AudioTranscriptions => ("/v1/audio/transcriptions", "transcription"),
-        Operation::AudioTranslations => ("/v1/audio/translations", "translation"),
-        Operation::AudioSpeech => ("/v1/audio/speech", "speech"),
     }
 }

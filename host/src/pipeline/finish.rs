@@ -12,7 +12,7 @@ use super::context::Context;
 use crate::catalog::{self, ModelInfo};
 use crate::error::ApiError;
 use crate::ledger::{UsageRecord, Written};
-use crate::plugins::{Operation, Settlement, Usage};
+use crate::plugins::{Settlement, Usage};
 use crate::telemetry::RequestEnd;
 use crate::tokenizer::Tokenizer;
 
@@ -99,10 +99,14 @@ impl Context {
             time_us: self.arrived_us,
             project: std::mem::take(&mut self.caller.project),
             api_key_id: self.caller.key_id.take(),
-            operation: self
-                .recorded_as
-                .take()
-                .map_or_else(|| operation_name(self.operation).to_owned(), Into::into),
+            operation: self.recorded_as.take().map_or_else(
+                || {
+                    crate::plugins::operation_names(self.operation)
+                        .recorded
+                        .to_owned()
+                },
+                Into::into,
+            ),
             user_id: self.request.user.id.take(),
             user_name: self.request.user.name.take(),
             user_tags: std::mem::take(&mut self.request.user.tags),
@@ -255,20 +259,3 @@ pub fn usage_cost(info: &ModelInfo, usage: Usage) -> i64 {
 
 /// Bytes of a record's error code, at most.
 const ERROR_TYPE_MAX: usize = 64;
-
-fn operation_name(operation: Operation) -> &'static str {
-    match operation {
-        Operation::ChatCompletions => "chat.completions",
-        Operation::Embeddings => "embeddings",
-        Operation::ImageGenerations => "images.generations",
-        Operation::ListModels => "models",
-        Operation::Messages => "messages",
-        Operation::Responses => "responses",
-        Operation::Completions => "completions",
-        Operation::Moderations => "moderations",
-        Operation::Rerank => "rerank",
-        Operation::AudioTranscriptions => "audio.transcriptions",
-        Operation::AudioTranslations => "audio.translations",
-        Operation::AudioSpeech => "audio.speech",
-    }
-}

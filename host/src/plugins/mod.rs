@@ -53,7 +53,7 @@ pub use cache_key::CacheKeyPlugin;
 pub use dialect::{DialectCall, DialectPlugin, DialectStream};
 pub use guard::{AnswerGuardCall, GuardPlugin};
 pub use limiter::LimiterPlugin;
-pub use operation_names::{operation_named, wit_name};
+pub use operation_names::{OperationNames, names as operation_names};
 pub use provider::{PluginCall, Prepared, ProviderPlugin, ProviderStream};
 pub use registry::{DialectRegistry, Matched, Mounted, MountedRoute, RegistryError, Unmatched};
 pub use router::RouterPlugin;

@@ -1,46 +1,52 @@
-//! The provider contract's operations by their WIT names (`chat-completions`, `messages`, ...),
-//! so that a dialect can be matched to an operation by the name it declares, without the host
-//! naming any dialect.
+//! The one table of the provider contract's operations and what each is called: the name its
+//! records carry, the path it is served on and the name its spans and metrics carry. A request of a registry dialect is recorded and measured under the dialect's declared
+//! name instead (see `Context::recorded_as`), so no dialect is named here.
 
 use super::Operation;
 
-/// Every operation of the contract.
-const ALL: [Operation; 12] = [
-    Operation::ChatCompletions,
-    Operation::Embeddings,
-    Operation::ImageGenerations,
-    Operation::ListModels,
-    Operation::Messages,
-    Operation::Responses,
-    Operation::Completions,
-    Operation::Moderations,
-    Operation::Rerank,
-    Operation::AudioTranscriptions,
-    Operation::AudioTranslations,
-    Operation::AudioSpeech,
-];
-
-/// The operation's name in `wit/provider.wit`. Exhaustive, so that a new operation is named.
-pub fn wit_name(operation: Operation) -> &'static str {
-    match operation {
-        Operation::ChatCompletions => "chat-completions",
-        Operation::Embeddings => "embeddings",
-        Operation::ImageGenerations => "image-generations",
-        Operation::ListModels => "list-models",
-        Operation::Messages => "messages",
-        Operation::Responses => "responses",
-        Operation::Completions => "completions",
-        Operation::Moderations => "moderations",
-        Operation::Rerank => "rerank",
-        Operation::AudioTranscriptions => "audio-transcriptions",
-        Operation::AudioTranslations => "audio-translations",
-        Operation::AudioSpeech => "audio-speech",
-    }
+/// What one operation is called wherever the host names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OperationNames {
+    /// The ledger's name for its records, which the usage API filters by (`chat.completions`).
+    pub recorded: &'static str,
+    /// The path the host serves it on, for traces (`/v1/chat/completions`).
+    pub path: &'static str,
+    /// The name its spans and metrics carry (`chat`).
+    pub measured: &'static str,
 }
 
-/// The operation whose WIT name is `name`, if any.
-pub fn operation_named(name: &str) -> Option<Operation> {
-    ALL.into_iter().find(|op| wit_name(*op) == name)
+/// The names of `operation`. Exhaustive, so that a new operation is named once, here.
+pub const fn names(operation: Operation) -> OperationNames {
+    use Operation as O;
+    let (recorded, path, measured) = match operation {
+        O::ChatCompletions => ("chat.completions", "/v1/chat/completions", "chat"),
+        O::Embeddings => ("embeddings", "/v1/embeddings", "embeddings"),
+        O::ImageGenerations => (
+            "images.generations",
+            "/v1/images/generations",
+            "image_generation",
+        ),
+        O::ListModels => ("models", "/v1/models", "models"),
+        O::Completions => ("completions", "/v1/completions", "text_completion"),
+        O::Moderations => ("moderations", "/v1/moderations", "moderation"),
+        O::Rerank => ("rerank", "/v1/rerank", "rerank"),
+        O::AudioTranscriptions => (
+            "audio.transcriptions",
+            "/v1/audio/transcriptions",
+            "transcription",
+        ),
+        O::AudioTranslations => (
+            "audio.translations",
+            "/v1/audio/translations",
+            "translation",
+        ),
+        O::AudioSpeech => ("audio.speech", "/v1/audio/speech", "speech"),
+    };
+    OperationNames {
+        recorded,
+        path,
+        measured,
+    }
 }
 
 #[cfg(test)]
@@ -48,10 +54,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_operation_is_found_by_its_name() {
-        for op in ALL {
-            assert_eq!(operation_named(wit_name(op)), Some(op));
+    fn no_two_operations_share_a_name() {
+        let all = [
+            Operation::ChatCompletions,
+            Operation::Embeddings,
+            Operation::ImageGenerations,
+            Operation::ListModels,
+            Operation::Completions,
+            Operation::Moderations,
+            Operation::Rerank,
+            Operation::AudioTranscriptions,
+            Operation::AudioTranslations,
+            Operation::AudioSpeech,
+        ];
+        for field in [
+            |n: OperationNames| n.recorded,
+            |n: OperationNames| n.path,
+            |n: OperationNames| n.measured,
+        ] {
+            let distinct: std::collections::HashSet<_> =
+                all.into_iter().map(|op| field(names(op))).collect();
+            assert_eq!(distinct.len(), all.len());
         }
-        assert_eq!(operation_named("gemini"), None);
     }
 }

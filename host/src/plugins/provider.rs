@@ -6,8 +6,8 @@ use wasmtime::component::ResourceAny;
 use super::PluginFailure;
 use super::bindings;
 use super::bindings::provider_types::{
-    CanonicalRequest, Completion, Description, Metered, Operation, PassthroughAuth,
-    PassthroughCall, ProviderConfig, RequestInfo, StreamOutput,
+    CanonicalRequest, Completion, Description, Metered, PassthroughAuth, PassthroughCall,
+    ProviderConfig, RequestInfo, StreamOutput,
 };
 use super::bindings::types::{ConfigError, HttpRequest, HttpResponse, PluginError};
 use super::loaded::{Instance, Loaded};
@@ -41,20 +41,8 @@ impl PluginCall {
         .await
     }
 
-    /// The dialect operations (`Messages`, `Responses`) the entry's upstream serves itself, to
-    /// pass through rather than translate.
-    pub async fn native_operations(
-        &mut self,
-        config: &ProviderConfig,
-    ) -> Result<Vec<Operation>, PluginFailure> {
-        self.run("native_operations", async |b, s| {
-            b.wasmgate_plugin_provider()
-                .call_native_operations(s, config)
-                .await
-        })
-        .await
-    }
-
+    /// The dialects, by their declared names, the entry's upstream serves itself, to pass
+    /// through rather than translate.
     pub async fn native_dialects(
         &mut self,
         config: &ProviderConfig,

@@ -30,6 +30,13 @@ pub struct Mounted {
     pub routes: Vec<MountedRoute>,
     pub keys: Vec<KeySource>,
     pub typed_events: bool,
+    /// What the ids of its translated answers begin with (`msg_`).
+    pub answer_id_prefix: String,
+    /// Whether it chains turns through the gateway's response store.
+    pub chains_turns: bool,
+    /// Whether its answers from a native target can be guarded as they are; when not, a
+    /// request whose answer is guarded is translated.
+    pub native_answers_guarded: bool,
 }
 
 /// One declared route.
@@ -130,6 +137,9 @@ impl DialectRegistry {
             routes,
             keys: declaration.keys,
             typed_events: declaration.typed_events,
+            answer_id_prefix: declaration.answer_id_prefix,
+            chains_turns: declaration.chains_turns,
+            native_answers_guarded: declaration.native_answers_guarded,
         }));
         Ok(())
     }
@@ -177,6 +187,13 @@ impl DialectRegistry {
         Err(other_method.map_or(Unmatched::NoRoute, |dialect| {
             Unmatched::Method(dialect, allowed)
         }))
+    }
+}
+
+impl MountedRoute {
+    /// The path as the dialect declared it (`/v1beta/models/{model}:generateContent`).
+    pub fn path(&self) -> &str {
+        &self.pattern.source
     }
 }
 

@@ -17,7 +17,7 @@ use super::request_log::{LoggedAtEnd, RequestId};
 use crate::error::{ApiError, Dialect};
 use crate::pipeline::edge::{self as edge_of, Edge};
 use crate::pipeline::{self, Incoming};
-use crate::plugins::{KeySource, Mounted, RouteKind, Unmatched};
+use crate::plugins::{KeySource, Mounted, Operation, RouteKind, Unmatched};
 use crate::state::AppState;
 
 /// Bytes of a key read from a dialect's own header or query parameter, at most.
@@ -128,7 +128,8 @@ async fn call(
 ) -> Response {
     let incoming = Incoming {
         dialect: Dialect::Plugin,
-        operation: edge_of::operation_of(&edge.matched.dialect),
+        // Until its plugin has decoded the body into the canonical operation it stands for.
+        operation: Operation::ChatCompletions,
         request_id: id.map(|Extension(RequestId(id))| id).unwrap_or_default(),
         headers,
         body,

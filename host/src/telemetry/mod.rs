@@ -87,10 +87,11 @@ impl Telemetry {
     pub fn request(
         self: &Arc<Self>,
         headers: &http::HeaderMap,
-        path: &'static str,
-        operation: &'static str,
+        path: impl Into<Cow<'static, str>>,
+        operation: impl Into<Cow<'static, str>>,
         request_id: &str,
     ) -> RequestTelemetry {
+        let (path, operation) = (path.into(), operation.into());
         let incoming = headers
             .get("traceparent")
             .and_then(|v| v.to_str().ok())
@@ -100,8 +101,8 @@ impl Telemetry {
             None => Span::none(),
         };
         span.set("http.request.method", "POST");
-        span.set("http.route", path);
-        span.set("gen_ai.operation.name", operation);
+        span.set("http.route", path.clone());
+        span.set("gen_ai.operation.name", operation.clone());
         if span.is_recording() {
             span.set("wasmgate.request_id", request_id.to_owned());
         }
@@ -148,8 +149,8 @@ pub const PROMPT_LOG_MAX: usize = 64 * 1024;
 pub struct RequestTelemetry {
     trace: Trace,
     span: Span,
-    path: &'static str,
-    operation: &'static str,
+    path: Cow<'static, str>,
+    operation: Cow<'static, str>,
     /// The prompt, kept for the log line only when `observability.log_prompts` is on.
     prompt: Option<String>,
 }
@@ -214,7 +215,7 @@ impl RequestTelemetry {
         let latency = Duration::from_micros(u64::try_from(r.latency_us).unwrap_or(0));
         metrics
             .requests
-            .inc([provider, model, self.operation, status_text(r.status)], 1);
+            .inc([provider, model, &self.operation, status_text(r.status)], 1);
         metrics.request_duration.observe([provider, model], latency);
         if let Some(ttft) = r.ttft_us {
             let ttft = Duration::from_micros(u64::try_from(ttft).unwrap_or(0));
@@ -258,7 +259,7 @@ impl RequestTelemetry {
         }
 
         let latency_us = r.latency_us;
-        let (status, request_id, path) = (r.status, r.request_id.as_str(), self.path);
+        let (status, request_id, path) = (r.status, r.request_id.as_str(), &*self.path);
         let (input_tokens, output_tokens) = (r.input_tokens, r.output_tokens);
         let prompt = self.prompt.as_deref();
         match (&r.error_type, end.error) {

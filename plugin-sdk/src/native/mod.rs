@@ -2,9 +2,10 @@
 //! upstream that speaks it itself: the request body goes on as the client wrote it, the answer
 //! comes back unchanged, and only usage and errors are read on the way.
 //!
-//! A plugin lists the operations it serves natively in `Provider::native_operations`, builds
-//! the request in `prepare` (URL and key; [`forwarded_header`] for the client headers it passes
-//! on), and decodes streams with [`NativeStream`] over a [`NativeDialect`] that reads the
+//! A plugin lists the dialects it serves natively in `Provider::native_dialects` ([`MESSAGES`],
+//! [`RESPONSES`], or any other dialect's declared name), finds their requests with
+//! [`native_call`], builds the request in `prepare` (URL and key; [`forwarded_header`] for the
+//! client headers it passes on), and decodes streams with [`NativeStream`] over a [`NativeDialect`] that reads the
 //! dialect's usage. [`OrNative`] lets one `Provider::Decoder` serve both its chat streams and
 //! its native ones. OpenAI's Responses dialect is here ([`ResponsesEvents`]), shared by every
 //! plugin whose upstream serves it.
@@ -17,29 +18,21 @@ use serde::Deserialize;
 use crate::sse::SseEvent;
 use crate::sse_stream::{EventTranslator, SseStream};
 use crate::{
-    CanonicalRequest, Operation, PluginError, ProviderConfig, RequestInfo, StreamDecoder,
+    CanonicalRequest, NativeCall, PluginError, ProviderConfig, RequestInfo, StreamDecoder,
     StreamOutput, Usage,
 };
 
 pub use model::with_model;
 pub use responses::{ResponsesEvents, ResponsesStream};
 
-/// Whether `operation` is a client dialect (passed through natively when a plugin lists it),
-/// rather than one of the canonical OpenAI operations.
-pub fn is_dialect(operation: Operation) -> bool {
-    match operation {
-        Operation::Messages | Operation::Responses => true,
-        Operation::ChatCompletions
-        | Operation::Embeddings
-        | Operation::ImageGenerations
-        | Operation::ListModels
-        | Operation::Completions
-        | Operation::Moderations
-        | Operation::Rerank
-        | Operation::AudioTranscriptions
-        | Operation::AudioTranslations
-        | Operation::AudioSpeech => false,
-    }
+/// The declared name of Anthropic's Messages dialect (`POST /v1/messages`).
+pub const MESSAGES: &str = "messages";
+/// The declared name of OpenAI's Responses dialect (`POST /v1/responses`).
+pub const RESPONSES: &str = "responses";
+
+/// The native call of `native` (a request's or a request info's) if it is in `dialect`.
+pub fn native_call<'a>(native: &'a Option<NativeCall>, dialect: &str) -> Option<&'a NativeCall> {
+    native.as_ref().filter(|call| call.dialect == dialect)
 }
 
 /// The value of the client header `name` the host forwarded with `request` (compared
@@ -124,7 +117,7 @@ impl<D: NativeDialect> EventTranslator for NativeEvents<D> {
 }
 
 /// A decoder that is `C` for canonical (chat) streams and `N` for native dialect streams,
-/// chosen by the request's operation, so that one `Provider::Decoder` serves both.
+/// chosen by whether the request is native, so that one `Provider::Decoder` serves both.
 pub enum OrNative<C, N> {
     /// Decoding a chat completion stream.
     Canonical(C),
@@ -134,7 +127,7 @@ pub enum OrNative<C, N> {
 
 impl<C: StreamDecoder, N: StreamDecoder> StreamDecoder for OrNative<C, N> {
     fn new(config: ProviderConfig, request: RequestInfo, headers: &[(String, String)]) -> Self {
-        if is_dialect(request.operation) {
+        if request.native.is_some() {
             OrNative::Native(N::new(config, request, headers))
         } else {
             OrNative::Canonical(C::new(config, request, headers))

@@ -13,10 +13,16 @@ fn config() -> ProviderConfig {
     }
 }
 
-fn info(operation: Operation) -> RequestInfo {
+use crate::Operation;
+
+fn info(native: Option<&str>) -> RequestInfo {
     RequestInfo {
-        native: None,
-        operation,
+        native: native.map(|dialect| NativeCall {
+            dialect: dialect.into(),
+            route: dialect.into(),
+            params: Vec::new(),
+        }),
+        operation: Operation::ChatCompletions,
         model: "m".into(),
         stream: true,
     }
@@ -72,7 +78,7 @@ fn responses_events_pass_through_unchanged_with_their_usage_at_every_split() {
     };
     for split in 0..=body.len() {
         let (a, b) = body.split_at(split);
-        let decoder = ResponsesStream::new(config(), info(Operation::Responses), &[]);
+        let decoder = ResponsesStream::new(config(), info(Some(RESPONSES)), &[]);
         let (events, usage, error) = replay(decoder, &[a, b]);
         assert!(error.is_none(), "split {split}: {error:?}");
         assert_eq!(events, data_lines(RESPONSES_STREAM), "split {split}");
@@ -88,7 +94,7 @@ fn responses_error_event_is_a_typed_error_after_the_events_before_it() {
         "event: error\n",
         "data: {\"type\":\"error\",\"code\":\"server_error\",\"message\":\"The server had an error\",\"param\":null,\"sequence_number\":1}\n\n",
     );
-    let decoder = ResponsesStream::new(config(), info(Operation::Responses), &[]);
+    let decoder = ResponsesStream::new(config(), info(Some(RESPONSES)), &[]);
     let (events, _, error) = replay(decoder, &[stream.as_bytes()]);
     assert_eq!(events.len(), 1);
     let error = error.unwrap();
@@ -103,14 +109,14 @@ fn responses_stream_cut_short_fails_and_failed_response_still_counts() {
         .split("event: response.completed")
         .next()
         .unwrap();
-    let decoder = ResponsesStream::new(config(), info(Operation::Responses), &[]);
+    let decoder = ResponsesStream::new(config(), info(Some(RESPONSES)), &[]);
     let (events, usage, error) = replay(decoder, &[cut.as_bytes()]);
     assert_eq!(events.len(), 2);
     assert_eq!(usage, None);
     assert!(error.unwrap().message.contains("ended before"));
 
     let failed = "data: {\"type\":\"response.failed\",\"response\":{\"status\":\"failed\",\"error\":{\"code\":\"server_error\",\"message\":\"x\"},\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n";
-    let decoder = ResponsesStream::new(config(), info(Operation::Responses), &[]);
+    let decoder = ResponsesStream::new(config(), info(Some(RESPONSES)), &[]);
     let (events, usage, error) = replay(decoder, &[failed.as_bytes()]);
     assert!(error.is_none());
     assert_eq!(events.len(), 1);
@@ -119,24 +125,30 @@ fn responses_stream_cut_short_fails_and_failed_response_still_counts() {
 
 #[test]
 fn untyped_event_is_an_upstream_error() {
-    let decoder = ResponsesStream::new(config(), info(Operation::Responses), &[]);
+    let decoder = ResponsesStream::new(config(), info(Some(RESPONSES)), &[]);
     let (_, _, error) = replay(decoder, &[b"data: {\"no\":\"type\"}\n\n"]);
     assert_eq!(error.unwrap().kind, ErrorKind::Upstream);
 }
 
 #[test]
-fn or_native_picks_by_operation() {
+fn or_native_picks_by_whether_the_request_is_native() {
     type D = OrNative<crate::openai_compat::OpenAiStream, ResponsesStream>;
     assert!(matches!(
-        D::new(config(), info(Operation::Responses), &[]),
+        D::new(config(), info(Some(RESPONSES)), &[]),
         OrNative::Native(_)
     ));
     assert!(matches!(
-        D::new(config(), info(Operation::ChatCompletions), &[]),
+        D::new(config(), info(None), &[]),
         OrNative::Canonical(_)
     ));
-    assert!(is_dialect(Operation::Messages));
-    assert!(!is_dialect(Operation::Embeddings));
+}
+
+#[test]
+fn a_native_call_is_found_by_its_dialect() {
+    let native = info(Some(MESSAGES)).native;
+    assert!(native_call(&native, MESSAGES).is_some());
+    assert!(native_call(&native, RESPONSES).is_none());
+    assert!(native_call(&None, MESSAGES).is_none());
 }
 
 #[test]
@@ -158,7 +170,7 @@ fn with_model_changes_only_the_model() {
 fn forwarded_headers_are_found_case_insensitively() {
     let request = CanonicalRequest {
         native: None,
-        operation: Operation::Messages,
+        operation: Operation::ChatCompletions,
         model: "m".into(),
         body: "{}".into(),
         stream: false,

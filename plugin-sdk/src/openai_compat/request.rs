@@ -4,10 +4,9 @@
 use super::{speech, transcription_form};
 use crate::{CanonicalRequest, HttpRequest, Operation, PluginError, Prepared};
 
-/// OpenAI's path, under the base URL, of a canonical operation; `None` for the dialects
-/// (`messages`, `responses`), which only a provider that serves them natively takes.
-pub fn path(operation: Operation) -> Option<&'static str> {
-    Some(match operation {
+/// OpenAI's path, under the base URL, of a canonical operation.
+pub fn path(operation: Operation) -> &'static str {
+    match operation {
         Operation::ChatCompletions => "chat/completions",
         Operation::Embeddings => "embeddings",
         Operation::ImageGenerations => "images/generations",
@@ -19,8 +18,7 @@ pub fn path(operation: Operation) -> Option<&'static str> {
         Operation::AudioTranscriptions => "audio/transcriptions",
         Operation::AudioTranslations => "audio/translations",
         Operation::AudioSpeech => "audio/speech",
-        Operation::Messages | Operation::Responses => return None,
-    })
+    }
 }
 
 /// `request` sent to `url` as OpenAI's API takes it: `GET` for the models list, a multipart
@@ -39,9 +37,7 @@ pub fn upstream(url: String, request: CanonicalRequest) -> Result<Prepared, Plug
         | Operation::ImageGenerations
         | Operation::Completions
         | Operation::Moderations
-        | Operation::Rerank
-        | Operation::Messages
-        | Operation::Responses => {
+        | Operation::Rerank => {
             let mut http = HttpRequest::post_json(url, request.body.into_bytes());
             if request.stream {
                 http.set_header("accept", "text/event-stream");

@@ -47,8 +47,6 @@ pub fn parse_response(
         | Operation::Completions
         | Operation::Embeddings
         | Operation::ListModels
-        | Operation::Messages
-        | Operation::Responses
         | Operation::Rerank
         | Operation::AudioTranscriptions
         | Operation::AudioTranslations

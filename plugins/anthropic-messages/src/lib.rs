@@ -48,6 +48,9 @@ impl Dialect for Messages {
             // Every route takes `Authorization` and `x-api-key` already.
             keys: Vec::new(),
             typed_events: true,
+            answer_id_prefix: "msg_".to_owned(),
+            chains_turns: false,
+            native_answers_guarded: true,
         }
     }
 

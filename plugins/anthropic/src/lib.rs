@@ -28,7 +28,7 @@ mod settings;
 mod stream;
 
 use wasmgate_plugin_sdk::chat::ChatRequest;
-use wasmgate_plugin_sdk::native::{NativeStream, OrNative};
+use wasmgate_plugin_sdk::native::{MESSAGES, NativeStream, OrNative, native_call};
 use wasmgate_plugin_sdk::sse_stream::SseStream;
 use wasmgate_plugin_sdk::{
     Auth, CanonicalRequest, Completion, ConfigError, Entry, HttpRequest, HttpResponse, Operation,
@@ -54,15 +54,10 @@ impl Provider for Anthropic {
         Some("https://api.anthropic.com/v1".to_owned())
     }
 
-    /// Anthropic's own API is Messages: every entry serves it natively.
-    fn native_operations(_: &Entry<Settings>) -> Vec<Operation> {
-        vec![Operation::Messages]
-    }
-
-    /// Anthropic's Message Batches API, which the host drives to run OpenAI batches (see
-    /// [`batches`]).
+    /// Anthropic's own API is Messages: every entry serves it natively. And its Message
+    /// Batches API, which the host drives to run OpenAI batches (see [`batches`]).
     fn native_dialects(_: &Entry<Settings>) -> Vec<String> {
-        vec![batches::DIALECT.to_owned()]
+        vec![MESSAGES.to_owned(), batches::DIALECT.to_owned()]
     }
 
     fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
@@ -96,14 +91,15 @@ impl Provider for Anthropic {
         if let Some(call) = batches::call(entry, &request) {
             return call.map(Prepared::Upstream);
         }
+        if native_call(&request.native, MESSAGES).is_some() {
+            return native::prepare(entry, request).map(Prepared::Upstream);
+        }
         let settings = &entry.settings;
         match request.operation {
             Operation::ChatCompletions => {}
-            Operation::Messages => return native::prepare(entry, request).map(Prepared::Upstream),
             Operation::Embeddings
             | Operation::ImageGenerations
             | Operation::ListModels
-            | Operation::Responses
             | Operation::Completions
             | Operation::Moderations
             | Operation::Rerank
@@ -151,19 +147,9 @@ impl Provider for Anthropic {
         if !response.is_success() {
             return Err(errors::http_error(response.status, &response.body));
         }
-        match request.operation {
-            Operation::Messages => native::parse(response.body),
-            Operation::ChatCompletions
-            | Operation::Embeddings
-            | Operation::ImageGenerations
-            | Operation::ListModels
-            | Operation::Responses
-            | Operation::Completions
-            | Operation::Moderations
-            | Operation::Rerank
-            | Operation::AudioTranscriptions
-            | Operation::AudioTranslations
-            | Operation::AudioSpeech => response::parse(request, &response.body),
+        match native_call(&request.native, MESSAGES) {
+            Some(_) => native::parse(response.body),
+            None => response::parse(request, &response.body),
         }
     }
 }

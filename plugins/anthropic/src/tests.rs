@@ -55,7 +55,7 @@ fn validate_names_the_bad_key() {
 #[test]
 fn every_entry_serves_messages_natively() {
     assert_eq!(
-        wasmgate_plugin_sdk::calls::native_operations::<Anthropic>(&config(None, "{}")),
-        vec![Operation::Messages]
+        wasmgate_plugin_sdk::calls::native_dialects::<Anthropic>(&config(None, "{}")),
+        vec!["messages".to_owned(), batches::DIALECT.to_owned()]
     );
 }

@@ -26,7 +26,7 @@
 mod settings;
 
 use serde_json::json;
-use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, with_model};
+use wasmgate_plugin_sdk::native::{OrNative, RESPONSES, ResponsesStream, native_call, with_model};
 use wasmgate_plugin_sdk::openai_compat::{
     BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
 };
@@ -47,17 +47,18 @@ impl Provider for AzureOpenAi {
 
     // No default base URL: every Azure resource has its own endpoint.
 
-    fn native_operations(entry: &Entry<Settings>) -> Vec<Operation> {
-        match entry.settings.responses {
-            ResponsesMode::Native => vec![Operation::Responses],
-            ResponsesMode::Translate => Vec::new(),
-        }
-    }
-
-    /// The Files and Batch APIs (global batch deployments), which the host drives: a batch
-    /// line's `model` is the deployment's name, so a batch deployment is named after its model.
-    fn native_dialects(_entry: &Entry<Settings>) -> Vec<String> {
-        vec![BATCHES_DIALECT.to_owned()]
+    /// The Responses API unless the entry's `responses` option says `translate`; and the
+    /// Files and Batch APIs (global batch deployments), which the host drives: a batch line's
+    /// `model` is the deployment's name, so a batch deployment is named after its model.
+    fn native_dialects(entry: &Entry<Settings>) -> Vec<String> {
+        let responses = match entry.settings.responses {
+            ResponsesMode::Native => Some(RESPONSES.to_owned()),
+            ResponsesMode::Translate => None,
+        };
+        responses
+            .into_iter()
+            .chain([BATCHES_DIALECT.to_owned()])
+            .collect()
     }
 
     fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
@@ -74,6 +75,15 @@ impl Provider for AzureOpenAi {
         }) {
             return prepared;
         }
+        if request.native.is_some() {
+            return match native_call(&request.native, RESPONSES) {
+                Some(_) if settings.responses == ResponsesMode::Native => responses(entry, request),
+                _ => Err(PluginError::invalid_request(format!(
+                    "provider `{}` does not serve this API natively",
+                    entry.name
+                ))),
+            };
+        }
         match request.operation {
             // Azure serves no moderations or rerank endpoint: its content filters run on every
             // deployment.
@@ -87,12 +97,6 @@ impl Provider for AzureOpenAi {
             // `/openai/deployments` left the data plane after 2022-12-01: the configured
             // deployments are the answer.
             Operation::ListModels => Ok(Prepared::Local(list_models(settings))),
-            Operation::Responses if settings.responses == ResponsesMode::Native => {
-                responses(entry, request)
-            }
-            Operation::Responses | Operation::Messages => Err(PluginError::invalid_request(
-                format!("provider `{}` does not serve this API natively", entry.name),
-            )),
             // Azure takes the model from the URL and ignores the body's `model`.
             Operation::ChatCompletions
             | Operation::Embeddings
@@ -101,7 +105,7 @@ impl Provider for AzureOpenAi {
             | Operation::AudioTranscriptions
             | Operation::AudioTranslations
             | Operation::AudioSpeech => {
-                let path = path(request.operation).unwrap_or_default();
+                let path = path(request.operation);
                 upstream(
                     settings.url(&entry.base_url, &request.model, path)?,
                     request,

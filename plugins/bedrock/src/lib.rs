@@ -88,8 +88,6 @@ impl Provider for Bedrock {
             Operation::Embeddings => embeddings::parse(request, &response.body),
             Operation::ImageGenerations
             | Operation::ListModels
-            | Operation::Messages
-            | Operation::Responses
             | Operation::Completions
             | Operation::Moderations
             | Operation::Rerank
@@ -138,8 +136,6 @@ fn prepare_at(
         ),
         Operation::ImageGenerations
         | Operation::ListModels
-        | Operation::Messages
-        | Operation::Responses
         | Operation::Completions
         | Operation::Moderations
         | Operation::Rerank

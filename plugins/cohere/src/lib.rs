@@ -56,8 +56,6 @@ impl Provider for Cohere {
             Operation::Rerank => ("rerank", request.body.into_bytes()),
             Operation::ImageGenerations
             | Operation::ListModels
-            | Operation::Messages
-            | Operation::Responses
             | Operation::Completions
             | Operation::Moderations
             | Operation::AudioTranscriptions
@@ -90,8 +88,6 @@ impl Provider for Cohere {
             Operation::ChatCompletions
             | Operation::ImageGenerations
             | Operation::ListModels
-            | Operation::Messages
-            | Operation::Responses
             | Operation::Completions
             | Operation::Moderations
             | Operation::AudioTranscriptions

@@ -64,10 +64,6 @@ impl Provider for Echo {
                 text_ops::moderation(&request, &parse_body(&request.body)?).map(Prepared::Local)
             }
             Operation::Rerank => text_ops::rerank(&parse_body(&request.body)?).map(Prepared::Local),
-            // `native-operations` is empty: the host never sends these here.
-            Operation::Messages | Operation::Responses => Err(PluginError::invalid_request(
-                "the echo provider answers dialects through the host's translation",
-            )),
             Operation::AudioTranscriptions
             | Operation::AudioTranslations
             | Operation::AudioSpeech => Err(PluginError::invalid_request(

@@ -79,6 +79,10 @@ impl Dialect for Gemini {
                 KeySource::Query("key".to_owned()),
             ],
             typed_events: false,
+            // Google's `responseId` has no prefix: the gateway's own ids keep the one they had.
+            answer_id_prefix: "resp_".to_owned(),
+            chains_turns: false,
+            native_answers_guarded: true,
         }
     }
 

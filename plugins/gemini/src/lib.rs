@@ -82,8 +82,6 @@ impl Provider for Gemini {
                 None,
                 Operation::ImageGenerations
                 | Operation::ListModels
-                | Operation::Messages
-                | Operation::Responses
                 | Operation::Completions
                 | Operation::Moderations
                 | Operation::Rerank
@@ -134,8 +132,6 @@ impl Provider for Gemini {
             Operation::ChatCompletions
             | Operation::ImageGenerations
             | Operation::ListModels
-            | Operation::Messages
-            | Operation::Responses
             | Operation::Completions
             | Operation::Moderations
             | Operation::Rerank

@@ -49,6 +49,9 @@ impl Dialect for Responses {
             // Every route takes `Authorization` and `x-api-key` already.
             keys: Vec::new(),
             typed_events: true,
+            answer_id_prefix: "resp_".to_owned(),
+            chains_turns: true,
+            native_answers_guarded: false,
         }
     }
 

@@ -13,13 +13,15 @@ mod count;
 
 use serde::Deserialize;
 use wasmgate_plugin_sdk::http::{check_header, json_body};
-use wasmgate_plugin_sdk::native::{OrNative, ResponsesStream, forwarded_header};
+use wasmgate_plugin_sdk::native::{
+    OrNative, RESPONSES, ResponsesStream, forwarded_header, native_call,
+};
 use wasmgate_plugin_sdk::openai_compat::{
     BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
 };
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, ConfigError, Entry, HttpRequest, HttpResponse, Operation, PluginError,
-    Prepared, Provider, RequestInfo,
+    CanonicalRequest, ConfigError, Entry, HttpRequest, HttpResponse, PluginError, Prepared,
+    Provider, RequestInfo,
 };
 
 /// The `options:` of an entry (besides the SDK's `headers` and `auth_header`).
@@ -58,27 +60,19 @@ impl Provider for OpenAi {
         Some("https://api.openai.com/v1".to_owned())
     }
 
-    fn native_operations(entry: &Entry<Settings>) -> Vec<Operation> {
-        let native = entry
-            .settings
-            .responses
-            .unwrap_or(match is_openai(&entry.base_url) {
-                true => ResponsesMode::Native,
-                false => ResponsesMode::Translate,
-            });
-        match native {
-            ResponsesMode::Native => vec![Operation::Responses],
-            ResponsesMode::Translate => Vec::new(),
-        }
-    }
-
-    /// OpenAI's Files and Batch APIs, which the host drives (see `openai_compat::batch_call`),
-    /// where the upstream runs them (the `batches` option).
+    /// The Responses API where the upstream serves it (the `responses` option), and OpenAI's
+    /// Files and Batch APIs, which the host drives (see `openai_compat::batch_call`), where the
+    /// upstream runs them (the `batches` option).
     fn native_dialects(entry: &Entry<Settings>) -> Vec<String> {
-        match entry.settings.batches.unwrap_or(is_openai(&entry.base_url)) {
-            true => vec![BATCHES_DIALECT.to_owned()],
-            false => Vec::new(),
-        }
+        let batches = entry.settings.batches.unwrap_or(is_openai(&entry.base_url));
+        [
+            (serves_responses(entry), RESPONSES),
+            (batches, BATCHES_DIALECT),
+        ]
+        .into_iter()
+        .filter(|(served, _)| *served)
+        .map(|(_, dialect)| dialect.to_owned())
+        .collect()
     }
 
     fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {
@@ -105,19 +99,15 @@ impl Provider for OpenAi {
             }
             return Ok(prepared);
         }
-        let path = match path(request.operation) {
-            Some(path) => path,
+        let responses = native_call(&request.native, RESPONSES);
+        let path = match (&request.native, responses) {
+            (None, _) => path(request.operation),
             // The Responses dialect's count route goes to OpenAI's own counter.
-            None if Self::native_operations(entry).contains(&request.operation)
-                && request
-                    .native
-                    .as_ref()
-                    .is_some_and(|n| n.route == "input_tokens") =>
-            {
+            (Some(_), Some(call)) if serves_responses(entry) && call.route == "input_tokens" => {
                 "responses/input_tokens"
             }
-            None if Self::native_operations(entry).contains(&request.operation) => "responses",
-            None => {
+            (Some(_), Some(_)) if serves_responses(entry) => "responses",
+            (Some(_), _) => {
                 return Err(PluginError::invalid_request(format!(
                     "provider `{}` does not serve this API natively",
                     entry.name
@@ -127,7 +117,7 @@ impl Provider for OpenAi {
         // `OpenAI-Beta` opts a client into preview behaviour; only a client of the Responses
         // API itself can mean it for this upstream.
         let beta = match forwarded_header(&request, "openai-beta") {
-            Some(value) if request.operation == Operation::Responses => {
+            Some(value) if responses.is_some() => {
                 check_header("openai-beta", value).map_err(|_| {
                     PluginError::invalid_request("the `openai-beta` header is not a valid value")
                 })?;
@@ -153,7 +143,7 @@ impl Provider for OpenAi {
         entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Option<HttpRequest>, PluginError> {
-        if !Self::native_operations(entry).contains(&Operation::Responses) {
+        if !serves_responses(entry) {
             return Ok(None);
         }
         let body = count::body(&request.body, &request.model)?;
@@ -187,6 +177,15 @@ impl Settings {
             ),
             ("project", "openai-project", self.project.as_deref()),
         ]
+    }
+}
+
+/// Whether the entry's upstream serves the Responses API itself: its `responses` option, or
+/// by default whether it is OpenAI's own API.
+fn serves_responses(entry: &Entry<Settings>) -> bool {
+    match entry.settings.responses {
+        Some(mode) => mode == ResponsesMode::Native,
+        None => is_openai(&entry.base_url),
     }
 }
 

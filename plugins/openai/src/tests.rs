@@ -1,7 +1,7 @@
 //! Native unit tests of the translation (`cargo test --target x86_64-unknown-linux-gnu`).
 
-use wasmgate_plugin_sdk::calls::{describe, native_operations, prepare, validate};
-use wasmgate_plugin_sdk::{ErrorKind, HttpRequest, ProviderConfig};
+use wasmgate_plugin_sdk::calls::{describe, native_dialects, prepare, validate};
+use wasmgate_plugin_sdk::{ErrorKind, HttpRequest, NativeCall, Operation, ProviderConfig};
 
 use super::*;
 
@@ -23,24 +23,20 @@ fn it_describes_its_default_and_telemetry_name() {
 
 #[test]
 fn responses_are_native_for_openai_itself_and_where_the_option_says() {
-    let native =
-        |url: Option<&str>, options: &str| native_operations::<OpenAi>(&config(url, None, options));
+    let native = |url: Option<&str>, options: &str| {
+        native_dialects::<OpenAi>(&config(url, None, options)).contains(&RESPONSES.to_owned())
+    };
     let local = Some("http://127.0.0.1:8000/v1");
-    assert_eq!(native(None, "{}"), vec![Operation::Responses]);
+    assert!(native(None, "{}"));
+    assert!(native(Some("https://API.openai.com/v1/"), "{}"));
+    assert!(!native(Some("https://api.openai.com.evil.example/v1"), "{}"));
+    assert!(!native(local, "{}"));
+    assert!(native(local, r#"{"responses": "native"}"#));
+    assert!(!native(None, r#"{"responses": "translate"}"#));
     assert_eq!(
-        native(Some("https://API.openai.com/v1/"), "{}"),
-        vec![Operation::Responses]
+        native_dialects::<OpenAi>(&config(local, None, r#"{"batches": true}"#)),
+        vec![BATCHES_DIALECT.to_owned()]
     );
-    assert_eq!(
-        native(Some("https://api.openai.com.evil.example/v1"), "{}"),
-        vec![]
-    );
-    assert_eq!(native(local, "{}"), vec![]);
-    assert_eq!(
-        native(local, r#"{"responses": "native"}"#),
-        vec![Operation::Responses]
-    );
-    assert_eq!(native(None, r#"{"responses": "translate"}"#), vec![]);
     let err = validate::<OpenAi>(&config(None, None, r#"{"responses": "yes"}"#)).unwrap_err();
     assert_eq!(err.key.as_deref(), Some("responses"));
 }
@@ -52,9 +48,14 @@ fn openai_beta_goes_only_with_responses() {
     req.headers = vec![("openai-beta".into(), "x=1".into())];
     let http = upstream(prepare::<OpenAi>(&cfg, req.clone()).unwrap());
     assert_eq!(header(&http, "openai-beta"), None);
-    req.operation = Operation::Responses;
+    req.native = Some(NativeCall {
+        dialect: RESPONSES.into(),
+        route: "responses".into(),
+        params: Vec::new(),
+    });
     let http = upstream(prepare::<OpenAi>(&cfg, req.clone()).unwrap());
     assert_eq!(header(&http, "openai-beta"), Some("x=1"));
+    assert!(http.url.ends_with("/v1/responses"), "{}", http.url);
     req.headers = vec![("openai-beta".into(), "x\r\nevil: 1".into())];
     let err = prepare::<OpenAi>(&cfg, req).unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidRequest);

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use serde_json::Value;
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, HttpRequest, HttpResponse, Operation, PluginError, Prepared, Provider,
-    ProviderConfig, RequestInfo, StreamDecoder, Usage,
+    CanonicalRequest, HttpRequest, HttpResponse, NativeCall, Operation, PluginError, Prepared,
+    Provider, ProviderConfig, RequestInfo, StreamDecoder, Usage,
 };
 
 use crate::compare::{diff, error_value, expected_error, expected_usage, usage_value};
@@ -54,8 +54,6 @@ fn operation(name: &str) -> Result<Operation, String> {
         "embeddings" => Operation::Embeddings,
         "image-generations" => Operation::ImageGenerations,
         "list-models" => Operation::ListModels,
-        "messages" => Operation::Messages,
-        "responses" => Operation::Responses,
         "completions" => Operation::Completions,
         "moderations" => Operation::Moderations,
         "rerank" => Operation::Rerank,
@@ -85,8 +83,13 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
             .to_string(),
     };
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    let native = request["native"].as_str().map(|dialect| NativeCall {
+        dialect: dialect.to_owned(),
+        route: request["route"].as_str().unwrap_or(dialect).to_owned(),
+        params: Vec::new(),
+    });
     let canonical = CanonicalRequest {
-        native: None,
+        native,
         operation: operation(request["operation"].as_str().unwrap_or("chat-completions"))?,
         model: body["model"].as_str().unwrap_or_default().to_owned(),
         body: text.clone(),
@@ -94,7 +97,7 @@ fn run_case<P: Provider>(case: &Path, name: &str) -> Result<(), String> {
         headers: string_pairs(request.get("headers")),
     };
     let info = canonical.info();
-    let dialect = wasmgate_plugin_sdk::native::is_dialect(info.operation);
+    let dialect = info.native.is_some();
 
     let http = match wasmgate_plugin_sdk::calls::prepare::<P>(&config, canonical) {
         Err(err) => return check_error(&expected, &err, "prepare"),

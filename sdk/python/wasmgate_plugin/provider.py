@@ -161,10 +161,11 @@ class Provider(Generic[O]):
     #: The stream decoder class: ``OpenAiStream`` passes OpenAI-format SSE through.
     Decoder: type = OpenAiStream
 
-    def native_operations(self, entry: Entry[O]) -> list[Operation]:
-        """The client dialects (``Operation.MESSAGES``, ``Operation.RESPONSES``) this entry's
-        upstream serves itself; the host passes such requests through to :meth:`prepare`
-        untranslated. The default is none: every dialect arrives translated."""
+    def native_dialects(self, entry: Entry[O]) -> list[str]:
+        """The client dialects, by their declared names (``"messages"``, ``"responses"``,
+        ``"gemini"``), this entry's upstream serves itself; the host passes their requests
+        through to :meth:`prepare` untranslated, with ``request.native`` set. The default is
+        none: every dialect arrives translated."""
         return []
 
     def validate(self, entry: Entry[O]) -> None:
@@ -336,15 +337,11 @@ def export(cls: type[Provider]) -> type:
                 default = None  # `validate` says what is wrong
             return Description(default, cls.system)
 
-        def native_operations(self, config: ProviderConfig) -> list[Operation]:
+        def native_dialects(self, config: ProviderConfig) -> list[str]:
             try:
-                return plugin.native_operations(_entry(plugin, config))
+                return plugin.native_dialects(_entry(plugin, config))
             except ConfigError:
                 return []  # `validate` refuses the entry
-
-        def native_dialects(self, config: ProviderConfig) -> list[str]:
-            # Dialects besides Messages and Responses served natively: none from Python yet.
-            return []
 
         def validate(self, config: ProviderConfig) -> None:
             try:

@@ -18,7 +18,7 @@ use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::gateway::{Gateway, Provider, Target};
 use crate::pipeline::edge::decode::forwarded;
-use crate::pipeline::edge::translation::{Edge, operation_of};
+use crate::pipeline::edge::translation::Edge;
 use crate::pipeline::request::ClientRequest;
 use crate::pipeline::request::raw_json::Fields;
 use crate::pipeline::route::{plan, route_request};
@@ -209,7 +209,8 @@ async fn native(
             .collect(),
     };
     let request = CanonicalRequest {
-        operation: operation_of(dialect),
+        // What a count route's body stands for: a conversation.
+        operation: Operation::ChatCompletions,
         native: Some(native),
         model: target.model.to_owned(),
         body,

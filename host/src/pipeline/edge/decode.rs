@@ -50,8 +50,8 @@ pub async fn decode(
         | Unreadable::TooDeep
         | Unreadable::TooManyFields => ApiError::InvalidJson(e.to_string()),
     })?;
-    // Only the Responses API chains turns (`previous_response_id`) through the store.
-    let keeper = if cx.operation == Operation::Responses {
+    // A dialect that chains turns (`previous_response_id`) does so through the store.
+    let keeper = if edge.dialect.chains_turns {
         replay::replay(cx, &mut fields).await?
     } else {
         None
@@ -68,15 +68,9 @@ pub async fn decode(
         );
     }
     let canonical = canonical_operation(decoded.operation);
-    if cx.operation == Operation::ChatCompletions {
-        cx.operation = canonical;
-    }
+    cx.operation = canonical;
     fields.shift_remove("previous_response_id");
-    let prefix = if cx.operation == Operation::Messages {
-        "msg_"
-    } else {
-        "resp_"
-    };
+    let prefix = &edge.dialect.answer_id_prefix;
     cx.translation = Some(Translation {
         plugin,
         dialect: Arc::clone(&edge.dialect),

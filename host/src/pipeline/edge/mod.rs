@@ -9,12 +9,13 @@
 //! Between the two the stages speak only the canonical form, or the client's own body, which a
 //! target that speaks the dialect gets untouched ([`Translation::native_request`]). Which
 //! dialect it is comes from the route the server matched ([`Edge`]); nothing here knows a
-//! dialect by name ([`operation_of`] matches a declared name to the provider contract's
-//! operations).
+//! dialect by name: what differs between them (the prefix of an answer's id, whether turns are
+//! chained through the store) is what each declared.
 //!
-//! Responses the client asks to keep (`store`, the default) are kept in the ledger's database,
-//! whichever upstream answered, and a `previous_response_id` is replayed from there, so that a
-//! conversation can move between providers and replicas (see `replay.rs`).
+//! In a dialect that chains turns (OpenAI's Responses), answers the client asks to keep
+//! (`store`, the default) are kept in the ledger's database, whichever upstream answered, and a
+//! `previous_response_id` is replayed from there, so that a conversation can move between
+//! providers and replicas (see `replay.rs`).
 //!
 //! The files: `decode` (the way in) and `translation` (what a dialect request carries) come
 //! first; `out` (the way out) with `encode` (the plugin's encodings), `frame` (a stream written
@@ -38,4 +39,4 @@ pub use decode::{decode, forwarded};
 pub use dialect_call::models;
 pub use encode::error_body;
 pub use out::{Outcome, out};
-pub use translation::{Edge, Translation, operation_of};
+pub use translation::{Edge, Translation};

@@ -22,14 +22,6 @@ pub struct Edge {
     pub matched: Matched,
 }
 
-/// The operation a dialect's request carries from its arrival: a dialect whose declared name is
-/// an operation of the provider contract (`messages`, `responses`, which providers list in
-/// `native-operations`) carries that one; any other, the canonical operation its plugin decodes
-/// it into (it is recorded under its own name either way, see `Context::recorded_as`).
-pub fn operation_of(dialect: &Mounted) -> Operation {
-    crate::plugins::operation_named(&dialect.name).unwrap_or(Operation::ChatCompletions)
-}
-
 /// Client headers a native target may need (versions and beta flags), passed to its plugin.
 pub const FORWARDED: [&str; 3] = ["anthropic-version", "anthropic-beta", "openai-beta"];
 /// Bytes of a forwarded header value, at most.
@@ -49,10 +41,10 @@ pub struct Translation {
     pub(super) native: Fields,
     pub(super) headers: Vec<(String, String)>,
     pub(super) echo: String,
-    /// The id of a translated answer (`msg_…`, `resp_…`).
+    /// The id of a translated answer (the dialect's declared prefix, then a fresh id).
     pub(super) answer_id: String,
     pub(super) created: u64,
-    /// Where the answer is kept (Responses with `store`), if anywhere.
+    /// Where the answer is kept (a dialect that chains turns, with `store`), if anywhere.
     pub(super) keeper: Option<Keeper>,
     /// The `previous_response_id` the request continued. A native target never sees it (the
     /// conversation is replayed into `input`), so its answer is told.
@@ -69,14 +61,13 @@ impl Translation {
         stream: bool,
     ) -> CanonicalRequest {
         let mut body = self.native.clone();
-        let legacy = matches!(operation, Operation::Messages | Operation::Responses);
         // A dialect that puts the model in its path (Google's) has none in its body.
-        if (legacy || body.contains_key("model"))
+        if body.contains_key("model")
             && let Ok(model) = serde_json::value::to_raw_value(upstream_model)
         {
             body.insert("model".to_owned(), model);
         }
-        let native = (!legacy).then(|| NativeCall {
+        let native = Some(NativeCall {
             dialect: self.dialect.name.clone(),
             route: self.route.clone(),
             params: self
@@ -115,8 +106,9 @@ impl Translation {
         }
     }
 
-    /// A native Responses object (or an event carrying one) with the `previous_response_id` the
-    /// client sent, which the target was not given. Anything else is returned as it is.
+    /// A native answer object (or an event carrying one, as `response`) of a dialect that
+    /// chains turns, with the `previous_response_id` the client sent, which the target was not
+    /// given. Anything else is returned as it is.
     pub fn with_previous_id(&self, json: String) -> String {
         let Some(previous) = &self.previous_id else {
             return json;

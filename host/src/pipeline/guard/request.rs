@@ -126,10 +126,13 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         // The client's own request, for the answer guards: a guard that rewrote it (reversible
         // redaction) finds in it what to give the client back.
         cx.guard.request = Some(Arc::clone(&seen));
-        // A native Responses answer has no canonical view yet (its provider reads it only
-        // natively, and it repeats its text in several events): it is translated, so that
-        // its answer is checked.
-        cx.guard.translate |= cx.operation == Operation::Responses;
+        // A dialect whose native answers have no canonical view (its provider reads them only
+        // natively; Responses repeats its text in several events) is translated, so that its
+        // answer is checked.
+        cx.guard.translate |= cx
+            .translation
+            .as_ref()
+            .is_some_and(|t| !t.dialect.native_answers_guarded);
     }
     if cx.translation.is_none() || cx.guard.translate || checking.is_empty() {
         return Ok(());

@@ -109,20 +109,14 @@ impl ClientRequest {
             Operation::Moderations => super::operations::moderations(&body)?,
             Operation::Rerank => super::operations::rerank(&body)?,
             Operation::AudioSpeech => super::operations::speech(&body)?,
-            // Dialect bodies are the dialect's to check; they do not come through here yet.
             // Uploads are read by `upload.rs`, not here.
             Operation::ListModels
-            | Operation::Messages
-            | Operation::Responses
             | Operation::AudioTranscriptions
             | Operation::AudioTranslations => {}
         }
         let streams = matches!(
             operation,
-            Operation::ChatCompletions
-                | Operation::Messages
-                | Operation::Responses
-                | Operation::Completions
+            Operation::ChatCompletions | Operation::Completions
         );
         if stream && !streams {
             return Err(invalid(

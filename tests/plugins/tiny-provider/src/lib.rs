@@ -32,9 +32,7 @@ impl Provider for Tiny {
         entry: &Entry<Settings>,
         request: CanonicalRequest,
     ) -> Result<Prepared, PluginError> {
-        let path = path(request.operation)
-            .ok_or_else(|| PluginError::invalid_request("tiny takes chat completions"))?;
-        upstream(entry.url(path), request)
+        upstream(entry.url(path(request.operation)), request)
     }
 }
 

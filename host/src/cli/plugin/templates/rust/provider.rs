@@ -26,12 +26,9 @@ impl Provider for Plugin {
     }
 
     fn prepare(entry: &Entry<Settings>, request: CanonicalRequest) -> Result<Prepared, PluginError> {
-        // Messages and Responses are served natively only by plugins that say so
-        // (`native_operations`); this one gets them translated into chat completions.
-        let Some(path) = path(request.operation) else {
-            return Err(PluginError::invalid_request("this provider takes chat completions"));
-        };
-        upstream(entry.url(path), request)
+        // Dialects (Messages, Responses, ...) are served natively only by plugins that list
+        // them (`native_dialects`); this one gets them translated into chat completions.
+        upstream(entry.url(path(request.operation)), request)
     }
 }
 
