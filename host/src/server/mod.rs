@@ -12,6 +12,7 @@ mod passthrough;
 mod proxy;
 mod request_log;
 mod responses;
+mod responses_ws;
 mod timeouts;
 mod unrouted;
 mod usage;
@@ -54,6 +55,9 @@ pub fn app(state: Arc<AppState>) -> Router {
         )
         .route("/v1/audio/translations", post(proxy::audio_translations))
         .route("/v1/audio/speech", post(proxy::audio_speech))
+        // The Responses API's WebSocket mode; its `POST` is the registry dialect's (the
+        // method-not-allowed fallback below hands it there).
+        .route("/v1/responses", get(responses_ws::upgrade))
         .route(
             "/v1/responses/{id}",
             get(responses::retrieve).delete(responses::delete),
@@ -151,7 +155,16 @@ pub async fn run_until(
             deadline.as_millis()
         );
     }
-    match connections.drain(deadline, cut_now).await {
+    // Upgraded sockets left the connections' tracking: each closes after its turn in flight,
+    // within the same deadline.
+    let (drained, sockets_cut) = tokio::join!(
+        connections.drain(deadline, cut_now),
+        state.sockets.drain(deadline)
+    );
+    if sockets_cut > 0 {
+        tracing::warn!("cut {sockets_cut} WebSocket sessions still in a turn");
+    }
+    match drained {
         connections::Drained::All => {}
         connections::Drained::Cut { cut, early: false } => tracing::warn!(
             "shutdown deadline of {} ms passed: cut {cut} connections still in flight",
@@ -204,6 +217,7 @@ async fn metrics(
             plugins: &state.plugins,
             ledger: &state.ledger,
             cache: &state.cache,
+            sockets: &state.sockets,
         }),
     )
 }
