@@ -125,7 +125,10 @@ impl Sockets {
     }
 
     fn open(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
-        self.inner.open.lock().unwrap_or_else(PoisonError::into_inner)
+        self.inner
+            .open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -161,11 +164,21 @@ mod tests {
         );
         let b1 = sockets.admit("b", 2, 3);
         assert!(b1.is_ok());
-        assert_eq!(sockets.admit("b", 2, 3).err(), Some(Refused::Total { max: 3 }));
+        assert_eq!(
+            sockets.admit("b", 2, 3).err(),
+            Some(Refused::Total { max: 3 })
+        );
         assert_eq!(sockets.open_count(), 3);
         drop(a1);
-        assert!(sockets.admit("a", 2, 3).is_ok(), "a seat given back is free");
-        assert_eq!(sockets.open_count(), 2, "the admitted seat was dropped at once");
+        assert!(
+            sockets.admit("a", 2, 3).is_ok(),
+            "a seat given back is free"
+        );
+        assert_eq!(
+            sockets.open_count(),
+            2,
+            "the admitted seat was dropped at once"
+        );
     }
 
     #[tokio::test]

@@ -37,8 +37,15 @@ pub async fn upgrade(
     body: Body,
 ) -> Response {
     let Ok(upgrade) = upgrade else {
-        return super::dialect_routes::serve_or_refuse(State(state), method, uri, headers, id, body)
-            .await;
+        return super::dialect_routes::serve_or_refuse(
+            State(state),
+            method,
+            uri,
+            headers,
+            id,
+            body,
+        )
+        .await;
     };
     let config = &state.gateway.load().config;
     let bounds = config.server.websocket.clone();
@@ -51,11 +58,10 @@ pub async fn upgrade(
         Some(key) => format!("key {key}"),
         None => format!("project {}", who.project),
     };
-    let seat = match state.sockets.admit(
-        &holder,
-        bounds.max_sessions_per_key,
-        bounds.max_sessions,
-    ) {
+    let seat = match state
+        .sockets
+        .admit(&holder, bounds.max_sessions_per_key, bounds.max_sessions)
+    {
         Ok(seat) => seat,
         Err(refused) => return Refusal::Seats(refused).into_response(),
     };

@@ -84,7 +84,8 @@ pub async fn answer(state: &AppState, headers: &HeaderMap, text: &str) -> Answer
         // A whole answer (a plugin's or the cache's) is what the stream's last event carries.
         AnswerBody::Json(whole) => {
             let response: Value = serde_json::from_str(&whole).unwrap_or(Value::Null);
-            let mut event = json!({"type": "response.completed", "response": response, "sequence_number": 0});
+            let mut event =
+                json!({"type": "response.completed", "response": response, "sequence_number": 0});
             if let Some(id) = &stream_id {
                 event["stream_id"] = id.clone();
             }
@@ -108,7 +109,10 @@ fn create_body(text: &str) -> Result<(String, Option<Value>), Refusal> {
         Some(Value::String(kind)) => return Err(Refusal::UnsupportedEvent(kind)),
         _ => return Err(Refusal::NoType),
     }
-    if event.get("background").is_some_and(|b| b != &Value::Bool(false)) {
+    if event
+        .get("background")
+        .is_some_and(|b| b != &Value::Bool(false))
+    {
         return Err(Refusal::Background);
     }
     event.remove("background");
