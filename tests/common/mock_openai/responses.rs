@@ -1,5 +1,6 @@
 //! A strict mock of OpenAI's Responses API (`POST /v1/responses`, `GET`/`DELETE
-//! /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`), after
+//! /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`, `POST /v1/responses/compact` in
+//! `compact.rs`), after
 //! platform.openai.com/docs/api-reference/responses. It refuses what the real API refuses
 //! (`validate.rs`, and below what needs the stored responses) and answers as it does:
 //!
@@ -10,6 +11,7 @@
 //! | `previous_response_id` not stored | 400 `previous_response_not_found` |
 //! | a `function_call_output` whose `call_id` no `function_call` in the input or the previous response has | 400 |
 //! | a reasoning item sent back with `encrypted_content` the mock did not issue, or without it and not stored | 400 |
+//! | a `compaction` item whose `encrypted_content` the mock did not issue | 400 `invalid_encrypted_content` |
 //! | a reasoning model (`o1`.., `o3`.., `o4`.., `gpt-5`..) | a reasoning item first; its `encrypted_content` with `include: ["reasoning.encrypted_content"]` |
 //! | function tools, `tool_choice` not `none`, and the input does not end with a `function_call_output` | a `function_call` of the first function (or the one `tool_choice` names) |
 //! | anything else | a `message` whose text counts the user turns it saw (so a chain can be checked) |
@@ -29,6 +31,7 @@ use sha2::{Digest, Sha256};
 use super::Shared;
 
 mod answer;
+pub mod compact;
 mod stored;
 mod stream;
 mod validate;
@@ -315,6 +318,17 @@ fn check_against_context(
                         None,
                     ));
                 }
+            }
+        }
+        Some("compaction") => {
+            let content = item["encrypted_content"].as_str().unwrap_or_default();
+            if !compact::unsealed(content) {
+                return Some(error(
+                    400,
+                    "The encrypted content of the compaction item could not be verified.",
+                    Some(&format!("input[{i}].encrypted_content")),
+                    Some("invalid_encrypted_content"),
+                ));
             }
         }
         Some("item_reference") => {

@@ -61,6 +61,7 @@ fn item_fields(kind: &str) -> Option<&'static [&'static str]> {
         "function_call_output" => &["type", "id", "call_id", "output", "status"],
         "reasoning" => &["type", "id", "summary", "encrypted_content", "content"],
         "item_reference" => &["type", "id"],
+        "compaction" => &["type", "id", "encrypted_content"],
         _ => return None,
     })
 }
@@ -277,7 +278,7 @@ fn input_item(item: &Value, i: usize) -> Result<(), Refusal> {
         return Err(invalid(
             format!("input[{i}].type"),
             format!(
-                "Invalid value: '{kind}'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'item_reference', ..."
+                "Invalid value: '{kind}'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'item_reference', 'compaction', ..."
             ),
         ));
     };
@@ -356,6 +357,7 @@ fn input_item(item: &Value, i: usize) -> Result<(), Refusal> {
             require("summary")?;
             require("id")
         }
+        "compaction" => require("encrypted_content"),
         _ => require("id"),
     }
 }
