@@ -389,12 +389,14 @@ guards:
         let (status, answer) = post(&gateway, "/v1/responses/compact", model, &body).await;
         assert_eq!(status, 400, "{model}: {answer}");
         let error: Value = serde_json::from_str(&answer).unwrap();
-        assert!(
-            error["error"]["message"].as_str().unwrap().contains("deny"),
-            "{error}"
-        );
+        assert_eq!(error["error"]["code"], "guard_refused", "{error}");
+        assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
         let record = gateway.record_of(model).await;
         assert_eq!(record.status, 400);
     }
-    assert_eq!(mock.requests().await.len(), before, "nothing reached the upstream");
+    assert_eq!(
+        mock.requests().await.len(),
+        before,
+        "nothing reached the upstream"
+    );
 }

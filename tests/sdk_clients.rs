@@ -414,6 +414,17 @@ async fn openai_mock_refuses_what_the_responses_api_refuses() {
             Some("invalid_encrypted_content"),
         ),
         (
+            "a compaction item the API did not make (the gateway's own, unexpanded)",
+            |r| {
+                let item = json!({"type": "compaction", "id": "cmp_1",
+                    "encrypted_content": "wasmgate.compaction.v1:Ada lives in Paris."});
+                r["input"].as_array_mut().unwrap().insert(0, item);
+            },
+            400,
+            "The encrypted content of the compaction item could not be verified.",
+            Some("invalid_encrypted_content"),
+        ),
+        (
             "reasoning not stored and not sealed",
             |r| {
                 r["input"][1]
@@ -501,6 +512,30 @@ async fn openai_mock_refuses_what_the_responses_api_refuses() {
         .await
         .unwrap();
     assert_eq!(response.status(), 404);
+
+    // `/responses/compact` takes the conversation only: a create's fields are unknown to it.
+    let conversation = json!([{"role": "user", "content": "Hi"}]);
+    for (field, value) in [
+        ("stream", json!(true)),
+        ("tools", weather),
+        ("store", json!(false)),
+    ] {
+        let mut request = json!({"model": GPT, "input": conversation});
+        request[field] = value;
+        let response = http()
+            .post(format!("{}/responses/compact", mock.base_url()))
+            .bearer_auth(API_KEY)
+            .json(&request)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{field}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(
+            body["error"]["code"], "unknown_parameter",
+            "{field}: {body}"
+        );
+    }
 }
 
 /// A gateway in front of the mocks: `anthropic` (Messages natively), `openai` (Responses
@@ -811,7 +846,11 @@ async fn openai_python_sdk_compacts_through_the_gateway_translated() {
     compact_through(&g, &format!("anthropic/{CLAUDE}"), &format!("openai/{GPT}")).await;
     // The compaction was one Messages call: the conversation, then the request for a summary.
     let anthropic = g.anthropic.requests().await;
-    assert_eq!(anthropic.len(), 2, "the compaction and the turn on Anthropic");
+    assert_eq!(
+        anthropic.len(),
+        2,
+        "the compaction and the turn on Anthropic"
+    );
     let summarise = &anthropic[0].body;
     assert_eq!(summarise["system"], "You are terse.", "{summarise}");
     let messages = summarise["messages"].as_array().unwrap();

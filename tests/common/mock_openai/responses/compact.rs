@@ -100,9 +100,16 @@ pub(in super::super) async fn compact(
     };
     let known_ids: Vec<String> = store
         .values()
-        .flat_map(|s| s.context.iter().filter_map(|i| i["id"].as_str().map(str::to_owned)))
+        .flat_map(|s| {
+            s.context
+                .iter()
+                .filter_map(|i| i["id"].as_str().map(str::to_owned))
+        })
         .collect();
-    for (i, item) in items(&request["input"], &mut next_id).into_iter().enumerate() {
+    for (i, item) in items(&request["input"], &mut next_id)
+        .into_iter()
+        .enumerate()
+    {
         if let Some(refused) = check_against_context(&item, i, &context, &known_ids) {
             return refused;
         }
@@ -121,16 +128,15 @@ pub(in super::super) async fn compact(
         .filter(|item| item["type"] == "message" && item["role"] == "user")
         .cloned()
         .collect();
-    let id = next_id("cmp");
-    let number = *counter;
-    output.push(json!({"id": id, "type": "compaction", "encrypted_content": sealed(number)}));
+    let (item_id, id) = (next_id("cmp"), next_id("resp"));
+    output
+        .push(json!({"id": item_id, "type": "compaction", "encrypted_content": sealed(*counter)}));
     let input_tokens = tokens(&request["instructions"]) + context.iter().map(tokens).sum::<u64>();
     let usage = json!({
         "input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": SUMMARY_TOKENS, "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input_tokens + SUMMARY_TOKENS,
     });
-    let id = next_id("resp");
     axum::Json(json!({
         "id": id, "object": "response.compaction", "created_at": 1_741_476_542,
         "output": output, "usage": usage,
