@@ -6,7 +6,10 @@
 //!
 //! The statements are in `audit_rows.rs`; the table is migration V9.
 
+use serde_json::json;
 use sha2::{Digest, Sha256};
+
+use super::keys::{AdminKey, ApiKey};
 
 /// The hash the first entry chains to.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -125,7 +128,7 @@ impl AuditEntry {
     /// The hash its fields and `prev_hash` give: SHA-256 of them as one JSON array (each string
     /// quoted and escaped, so no two entries' fields run together the same way).
     pub fn computed_hash(&self) -> String {
-        let fields = serde_json::json!([
+        let fields = json!([
             self.seq,
             self.at_us,
             self.actor,
@@ -144,7 +147,7 @@ impl AuditEntry {
             v.as_deref()
                 .map(|t| serde_json::from_str::<serde_json::Value>(t).unwrap_or_else(|_| t.into()))
         };
-        serde_json::json!({
+        json!({
             "seq": self.seq,
             "at_us": self.at_us,
             "actor": self.actor,
@@ -181,6 +184,38 @@ pub trait AuditStore: Send + Sync + 'static {
 
     /// The entries `filter` selects, in chain order.
     fn audit_entries(&self, filter: &AuditFilter) -> anyhow::Result<Vec<AuditEntry>>;
+}
+
+/// A key as the log shows it before or after a change: its id, project, name, limits and
+/// state, never its hash or secret.
+pub fn key_value(key: &ApiKey) -> String {
+    let limits = &key.limits;
+    json!({
+        "id": key.id,
+        "project": key.project,
+        "name": key.name,
+        "models": limits.models,
+        "expires_us": limits.expires_us,
+        "rpm": limits.requests_per_minute,
+        "tpm": limits.tokens_per_minute,
+        "budget_micros": limits.budget.map(|b| b.micros),
+        "budget_period": limits.budget.map(|b| b.period.name()),
+        "guards": limits.guards,
+        "tools": limits.tools,
+        "passthrough": limits.passthrough,
+        "revoked_us": key.revoked_us,
+    })
+    .to_string()
+}
+
+/// An admin key as the log shows it: never its hash or secret.
+pub fn admin_key_value(key: &AdminKey) -> String {
+    json!({
+        "id": key.id,
+        "name": key.name,
+        "revoked_us": key.revoked_us,
+    })
+    .to_string()
 }
 
 /// What [`verify`] found.
