@@ -15,7 +15,8 @@ use serde_json::{Map, Value, json};
 pub const MARK: &str = "wasmgate.compaction.v1:";
 
 /// How the summary is put before the model that continues the conversation.
-pub const SUMMARY_INTRO: &str = "A summary of the conversation so far, written when its context was compacted:\n\n";
+pub const SUMMARY_INTRO: &str =
+    "A summary of the conversation so far, written when its context was compacted:\n\n";
 
 /// A gateway compaction item carrying `summary`.
 pub fn item(id: &str, summary: &str) -> Value {
@@ -81,7 +82,10 @@ mod tests {
         })
         .to_string();
         let expanded: Value = serde_json::from_str(&expand(&body).unwrap()).unwrap();
-        assert_eq!(expanded["input"][0], json!({"role": "user", "content": "Hi"}));
+        assert_eq!(
+            expanded["input"][0],
+            json!({"role": "user", "content": "Hi"})
+        );
         assert_eq!(expanded["input"][1], message("Ada lives in Paris."));
         assert_eq!(
             expanded["input"][1]["content"][0]["text"],

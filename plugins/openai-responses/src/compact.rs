@@ -135,7 +135,9 @@ pub fn encode(
     let (message, _) = answer.into_message();
     let summary = message.content.unwrap_or_default();
     if summary.trim().is_empty() {
-        return Err(Failure::upstream("the model wrote no summary to compact into"));
+        return Err(Failure::upstream(
+            "the model wrote no summary to compact into",
+        ));
     }
     let echo: Echo = serde_json::from_str(&info.echo).unwrap_or_default();
     let mut output = echo.user_messages;

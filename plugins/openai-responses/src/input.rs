@@ -9,10 +9,10 @@
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use wasmgate_plugin_sdk::{Failure, compaction};
 use wasmgate_plugin_sdk::canonical::{
     ChatContent, ChatFile, ChatImageUrl, ChatMessage, ChatPart, ChatToolCall, Dropped, read,
 };
+use wasmgate_plugin_sdk::{Failure, compaction};
 
 #[derive(Deserialize)]
 struct Item<'a> {
@@ -106,7 +106,11 @@ pub fn translate(
             }
             // The gateway's own compaction (a summary it wrote, see `compact.rs`) is read as
             // that summary; OpenAI's is sealed for OpenAI alone.
-            "compaction" => match item.encrypted_content.as_deref().and_then(compaction::summary) {
+            "compaction" => match item
+                .encrypted_content
+                .as_deref()
+                .and_then(compaction::summary)
+            {
                 Some(summary) => out.push(ChatMessage::User {
                     content: ChatContent::Text(compaction::text(summary)),
                 }),

@@ -22,8 +22,8 @@ use wasmgate_plugin_sdk::openai_compat::{
     BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
 };
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, compaction, ConfigError, Entry, HttpRequest, HttpResponse, PluginError, Prepared,
-    Provider, RequestInfo,
+    CanonicalRequest, ConfigError, Entry, HttpRequest, HttpResponse, PluginError, Prepared,
+    Provider, RequestInfo, compaction,
 };
 
 /// The `options:` of an entry (besides the SDK's `headers` and `auth_header`).

@@ -219,36 +219,11 @@ pub(super) async fn create(
         *counter += 1;
         format!("{prefix}_68af{:040x}", *counter)
     };
-    let previous = match request["previous_response_id"].as_str() {
-        None => None,
-        Some(id) => match store.get(id) {
-            Some(stored) => Some(stored.clone()),
-            None => {
-                return error(
-                    400,
-                    &format!("Previous response with id '{id}' not found."),
-                    Some("previous_response_id"),
-                    Some("previous_response_not_found"),
-                );
-            }
-        },
-    };
     let input = items(&request["input"], &mut next_id);
-    let mut context = previous.map(|p| p.context).unwrap_or_default();
-    let known_ids: Vec<String> = store
-        .values()
-        .flat_map(|s| {
-            s.context
-                .iter()
-                .filter_map(|i| i["id"].as_str().map(str::to_owned))
-        })
-        .collect();
-    for (i, item) in input.iter().enumerate() {
-        if let Some(refused) = check_against_context(item, i, &context, &known_ids) {
-            return refused;
-        }
-        context.push(item.clone());
-    }
+    let context = match context_of(&store, &request, &input) {
+        Ok(context) => context,
+        Err(refused) => return *refused,
+    };
     let plan = Plan::new(&request, &input, &context);
     let output = plan.output(&mut next_id);
     let id = next_id("resp");
@@ -270,6 +245,58 @@ pub(super) async fn create(
         return stream::events(&request, &response);
     }
     axum::Json(response).into_response()
+}
+
+/// What a request's answer sees: the context of its `previous_response_id`, then its `input`
+/// items, each checked against what came before it; or the refusal.
+fn context_of(
+    store: &std::collections::HashMap<String, Stored>,
+    request: &Value,
+    input: &[Value],
+) -> Result<Vec<Value>, Box<Response>> {
+    let mut context = match request["previous_response_id"].as_str() {
+        None => Vec::new(),
+        Some(id) => match store.get(id) {
+            Some(stored) => stored.context.clone(),
+            None => {
+                return Err(Box::new(error(
+                    400,
+                    &format!("Previous response with id '{id}' not found."),
+                    Some("previous_response_id"),
+                    Some("previous_response_not_found"),
+                )));
+            }
+        },
+    };
+    let known_ids: Vec<String> = store
+        .values()
+        .flat_map(|s| {
+            s.context
+                .iter()
+                .filter_map(|i| i["id"].as_str().map(str::to_owned))
+        })
+        .collect();
+    for (i, item) in input.iter().enumerate() {
+        if let Some(refused) = check_against_context(item, i, &context, &known_ids) {
+            return Err(Box::new(refused));
+        }
+        context.push(item.clone());
+    }
+    Ok(context)
+}
+
+/// A refusal of the first field of `fields` that `allowed` does not name, if any.
+fn unknown_parameter(
+    fields: &serde_json::Map<String, Value>,
+    allowed: &[&str],
+) -> Option<Response> {
+    let unknown = fields.keys().find(|k| !allowed.contains(&k.as_str()))?;
+    Some(error(
+        400,
+        &format!("Unknown parameter: '{unknown}'."),
+        Some(unknown),
+        Some("unknown_parameter"),
+    ))
 }
 
 /// The checks that need what came before: a tool output answers a call, reasoning comes back
@@ -374,13 +401,8 @@ pub(super) async fn input_tokens(
     let Some(fields) = request.as_object() else {
         return error(400, "The body must be an object.", None, None);
     };
-    if let Some(unknown) = fields.keys().find(|k| !ALLOWED.contains(&k.as_str())) {
-        return error(
-            400,
-            &format!("Unknown parameter: '{unknown}'."),
-            Some(unknown),
-            Some("unknown_parameter"),
-        );
+    if let Some(refused) = unknown_parameter(fields, &ALLOWED) {
+        return refused;
     }
     if let Err(r) = validate::prompt(fields) {
         return error(400, &r.message, r.param.as_deref(), r.code);

@@ -105,7 +105,10 @@ fn openais_sealed_compaction_is_dropped_when_translated() {
 fn a_compaction_without_a_conversation_or_a_model_is_refused() {
     for (body, param) in [
         (json!({"model": "m"}), "input"),
-        (json!({"model": "m", "instructions": "Be brief.", "input": []}), "input"),
+        (
+            json!({"model": "m", "instructions": "Be brief.", "input": []}),
+            "input",
+        ),
         (json!({"input": "Hi"}), "model"),
         (json!({"model": "m", "input": 42}), "input"),
     ] {

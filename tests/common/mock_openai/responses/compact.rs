@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::super::Shared;
-use super::{check_against_context, error, items, tokens, unauthorized, validate};
+use super::{context_of, error, items, tokens, unauthorized, unknown_parameter, validate};
 
 /// The body parameters `responses.compact` takes (openai-python's `ResponseCompactParams`).
 const PARAMETERS: &[&str] = &[
@@ -59,13 +59,8 @@ pub(in super::super) async fn compact(
     let Some(fields) = request.as_object() else {
         return error(400, "The body must be an object.", None, None);
     };
-    if let Some(unknown) = fields.keys().find(|k| !PARAMETERS.contains(&k.as_str())) {
-        return error(
-            400,
-            &format!("Unknown parameter: '{unknown}'."),
-            Some(unknown),
-            Some("unknown_parameter"),
-        );
+    if let Some(refused) = unknown_parameter(fields, PARAMETERS) {
+        return refused;
     }
     if !request["model"].is_string() {
         return error(
@@ -84,37 +79,11 @@ pub(in super::super) async fn compact(
         *counter += 1;
         format!("{prefix}_68af{:040x}", *counter)
     };
-    let mut context = match request["previous_response_id"].as_str() {
-        None => Vec::new(),
-        Some(id) => match store.get(id) {
-            Some(stored) => stored.context.clone(),
-            None => {
-                return error(
-                    400,
-                    &format!("Previous response with id '{id}' not found."),
-                    Some("previous_response_id"),
-                    Some("previous_response_not_found"),
-                );
-            }
-        },
+    let input = items(&request["input"], &mut next_id);
+    let context = match context_of(&store, &request, &input) {
+        Ok(context) => context,
+        Err(refused) => return *refused,
     };
-    let known_ids: Vec<String> = store
-        .values()
-        .flat_map(|s| {
-            s.context
-                .iter()
-                .filter_map(|i| i["id"].as_str().map(str::to_owned))
-        })
-        .collect();
-    for (i, item) in items(&request["input"], &mut next_id)
-        .into_iter()
-        .enumerate()
-    {
-        if let Some(refused) = check_against_context(&item, i, &context, &known_ids) {
-            return refused;
-        }
-        context.push(item);
-    }
     if context.is_empty() {
         return error(
             400,
