@@ -876,3 +876,60 @@ async fn openai_python_sdk_compacts_through_the_gateway_translated() {
     assert_eq!(record.cache_write_tokens, anthropic::CACHE_CREATION_TOKENS);
     assert!(record.cost_micros.is_some_and(|c| c > 0), "{record:?}");
 }
+
+/// `context_management` (server-side compaction) on `responses.create`: passed on to a target
+/// that serves Responses, whose compaction item the next turn sends back; a translated target
+/// has no such thing, and the field goes nowhere.
+#[tokio::test]
+async fn server_side_compaction_reaches_a_native_target_and_is_dropped_translated() {
+    let g = gateway().await;
+    let create = |body: Value| {
+        http()
+            .post(g.gateway.url("/v1/responses"))
+            .bearer_auth(&g.key)
+            .json(&body)
+            .send()
+    };
+    let management = json!([{"type": "compaction", "compact_threshold": 5}]);
+    let input =
+        json!([{"role": "user", "content": "My name is Ada; I live in Paris and write programs."}]);
+    let response = create(json!({"model": format!("openai/{GPT}"), "input": input,
+        "context_management": management}))
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let first: Value = response.json().await.unwrap();
+    assert_eq!(first["output"][0]["type"], "compaction", "{first}");
+    let sent = g.openai.requests().await;
+    assert_eq!(sent[0].body["context_management"], management);
+    // The next turn sends the compaction back; the strict mock checks its seal.
+    let mut next = first["output"].as_array().unwrap().clone();
+    next.push(json!({"role": "user", "content": "Where do I live?"}));
+    let response = create(json!({"model": format!("openai/{GPT}"), "input": next}))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    assert_eq!(
+        g.openai.requests().await[1].body["input"][0]["type"],
+        "compaction"
+    );
+    // Translated: answered without it.
+    let response = create(json!({"model": "chat/gpt-4o-mini", "input": input,
+        "context_management": management}))
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    let output = answer["output"].as_array().unwrap();
+    assert!(
+        output.iter().all(|item| item["type"] != "compaction"),
+        "{answer}"
+    );
+    let chat = g.openai.requests().await.pop().unwrap();
+    assert_eq!(chat.path, "/v1/chat/completions");
+    assert!(
+        chat.body.get("context_management").is_none(),
+        "{}",
+        chat.body
+    );
+}

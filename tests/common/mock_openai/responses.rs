@@ -14,6 +14,7 @@
 //! | a `compaction` item whose `encrypted_content` the mock did not issue | 400 `invalid_encrypted_content` |
 //! | a reasoning model (`o1`.., `o3`.., `o4`.., `gpt-5`..) | a reasoning item first; its `encrypted_content` with `include: ["reasoning.encrypted_content"]` |
 //! | function tools, `tool_choice` not `none`, and the input does not end with a `function_call_output` | a `function_call` of the first function (or the one `tool_choice` names) |
+//! | `context_management: [{"type": "compaction", "compact_threshold": N}]` and a context of more than N tokens | a `compaction` item first, then the answer |
 //! | anything else | a `message` whose text counts the user turns it saw (so a chain can be checked) |
 //!
 //! `store` (default true) keeps the response; usage counts the context (about four characters a
@@ -225,7 +226,11 @@ pub(super) async fn create(
         Err(refused) => return *refused,
     };
     let plan = Plan::new(&request, &input, &context);
-    let output = plan.output(&mut next_id);
+    let mut output = plan.output(&mut next_id);
+    // Server-side compaction: a context over the threshold is compacted first.
+    if compact::due(&request, &context) {
+        output.insert(0, compact::item(&next_id("cmp")));
+    }
     let id = next_id("resp");
     let usage = usage(&shared, &request, &context, &output, plan.reasoning).await;
     let response = response_object(&request, &id, "completed", &output, Some(usage));

@@ -38,6 +38,27 @@ pub fn sealed(n: u64) -> String {
     format!("gAAAAAB{number}{}", hex::encode(digest))
 }
 
+/// A compaction item with the id `id` (one of the mock's, which end in a hex number), sealed.
+pub fn item(id: &str) -> Value {
+    let number = id
+        .get(id.len().saturating_sub(16)..)
+        .and_then(|digits| u64::from_str_radix(digits, 16).ok())
+        .unwrap_or_default();
+    json!({"id": id, "type": "compaction", "encrypted_content": sealed(number)})
+}
+
+/// Whether a `POST /v1/responses` asks for server-side compaction (`context_management`) and
+/// its context is over the threshold.
+pub(super) fn due(request: &Value, context: &[Value]) -> bool {
+    let threshold = request["context_management"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|entry| entry["type"] == "compaction")
+        .and_then(|entry| entry["compact_threshold"].as_u64());
+    threshold.is_some_and(|t| context.iter().map(tokens).sum::<u64>() > t)
+}
+
 /// Whether `content` is a compaction the mock made.
 pub fn unsealed(content: &str) -> bool {
     content
@@ -97,9 +118,8 @@ pub(in super::super) async fn compact(
         .filter(|item| item["type"] == "message" && item["role"] == "user")
         .cloned()
         .collect();
-    let (item_id, id) = (next_id("cmp"), next_id("resp"));
-    output
-        .push(json!({"id": item_id, "type": "compaction", "encrypted_content": sealed(*counter)}));
+    output.push(item(&next_id("cmp")));
+    let id = next_id("resp");
     let input_tokens = tokens(&request["instructions"]) + context.iter().map(tokens).sum::<u64>();
     let usage = json!({
         "input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},

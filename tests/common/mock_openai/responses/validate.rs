@@ -177,6 +177,23 @@ pub(super) fn request(body: &Value) -> Result<(), Refusal> {
             ));
         }
     }
+    for (i, entry) in object
+        .get("context_management")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if entry["type"] != "compaction" {
+            return Err(invalid(
+                format!("context_management[{i}].type"),
+                format!(
+                    "Invalid value: {}. Supported values are: 'compaction'.",
+                    entry["type"]
+                ),
+            ));
+        }
+    }
     // Chat Completions' `stream_options.include_usage` has no place here: usage always comes.
     if let Some(options) = object.get("stream_options") {
         let options = options.as_object().ok_or_else(|| {
