@@ -7,6 +7,7 @@
 mod common;
 
 mod accounting;
+mod alerts;
 mod api_endpoints;
 mod audit;
 mod auth;

@@ -20,6 +20,7 @@
 //! - [`sync`]: locks taken past a poisoning, one way for the whole host.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
+pub mod alerts;
 pub mod auth;
 pub mod batches;
 pub mod cache;

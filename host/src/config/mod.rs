@@ -1,5 +1,6 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
+pub mod alerts;
 mod auth;
 pub mod batches;
 pub mod cache;

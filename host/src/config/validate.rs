@@ -98,6 +98,7 @@ impl Config {
         self.cache.check()?;
         self.passthrough.check()?;
         self.batches.check()?;
+        self.alerts.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",
