@@ -21,8 +21,10 @@ async fn chat(gateway: &TestGateway, token: &str, id: &str) -> (u16, Value) {
         .post(gateway.url("/v1/chat/completions"))
         .bearer_auth(token)
         .header("x-request-id", id)
-        .json(&json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}],
-            "user": "body-says-someone-else"}))
+        .json(
+            &json!({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}],
+            "user": "body-says-someone-else"}),
+        )
         .send()
         .await
         .unwrap();
@@ -58,10 +60,7 @@ async fn valid_tokens_are_answered_and_billed_to_the_identity_their_claims_name(
         assert_eq!(record.project, "acme");
         assert_eq!(record.user_id.as_deref(), Some("ana@acme.test"));
         let key_id = record.api_key_id.unwrap();
-        assert!(
-            key_id.starts_with("jwt:") && key_id.len() == 28,
-            "{key_id}"
-        );
+        assert!(key_id.starts_with("jwt:") && key_id.len() == 28, "{key_id}");
         assert!(!key_id.contains("svc-42"), "{key_id}");
         key_ids.push(key_id);
     }
@@ -191,7 +190,11 @@ async fn every_bad_token_is_a_401_that_never_reaches_the_upstream() {
             rsa.sign(&with(json!({"exp": "never"}))),
             "claim `exp`",
         ),
-        ("malformed", "eyJhbGciOi.eyJzdWIi.c2ln".to_owned(), "well-formed"),
+        (
+            "malformed",
+            "eyJhbGciOi.eyJzdWIi.c2ln".to_owned(),
+            "well-formed",
+        ),
     ];
     for (case, token, reason) in &cases {
         let (status, body) = chat(&gateway, token, case).await;
@@ -247,7 +250,9 @@ async fn a_rotated_key_is_fetched_and_made_up_key_ids_are_not() {
 
     // Made-up key ids, at once: the issuer is asked at most once more in their second.
     let flood = (0..20).map(|i| {
-        let token = new.posing_as(&format!("made-up-{i}")).sign(&claims("x", json!({})));
+        let token = new
+            .posing_as(&format!("made-up-{i}"))
+            .sign(&claims("x", json!({})));
         let gateway = &gateway;
         async move { chat(gateway, &token, &format!("flood-{i}")).await.0 }
     });
@@ -282,7 +287,10 @@ async fn a_jwks_that_is_down_refuses_the_tokens_it_cannot_check() {
         .start()
         .await;
     let (status, body) = chat(&nowhere, &token, "nowhere").await;
-    assert_eq!((status, &body["error"]["code"]), (401, &json!("invalid_token")));
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (401, &json!("invalid_token"))
+    );
     assert!(mock.targets().await.is_empty());
     nowhere.stop().await;
     gateway.stop().await;

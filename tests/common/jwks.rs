@@ -33,13 +33,21 @@ impl SigningKey {
     /// A new 2048-bit RSA key for RS256.
     pub fn rsa(kid: &str) -> Self {
         let pem = openssl(&["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]);
-        Self::new(kid, Algorithm::RS256, EncodingKey::from_rsa_pem(&pem).unwrap())
+        Self::new(
+            kid,
+            Algorithm::RS256,
+            EncodingKey::from_rsa_pem(&pem).unwrap(),
+        )
     }
 
     /// A new P-256 key for ES256.
     pub fn ec(kid: &str) -> Self {
         let pem = openssl(&["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]);
-        Self::new(kid, Algorithm::ES256, EncodingKey::from_ec_pem(&pem).unwrap())
+        Self::new(
+            kid,
+            Algorithm::ES256,
+            EncodingKey::from_ec_pem(&pem).unwrap(),
+        )
     }
 
     fn new(kid: &str, alg: Algorithm, encoding: EncodingKey) -> Self {
@@ -115,7 +123,11 @@ pub fn unsigned(claims: &Value) -> String {
     let b64 = |v: &Value| {
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(serde_json::to_vec(v).unwrap())
     };
-    format!("{}.{}.", b64(&json!({"alg": "none", "typ": "JWT"})), b64(claims))
+    format!(
+        "{}.{}.",
+        b64(&json!({"alg": "none", "typ": "JWT"})),
+        b64(claims)
+    )
 }
 
 /// What the JWKS server serves, and what it was asked.

@@ -2,7 +2,7 @@
 //! the gateway accepts beside its own API keys.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::config_error::ConfigError;
 
@@ -56,7 +56,7 @@ pub struct JwtIssuer {
 }
 
 /// Signing algorithms a JWT issuer may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 pub enum JwtAlgorithm {
     RS256,
     RS384,
@@ -70,7 +70,7 @@ pub enum JwtAlgorithm {
 }
 
 /// The window of a budget set by a token's claim.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum JwtBudgetPeriod {
     Day,

@@ -5,7 +5,6 @@
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::Identity;
 use super::refusal::Refusal;
 use crate::config::{JwtBudgetPeriod, JwtIssuer};
 use crate::ledger::keys::{check_project, usd_to_micros};
@@ -19,8 +18,21 @@ const LIST_MAX: usize = 64;
 /// Hex digits of the key id's hash: 96 bits, so that two subjects never share counters.
 const ID_HEX: usize = 24;
 
+/// Who a verified token stands for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub project: String,
+    /// `jwt:` and 24 hex digits of SHA-256 over the issuer and the subject.
+    pub key_id: String,
+    pub user: Option<String>,
+    pub limits: KeyLimits,
+}
+
 /// The identity `claims` (verified, of `issuer`) stand for.
-pub(super) fn identity(issuer: &JwtIssuer, claims: &Map<String, Value>) -> Result<Identity, Refusal> {
+pub(super) fn identity(
+    issuer: &JwtIssuer,
+    claims: &Map<String, Value>,
+) -> Result<Identity, Refusal> {
     let map = &issuer.claims;
     let Some(Value::String(subject)) = claims.get("sub") else {
         return Err(Refusal::InvalidClaim("sub".to_owned()));
@@ -92,10 +104,7 @@ fn named<'a, 'c>(
     claim: Option<&'a str>,
 ) -> Option<(&'a str, &'c Value)> {
     let name = claim?;
-    claims
-        .get(name)
-        .filter(|v| !v.is_null())
-        .map(|v| (name, v))
+    claims.get(name).filter(|v| !v.is_null()).map(|v| (name, v))
 }
 
 /// A list claim: an array of strings, or one string of space-separated items (as OAuth's
@@ -161,8 +170,10 @@ mod tests {
     fn claims_name_the_project_user_and_limits() {
         let identity = identity(
             &issuer(None),
-            &claims(json!({"sub": "svc-1", "project": "acme", "models": "gpt-4o* claude-*",
-                "guards": ["pii"], "rpm": 10, "budget": 2.5})),
+            &claims(
+                json!({"sub": "svc-1", "project": "acme", "models": "gpt-4o* claude-*",
+                "guards": ["pii"], "rpm": 10, "budget": 2.5}),
+            ),
         )
         .unwrap();
         assert_eq!(identity.project, "acme");
@@ -192,7 +203,10 @@ mod tests {
     #[test]
     fn the_issuer_project_stands_in_for_an_absent_claim() {
         let sub = || claims(json!({"sub": "u"}));
-        assert_eq!(identity(&issuer(Some("ops")), &sub()).unwrap().project, "ops");
+        assert_eq!(
+            identity(&issuer(Some("ops")), &sub()).unwrap().project,
+            "ops"
+        );
         assert_eq!(
             identity(&issuer(None), &sub()),
             Err(Refusal::MissingClaim("project".to_owned()))
@@ -215,12 +229,18 @@ mod tests {
             Refusal::InvalidClaim("rpm".to_owned())
         );
         assert_eq!(refused(json!({"rpm": 0})), Refusal::LimitsOutOfBounds);
-        assert_eq!(refused(json!({"budget": -1})), Refusal::InvalidClaim("budget".to_owned()));
+        assert_eq!(
+            refused(json!({"budget": -1})),
+            Refusal::InvalidClaim("budget".to_owned())
+        );
         assert_eq!(
             refused(json!({"models": vec!["m"; LIST_MAX + 1]})),
             Refusal::LimitsOutOfBounds
         );
-        assert_eq!(refused(json!({"guards": "bad name!"})), Refusal::LimitsOutOfBounds);
+        assert_eq!(
+            refused(json!({"guards": "bad name!"})),
+            Refusal::LimitsOutOfBounds
+        );
         assert_eq!(
             refused(json!({"sub": 7})),
             Refusal::InvalidClaim("sub".to_owned())

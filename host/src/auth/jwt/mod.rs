@@ -16,6 +16,7 @@ mod claims;
 mod jwks;
 mod refusal;
 
+pub use claims::Identity;
 pub use jwks::Jwks;
 pub use refusal::Refusal;
 
@@ -30,20 +31,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::config::{JwtAlgorithm, JwtIssuer};
-use crate::ledger::KeyLimits;
 
 /// Bytes of a token, at most (identity providers' tokens are a few KiB at most).
 const TOKEN_MAX: usize = 16 * 1024;
-
-/// Who a verified token stands for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Identity {
-    pub project: String,
-    /// `jwt:` and 24 hex digits of SHA-256 over the issuer and the subject.
-    pub key_id: String,
-    pub user: Option<String>,
-    pub limits: KeyLimits,
-}
 
 /// Whether a bearer token is shaped as a JWT: three base64url parts, the first two non-empty
 /// (an unsigned token's third part is empty: it must reach [`verify`] to be refused).
