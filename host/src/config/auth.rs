@@ -27,11 +27,14 @@ pub struct AuthConfig {
 #[serde(deny_unknown_fields)]
 pub struct JwtIssuer {
     /// The `iss` its tokens carry, exactly (e.g. `https://login.example.com/realms/acme`).
+    #[schemars(extend("examples" = ["https://login.example.com/realms/acme"]))]
     pub issuer: String,
     /// Where its signing keys are published (JWKS, RFC 7517): fetched by the gateway, cached,
     /// and fetched again when a token names a key id the cached set lacks.
+    #[schemars(extend("examples" = ["https://login.example.com/realms/acme/protocol/openid-connect/certs"]))]
     pub jwks_url: String,
     /// The `aud` values accepted: a token must name at least one of them.
+    #[schemars(extend("examples" = [["wasmgate"]]))]
     pub audiences: Vec<String>,
     /// The signing algorithms accepted. Asymmetric only: the gateway holds no secret that
     /// could also mint tokens, and `none` is never accepted.
@@ -46,6 +49,7 @@ pub struct JwtIssuer {
     pub jwks_cooldown: u64,
     /// The project of tokens whose project claim is absent.
     #[serde(default)]
+    #[schemars(extend("examples" = ["platform"]))]
     pub project: Option<String>,
     /// The period of the budget a token's `budget_usd` claim sets.
     #[serde(default)]
@@ -92,18 +96,23 @@ pub struct JwtClaims {
     pub user: String,
     /// A list of model names or patterns (`*` for any run of characters) it may use.
     #[serde(default)]
+    #[schemars(extend("examples" = ["wg_models"]))]
     pub models: Option<String>,
     /// A list of guard names (the config's `guards:` entries) applied to its requests.
     #[serde(default)]
+    #[schemars(extend("examples" = ["wg_guards"]))]
     pub guards: Option<String>,
     /// A whole number: its requests per minute.
     #[serde(default)]
+    #[schemars(extend("examples" = ["wg_rpm"]))]
     pub requests_per_minute: Option<String>,
     /// A whole number: its tokens per minute.
     #[serde(default)]
+    #[schemars(extend("examples" = ["wg_tpm"]))]
     pub tokens_per_minute: Option<String>,
     /// A number: its budget in USD per `budget_period`.
     #[serde(default)]
+    #[schemars(extend("examples" = ["wg_budget_usd"]))]
     pub budget_usd: Option<String>,
 }
 
