@@ -8,6 +8,7 @@ mod common;
 
 mod accounting;
 mod api_endpoints;
+mod audit;
 mod auth;
 mod auth_matrix;
 mod batches;

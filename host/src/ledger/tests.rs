@@ -7,6 +7,7 @@ use super::responses::StoredResponse;
 use super::time::{HOUR_US, format_utc};
 use super::*;
 
+mod audit;
 mod batches;
 mod columns;
 mod records;
@@ -1746,6 +1747,30 @@ macro_rules! no_batches {
 
 no_batches!(Stuck);
 no_batches!(LosesFirstAck);
+
+/// An [`AuditStore`] that keeps nothing, for the test stores that only test usage records.
+macro_rules! no_audit {
+    ($store:ty) => {
+        impl crate::ledger::AuditStore for $store {
+            fn append_audit(
+                &self,
+                change: crate::ledger::AuditChange,
+                at_us: i64,
+            ) -> anyhow::Result<crate::ledger::AuditEntry> {
+                Ok(crate::ledger::AuditEntry::next(None, at_us, change))
+            }
+            fn audit_entries(
+                &self,
+                _: &crate::ledger::AuditFilter,
+            ) -> anyhow::Result<Vec<crate::ledger::AuditEntry>> {
+                Ok(Vec::new())
+            }
+        }
+    };
+}
+
+no_audit!(Stuck);
+no_audit!(LosesFirstAck);
 
 #[tokio::test]
 async fn a_full_queue_drops_and_counts() {

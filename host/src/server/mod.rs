@@ -1,6 +1,8 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
 mod admin;
+mod admin_auth;
+mod audit_log;
 mod batches;
 mod connections;
 mod console;
@@ -89,6 +91,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/stats", post(usage_stats::stats))
         .merge(console::routes())
         .merge(admin::routes())
+        .merge(audit_log::routes())
         .merge(mcp::routes())
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
