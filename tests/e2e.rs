@@ -39,6 +39,7 @@ mod guards_outside;
 mod guards_routes;
 mod hostile_input;
 mod journal;
+mod jwt;
 mod key_echo;
 mod key_guards;
 mod keys;
