@@ -7,6 +7,7 @@
 mod common;
 
 mod accounting;
+mod alerts;
 mod api_endpoints;
 mod audit;
 mod auth;
@@ -38,6 +39,7 @@ mod guards_outside;
 mod guards_routes;
 mod hostile_input;
 mod journal;
+mod jwt;
 mod key_echo;
 mod key_guards;
 mod keys;

@@ -43,6 +43,9 @@ enum Command {
     /// The audit log of changes to keys, admin keys and the config: list it, verify its chain.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Alerts: send a test alert to every sink of the config.
+    #[command(subcommand)]
+    Alerts(AlertsCommand),
     /// Usage and cost over a range, in total or per model, from the ledger or a gateway.
     Usage(UsageArgs),
     /// Start, build and test a router, limiter or provider plugin in Rust, Python or JavaScript.
@@ -266,6 +269,17 @@ enum AdminKeyCommand {
 }
 
 #[derive(Subcommand)]
+enum AlertsCommand {
+    /// Send a test alert to every sink of `alerts.sinks`; exit 1 if one does not take it.
+    Test {
+        /// Config file. Default: $WASMGATE_CONFIG, else ./config.yaml if it exists, else the
+        /// embedded default config.
+        #[arg(long, env = "WASMGATE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
 enum AuditCommand {
     /// The latest entries, oldest first: seq, time, actor, origin, action, target.
     List {
@@ -410,6 +424,7 @@ fn main() -> ExitCode {
         Command::Keys(command) => keys(command),
         Command::AdminKey(command) => admin_key(command),
         Command::Audit(command) => audit(command),
+        Command::Alerts(AlertsCommand::Test { config }) => runtime.block_on(alerts_test(config)),
         Command::Usage(args) => runtime.block_on(usage(args)),
         Command::Plugin(command) => plugin(command),
         Command::Config(command) => runtime.block_on(config(command)),
@@ -640,6 +655,15 @@ fn admin_key(command: AdminKeyCommand) -> anyhow::Result<()> {
             keys::revoke_admin(open_store(&ledger)?.as_ref(), &id, &mut out)
         }
     }
+}
+
+async fn alerts_test(config: Option<PathBuf>) -> anyhow::Result<()> {
+    let config = ConfigSource::discover(config.as_deref()).load()?;
+    let mut out = std::io::stdout().lock();
+    if !wasmgate::cli::alerts::test(&config, &mut out).await? {
+        anyhow::bail!("a sink did not take the test alert");
+    }
+    Ok(())
 }
 
 fn audit(command: AuditCommand) -> anyhow::Result<()> {

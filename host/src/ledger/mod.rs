@@ -43,6 +43,7 @@
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
 
+pub mod alerts;
 pub mod audit;
 mod audit_rows;
 mod batch_rows;
@@ -74,6 +75,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use alerts::AlertStore;
 pub use audit::{AuditAction, AuditChange, AuditEntry, AuditFilter, AuditStore};
 pub use batches::{BatchStore, Order, StoredBatch, StoredFile};
 pub use journal::{Journal, JournalSettings, Written};

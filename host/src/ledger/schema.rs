@@ -42,6 +42,10 @@ const SHARED: &[(&str, &str)] = &[
         "V9__audit.sql",
         include_str!("migrations/shared/V9__audit.sql"),
     ),
+    (
+        "V10__alerts.sql",
+        include_str!("migrations/shared/V10__alerts.sql"),
+    ),
 ];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
 const SHARED_V5: &str = include_str!("migrations/shared/V5__key_guards.sql");

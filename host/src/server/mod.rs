@@ -130,6 +130,8 @@ pub async fn run_until(
     let connections = connections::Connections::default();
     // Batches in progress are followed while the server runs (see `batches::poll`).
     let poller = crate::batches::poll::spawn(&state);
+    // Alerts are looked for while the server runs (see `alerts`).
+    let alerts = crate::alerts::spawn(&state);
     // The cap is sized once (a reload keeps it); the deadlines are read for each connection.
     let max_connections = state.gateway.load().config.server.max_connections as usize;
     let reloaded = Arc::clone(&state);
@@ -166,6 +168,7 @@ pub async fn run_until(
     }
     // A batch being metered is left to the next start (or another replica): its lease runs out.
     poller.abort();
+    alerts.abort();
     // Requests are over, and a cut stream has queued its record as it was dropped; let their
     // follow-up work (settling limits) finish too, then write every usage record still queued.
     state.background.close();
