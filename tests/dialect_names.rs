@@ -56,6 +56,7 @@ const CHAT_FIELD: &[&str] = &[
     "pipeline/request/props.rs",
     "pipeline/cache/semantic.rs",
     "mcp/guard.rs",
+    "pipeline/guard/texts.rs",
 ];
 
 #[test]

@@ -32,7 +32,7 @@ const LAYERS: &[&[&str]] = &[
     &["telemetry", "error"],
     &["gateway", "mcp"],
     &["state"],
-    &["pipeline", "batches"],
+    &["pipeline", "batches", "alerts"],
     &["server"],
     &["reload", "cli"],
 ];
@@ -475,7 +475,7 @@ fn no_folder_of_the_host_has_an_import_circle() {
 
 /// Folders whose `mod.rs` still holds types its own files import while it imports them (the
 /// circle the pipeline had), each to be split as the pipeline was. The list only shrinks.
-const NOT_YET_ROOMS: &[&str] = &["ledger", "plugins"];
+const NOT_YET_ROOMS: &[&str] = &[];
 
 /// The reader on a tree of its own: a circle through a folder's `mod.rs` re-export is found, a
 /// test module's `use super::*` and a comment are not imports, and a one-way folder passes.

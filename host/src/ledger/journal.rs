@@ -38,15 +38,16 @@ use std::sync::{Arc, Mutex, mpsc};
 
 use tokio::sync::oneshot;
 
-use super::UsageRecord;
+use self::shared::{Shared, segment_path};
+use super::record::UsageRecord;
 
 mod reader;
+mod shared;
 pub use reader::Reader;
+pub use shared::Position;
 
 /// Records appended in one `write()` at most.
 const GROUP_MAX: usize = 4_096;
-/// Bytes read back from a segment at once, at most.
-const READ_MAX: usize = 4 << 20;
 /// A segment's size, at most: an eighth of the bound, between these two.
 const SEGMENT_MIN: u64 = 64 << 10;
 const SEGMENT_MAX: u64 = 64 << 20;
@@ -112,13 +113,6 @@ pub struct Group {
     pub records: Option<Vec<UsageRecord>>,
 }
 
-/// A place in the journal: a segment and a byte offset in it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Position {
-    pub segment: u64,
-    pub offset: u64,
-}
-
 /// The journal: the appender thread's queue, and what the appender and the reader share.
 pub struct Journal {
     tx: Mutex<Option<mpsc::Sender<Entry>>>,
@@ -140,31 +134,6 @@ struct Entry {
     line: Vec<u8>,
     record: UsageRecord,
     done: oneshot::Sender<()>,
-}
-
-struct Shared {
-    dir: PathBuf,
-    max_bytes: u64,
-    /// Bytes of the segments on disk.
-    bytes: AtomicU64,
-    /// The segment being appended to, and its bytes written whole (the reader stops there).
-    head: Mutex<Position>,
-    appended_records: AtomicU64,
-    /// Appends (`write()` calls) that succeeded: records per append is how well groups form.
-    groups: AtomicU64,
-    confirmed_records: AtomicU64,
-    /// Lines skipped: torn by a crash, or damaged.
-    torn: AtomicU64,
-    /// Requests refused because the journal was full or could not be written.
-    refused: AtomicU64,
-    /// Records handed to the writer and not yet taken.
-    handed: std::sync::atomic::AtomicUsize,
-    /// A group without records (read the journal) is on its way to the writer: one is enough.
-    spill_sent: AtomicBool,
-    /// The last append failed (a full disk): new requests are refused until one succeeds.
-    failing: AtomicBool,
-    /// The journal was full at the last look, so that the change is logged once each way.
-    was_full: AtomicBool,
 }
 
 impl Journal {
@@ -582,10 +551,6 @@ pub fn encode(record: &UsageRecord) -> Result<Vec<u8>, serde_json::Error> {
     line.extend_from_slice(&json);
     line.push(b'\n');
     Ok(line)
-}
-
-fn segment_path(dir: &Path, index: u64) -> PathBuf {
-    dir.join(format!("{index:016}.journal"))
 }
 
 fn create_segment(dir: &Path, index: u64) -> std::io::Result<File> {

@@ -13,8 +13,11 @@ use std::sync::Mutex;
 use anyhow::Context;
 use rusqlite::{Connection, params};
 
+mod durations;
 mod schema;
 mod write_sql;
+
+use durations::write_durations;
 
 use super::columns::{self, Derived, record_row};
 use super::histogram::Durations;
@@ -91,18 +94,6 @@ impl SqliteStore {
             .lock()
             .map_err(|_| anyhow::anyhow!("the ledger connection is poisoned"))
     }
-}
-
-/// Adds `counts` to the duration histograms.
-fn write_durations(conn: &Connection, counts: &rollup::DurationCounts) -> anyhow::Result<()> {
-    let [hourly, daily] = &write_sql::write_sql().durations;
-    for (sql, rows) in [(hourly, &counts.hours), (daily, &counts.days)] {
-        let mut stmt = conn.prepare_cached(sql)?;
-        for ((project, at, metric, bucket), n) in rows {
-            stmt.execute(params![project, at, metric, bucket, n])?;
-        }
-    }
-    Ok(())
 }
 
 /// Input and output tokens, cost, requests, cache hits and savings, from column `first` on.

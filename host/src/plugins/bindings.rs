@@ -1,8 +1,5 @@
-//! Rust bindings of the WIT contract in `wit/`, and the host side of its `host` interface.
-
-use wasmtime::component::{HasSelf, Linker};
-
-use super::state::PluginState;
+//! Rust bindings of the WIT contract in `wit/` (the host side of its `host` interface is
+//! `host_imports.rs`).
 
 /// The provider world; it also owns the Rust types of the shared `types` and `host` interfaces.
 pub mod provider_world {
@@ -20,8 +17,8 @@ pub mod router_world {
         world: "router-plugin",
         exports: { default: async },
         with: {
-            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
-            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+            "wasmgate:plugin/types": crate::plugins::bindings::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": crate::plugins::bindings::provider_world::wasmgate::plugin::host,
         },
     });
 }
@@ -35,8 +32,8 @@ pub mod limiter_world {
         exports: { default: async },
         imports: { "wasmgate:plugin/counters": async | trappable },
         with: {
-            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
-            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+            "wasmgate:plugin/types": crate::plugins::bindings::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": crate::plugins::bindings::provider_world::wasmgate::plugin::host,
         },
     });
 }
@@ -48,8 +45,8 @@ pub mod dialect_world {
         world: "dialect-plugin",
         exports: { default: async },
         with: {
-            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
-            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+            "wasmgate:plugin/types": crate::plugins::bindings::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": crate::plugins::bindings::provider_world::wasmgate::plugin::host,
         },
     });
 }
@@ -61,8 +58,8 @@ pub mod guard_world {
         world: "guard-plugin",
         exports: { default: async },
         with: {
-            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
-            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+            "wasmgate:plugin/types": crate::plugins::bindings::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": crate::plugins::bindings::provider_world::wasmgate::plugin::host,
         },
     });
 }
@@ -74,8 +71,8 @@ pub mod cache_key_world {
         world: "cache-key-plugin",
         exports: { default: async },
         with: {
-            "wasmgate:plugin/types": super::provider_world::wasmgate::plugin::types,
-            "wasmgate:plugin/host": super::provider_world::wasmgate::plugin::host,
+            "wasmgate:plugin/types": crate::plugins::bindings::provider_world::wasmgate::plugin::types,
+            "wasmgate:plugin/host": crate::plugins::bindings::provider_world::wasmgate::plugin::host,
         },
     });
 }
@@ -94,62 +91,3 @@ pub use provider_world::wasmgate::plugin::types;
 pub use provider_world::{ProviderPlugin, ProviderPluginPre};
 pub use router_world::exports::wasmgate::plugin::router as router_types;
 pub use router_world::{RouterPlugin, RouterPluginPre};
-
-use provider_world::wasmgate::plugin::host;
-
-/// Defines the `host` and `counters` interfaces once for every world that imports them.
-pub(super) fn add_host_to_linker(linker: &mut Linker<PluginState>) -> anyhow::Result<()> {
-    host::add_to_linker::<PluginState, HasSelf<PluginState>>(linker, |s| s)
-        .map_err(|e| anyhow::anyhow!("linking the host interface: {e}"))?;
-    counter_types::add_to_linker::<PluginState, HasSelf<PluginState>>(linker, |s| s)
-        .map_err(|e| anyhow::anyhow!("linking the counters interface: {e}"))
-}
-
-impl counter_types::Host for PluginState {
-    async fn add(
-        &mut self,
-        key: String,
-        period: counter_types::Period,
-        delta: i64,
-    ) -> wasmtime::Result<counter_types::Counter> {
-        let counters = self.counters()?;
-        let key = counters.scoped(&key);
-        counters
-            .store
-            .add(&key, period, delta)
-            .await
-            .map_err(|e| wasmtime::Error::msg(format!("counter store: {e}")))
-    }
-
-    async fn get(
-        &mut self,
-        key: String,
-        period: counter_types::Period,
-    ) -> wasmtime::Result<counter_types::Counter> {
-        let counters = self.counters()?;
-        let key = counters.scoped(&key);
-        counters
-            .store
-            .get(&key, period)
-            .await
-            .map_err(|e| wasmtime::Error::msg(format!("counter store: {e}")))
-    }
-}
-
-impl types::Host for PluginState {}
-
-impl host::Host for PluginState {
-    fn log(&mut self, level: types::LogLevel, message: String) {
-        let plugin = &*self.plugin;
-        match level {
-            types::LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            types::LogLevel::Info => tracing::info!(plugin, "{message}"),
-            types::LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            types::LogLevel::Error => tracing::error!(plugin, "{message}"),
-        }
-    }
-
-    fn count_tokens(&mut self, text: String) -> u32 {
-        self.tokenizer.count(&text)
-    }
-}

@@ -1,10 +1,10 @@
 //! Calls into cache-key policy plugins: validate the options, and decide what of a request
 //! goes into its cache key.
 
-use super::PluginFailure;
 use super::bindings::CacheKeyPlugin as Bindings;
 use super::bindings::cache_key_types::{KeyDecision, KeyRequest};
 use super::bindings::types::ConfigError;
+use super::failure::PluginFailure;
 use super::loaded::Warm;
 
 /// A loaded cache-key plugin. Calls reuse warm instances (see `WarmPool`).

@@ -3,10 +3,10 @@
 
 use wasmtime::component::ResourceAny;
 
-use super::PluginFailure;
 use super::bindings;
 use super::bindings::dialect_types::{AnswerInfo, Call, Declaration, Decoded, Event, Failure};
 use super::bindings::types::Usage;
+use super::failure::PluginFailure;
 use super::loaded::{Instance, Loaded};
 
 /// A loaded dialect plugin, ready to instantiate cheaply; `start` makes one request's instance

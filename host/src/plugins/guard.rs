@@ -3,12 +3,12 @@
 
 use wasmtime::component::ResourceAny;
 
-use super::PluginFailure;
 use super::bindings::GuardPlugin as Bindings;
 use super::bindings::guard_types::{
     AnswerEvent, ConsultReply, GuardInfo, RequestVerdict, StreamVerdict,
 };
 use super::bindings::types::ConfigError;
+use super::failure::PluginFailure;
 use super::loaded::{Instance, Warm};
 use super::slots::SlotKind;
 

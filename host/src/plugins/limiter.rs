@@ -5,9 +5,10 @@ use std::sync::Arc;
 use super::bindings::LimiterPlugin as Bindings;
 use super::bindings::limiter_types::{Decision, LimitRequest, Settlement};
 use super::bindings::types::ConfigError;
+use super::counter_store::CounterStore;
+use super::failure::PluginFailure;
 use super::loaded::Warm;
 use super::state::CounterAccess;
-use super::{CounterStore, PluginFailure};
 
 /// A loaded limiter plugin. Calls reuse warm instances (see `WarmPool`), each call with the
 /// counters of its rule.

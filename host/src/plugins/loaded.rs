@@ -9,10 +9,11 @@ use wasmtime::Store;
 use wasmtime::component::{Component, InstancePre};
 
 use super::bindings;
+use super::failure::PluginFailure;
+use super::host::PluginHost;
 use super::sandbox::{Sandbox, WarmPool};
 use super::slots::SlotKind;
 use super::state::{CounterAccess, PluginState};
-use super::{PluginFailure, PluginHost};
 
 /// The generated bindings of one WIT world, as the shared shape needs them.
 pub trait World: Sized + Send + Sync + 'static {

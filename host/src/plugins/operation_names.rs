@@ -2,7 +2,7 @@
 //! records carry, the path it is served on and the name its spans and metrics carry. A request of a registry dialect is recorded and measured under the dialect's declared
 //! name instead (see `Context::recorded_as`), so no dialect is named here.
 
-use super::Operation;
+use super::bindings::provider_types::Operation;
 
 /// What one operation is called wherever the host names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,13 +3,13 @@
 
 use wasmtime::component::ResourceAny;
 
-use super::PluginFailure;
 use super::bindings;
 use super::bindings::provider_types::{
     CanonicalRequest, Completion, Description, Metered, PassthroughAuth, PassthroughCall,
     ProviderConfig, RequestInfo, StreamOutput,
 };
 use super::bindings::types::{ConfigError, HttpRequest, HttpResponse, PluginError};
+use super::failure::PluginFailure;
 use super::loaded::{Instance, Loaded};
 
 pub use bindings::provider_types::Prepared;

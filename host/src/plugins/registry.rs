@@ -4,8 +4,10 @@
 
 use std::sync::Arc;
 
+use super::bindings::dialect_types::{KeySource, RouteKind};
+use super::dialect::DialectPlugin;
+use super::failure::PluginFailure;
 use super::slots::SlotKind;
-use super::{DialectPlugin, KeySource, PluginFailure, RouteKind};
 
 /// Characters of a path parameter (the model) and of a query value, at most.
 const PARAM_MAX: usize = 512;

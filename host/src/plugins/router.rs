@@ -1,9 +1,9 @@
 //! Calls into router plugins: validate a virtual model's options, and order its targets.
 
-use super::PluginFailure;
 use super::bindings::RouterPlugin as Bindings;
 use super::bindings::router_types::{RouteRequest, Target};
 use super::bindings::types::ConfigError;
+use super::failure::PluginFailure;
 use super::loaded::Warm;
 
 /// A loaded router plugin. Calls reuse warm instances (see `WarmPool`).

@@ -13,9 +13,11 @@ use std::time::Instant;
 use wasmtime::{Store, StoreContextMut, Trap, UpdateDeadline};
 
 use super::cpu::metered;
+use super::failure::{PluginFailure, TimeBound};
+use super::host::{PluginHost, TICK};
+use super::observer::CallObserver;
 use super::slots::{Slot, SlotKind, WarmTicket};
 use super::state::{CounterAccess, DeadlineExceeded, PluginState};
-use super::{CallObserver, PluginFailure, PluginHost, TICK, TimeBound};
 
 pub(super) struct Sandbox {
     pub(super) store: Store<PluginState>,

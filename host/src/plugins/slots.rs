@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::PluginLimits;
+use super::limits::PluginLimits;
 
 /// What an instance is taken for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::PluginLimits;
+use super::limits::PluginLimits;
 use crate::tokenizer::Tokenizer;
 
 /// `pub` (in a private module) only so that `loaded::World`, a public trait, may name it.
@@ -29,7 +29,7 @@ pub struct PluginState {
 /// rules never share a counter.
 #[derive(Clone)]
 pub(super) struct CounterAccess {
-    pub(super) store: std::sync::Arc<dyn super::CounterStore>,
+    pub(super) store: std::sync::Arc<dyn super::counter_store::CounterStore>,
     pub(super) prefix: std::sync::Arc<str>,
 }
 
@@ -109,7 +109,7 @@ impl wasmtime::ResourceLimiter for MemoryCap {
 
 /// The error an epoch callback returns when a call has used up one of its time bounds.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct DeadlineExceeded(pub(super) super::TimeBound);
+pub(super) struct DeadlineExceeded(pub(super) super::failure::TimeBound);
 
 impl std::fmt::Display for DeadlineExceeded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

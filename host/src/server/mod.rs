@@ -1,6 +1,8 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
 mod admin;
+mod admin_auth;
+mod audit_log;
 mod batches;
 mod connections;
 mod console;
@@ -93,6 +95,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/stats", post(usage_stats::stats))
         .merge(console::routes())
         .merge(admin::routes())
+        .merge(audit_log::routes())
         .merge(mcp::routes())
         .route("/health", get(health::health))
         .route("/metrics", get(metrics))
@@ -131,6 +134,8 @@ pub async fn run_until(
     let connections = connections::Connections::default();
     // Batches in progress are followed while the server runs (see `batches::poll`).
     let poller = crate::batches::poll::spawn(&state);
+    // Alerts are looked for while the server runs (see `alerts`).
+    let alerts = crate::alerts::spawn(&state);
     // The cap is sized once (a reload keeps it); the deadlines are read for each connection.
     let max_connections = state.gateway.load().config.server.max_connections as usize;
     let reloaded = Arc::clone(&state);
@@ -176,6 +181,7 @@ pub async fn run_until(
     }
     // A batch being metered is left to the next start (or another replica): its lease runs out.
     poller.abort();
+    alerts.abort();
     // Requests are over, and a cut stream has queued its record as it was dropped; let their
     // follow-up work (settling limits) finish too, then write every usage record still queued.
     state.background.close();

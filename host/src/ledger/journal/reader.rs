@@ -7,8 +7,8 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::{Position, READ_MAX, Shared, segment_path};
-use crate::ledger::UsageRecord;
+use super::shared::{Position, READ_MAX, Shared, segment_path};
+use crate::ledger::record::UsageRecord;
 
 /// Reads records back from the journal, in order, for the ledger writer.
 pub struct Reader {

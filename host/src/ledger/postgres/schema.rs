@@ -6,8 +6,8 @@ use postgres::{Client, Transaction};
 use refinery_core::Migration;
 use refinery_core::traits::sync::{Migrate, Query, Transaction as RunSql};
 
+use super::durations::write_durations;
 use super::error_chain::chain;
-use super::write_durations;
 use crate::ledger::rollup;
 use crate::ledger::schema::{self, Database, DbError, Dialect, HISTORY, SchemaError};
 

@@ -7,7 +7,7 @@ use refinery_core::Migration;
 use refinery_core::traits::sync::{Migrate, Query, Transaction};
 use rusqlite::{Connection, params};
 
-use super::write_durations;
+use super::durations::write_durations;
 use crate::ledger::rollup;
 use crate::ledger::schema::{self, Database, DbError, Dialect, HISTORY, SchemaError};
 
