@@ -9,7 +9,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::config_error::ConfigError;
-use super::server::{MAX_CONNECTIONS, MAX_TIMEOUT_MS};
+
+/// The most sessions that may be allowed (`server.max_connections`'s own bound).
+const MAX_CONNECTIONS: u32 = 1_000_000;
+/// The longest idle time and send timeout: an hour.
+const MAX_TIMEOUT_MS: u64 = 3_600_000;
 
 /// The longest a session may last: a day.
 const MAX_DURATION_MS: u64 = 86_400_000;

@@ -1,6 +1,6 @@
 //! The Responses API's WebSocket mode: `GET /v1/responses` upgraded to a socket on which each
 //! `response.create` event is one request through the pipeline, answered with the events a
-//! `stream: true` call gets, each a text message (see `docs/src/apis/responses.md`).
+//! `stream: true` call gets, each a text message (see `docs/src/responses-websocket.md`).
 //!
 //! The key is checked at the upgrade (a refused key gets the HTTP error, no socket) and again
 //! by each turn's auth stage, so a key revoked mid-session stops at its next turn. The session
@@ -25,6 +25,9 @@ use crate::error::Dialect;
 use crate::pipeline::caller::caller;
 use crate::state::AppState;
 use refusal::Refusal;
+
+/// What a socket reads from the connection at a time.
+const READ_BUFFER_BYTES: usize = 8 * 1024;
 
 /// `GET /v1/responses`: the socket, or (without an upgrade) the route as the dialect serves it.
 pub async fn upgrade(
@@ -58,6 +61,7 @@ pub async fn upgrade(
         Some(key) => format!("key {key}"),
         None => format!("project {}", who.project),
     };
+    let path = uri.path().to_owned();
     let seat = match state
         .sockets
         .admit(&holder, bounds.max_sessions_per_key, bounds.max_sessions)
@@ -66,12 +70,15 @@ pub async fn upgrade(
         Err(refused) => return Refusal::Seats(refused).into_response(),
     };
     upgrade
+        // tungstenite's default read buffer is 128 KiB, allocated whole for every socket: most
+        // of an idle session's memory. A turn's message is read in pieces of this instead.
+        .read_buffer_size(READ_BUFFER_BYTES)
         .max_message_size(bounds.max_message_bytes)
         .max_frame_size(bounds.max_message_bytes)
         .on_upgrade(move |socket| async move {
             let sockets = state.sockets.clone();
             sockets
-                .track(session::serve(state, socket, headers, seat, bounds))
+                .track(session::serve(state, socket, headers, path, seat, bounds))
                 .await;
         })
 }

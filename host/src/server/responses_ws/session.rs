@@ -43,6 +43,7 @@ pub async fn serve(
     state: Arc<AppState>,
     socket: WebSocket,
     headers: HeaderMap,
+    path: String,
     seat: Seat,
     bounds: WebsocketConfig,
 ) {
@@ -55,6 +56,7 @@ pub async fn serve(
     let runner = Runner {
         state: &state,
         headers: turn::turn_headers(&headers),
+        path,
         sink,
         send_timeout: bounds.send_timeout(),
     };
@@ -151,6 +153,8 @@ fn close(code: u16, reason: &'static str) -> Ending {
 struct Runner<'a> {
     state: &'a AppState,
     headers: HeaderMap,
+    /// The upgrade's path, whose `POST` each turn is.
+    path: String,
     sink: SplitSink<WebSocket, Message>,
     send_timeout: Duration,
 }
@@ -187,10 +191,11 @@ impl Runner<'_> {
 
     /// Runs one turn; `false` if the socket took its events no more.
     async fn turn(&mut self, text: &str) -> bool {
-        let (body, stream_id) = match turn::answer(self.state, &self.headers, text).await {
-            Answered::Failed(event) => return self.send(Message::text(event)).await,
-            Answered::Events { body, stream_id } => (body, stream_id),
-        };
+        let (body, stream_id) =
+            match turn::answer(self.state, &self.headers, &self.path, text).await {
+                Answered::Failed(event) => return self.send(Message::text(event)).await,
+                Answered::Events { body, stream_id } => (body, stream_id),
+            };
         let mut frames = Frames::default();
         let mut data = body.into_data_stream();
         while let Some(chunk) = data.next().await {

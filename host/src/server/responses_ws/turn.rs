@@ -14,9 +14,6 @@ use crate::pipeline::{self, AnswerBody, Incoming};
 use crate::plugins::Operation;
 use crate::state::AppState;
 
-/// The path whose `POST` a turn stands for.
-const RESPONSES: &str = "/v1/responses";
-
 /// What a turn sends back.
 pub enum Answered {
     /// The streamed answer's server-sent events, and the `stream_id` the client gave the turn
@@ -54,14 +51,15 @@ pub fn turn_headers(upgrade: &HeaderMap) -> HeaderMap {
     headers
 }
 
-/// Runs the client's message `text` as one request.
-pub async fn answer(state: &AppState, headers: &HeaderMap, text: &str) -> Answered {
+/// Runs the client's message `text` as one request: the `POST` of the upgrade's `path` (the
+/// Responses dialect's route, whichever path its plugin mounts it at).
+pub async fn answer(state: &AppState, headers: &HeaderMap, path: &str, text: &str) -> Answered {
     let (body, stream_id) = match create_body(text) {
         Ok(parsed) => parsed,
         Err(refusal) => return Answered::Failed(refusal.event()),
     };
     let gateway = state.gateway.load_full();
-    let matched = match gateway.dialects.find(&Method::POST, RESPONSES, None) {
+    let matched = match gateway.dialects.find(&Method::POST, path, None) {
         Ok(matched) => matched,
         Err(_) => return Answered::Failed(Refusal::NoResponsesDialect.event()),
     };
