@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The gateway benchmark (BENCHMARKS.md, "The gateway as users run it"): builds the release
 # binary, the mock upstream and the runner, installs the pinned load generator, and prints the
-# table. Arguments go to gatebench (`--quick`, `--only chat|messages|responses|ttft|realistic|mcp`).
+# table. Arguments go to gatebench (`--quick`, `--only chat|messages|responses|ttft|realistic|mcp`;
+# `--only ledger --ledger NAME=URL ...` compares ledgers, see scripts/seed-ledger.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD

@@ -17,7 +17,9 @@
 //! gateway with and without the `redact` guard, against an upstream that answers at once and one
 //! that paces its events (`--only ttft` prints that table alone); then an upstream as models are
 //! (20 ms to answer, paced events) at 256 and 512 at once (`realistic.rs`, `--only realistic`),
-//! and MCP tool calls through `/mcp` (`mcp.rs`, `--only mcp`).
+//! and MCP tool calls through `/mcp` (`mcp.rs`, `--only mcp`). `--only ledger --ledger NAME=URL
+//! ...` instead compares the chat path on the ledgers given (an empty one, one that
+//! `scripts/seed-ledger.sh` filled; `ledger_size.rs`).
 //!
 //! `gatebench --gateway PATH --mock PATH --oha PATH [--proxy PATH] [--plugins-dir DIR]
 //! [--quick] [--only API]` (`--proxy` defaults to `bare-proxy` beside the mock; `--plugins-dir`
@@ -27,6 +29,7 @@
 
 #![allow(clippy::print_stdout)]
 
+mod ledger_size;
 mod load;
 mod mcp;
 mod process;
@@ -56,6 +59,8 @@ pub struct Args {
     pub streams: Vec<usize>,
     /// Saturate for this many seconds instead, printing the RSS as it goes.
     pub soak: Option<u64>,
+    /// The ledgers `--only ledger` compares (`--ledger NAME=URL`, in order).
+    pub ledgers: Vec<ledger_size::Ledger>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -68,6 +73,7 @@ fn args() -> anyhow::Result<Args> {
     let mut only = None;
     let mut streams = Vec::new();
     let mut soak = None;
+    let mut ledgers = Vec::new();
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         match arg.as_str() {
@@ -84,6 +90,9 @@ fn args() -> anyhow::Result<Args> {
                 }
             }
             "--soak" => soak = Some(it.next().context("--soak SECONDS")?.parse()?),
+            "--ledger" => ledgers.push(ledger_size::Ledger::parse(
+                &it.next().context("--ledger NAME=URL")?,
+            )?),
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -105,6 +114,7 @@ fn args() -> anyhow::Result<Args> {
         only,
         streams,
         soak,
+        ledgers,
     })
 }
 
@@ -156,6 +166,11 @@ fn main() -> anyhow::Result<()> {
     }
     if let Some(secs) = args.soak {
         return scale::soak(&args.gateway, &args.mock, &oha, &dir, secs);
+    }
+    if args.only.as_deref() == Some("ledger") {
+        ledger_size::table(&args, &oha, &dir)?;
+        std::fs::remove_dir_all(&dir).ok();
+        return Ok(());
     }
     let mock = process::Server::mock(&args.mock)?;
     println!(

@@ -3,7 +3,7 @@
 //! `/metrics` about the plugin work it did.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -91,7 +91,14 @@ fn status_kib(pid: u32, key: &str) -> anyhow::Result<u64> {
 pub struct Gateway {
     child: Child,
     pub addr: String,
-    ledger: PathBuf,
+    ledger: String,
+}
+
+/// A port free now on 127.0.0.1.
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 impl Gateway {
@@ -108,13 +115,26 @@ impl Gateway {
         ledger: &str,
         config: &str,
     ) -> anyhow::Result<Self> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        let file = dir.join(format!("ledger-{port}.db"));
+        let port = free_port()?;
+        let url = format!(
+            "sqlite://{}",
+            dir.join(format!("ledger-{port}.db")).display()
+        );
+        Self::start_on(binary, dir, port, &url, server, ledger, config)
+    }
+
+    /// On the ledger at `url` (a seeded one, or PostgreSQL's), on `port`.
+    pub fn start_on(
+        binary: &str,
+        dir: &Path,
+        port: u16,
+        url: &str,
+        server: &str,
+        ledger: &str,
+        config: &str,
+    ) -> anyhow::Result<Self> {
         let config = format!(
-            "server: {{ host: 127.0.0.1, port: {port}{server} }}\nledger: {{ url: 'sqlite://{}'{ledger} }}\n{config}",
-            file.display()
+            "server: {{ host: 127.0.0.1, port: {port}{server} }}\nledger: {{ url: '{url}'{ledger} }}\n{config}"
         );
         let path = dir.join(format!("config-{port}.yaml"));
         std::fs::write(&path, config)?;
@@ -130,7 +150,7 @@ impl Gateway {
         let gateway = Self {
             child,
             addr: format!("127.0.0.1:{port}"),
-            ledger: file,
+            ledger: url.to_owned(),
         };
         let started = Instant::now();
         while get_status(&gateway.addr, "/health") != Some(200) {
@@ -192,7 +212,7 @@ impl Gateway {
     pub fn create_key(&self, binary: &str) -> anyhow::Result<String> {
         let output = Command::new(binary)
             .args(["keys", "create", "--project", "bench", "--ledger"])
-            .arg(format!("sqlite://{}", self.ledger.display()))
+            .arg(&self.ledger)
             .output()
             .context("wasmgate keys create")?;
         anyhow::ensure!(
