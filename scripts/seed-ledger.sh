@@ -12,8 +12,8 @@
 # over them, 6 models of 3 providers, 2 % failures, half of them streamed (a ttft), tokens and
 # cost that vary. usage_users and the rollups (hourly and daily, per model and per user, and the
 # duration histograms) are filled from the records, so that every table a write touches is as
-# large as N records make it. The indexes of usage_records are dropped for the insert and made
-# again after it from their own definitions (one sort each, not N inserts into five B-trees).
+# large as N records make it. The indexes stay during the insert: records in time order append
+# to each of them (dropping them and sorting 10 million keys afterwards took far longer).
 # SQLite's file is written without a rollback journal or WAL (a failed seed leaves a file to
 # delete; the gateway puts it back in WAL mode), so that the disk holds one copy of the records,
 # not two until a checkpoint. Bounded: N records, one transaction per step. Disk: about 470 bytes
@@ -32,6 +32,7 @@ step_us=$(((span_us - 60000000) / n))
 hour_us=3600000000
 day_us=86400000000
 
+projects="CASE u % 8 WHEN 0 THEN 'default' WHEN 1 THEN 'bench' ELSE 'team-' || (u % 8) END"
 # The values of one record from its number i, in SQL both databases read alike: h and g are two
 # multiplicative hashes of i (32 bits each), u the user (0..399), m the model (0..5).
 values="
@@ -47,7 +48,7 @@ values="
     FROM r)
   SELECT
     UUID_EXPR AS request_id, t AS time_us,
-    (ARRAY_PROJECT) AS project, 'key_' || (u % 40) AS api_key_id, u + 1 AS user_key,
+    ($projects) AS project, 'key_' || (u % 40) AS api_key_id, u + 1 AS user_key,
     'user-' || u AS user_id, 'User ' || u AS user_name, '[]' AS user_tags,
     CASE WHEN m < 3 THEN 'openai' WHEN m < 5 THEN 'anthropic' ELSE 'gemini' END AS provider,
     CASE m WHEN 0 THEN 'gpt-4o-mini' WHEN 1 THEN 'gpt-4o' WHEN 2 THEN 'gpt-4.1'
@@ -66,36 +67,46 @@ values="
 columns="request_id, time_us, project, api_key_id, user_key, user_id, user_name, user_tags,
   provider, model, operation, input_tokens, output_tokens, cached_input_tokens, cost_micros,
   latency_us, status, error_type, estimated, ttft_us, bytes_in, bytes_out"
-projects="CASE u % 8 WHEN 0 THEN 'default' WHEN 1 THEN 'bench' ELSE 'team-' || (u % 8) END"
 
-# The rollups from the records: one GROUP BY per table (the SUM_COLUMNS of ledger::rollup; no
-# cache hits or batches among the seeded records).
-rollup() { # table time step by_user
-  local user_col="" user_sel=""
-  [ "$4" = yes ] && user_col="user_key, " user_sel="user_key, "
-  echo "INSERT INTO $1 (project, $2, ${user_col}provider, model, input_tokens, output_tokens,
-      cost_micros, requests, errors, cached_input_tokens, latency_us, ttft_us, ttft_count)
-    SELECT project, (time_us / $3) * $3, ${user_sel}provider, model, SUM(input_tokens),
+sums="input_tokens, output_tokens, cost_micros, requests, errors, cached_input_tokens, latency_us,
+  ttft_us, ttft_count"
+summed=$(echo "$sums" | sed -E 's/([a-z_]+)/SUM(\1)/g')
+# The hourly rows per user from the records (the SUM_COLUMNS of ledger::rollup; no cache hits or
+# batches among the seeded records); every other rollup from a finer one, each one GROUP BY over
+# far fewer rows than the records.
+rollups="INSERT INTO usage_hourly_users (project, hour_us, user_key, provider, model, $sums)
+    SELECT project, (time_us / $hour_us) * $hour_us, user_key, provider, model, SUM(input_tokens),
       SUM(output_tokens), SUM(COALESCE(cost_micros, 0)), COUNT(*),
       SUM(CASE WHEN status < 200 OR status >= 300 THEN 1 ELSE 0 END), SUM(cached_input_tokens),
       SUM(latency_us), SUM(COALESCE(ttft_us, 0)), COUNT(ttft_us)
-    FROM usage_records GROUP BY 1, 2, ${user_sel}provider, model;"
-}
+    FROM usage_records GROUP BY 1, 2, 3, 4, 5;
+  INSERT INTO usage_daily_users (project, day_us, user_key, provider, model, $sums)
+    SELECT project, (hour_us / $day_us) * $day_us, user_key, provider, model, $summed
+    FROM usage_hourly_users GROUP BY 1, 2, 3, 4, 5;
+  INSERT INTO usage_hourly_models (project, hour_us, provider, model, $sums)
+    SELECT project, hour_us, provider, model, $summed
+    FROM usage_hourly_users GROUP BY 1, 2, 3, 4;
+  INSERT INTO usage_daily_models (project, day_us, provider, model, $sums)
+    SELECT project, day_us, provider, model, $summed
+    FROM usage_daily_users GROUP BY 1, 2, 3, 4;"
 # The duration histograms (ledger::histogram::bucket: exact below 32, then 16 buckets for each
-# power of two); $1 is the SQL for floor(log2(v)).
+# power of two), hourly from the records and daily from the hourly; $1 is the SQL for
+# floor(log2(v)).
 durations() { # log2
   local bucket="CASE WHEN v < 32 THEN v ELSE 16 * ($1 - 4) + v / CAST(POWER(2, $1 - 4) AS BIGINT) END"
-  for table in "usage_hourly_latency hour_us $hour_us" "usage_daily_latency day_us $day_us"; do
-    set -- $table
-    echo "INSERT INTO $1 (project, $2, metric, bucket, records)
+  echo "INSERT INTO usage_hourly_latency (project, hour_us, metric, bucket, records)
       SELECT project, at, metric, b, COUNT(*) FROM (
         SELECT project, at, metric, $bucket AS b FROM (
-          SELECT project, (time_us / $3) * $3 AS at, 0 AS metric, latency_us AS v FROM usage_records
+          SELECT project, (time_us / $hour_us) * $hour_us AS at, 0 AS metric, latency_us AS v
+          FROM usage_records
           UNION ALL
-          SELECT project, (time_us / $3) * $3, 1, ttft_us FROM usage_records WHERE ttft_us IS NOT NULL
+          SELECT project, (time_us / $hour_us) * $hour_us, 1, ttft_us FROM usage_records
+          WHERE ttft_us IS NOT NULL
         ) AS d) AS e
-      GROUP BY 1, 2, 3, 4;"
-  done
+      GROUP BY 1, 2, 3, 4;
+    INSERT INTO usage_daily_latency (project, day_us, metric, bucket, records)
+      SELECT project, (hour_us / $day_us) * $day_us, metric, bucket, SUM(records)
+      FROM usage_hourly_latency GROUP BY 1, 2, 3, 4;"
 }
 users="INSERT INTO usage_users (user_key, project, user_id, user_name, user_tags)
   SELECT u + 1, $projects, 'user-' || u, 'User ' || u, '[]' FROM users"
@@ -103,43 +114,21 @@ users="INSERT INTO usage_users (user_key, project, user_id, user_name, user_tags
 started=$(date +%s)
 case $url in
   sqlite://*)
-    file=${url#sqlite://}
     uuid="printf('%08x-%04x-7%03x-%04x-%012x', (t / 1000) / 65536, (t / 1000) % 65536, h % 4096,
       32768 + g % 16384, (h * 65536 + g) % 281474976710656)"
-    indexes=$(sqlite3 "$file" "SELECT sql || ';' FROM sqlite_master
-      WHERE type = 'index' AND tbl_name = 'usage_records' AND sql IS NOT NULL")
-    drops=$(sqlite3 "$file" "SELECT 'DROP INDEX ' || name || ';' FROM sqlite_master
-      WHERE type = 'index' AND tbl_name = 'usage_records' AND sql IS NOT NULL")
-    seq="WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < $n - 1)"
-    users_seq="WITH RECURSIVE users(u) AS (SELECT 0 UNION ALL SELECT u + 1 FROM users WHERE u < 399)"
-    log2="CAST(LOG2(v) AS INTEGER)"
     select=${values/UUID_EXPR/$uuid}
-    select=${select/ARRAY_PROJECT/$projects}
-    sqlite3 "$file" <<SQL
+    sqlite3 "${url#sqlite://}" <<SQL
 PRAGMA journal_mode = OFF;
 PRAGMA synchronous = OFF;
 PRAGMA cache_size = -1048576;
 PRAGMA temp_store = MEMORY;
 BEGIN;
-$drops
 INSERT INTO usage_records ($columns)
-$seq, $select;
-COMMIT;
-SQL
-    echo "records inserted: $(($(date +%s) - started)) s" >&2
-    sqlite3 "$file" <<SQL
-PRAGMA journal_mode = OFF;
-PRAGMA synchronous = OFF;
-PRAGMA cache_size = -1048576;
-PRAGMA temp_store = MEMORY;
-BEGIN;
-$indexes
-$users_seq $users;
-$(rollup usage_hourly_models hour_us $hour_us no)
-$(rollup usage_daily_models day_us $day_us no)
-$(rollup usage_hourly_users hour_us $hour_us yes)
-$(rollup usage_daily_users day_us $day_us yes)
-$(durations "$log2")
+WITH RECURSIVE seq(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM seq WHERE i < $n - 1),
+$select;
+WITH RECURSIVE users(u) AS (SELECT 0 UNION ALL SELECT u + 1 FROM users WHERE u < 399) $users;
+$rollups
+$(durations "CAST(LOG2(v) AS INTEGER)")
 COMMIT;
 ANALYZE;
 PRAGMA journal_mode = WAL;
@@ -149,36 +138,17 @@ SQL
     uuid="lpad(to_hex((t / 1000) / 65536), 8, '0') || '-' || lpad(to_hex((t / 1000) % 65536), 4, '0')
       || '-7' || lpad(to_hex(h % 4096), 3, '0') || '-' || to_hex(32768 + g % 16384) || '-'
       || lpad(to_hex((h * 65536 + g) % 281474976710656), 12, '0')"
-    indexes=$(psql -qAt "$url" -c "SELECT indexdef || ';' FROM pg_indexes
-      WHERE tablename = 'usage_records' AND indexname NOT LIKE '%pkey'")
-    drops=$(psql -qAt "$url" -c "SELECT 'DROP INDEX ' || indexname || ';' FROM pg_indexes
-      WHERE tablename = 'usage_records' AND indexname NOT LIKE '%pkey'")
-    seq="WITH seq AS (SELECT i::bigint AS i FROM generate_series(0, $n - 1) AS i)"
-    users_seq="WITH users AS (SELECT u::bigint AS u FROM generate_series(0, 399) AS u)"
-    log2="(floor(log(2, v::numeric)))::int"
     select=${values/UUID_EXPR/$uuid}
-    select=${select/ARRAY_PROJECT/$projects}
     psql -q -v ON_ERROR_STOP=1 "$url" <<SQL
 SET synchronous_commit = off;
-SET maintenance_work_mem = '256MB';
+SET work_mem = '256MB';
 BEGIN;
-$drops
 INSERT INTO usage_records ($columns)
-$seq, $select;
-COMMIT;
-SQL
-    echo "records inserted: $(($(date +%s) - started)) s" >&2
-    psql -q -v ON_ERROR_STOP=1 "$url" <<SQL
-SET synchronous_commit = off;
-SET maintenance_work_mem = '256MB';
-BEGIN;
-$indexes
-$users_seq $users;
-$(rollup usage_hourly_models hour_us $hour_us no)
-$(rollup usage_daily_models day_us $day_us no)
-$(rollup usage_hourly_users hour_us $hour_us yes)
-$(rollup usage_daily_users day_us $day_us yes)
-$(durations "$log2")
+WITH seq AS (SELECT i::bigint AS i FROM generate_series(0, $n - 1) AS i),
+$select;
+WITH users AS (SELECT u::bigint AS u FROM generate_series(0, 399) AS u) $users;
+$rollups
+$(durations "(floor(log(2, v::numeric)))::int")
 COMMIT;
 VACUUM ANALYZE;
 SQL
