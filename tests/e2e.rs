@@ -7,7 +7,9 @@
 mod common;
 
 mod accounting;
+mod alerts;
 mod api_endpoints;
+mod audit;
 mod auth;
 mod auth_matrix;
 mod batches;
@@ -37,6 +39,7 @@ mod guards_outside;
 mod guards_routes;
 mod hostile_input;
 mod journal;
+mod jwt;
 mod key_echo;
 mod key_guards;
 mod keys;

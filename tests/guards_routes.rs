@@ -346,3 +346,57 @@ guards:
         assert_clean("stored input items", &items);
     }
 }
+
+#[tokio::test]
+async fn a_compaction_is_redacted_natively_and_translated_and_refused_by_a_refusing_guard() {
+    let mock = MockOpenAi::start().await;
+    let config = |guard: &str| {
+        format!(
+            r#"
+providers:
+  openai: {{ plugin: openai, base_url: "{url}", api_key: {key}, models: [gpt-4o-mini], options: {{ responses: native }} }}
+  chat: {{ plugin: openai, base_url: "{url}", api_key: {key}, models: [gpt-4o-mini] }}
+guards:
+  - {guard}
+"#,
+            url = mock.base_url(),
+            key = mock_openai::responses::API_KEY,
+        )
+    };
+    let body = |model: &str| {
+        json!({"model": model, "instructions": SECRET, "input": [
+            {"role": "user", "content": SECRET},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": [{"type": "input_text", "text": SECRET}]},
+        ]})
+    };
+    let gateway = TestGateway::start(&config("{ plugin: redact, apply: request }")).await;
+    for (model, path) in [
+        ("openai/gpt-4o-mini", "/v1/responses/compact"),
+        ("chat/gpt-4o-mini", "/v1/chat/completions"),
+    ] {
+        let (status, answer) = post(&gateway, "/v1/responses/compact", model, &body(model)).await;
+        assert_eq!(status, 200, "{model}: {answer}");
+        let sent = mock.last_request().await;
+        assert_eq!(sent.path, path);
+        assert_clean(model, &sent.body);
+    }
+    let deny = "{ plugin: deny, apply: request, options: { phrases: [Project Falcon] } }";
+    let gateway = TestGateway::start(&config(deny)).await;
+    let before = mock.requests().await.len();
+    for model in ["openai/gpt-4o-mini", "chat/gpt-4o-mini"] {
+        let body = json!({"model": model, "input": "Tell me about Project Falcon."});
+        let (status, answer) = post(&gateway, "/v1/responses/compact", model, &body).await;
+        assert_eq!(status, 400, "{model}: {answer}");
+        let error: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(error["error"]["code"], "guard_refused", "{error}");
+        assert_eq!(error["error"]["type"], "invalid_request_error", "{error}");
+        let record = gateway.record_of(model).await;
+        assert_eq!(record.status, 400);
+    }
+    assert_eq!(
+        mock.requests().await.len(),
+        before,
+        "nothing reached the upstream"
+    );
+}

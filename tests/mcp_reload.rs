@@ -92,11 +92,22 @@ async fn a_reload_adds_and_removes_servers_and_spares_a_call_in_flight() {
     }
 
     // Removed while a call to it is in flight: the call ends well, then `search` is gone.
+    // The reload waits until the server has the call (a Python client takes a while to start
+    // on a loaded machine, so a fixed pause could reload before the call is sent).
+    let started = dir.join("slow-started");
     let slow = tokio::spawn({
         let (url, key) = (url.clone(), key.clone());
-        async move { python_client(&url, &key, json!([["call", "search_slow", {"seconds": 5}]])).await }
+        let args = json!({"seconds": 4, "started": started.display().to_string()});
+        async move { python_client(&url, &key, json!([["call", "search_slow", args]])).await }
     });
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !started.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the slow call never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     write(&dir, &files());
     gateway.signal(libc::SIGHUP);
     gateway

@@ -32,7 +32,7 @@ const LAYERS: &[&[&str]] = &[
     &["telemetry", "error"],
     &["gateway", "mcp"],
     &["state"],
-    &["pipeline", "batches"],
+    &["pipeline", "batches", "alerts"],
     &["server"],
     &["reload", "cli"],
 ];

@@ -113,6 +113,7 @@ async fn openai_python_sdk_completes_every_responses_scenario_against_the_mock()
         "chain",
         "stateless_reasoning",
         "stored",
+        "compact",
     ];
     let output = run_client(
         "openai_responses.py",
@@ -413,6 +414,17 @@ async fn openai_mock_refuses_what_the_responses_api_refuses() {
             Some("invalid_encrypted_content"),
         ),
         (
+            "a compaction item the API did not make (the gateway's own, unexpanded)",
+            |r| {
+                let item = json!({"type": "compaction", "id": "cmp_1",
+                    "encrypted_content": "wasmgate.compaction.v1:Ada lives in Paris."});
+                r["input"].as_array_mut().unwrap().insert(0, item);
+            },
+            400,
+            "The encrypted content of the compaction item could not be verified.",
+            Some("invalid_encrypted_content"),
+        ),
+        (
             "reasoning not stored and not sealed",
             |r| {
                 r["input"][1]
@@ -500,6 +512,30 @@ async fn openai_mock_refuses_what_the_responses_api_refuses() {
         .await
         .unwrap();
     assert_eq!(response.status(), 404);
+
+    // `/responses/compact` takes the conversation only: a create's fields are unknown to it.
+    let conversation = json!([{"role": "user", "content": "Hi"}]);
+    for (field, value) in [
+        ("stream", json!(true)),
+        ("tools", weather),
+        ("store", json!(false)),
+    ] {
+        let mut request = json!({"model": GPT, "input": conversation});
+        request[field] = value;
+        let response = http()
+            .post(format!("{}/responses/compact", mock.base_url()))
+            .bearer_auth(API_KEY)
+            .json(&request)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{field}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(
+            body["error"]["code"], "unknown_parameter",
+            "{field}: {body}"
+        );
+    }
 }
 
 /// A gateway in front of the mocks: `anthropic` (Messages natively), `openai` (Responses
@@ -743,4 +779,157 @@ async fn openai_python_sdk_completes_its_responses_turns_through_the_gateway_tra
         "the Responses endpoint was never used upstream"
     );
     assert_ledger(&g, "openai.responses").await;
+}
+
+/// Runs the Python SDK's `compact` scenario through `g`: a compaction on `model`, then a turn
+/// that takes its output on `model` and one on `other`.
+async fn compact_through(g: &Gateway, model: &str, other: &str) {
+    let output = run_client(
+        "openai_responses.py",
+        &g.gateway.url("/v1"),
+        &g.key,
+        &[
+            "--model",
+            model,
+            "--reasoning-model",
+            model,
+            "--other-model",
+            other,
+            "--only",
+            "compact",
+        ],
+    )
+    .await;
+    assert_passed(&output, &["compact"]);
+    for id in ["sdk-compact-turn-0", "sdk-compact-turn-1"] {
+        let turn = g.gateway.record_of(id).await;
+        assert_eq!(turn.status, 200, "{turn:?}");
+        assert!(turn.cost_micros.is_some_and(|c| c > 0), "{turn:?}");
+    }
+}
+
+#[tokio::test]
+async fn openai_python_sdk_compacts_through_the_gateway_natively() {
+    let g = gateway().await;
+    compact_through(&g, &format!("openai/{GPT}"), &format!("anthropic/{CLAUDE}")).await;
+    let requests = g.openai.requests().await;
+    let compactions: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path == "/v1/responses/compact")
+        .collect();
+    // The refused compactions (nothing to compact, input not a conversation) stopped at the
+    // gateway.
+    assert_eq!(compactions.len(), 1, "{requests:?}");
+    assert_eq!(compactions[0].body["model"], GPT);
+    assert_eq!(compactions[0].body["instructions"], "You are terse.");
+    // OpenAI's sealed item went back to OpenAI as it was (the strict mock checks the seal)...
+    let turn = requests.iter().find(|r| r.path == "/v1/responses").unwrap();
+    let items = turn.body["input"].as_array().unwrap();
+    assert_eq!(items[2]["type"], "compaction", "{items:?}");
+    // ...and, readable by OpenAI only, was left out of the Anthropic target's turn.
+    let anthropic = g.anthropic.requests().await;
+    assert_eq!(anthropic.len(), 1);
+    assert!(!anthropic[0].body.to_string().contains("gAAAAAB"));
+    // Recorded and metered as OpenAI counted the compaction.
+    let record = g.gateway.record_of("sdk-compact").await;
+    assert_eq!(record.status, 200);
+    assert_eq!(record.provider.as_deref(), Some("openai"));
+    assert_eq!(record.model.as_deref(), Some(GPT));
+    assert_eq!(record.output_tokens, responses::compact::SUMMARY_TOKENS);
+    assert!(record.input_tokens > 0, "{record:?}");
+    assert!(record.cost_micros.is_some_and(|c| c > 0), "{record:?}");
+}
+
+#[tokio::test]
+async fn openai_python_sdk_compacts_through_the_gateway_translated() {
+    let g = gateway().await;
+    compact_through(&g, &format!("anthropic/{CLAUDE}"), &format!("openai/{GPT}")).await;
+    // The compaction was one Messages call: the conversation, then the request for a summary.
+    let anthropic = g.anthropic.requests().await;
+    assert_eq!(
+        anthropic.len(),
+        2,
+        "the compaction and the turn on Anthropic"
+    );
+    let summarise = &anthropic[0].body;
+    assert_eq!(summarise["system"], "You are terse.", "{summarise}");
+    let messages = summarise["messages"].as_array().unwrap();
+    let last = messages.last().unwrap().to_string();
+    assert!(last.contains("summary"), "{last}");
+    // The gateway's compaction item came back as the summary (the mock's answer), read as a
+    // user message on either target: OpenAI's strict mock would refuse the item itself.
+    let summary_said = |text: &str| text.contains("summary") && text.contains(anthropic::TEXT);
+    let turn = &anthropic[1].body.to_string();
+    assert!(summary_said(turn), "{turn}");
+    let openai = g.openai.requests().await;
+    assert_eq!(openai.len(), 1, "{openai:?}");
+    let items = openai[0].body["input"].as_array().unwrap();
+    assert!(items.iter().all(|i| i["type"] != "compaction"), "{items:?}");
+    assert_eq!(items[2]["role"], "user");
+    assert!(summary_said(&items[2].to_string()), "{items:?}");
+    // Recorded and metered at the summary call's usage.
+    let record = g.gateway.record_of("sdk-compact").await;
+    assert_eq!(record.status, 200);
+    assert_eq!(record.provider.as_deref(), Some("anthropic"));
+    assert_eq!(record.output_tokens, anthropic::OUTPUT_TOKENS);
+    assert_eq!(record.cached_input_tokens, anthropic::CACHE_READ_TOKENS);
+    assert_eq!(record.cache_write_tokens, anthropic::CACHE_CREATION_TOKENS);
+    assert!(record.cost_micros.is_some_and(|c| c > 0), "{record:?}");
+}
+
+/// `context_management` (server-side compaction) on `responses.create`: passed on to a target
+/// that serves Responses, whose compaction item the next turn sends back; a translated target
+/// has no such thing, and the field goes nowhere.
+#[tokio::test]
+async fn server_side_compaction_reaches_a_native_target_and_is_dropped_translated() {
+    let g = gateway().await;
+    let create = |body: Value| {
+        http()
+            .post(g.gateway.url("/v1/responses"))
+            .bearer_auth(&g.key)
+            .json(&body)
+            .send()
+    };
+    let management = json!([{"type": "compaction", "compact_threshold": 5}]);
+    let input =
+        json!([{"role": "user", "content": "My name is Ada; I live in Paris and write programs."}]);
+    let response = create(json!({"model": format!("openai/{GPT}"), "input": input,
+        "context_management": management}))
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let first: Value = response.json().await.unwrap();
+    assert_eq!(first["output"][0]["type"], "compaction", "{first}");
+    let sent = g.openai.requests().await;
+    assert_eq!(sent[0].body["context_management"], management);
+    // The next turn sends the compaction back; the strict mock checks its seal.
+    let mut next = first["output"].as_array().unwrap().clone();
+    next.push(json!({"role": "user", "content": "Where do I live?"}));
+    let response = create(json!({"model": format!("openai/{GPT}"), "input": next}))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    assert_eq!(
+        g.openai.requests().await[1].body["input"][0]["type"],
+        "compaction"
+    );
+    // Translated: answered without it.
+    let response = create(json!({"model": "chat/gpt-4o-mini", "input": input,
+        "context_management": management}))
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    let output = answer["output"].as_array().unwrap();
+    assert!(
+        output.iter().all(|item| item["type"] != "compaction"),
+        "{answer}"
+    );
+    let chat = g.openai.requests().await.pop().unwrap();
+    assert_eq!(chat.path, "/v1/chat/completions");
+    assert!(
+        chat.body.get("context_management").is_none(),
+        "{}",
+        chat.body
+    );
 }

@@ -20,6 +20,7 @@
 //! - [`sync`]: locks taken past a poisoning, one way for the whole host.
 //! - [`tokenizer`], [`secret`], [`telemetry`], [`state`].
 
+pub mod alerts;
 pub mod auth;
 pub mod batches;
 pub mod cache;
@@ -80,6 +81,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         .map_err(|e| anyhow::anyhow!("cache.store: {e}"))?;
     let mcp = Arc::new(mcp::Hub::start(&config.mcp, &http));
     let gateway = Gateway::load(config, &host).await?;
+    let jwks = auth::jwt::Jwks::new(http.clone());
     Ok(Arc::new(AppState {
         gateway: ArcSwap::from_pointee(gateway),
         plugins: host,
@@ -92,6 +94,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         stats: routing::stats::Stats::default(),
         background: tokio_util::task::TaskTracker::new(),
         keys: auth::Keys::new(ledger.store()),
+        jwks,
         ledger,
         cache: Arc::new(cache),
         telemetry,

@@ -40,6 +40,12 @@ enum Command {
     /// Create, list and revoke admin keys, the credentials of the /admin/keys API.
     #[command(subcommand)]
     AdminKey(AdminKeyCommand),
+    /// The audit log of changes to keys, admin keys and the config: list it, verify its chain.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+    /// Alerts: send a test alert to every sink of the config.
+    #[command(subcommand)]
+    Alerts(AlertsCommand),
     /// Usage and cost over a range, in total or per model, from the ledger or a gateway.
     Usage(UsageArgs),
     /// Start, build and test a router, limiter or provider plugin in Rust, Python or JavaScript.
@@ -262,6 +268,39 @@ enum AdminKeyCommand {
     },
 }
 
+#[derive(Subcommand)]
+enum AlertsCommand {
+    /// Send a test alert to every sink of `alerts.sinks`; exit 1 if one does not take it.
+    Test {
+        /// Config file. Default: $WASMGATE_CONFIG, else ./config.yaml if it exists, else the
+        /// embedded default config.
+        #[arg(long, env = "WASMGATE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// The latest entries, oldest first: seq, time, actor, origin, action, target.
+    List {
+        /// Only this action (key.create, key.update, key.revoke, admin_key.create,
+        /// admin_key.revoke, config.reload).
+        #[arg(long)]
+        action: Option<String>,
+        /// How many of the latest entries.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+    /// Check every entry's hash and link; exit 1 naming the first entry changed, missing or out
+    /// of the chain.
+    Verify {
+        #[command(flatten)]
+        ledger: LedgerArgs,
+    },
+}
+
 #[derive(Args)]
 struct UsageArgs {
     /// The project to report on.
@@ -384,6 +423,8 @@ fn main() -> ExitCode {
         Command::Login(args) => login(&args),
         Command::Keys(command) => keys(command),
         Command::AdminKey(command) => admin_key(command),
+        Command::Audit(command) => audit(command),
+        Command::Alerts(AlertsCommand::Test { config }) => runtime.block_on(alerts_test(config)),
         Command::Usage(args) => runtime.block_on(usage(args)),
         Command::Plugin(command) => plugin(command),
         Command::Config(command) => runtime.block_on(config(command)),
@@ -612,6 +653,38 @@ fn admin_key(command: AdminKeyCommand) -> anyhow::Result<()> {
         }
         AdminKeyCommand::Revoke { id, ledger } => {
             keys::revoke_admin(open_store(&ledger)?.as_ref(), &id, &mut out)
+        }
+    }
+}
+
+async fn alerts_test(config: Option<PathBuf>) -> anyhow::Result<()> {
+    let config = ConfigSource::discover(config.as_deref()).load()?;
+    let mut out = std::io::stdout().lock();
+    if !wasmgate::cli::alerts::test(&config, &mut out).await? {
+        anyhow::bail!("a sink did not take the test alert");
+    }
+    Ok(())
+}
+
+fn audit(command: AuditCommand) -> anyhow::Result<()> {
+    use wasmgate::cli::audit;
+    let mut out = std::io::stdout().lock();
+    match command {
+        AuditCommand::List {
+            action,
+            limit,
+            ledger,
+        } => audit::list(
+            open_store(&ledger)?.as_ref(),
+            action.as_deref(),
+            limit,
+            &mut out,
+        ),
+        AuditCommand::Verify { ledger } => {
+            if !audit::verify(open_store(&ledger)?.as_ref(), &mut out)? {
+                anyhow::bail!("the audit log's chain is broken");
+            }
+            Ok(())
         }
     }
 }

@@ -13,6 +13,8 @@ use std::time::{Duration, SystemTime};
 use futures_util::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
+mod audit;
+
 use crate::config::{Config, ConfigError, ConfigSource};
 use crate::gateway::{Gateway, StartupError};
 use crate::state::AppState;
@@ -59,6 +61,8 @@ pub struct Reloader {
     generation: u64,
     /// The files as they were when the running config was read.
     seen: Fingerprint,
+    /// The running config's text, for the audit log's entry of the next reload.
+    snapshot: audit::Snapshot,
 }
 
 impl Reloader {
@@ -66,6 +70,7 @@ impl Reloader {
     /// the gateway starts is picked up by the first poll rather than missed.
     pub fn start(source: ConfigSource, prepare: Prepare) -> Result<(Self, Config), ConfigError> {
         let config_stamp = source.path().and_then(FileStamp::of);
+        let snapshot = audit::Snapshot::of(&source);
         let config = read(&source, &prepare)?;
         let seen = Fingerprint {
             config: config_stamp,
@@ -76,6 +81,7 @@ impl Reloader {
             prepare,
             generation: 1,
             seen,
+            snapshot,
         };
         Ok((reloader, config))
     }
@@ -90,8 +96,9 @@ impl Reloader {
 
     /// Loads the config and its plugins and swaps them in; returns the new generation. On error
     /// the running gateway is untouched.
-    pub async fn reload(&mut self, state: &AppState) -> Result<u64, ReloadError> {
+    pub async fn reload(&mut self, state: &AppState, trigger: Trigger) -> Result<u64, ReloadError> {
         let config_stamp = self.source.path().and_then(FileStamp::of);
+        let snapshot = audit::Snapshot::of(&self.source);
         let loaded = read(&self.source, &self.prepare);
         // Noted whatever the outcome: a rejected file is not retried every poll, only when it
         // changes again.
@@ -132,12 +139,29 @@ impl Reloader {
             tracing::info!("config reload: MCP servers: {started} started, {retired} retired");
         }
         self.generation += 1;
+        let change = audit::change(
+            &self.source,
+            &trigger.to_string(),
+            &self.snapshot,
+            &snapshot,
+            self.generation,
+        );
+        self.snapshot = snapshot;
+        let store = state.ledger.store();
+        let appended = tokio::task::spawn_blocking(move || {
+            store.append_audit(change, crate::ledger::time::now_us())
+        })
+        .await;
+        if !matches!(appended, Ok(Ok(_))) {
+            // The new config already serves: the failure is reported, not undone.
+            tracing::error!("config reload: the audit log did not take the reload");
+        }
         Ok(self.generation)
     }
 
     /// [`Reloader::reload`], with one log line for the outcome.
     pub async fn reload_logged(&mut self, state: &AppState, trigger: Trigger) {
-        match self.reload(state).await {
+        match self.reload(state, trigger).await {
             Ok(generation) => {
                 let gateway = state.gateway.load();
                 tracing::info!(

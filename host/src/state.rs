@@ -27,6 +27,8 @@ pub struct AppState {
     pub ledger: crate::ledger::Ledger,
     /// API key lookups (the keys live in the ledger's database).
     pub keys: crate::auth::Keys,
+    /// The signing keys of `auth.jwt`'s issuers, fetched and cached (they outlive reloads).
+    pub jwks: crate::auth::jwt::Jwks,
     /// The response cache's store (it outlives reloads: `cache.store` is read at start-up).
     pub cache: Arc<crate::cache::Cache>,
     /// Metrics, and the span exporter (flushed on shutdown after the ledger).

@@ -167,6 +167,8 @@
 //! - [`native`]: native pass-through of a client dialect (Messages, Responses) to an upstream
 //!   that speaks it, with the usage read from its bodies and events.
 //! - [`log`]: log lines through the host.
+//! - [`compaction`]: the gateway's own Responses compaction item, which the Responses dialect
+//!   writes and every plugin that passes Responses bodies on turns back into a message.
 //! - [`openai`]: OpenAI's error and usage shapes, which many upstreams share.
 //! - [`http`]: building upstream requests and checking header names and values.
 //! - `routing`: the choices most routers make: healthy targets, ranking, weighted picks.
@@ -178,7 +180,7 @@
 //!   `Router`, `Limiter`, `Dialect`, `StreamEncoder`, `Failure`, [`parse_options`], [`count_tokens`] and the error helpers
 //!   ([`error_kind_for_status`], `PluginError::...`).
 //!
-//! Only [`log`], [`parse_options`], [`count_tokens`], the error helpers and the shared types are
+//! Only [`log`], [`compaction`], [`parse_options`], [`count_tokens`], the error helpers and the shared types are
 //! in every feature; the rest belongs to its kind's feature.
 //!
 //! Built natively (for unit tests) the host imports are not there: [`log`] writes nothing,
@@ -193,6 +195,7 @@ mod cache_key;
 pub mod canonical;
 #[cfg(feature = "provider")]
 pub mod chat;
+pub mod compaction;
 #[cfg(feature = "limiter")]
 pub mod counters;
 #[cfg(feature = "dialect")]

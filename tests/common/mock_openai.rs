@@ -88,6 +88,7 @@ impl MockOpenAi {
             .route("/v1/models", get(models))
             .route("/v1/responses", post(responses::create))
             .route("/v1/responses/input_tokens", post(responses::input_tokens))
+            .route("/v1/responses/compact", post(responses::compact::compact))
             .route(
                 "/v1/responses/{id}",
                 get(responses::retrieve).delete(responses::delete),

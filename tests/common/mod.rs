@@ -9,6 +9,7 @@ pub mod gateway;
 pub mod genai;
 pub mod guards;
 pub mod js_guard;
+pub mod jwks;
 pub mod mcp;
 pub mod mock_anthropic_batches;
 pub mod mock_api;

@@ -41,8 +41,10 @@ def config() -> str:
 
 
 @mcp.tool()
-async def slow(seconds: float) -> str:
-    """Waits SECONDS, then answers."""
+async def slow(seconds: float, started: str = "") -> str:
+    """Waits SECONDS, then answers (having first created the file STARTED, if named)."""
+    if started:
+        open(started, "w").close()
     await asyncio.sleep(seconds)
     return "done"
 

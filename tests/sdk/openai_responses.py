@@ -1,11 +1,12 @@
 """Drives an OpenAI Responses API (the mock upstream, or wasmgate's /v1/responses) with the
 official `openai` Python SDK and checks what comes back: create, stream, a function tool round
 trip, a previous_response_id chain, the stateless shape Codex sends (store: false, the whole
-conversation as input, include: ["reasoning.encrypted_content"]), and retrieve, input_items and
-delete.
+conversation as input, include: ["reasoning.encrypted_content"]), retrieve, input_items and
+delete, and a compaction (`responses.compact`) whose output the next turns take as input, on the
+same target and on `--other-model`.
 
     python openai_responses.py --base-url http://127.0.0.1:PORT/v1 --api-key KEY --model M
-                               --reasoning-model R [--only create,stream,...]
+                               --reasoning-model R [--other-model O] [--only create,stream,...]
 
 Prints `ok <scenario>` for each scenario that holds; exits 1 at the first that does not."""
 
@@ -191,7 +192,39 @@ def stored(client, args):
         raise Failed("a deleted response was still there")
 
 
-SCENARIOS = ["create", "stream", "function_tools", "chain", "stateless_reasoning", "stored"]
+def compact(client, args):
+    conversation = [
+        {"role": "user", "content": "My name is Ada."},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hello Ada."}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "I live in Paris."}]},
+    ]
+    compacted = client.responses.compact(model=args.model, input=conversation, instructions="You are terse.",
+                                         extra_headers={"x-request-id": "sdk-compact"})
+    check(compacted.object == "response.compaction" and compacted.id, "a compaction object", compacted)
+    last = compacted.output[-1]
+    check(last.type == "compaction" and last.encrypted_content, "a compaction item last", compacted.output)
+    kept = [part.text for item in compacted.output if item.type == "message" for part in item.content]
+    check(kept == ["My name is Ada.", "I live in Paris."], "the user messages kept, in order", kept)
+    check_usage(compacted.usage, "compact")
+    # The next turn takes the compacted output, then its new message, on this target and another.
+    for n, model in enumerate([args.model, args.other_model or args.model]):
+        following = [as_input(item) for item in compacted.output] + [{"role": "user", "content": "Where do I live?"}]
+        answer = client.responses.create(model=model, input=following,
+                                         extra_headers={"x-request-id": f"sdk-compact-turn-{n}"})
+        check(answer.status == "completed" and answer.output_text, f"a turn after the compaction on {model}",
+              answer.output)
+    # Nothing to compact, and input that is not a conversation, are refused in OpenAI's error shape.
+    for bad in ([], 42):
+        try:
+            client.responses.compact(model=args.model, input=bad)
+        except openai.BadRequestError as error:
+            check(error.status_code == 400 and isinstance(error.body, dict) and error.body.get("message")
+                  and error.body.get("type") == "invalid_request_error", "OpenAI's error shape", error.body)
+        else:
+            raise Failed(f"a compaction of {bad!r} was accepted")
+
+
+SCENARIOS = ["create", "stream", "function_tools", "chain", "stateless_reasoning", "stored", "compact"]
 
 
 def main():
@@ -200,6 +233,7 @@ def main():
     parser.add_argument("--api-key", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--reasoning-model", required=True)
+    parser.add_argument("--other-model", help="another target, for the turn after a compaction")
     parser.add_argument("--only", default=",".join(SCENARIOS))
     parser.add_argument("--mock", action="store_true", help="also check what only the mock promises")
     args = parser.parse_args()

@@ -4,11 +4,12 @@
 use std::io::Write;
 
 use crate::auth;
+use crate::ledger::audit::{AuditAction, admin_key_value, key_value};
 use crate::ledger::keys::{Spend, format_usd, parse_expiry, usd_to_micros};
 use crate::ledger::time::{format_utc, now_us};
 use crate::ledger::{ApiKey, BudgetPeriod, KeyChanges, KeyLimits, Store};
 
-use super::table;
+use super::{audit, table};
 
 /// A key's limits as typed on the command line (`None`: not given). `none` clears a value
 /// (`--rpm none`), `never` an expiry; `--models ''` allows every model again.
@@ -119,6 +120,8 @@ pub fn create(
     let (key, mut stored) = auth::generate(project, name.as_deref(), now);
     stored.limits = limits;
     store.insert_key(&stored)?;
+    let after = Some(key_value(&stored));
+    audit::record(store, AuditAction::KeyCreate, &stored.id, None, after)?;
     writeln!(out, "{key}")?;
     writeln!(
         note,
@@ -138,6 +141,7 @@ pub fn update(
     let Some(key) = store.key(id)?.filter(|k| k.revoked_us.is_none()) else {
         anyhow::bail!("no active API key has the id `{id}` (see `wasmgate keys list`)");
     };
+    let before = Some(key_value(&key));
     let (name, new) = limits
         .changes(now_us())?
         .apply(key.name, &key.limits)
@@ -145,6 +149,8 @@ pub fn update(
     if !store.update_key(id, name.as_deref(), &new)? {
         anyhow::bail!("the API key `{id}` was revoked meanwhile");
     }
+    let after = store.key(id)?.as_ref().map(key_value);
+    audit::record(store, AuditAction::KeyUpdate, id, before, after)?;
     writeln!(out, "Updated {id}: {}.", describe(&new))?;
     Ok(())
 }
@@ -251,9 +257,12 @@ fn row(store: &dyn Store, k: ApiKey, now: i64) -> anyhow::Result<Vec<String>> {
 
 /// Revokes the key with this id; gateways refuse it within [`auth::CACHE_TTL`].
 pub fn revoke(store: &dyn Store, id: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+    let before = store.key(id)?.as_ref().map(key_value);
     if !store.revoke_key(id, now_us())? {
         anyhow::bail!("no active API key has the id `{id}` (see `wasmgate keys list`)");
     }
+    let after = store.key(id)?.as_ref().map(key_value);
+    audit::record(store, AuditAction::KeyRevoke, id, before, after)?;
     writeln!(out, "Revoked {id}.")?;
     Ok(())
 }
@@ -267,6 +276,8 @@ pub fn create_admin(
 ) -> anyhow::Result<()> {
     let (secret, stored) = auth::generate_admin(name, now_us());
     store.insert_admin_key(&stored)?;
+    let after = Some(admin_key_value(&stored));
+    audit::record(store, AuditAction::AdminKeyCreate, &stored.id, None, after)?;
     writeln!(out, "{secret}")?;
     writeln!(
         note,
@@ -308,9 +319,16 @@ pub fn list_admin(store: &dyn Store, out: &mut dyn Write) -> anyhow::Result<()> 
 
 /// Revokes the admin key with this id (at once: admin keys are not cached).
 pub fn revoke_admin(store: &dyn Store, id: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+    let admin_key = |store: &dyn Store| -> anyhow::Result<Option<String>> {
+        let keys = store.admin_keys()?;
+        Ok(keys.iter().find(|k| k.id == id).map(admin_key_value))
+    };
+    let before = admin_key(store)?;
     if !store.revoke_admin_key(id, now_us())? {
         anyhow::bail!("no active admin key has the id `{id}` (see `wasmgate admin-key list`)");
     }
+    let after = admin_key(store)?;
+    audit::record(store, AuditAction::AdminKeyRevoke, id, before, after)?;
     writeln!(out, "Revoked {id}.")?;
     Ok(())
 }

@@ -16,7 +16,7 @@ use super::provider_entry::ProviderEntry;
 use super::routing::RouteEntry;
 use super::schema_transforms as schema;
 use super::server::ServerConfig;
-use super::{batches, cache, guards, mcp, passthrough};
+use super::{alerts, batches, cache, guards, mcp, passthrough};
 
 /// The whole `config.yaml`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -77,4 +77,8 @@ pub struct Config {
     /// OpenAI's Files and Batch APIs (`/v1/files`, `/v1/batches`).
     #[serde(default)]
     pub batches: batches::BatchesConfig,
+    /// Alerts: a key nearing its budget, a provider failing; sent to webhooks, Slack,
+    /// PagerDuty.
+    #[serde(default)]
+    pub alerts: alerts::AlertsConfig,
 }

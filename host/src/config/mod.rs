@@ -1,5 +1,6 @@
 //! The gateway's configuration: serde structs for `config.yaml`, loading and validation.
 
+pub mod alerts;
 mod auth;
 pub mod batches;
 pub mod cache;
@@ -29,7 +30,7 @@ mod source;
 mod tests;
 mod validate;
 
-pub use auth::AuthConfig;
+pub use auth::{AuthConfig, JwtAlgorithm, JwtBudgetPeriod, JwtClaims, JwtIssuer};
 pub use catalog::CatalogConfig;
 pub use config_error::ConfigError;
 pub use config_file::Config;

@@ -115,3 +115,54 @@ fn overrides_win_over_the_file() {
     });
     assert_eq!(config.server.port, 9100);
 }
+
+#[test]
+fn jwt_issuers_are_checked_and_named_by_their_paths() {
+    let entry = "issuer: https://idp, jwks_url: 'https://idp/jwks', audiences: [wasmgate]";
+    let issuer_only = "issuer: https://idp";
+    let config = Config::from_yaml(&format!("auth:\n  jwt:\n    - {{ {entry} }}\n")).unwrap();
+    let issuer = &config.auth.jwt[0];
+    assert_eq!(
+        issuer.algorithms,
+        [JwtAlgorithm::RS256, JwtAlgorithm::ES256]
+    );
+    assert_eq!((issuer.clock_skew, issuer.jwks_cooldown), (60, 30));
+    assert_eq!(
+        (issuer.claims.project.as_str(), issuer.claims.user.as_str()),
+        ("project", "sub")
+    );
+    let refused = |more: &str| {
+        let entry = if more.contains("audiences") || more.contains("jwks_url") {
+            issuer_only
+        } else {
+            entry
+        };
+        Config::from_yaml(&format!("auth:\n  jwt:\n    - {{ {entry}, {more} }}\n"))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    for (more, path) in [
+        ("algorithms: [none]", "auth.jwt[0].algorithms"),
+        ("algorithms: [HS256]", "auth.jwt[0].algorithms"),
+        ("algorithms: []", "auth.jwt[0].algorithms"),
+        (
+            "jwks_url: 'https://idp/jwks', audiences: []",
+            "auth.jwt[0].audiences",
+        ),
+        (
+            "jwks_url: 'file:///etc/keys', audiences: [a]",
+            "auth.jwt[0].jwks_url",
+        ),
+        ("jwks_cooldown: 0", "auth.jwt[0].jwks_cooldown"),
+        ("project: 'two words'", "auth.jwt[0].project"),
+        ("claims: { user: '' }", "auth.jwt[0].claims.user"),
+        ("claims: { scope: roles }", "auth.jwt[0].claims"),
+    ] {
+        let err = refused(more);
+        assert!(err.contains(path), "{more}: {err}");
+    }
+    let twice = format!("auth:\n  jwt:\n    - {{ {entry} }}\n    - {{ {entry} }}\n");
+    let err = Config::from_yaml(&twice).err().map(|e| e.to_string());
+    assert!(err.is_some_and(|e| e.contains("auth.jwt[1].issuer")));
+}

@@ -2,7 +2,7 @@
 
 use super::config_error::ConfigError;
 use super::config_file::Config;
-use super::{guards, mcp, resources};
+use super::{auth, guards, mcp, resources};
 
 impl Config {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
@@ -35,6 +35,7 @@ impl Config {
         resources::validate(self)?;
         guards::validate(&self.guards)?;
         mcp::validate(&self.mcp)?;
+        auth::validate(&self.auth)?;
         if self.server.max_body_bytes == 0 {
             return Err(ConfigError::key(
                 "server.max_body_bytes",
@@ -98,6 +99,7 @@ impl Config {
         self.cache.check()?;
         self.passthrough.check()?;
         self.batches.check()?;
+        self.alerts.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

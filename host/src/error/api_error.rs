@@ -129,6 +129,9 @@ pub enum ApiError {
     InvalidApiKey,
     #[error("This API key has expired; ask the gateway's operator for a new one.")]
     ExpiredApiKey,
+    /// A bearer JWT that did not verify; the refusal is a fixed sentence, never the token.
+    #[error("The bearer token was refused: {0}.")]
+    InvalidToken(crate::auth::jwt::Refusal),
     #[error("This API key may not use the model `{}`.", echo(.0))]
     ModelNotAllowed(String),
     /// The caller's key (or the config, for a key without patterns) does not allow this
@@ -251,6 +254,7 @@ impl ApiError {
             Self::MissingApiKey
             | Self::InvalidApiKey
             | Self::ExpiredApiKey
+            | Self::InvalidToken(_)
             | Self::AdminKeyRequired => StatusCode::UNAUTHORIZED,
             Self::WrongProject(_)
             | Self::ModelNotAllowed(_)
@@ -363,6 +367,7 @@ impl ApiError {
             Self::MissingApiKey => ("invalid_request_error", None, Some("missing_api_key")),
             Self::InvalidApiKey => ("invalid_request_error", None, Some("invalid_api_key")),
             Self::ExpiredApiKey => ("invalid_request_error", None, Some("expired_api_key")),
+            Self::InvalidToken(_) => ("invalid_request_error", None, Some("invalid_token")),
             Self::ModelNotAllowed(_) => {
                 ("permission_error", Some("model"), Some("model_not_allowed"))
             }
@@ -482,6 +487,7 @@ impl ApiError {
             | Self::MissingApiKey
             | Self::InvalidApiKey
             | Self::ExpiredApiKey
+            | Self::InvalidToken(_)
             | Self::ModelNotAllowed(_)
             | Self::PassthroughNotAllowed(_)
             | Self::AdminKeyRequired

@@ -8,6 +8,21 @@ use super::glob::glob_match;
 use super::passthrough_patterns::{PATTERNS_MAX, check_passthrough_pattern, passthrough_allows};
 use super::time::{Unit, bucket_start};
 
+/// Bytes of a project id, at most.
+pub const PROJECT_MAX: usize = 64;
+
+/// Whether `id` can name a project: 1 to [`PROJECT_MAX`] ASCII letters, digits, `.`, `_` or `-`.
+/// Project ids reach the ledger's records and rollups, and a keyless client may send one, so
+/// the rule is narrow. The error says what the rule is.
+pub fn check_project(id: &str) -> Result<(), &'static str> {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
+    if !id.is_empty() && id.len() <= PROJECT_MAX && id.bytes().all(allowed) {
+        Ok(())
+    } else {
+        Err("1 to 64 ASCII letters, digits, `.`, `_` or `-`")
+    }
+}
+
 /// Bytes of a key id, at most (ids are `key_` and 16 hex digits).
 pub const KEY_ID_MAX: usize = 64;
 /// Patterns a key's `models` list may hold, at most (a list is read on every request).

@@ -36,11 +36,16 @@
 //! - [`sql`]: the statements both stores run as they are (keys, admin keys, stored responses,
 //!   a batch's users, sums), and the small traits through which they run them.
 //! - `batch_rows`: the statements of [`BatchStore`].
+//! - [`audit`]: the hash-chained audit log of changes to keys and the config, [`AuditStore`]
+//!   and `verify`; `audit_rows`: its statements.
 //! - [`schema`]: the versioned migrations both stores run when they open a database.
 //! - [`journal`]: the crash-safe local journal of records not yet in the database.
 //! - [`sqlite`]: the embedded SQLite store (the default, `sqlite://./wasmgate.db`).
 //! - [`postgres`]: the PostgreSQL store (`postgres://...`), for replicas sharing one ledger.
 
+pub mod alerts;
+pub mod audit;
+mod audit_rows;
 mod batch_rows;
 pub mod batches;
 pub mod columns;
@@ -70,6 +75,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use alerts::AlertStore;
+pub use audit::{AuditAction, AuditChange, AuditEntry, AuditFilter, AuditStore};
 pub use batches::{BatchStore, Order, StoredBatch, StoredFile};
 pub use journal::{Journal, JournalSettings, Written};
 pub use keys::{AdminKey, ApiKey, Budget, BudgetPeriod, KeyChanges, KeyLimits, KeyStore};

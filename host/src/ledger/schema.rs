@@ -38,6 +38,14 @@ const SHARED: &[(&str, &str)] = &[
         "V8__batches.sql",
         include_str!("migrations/shared/V8__batches.sql"),
     ),
+    (
+        "V9__audit.sql",
+        include_str!("migrations/shared/V9__audit.sql"),
+    ),
+    (
+        "V10__alerts.sql",
+        include_str!("migrations/shared/V10__alerts.sql"),
+    ),
 ];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
 const SHARED_V5: &str = include_str!("migrations/shared/V5__key_guards.sql");

@@ -36,6 +36,8 @@
 //! time (with the request id, the pages' keyset), by project and user, failed requests alone
 //! (a partial index), and by request id.
 
+use super::alerts::AlertStore;
+use super::audit::AuditStore;
 use super::batches::BatchStore;
 use super::keys::KeyStore;
 use super::record::{UsageRecord, UserFilter};
@@ -132,6 +134,9 @@ pub trait UsageStore: RequestLog + StatsSource {
 
 /// A whole ledger store: usage, keys and stored responses in one database, as the gateway opens
 /// it (`ledger.url`). Each part is its own trait, so that code that needs one asks for that one.
-pub trait Store: UsageStore + KeyStore + ResponseStore + BatchStore {}
+pub trait Store:
+    UsageStore + KeyStore + ResponseStore + BatchStore + AuditStore + AlertStore
+{
+}
 
-impl<T: UsageStore + KeyStore + ResponseStore + BatchStore> Store for T {}
+impl<T: UsageStore + KeyStore + ResponseStore + BatchStore + AuditStore + AlertStore> Store for T {}

@@ -7,6 +7,7 @@ use super::responses::StoredResponse;
 use super::time::{HOUR_US, format_utc};
 use super::*;
 
+mod audit;
 mod batches;
 mod columns;
 mod records;
@@ -1260,7 +1261,8 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
 }
 
 /// Drops what the migrations after V1 added (V3: the response cache's columns; V5: the guards
-/// keys name; V6: the MCP columns; V7: the keys' pass-through patterns; V8: batches and units).
+/// keys name; V6: the MCP columns; V7: the keys' pass-through patterns; V8: batches and units;
+/// V9: the audit log; V10: alerts).
 const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
@@ -1289,12 +1291,15 @@ const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_daily_users DROP COLUMN batch_requests;
     ALTER TABLE usage_daily_users DROP COLUMN batch_cost_micros;
     DROP TABLE gateway_files;
-    DROP TABLE gateway_batches;";
+    DROP TABLE gateway_batches;
+    DROP TABLE audit_log;
+    DROP TABLE alerts_fired;
+    DROP TABLE alert_deliveries;";
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
 /// versions added (V2's `guards`, V3's cache columns, V5's key guards, V6's MCP columns, V7's
-/// pass-through patterns, V8's batches).
+/// pass-through patterns, V8's batches, V9's audit log).
 fn before_history() -> String {
     format!(
         "ALTER TABLE usage_records DROP COLUMN guards; {AFTER_V1}
@@ -1746,6 +1751,68 @@ macro_rules! no_batches {
 
 no_batches!(Stuck);
 no_batches!(LosesFirstAck);
+
+/// An [`AuditStore`] that keeps nothing, for the test stores that only test usage records.
+macro_rules! no_audit {
+    ($store:ty) => {
+        impl crate::ledger::AuditStore for $store {
+            fn append_audit(
+                &self,
+                change: crate::ledger::AuditChange,
+                at_us: i64,
+            ) -> anyhow::Result<crate::ledger::AuditEntry> {
+                Ok(crate::ledger::AuditEntry::next(None, at_us, change))
+            }
+            fn audit_entries(
+                &self,
+                _: &crate::ledger::AuditFilter,
+            ) -> anyhow::Result<Vec<crate::ledger::AuditEntry>> {
+                Ok(Vec::new())
+            }
+        }
+    };
+}
+
+no_audit!(Stuck);
+no_audit!(LosesFirstAck);
+
+/// An [`AlertStore`] that keeps nothing.
+macro_rules! no_alerts {
+    ($store:ty) => {
+        impl crate::ledger::AlertStore for $store {
+            fn claim_alert(&self, _: &crate::ledger::alerts::Fired) -> anyhow::Result<bool> {
+                Ok(false)
+            }
+            fn record_delivery(
+                &self,
+                _: &crate::ledger::alerts::Fired,
+                _: &crate::ledger::alerts::Delivery,
+            ) -> anyhow::Result<()> {
+                Ok(())
+            }
+            fn deliveries(
+                &self,
+                _: i64,
+            ) -> anyhow::Result<
+                Vec<(
+                    crate::ledger::alerts::Fired,
+                    crate::ledger::alerts::Delivery,
+                )>,
+            > {
+                Ok(Vec::new())
+            }
+            fn provider_errors(
+                &self,
+                _: i64,
+            ) -> anyhow::Result<Vec<crate::ledger::alerts::ProviderErrors>> {
+                Ok(Vec::new())
+            }
+        }
+    };
+}
+
+no_alerts!(Stuck);
+no_alerts!(LosesFirstAck);
 
 #[tokio::test]
 async fn a_full_queue_drops_and_counts() {

@@ -54,6 +54,7 @@ mod tests {
                 tools: tools.iter().map(|t| (*t).to_owned()).collect(),
                 ..KeyLimits::default()
             },
+            user: None,
         }
     }
 

@@ -1,13 +1,15 @@
 //! Who a request comes from, from its headers alone: its key (checked against the gateway's
-//! keys as `auth.required` asks) and the project it names; and the unchecked caller a refused
-//! request's record is written under. A leaf: the request's context starts with
+//! keys as `auth.required` asks) or its JWT (verified against `auth.jwt`'s issuers, on an open
+//! gateway too: a client that sends one means to be known by it) and the project it names; and
+//! the unchecked caller a refused request's record is written under. A leaf: the request's context starts with
 //! [`anonymous`], and the auth stage (`auth.rs`) fills in the checked caller.
 
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, jwt};
 use crate::error::ApiError;
+use crate::gateway::Gateway;
 use crate::ledger::KeyLimits;
 use crate::ledger::time::now_us;
 use crate::state::AppState;
@@ -40,6 +42,7 @@ pub async fn caller(
             .unwrap_or_else(|| DEFAULT_PROJECT.to_owned()),
         key_id: None,
         limits: KeyLimits::default(),
+        user: None,
     };
     let Some(key) = presented_key(headers)? else {
         return if required {
@@ -48,6 +51,10 @@ pub async fn caller(
             Ok(anonymous())
         };
     };
+    let gateway = state.gateway.load();
+    if !gateway.config.auth.jwt.is_empty() && jwt::looks_like(key) {
+        return token_caller(state, &gateway, key, claimed).await;
+    }
     let found = match state.keys.find(key).await {
         Ok(found) => found.filter(|k| k.revoked_us.is_none()),
         Err(e) if required => return Err(ApiError::LedgerUnavailable(format!("{e:#}"))),
@@ -64,6 +71,7 @@ pub async fn caller(
                 project: key.project,
                 key_id: Some(key.id),
                 limits: key.limits,
+                user: None,
             }),
         },
         None if required => Err(ApiError::InvalidApiKey),
@@ -83,6 +91,33 @@ pub fn anonymous(headers: &HeaderMap) -> Caller {
         project,
         key_id: None,
         limits: KeyLimits::default(),
+        user: None,
+    }
+}
+
+/// The caller a bearer JWT stands for, once verified; a token naming another project than
+/// `x-project-id` is a 403, as a key of another project is.
+async fn token_caller(
+    state: &AppState,
+    gateway: &Gateway,
+    token: &str,
+    claimed: Option<String>,
+) -> Result<Caller, ApiError> {
+    let identity = jwt::verify(&state.jwks, &gateway.config.auth.jwt, token)
+        .await
+        .map_err(ApiError::InvalidToken)?;
+    // As `/admin/keys` refuses a key naming a guard the config lacks.
+    if (identity.limits.guards.iter()).any(|name| gateway.guards.named(name).is_none()) {
+        return Err(ApiError::InvalidToken(jwt::Refusal::UnknownGuard));
+    }
+    match claimed {
+        Some(project) if project != identity.project => Err(ApiError::WrongProject(project)),
+        _ => Ok(Caller {
+            project: identity.project,
+            key_id: Some(identity.key_id),
+            limits: identity.limits,
+            user: identity.user,
+        }),
     }
 }
 

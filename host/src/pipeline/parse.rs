@@ -35,6 +35,10 @@ pub async fn parse(
             reservation
         }
     };
+    // A JWT's user is who the request is for, whatever the body says.
+    if let Some(user) = &cx.caller.user {
+        cx.request.user.id = Some(user.clone());
+    }
     if let Some(telemetry) = &mut cx.telemetry {
         let (request, redactor) = (&cx.request, &cx.redactor);
         telemetry.request(

@@ -26,13 +26,16 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
+use super::admin_auth::admin;
+use super::audit_log::record;
 use super::routes::{Outbound, Table, methods};
 use super::usage::{blocking, parse};
 use crate::auth;
 use crate::error::ApiError;
+use crate::ledger::audit::{AuditAction, key_value};
 use crate::ledger::keys::{KEY_ID_MAX, Spend, parse_expiry, usd_to_micros};
 use crate::ledger::time::{format_utc, now_us};
-use crate::ledger::{AdminKey, ApiKey, BudgetPeriod, KeyChanges, KeyLimits};
+use crate::ledger::{ApiKey, BudgetPeriod, KeyChanges, KeyLimits};
 use crate::pipeline::request::body;
 use crate::state::AppState;
 
@@ -51,25 +54,6 @@ pub fn routes(table: Table) -> Table {
 }
 
 /// The admin key the request is sent with, or why it may not call the admin API.
-async fn admin(state: &AppState, headers: &HeaderMap) -> Result<AdminKey, ApiError> {
-    if headers.get_all("authorization").iter().nth(1).is_some() {
-        return Err(ApiError::DuplicateHeader("authorization"));
-    }
-    let Some(secret) = crate::pipeline::caller::bearer(headers) else {
-        return Err(ApiError::AdminKeyRequired);
-    };
-    let hash = auth::hash(secret);
-    let found = blocking(state, move |store| store.admin_key_by_hash(&hash)).await?;
-    if let Some(key) = found.filter(|k| k.revoked_us.is_none()) {
-        return Ok(key);
-    }
-    match state.keys.find(secret).await {
-        Ok(Some(key)) if key.revoked_us.is_none() => Err(ApiError::NotAnAdminKey),
-        Ok(_) => Err(ApiError::InvalidApiKey),
-        Err(e) => Err(ApiError::LedgerUnavailable(format!("{e:#}"))),
-    }
-}
-
 /// A field of a PATCH body: absent (`None`), `null` (`Some(None)`) or a value.
 fn field<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
@@ -187,7 +171,7 @@ async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    admin(&state, &headers).await?;
+    let by = admin(&state, &headers).await?;
     let (bytes, _reservation) = body::read(&state, body).await?;
     let mut asked: KeyBody = parse(&bytes)?;
     let project = asked.project.take().unwrap_or_default();
@@ -204,6 +188,8 @@ async fn create(
     stored.limits = limits;
     let key = stored.clone();
     blocking(&state, move |store| store.insert_key(&stored)).await?;
+    let after = Some(key_value(&key));
+    record(&state, &by, AuditAction::KeyCreate, &key.id, None, after).await?;
     let mut answer = shown(&key, None, now);
     answer["key"] = secret.into();
     Ok((StatusCode::CREATED, Json(answer)))
@@ -252,7 +238,7 @@ async fn update(
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    admin(&state, &headers).await?;
+    let by = admin(&state, &headers).await?;
     let (bytes, _reservation) = body::read(&state, body).await?;
     let asked: KeyBody = parse(&bytes)?;
     if asked.project.is_some() {
@@ -265,6 +251,7 @@ async fn update(
     if key.revoked_us.is_some() {
         return Err(ApiError::KeyNotFound(id));
     }
+    let before = Some(key_value(&key));
     let (name, limits) = apply(asked.changes(now_us())?, key.name, &key.limits)?;
     known_guards(&state, &limits)?;
     let changed = {
@@ -278,6 +265,8 @@ async fn update(
         return Err(ApiError::KeyNotFound(id));
     }
     let (key, spend) = with_spend(&state, id).await?;
+    let after = Some(key_value(&key));
+    record(&state, &by, AuditAction::KeyUpdate, &key.id, before, after).await?;
     Ok(Json(shown(&key, Some(spend), now_us())))
 }
 
@@ -286,13 +275,28 @@ async fn revoke(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    admin(&state, &headers).await?;
+    let by = admin(&state, &headers).await?;
     let id = checked_id(id)?;
     let asked = id.clone();
-    let revoked = blocking(&state, move |store| store.revoke_key(&asked, now_us())).await?;
-    if !revoked {
-        return Err(ApiError::KeyNotFound(id));
-    }
+    let (before, after) = blocking(&state, move |store| {
+        let before = store.key(&asked)?;
+        if !store.revoke_key(&asked, now_us())? {
+            return Ok(None);
+        }
+        Ok(Some((before, store.key(&asked)?)))
+    })
+    .await?
+    .ok_or_else(|| ApiError::KeyNotFound(id.clone()))?;
+    let value = |key: Option<ApiKey>| key.as_ref().map(key_value);
+    record(
+        &state,
+        &by,
+        AuditAction::KeyRevoke,
+        &id,
+        value(before),
+        value(after),
+    )
+    .await?;
     Ok(Json(
         json!({"id": id, "object": "api_key", "revoked": true}),
     ))

@@ -1,6 +1,8 @@
 //! The HTTP server: routes, middleware and the serve loop.
 
 mod admin;
+mod admin_auth;
+mod audit_log;
 mod batches;
 mod connections;
 mod console;
@@ -122,7 +124,7 @@ fn table() -> Table {
             methods().get(usage, usage_requests::one),
         )
         .route("/usage/stats", methods().post(usage, usage_stats::stats));
-    let table = mcp::routes(admin::routes(console::routes(table)));
+    let table = mcp::routes(audit_log::routes(admin::routes(console::routes(table))));
     table
         .route("/health", methods().get(Nothing("a probe"), health::health))
         .route(
@@ -158,6 +160,8 @@ pub async fn run_until(
     let connections = connections::Connections::default();
     // Batches in progress are followed while the server runs (see `batches::poll`).
     let poller = crate::batches::poll::spawn(&state);
+    // Alerts are looked for while the server runs (see `alerts`).
+    let alerts = crate::alerts::spawn(&state);
     // The cap is sized once (a reload keeps it); the deadlines are read for each connection.
     let max_connections = state.gateway.load().config.server.max_connections as usize;
     let reloaded = Arc::clone(&state);
@@ -194,6 +198,7 @@ pub async fn run_until(
     }
     // A batch being metered is left to the next start (or another replica): its lease runs out.
     poller.abort();
+    alerts.abort();
     // Requests are over, and a cut stream has queued its record as it was dropped; let their
     // follow-up work (settling limits) finish too, then write every usage record still queued.
     state.background.close();

@@ -30,6 +30,17 @@ pub const MESSAGES: &str = "messages";
 /// The declared name of OpenAI's Responses dialect (`POST /v1/responses`).
 pub const RESPONSES: &str = "responses";
 
+/// The path, below an upstream's Responses API root (`https://api.openai.com/v1/`), that serves
+/// the Responses dialect's route named `route`: `responses`, and its `input_tokens` counter and
+/// `compact` compaction (<https://platform.openai.com/docs/api-reference/responses>).
+pub fn responses_path(route: &str) -> &'static str {
+    match route {
+        "input_tokens" => "responses/input_tokens",
+        "compact" => "responses/compact",
+        _ => "responses",
+    }
+}
+
 /// The native call of `native` (a request's or a request info's) if it is in `dialect`.
 pub fn native_call<'a>(native: &'a Option<NativeCall>, dialect: &str) -> Option<&'a NativeCall> {
     native.as_ref().filter(|call| call.dialect == dialect)

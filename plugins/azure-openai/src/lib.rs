@@ -10,9 +10,11 @@
 //! `api-version`, chat completions, embeddings, image generations).
 //!
 //! Responses requests (`POST /v1/responses` on the gateway) go natively to the v1 API,
-//! `{base_url}/openai/v1/responses` with the key in `api-key` and no `api-version`, the body as
-//! the client wrote it but for `model`, which becomes the deployment name when `deployments`
-//! maps it (the v1 API names the deployment in the body, not the URL). The option
+//! `{base_url}/openai/v1/responses` (its `/compact` and `/input_tokens` for those routes) with
+//! the key in `api-key` and no `api-version`, the body as the client wrote it but for `model`,
+//! which becomes the deployment name when `deployments` maps it (the v1 API names the
+//! deployment in the body, not the URL), and the gateway's own compaction items, expanded into
+//! messages. The option
 //! `responses: translate` turns that off for resources without the Responses API.
 //! <https://learn.microsoft.com/en-us/azure/ai-foundry/openai/how-to/responses>
 //!
@@ -26,13 +28,15 @@
 mod settings;
 
 use serde_json::json;
-use wasmgate_plugin_sdk::native::{OrNative, RESPONSES, ResponsesStream, native_call, with_model};
+use wasmgate_plugin_sdk::native::{
+    OrNative, RESPONSES, ResponsesStream, native_call, responses_path, with_model,
+};
 use wasmgate_plugin_sdk::openai_compat::{
     BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
 };
 use wasmgate_plugin_sdk::{
     Auth, CanonicalRequest, Completion, ConfigError, Entry, Operation, PluginError, Prepared,
-    Provider,
+    Provider, compaction,
 };
 
 use settings::{ResponsesMode, Settings};
@@ -128,7 +132,12 @@ fn responses(
     if deployment != request.model {
         request.body = with_model(&request.body, deployment)?;
     }
-    upstream(entry.url("openai/v1/responses"), request)
+    if let Some(expanded) = compaction::expand(&request.body) {
+        request.body = expanded;
+    }
+    let route = native_call(&request.native, RESPONSES).map_or("", |call| call.route.as_str());
+    let path = format!("openai/v1/{}", responses_path(route));
+    upstream(entry.url(&path), request)
 }
 /// OpenAI's models list, one entry per model name the `deployments` option maps.
 fn list_models(settings: &Settings) -> Completion {

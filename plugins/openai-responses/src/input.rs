@@ -3,15 +3,16 @@
 //! `input` is a string (one user message) or a list of items: messages (with or without
 //! `"type": "message"`), function calls (merged into the assistant message before them, so that
 //! a turn's text and calls are one assistant message, as chat completions have them) and their
-//! outputs (`tool` messages). Reasoning items, item references and calls of built-in tools have
-//! no canonical form and are dropped.
+//! outputs (`tool` messages), and the gateway's own compaction items (the summary they carry, as
+//! a user message). Reasoning items, item references, OpenAI's compaction items and calls of
+//! built-in tools have no canonical form and are dropped.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use wasmgate_plugin_sdk::Failure;
 use wasmgate_plugin_sdk::canonical::{
     ChatContent, ChatFile, ChatImageUrl, ChatMessage, ChatPart, ChatToolCall, Dropped, read,
 };
+use wasmgate_plugin_sdk::{Failure, compaction};
 
 #[derive(Deserialize)]
 struct Item<'a> {
@@ -25,6 +26,7 @@ struct Item<'a> {
     arguments: Option<String>,
     #[serde(borrow)]
     output: Option<&'a RawValue>,
+    encrypted_content: Option<String>,
 }
 
 /// A content part of a message or of a function call's output.
@@ -102,6 +104,18 @@ pub fn translate(
                     content: ChatContent::Text(text),
                 });
             }
+            // The gateway's own compaction (a summary it wrote, see `compact.rs`) is read as
+            // that summary; OpenAI's is sealed for OpenAI alone.
+            "compaction" => match item
+                .encrypted_content
+                .as_deref()
+                .and_then(compaction::summary)
+            {
+                Some(summary) => out.push(ChatMessage::User {
+                    content: ChatContent::Text(compaction::text(summary)),
+                }),
+                None => dropped.push(path),
+            },
             // reasoning, item_reference, and the calls of built-in tools and their outputs.
             _ => dropped.push(path),
         }

@@ -1,6 +1,7 @@
 //! The `responses` dialect: OpenAI's Responses API (`POST /v1/responses`) decoded into canonical
 //! chat completions, and the answers encoded back as a `response` object or its event stream,
-//! for targets that do not speak Responses themselves (Codex on an Anthropic model).
+//! for targets that do not speak Responses themselves (Codex on an Anthropic model); and
+//! `POST /v1/responses/compact`, answered from the target's own summary ([`compact`]).
 //!
 //! Wire formats are taken from OpenAI's API reference:
 //! - Responses: <https://platform.openai.com/docs/api-reference/responses/create>
@@ -15,8 +16,10 @@
 //!
 //! Modules: [`decode`] (the request's fields and the echo), [`input`] (instructions and input
 //! items), [`tools`] (tools, tool choice and text format), [`response`] (the response object
-//! and complete answers), [`stream`] (streamed answers), [`errors`] (error bodies).
+//! and complete answers), [`stream`] (streamed answers), [`errors`] (error bodies), [`compact`]
+//! (a compaction's request and answer).
 
+mod compact;
 mod decode;
 mod errors;
 mod input;
@@ -38,6 +41,14 @@ impl Dialect for Responses {
             name: "responses".to_owned(),
             routes: vec![
                 Route::new("POST", "/v1/responses", "responses", RouteKind::Call),
+                // OpenAI's compaction of a long conversation (Codex calls it): passed on to a
+                // target that has it, written from the target's summary for one that has not.
+                Route::new(
+                    "POST",
+                    "/v1/responses/compact",
+                    compact::ROUTE,
+                    RouteKind::Call,
+                ),
                 // OpenAI's input token count: the request as `/v1/responses` takes it.
                 Route::new(
                     "POST",
@@ -56,6 +67,9 @@ impl Dialect for Responses {
     }
 
     fn decode(call: &Call) -> Result<Decoded, Failure> {
+        if call.route == compact::ROUTE {
+            return compact::decode(&call.body);
+        }
         decode::decode(&call.body)
     }
 
@@ -64,6 +78,9 @@ impl Dialect for Responses {
         completion: &str,
         usage: Option<Usage>,
     ) -> Result<String, Failure> {
+        if info.route == compact::ROUTE {
+            return compact::encode(info, completion, usage);
+        }
         response::encode(info, completion, usage)
     }
 

@@ -3,8 +3,10 @@
 //! format, so bodies pass through untouched; the SDK's `openai_compat` builds the request, reads
 //! usage and maps errors, and adds the key and the entry's `headers`.
 //!
-//! Responses requests (`POST /v1/responses` on the gateway) go natively to `{base_url}/responses`
-//! when the entry's upstream serves that API: by default OpenAI's own base URL does and any
+//! Responses requests (`POST /v1/responses` on the gateway, and its `/compact` and
+//! `/input_tokens`) go natively to `{base_url}/responses` (and its `/compact` and
+//! `/input_tokens`), the gateway's own compaction items expanded into messages (see
+//! `wasmgate_plugin_sdk::compaction`), when the entry's upstream serves that API: by default OpenAI's own base URL does and any
 //! other does not, and the `responses: native | translate` option says otherwise (the presets
 //! of hosts that serve it set `native`). A `translate` entry gets them as chat completions,
 //! translated by the host.
@@ -14,14 +16,14 @@ mod count;
 use serde::Deserialize;
 use wasmgate_plugin_sdk::http::{check_header, json_body};
 use wasmgate_plugin_sdk::native::{
-    OrNative, RESPONSES, ResponsesStream, forwarded_header, native_call,
+    OrNative, RESPONSES, ResponsesStream, forwarded_header, native_call, responses_path,
 };
 use wasmgate_plugin_sdk::openai_compat::{
     BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
 };
 use wasmgate_plugin_sdk::{
     CanonicalRequest, ConfigError, Entry, HttpRequest, HttpResponse, PluginError, Prepared,
-    Provider, RequestInfo,
+    Provider, RequestInfo, compaction,
 };
 
 /// The `options:` of an entry (besides the SDK's `headers` and `auth_header`).
@@ -99,14 +101,12 @@ impl Provider for OpenAi {
             }
             return Ok(prepared);
         }
+        let mut request = request;
         let responses = native_call(&request.native, RESPONSES);
         let path = match (&request.native, responses) {
             (None, _) => path(request.operation),
-            // The Responses dialect's count route goes to OpenAI's own counter.
-            (Some(_), Some(call)) if serves_responses(entry) && call.route == "input_tokens" => {
-                "responses/input_tokens"
-            }
-            (Some(_), Some(_)) if serves_responses(entry) => "responses",
+            // The Responses dialect's count and compaction routes go to OpenAI's own.
+            (Some(_), Some(call)) if serves_responses(entry) => responses_path(&call.route),
             (Some(_), _) => {
                 return Err(PluginError::invalid_request(format!(
                     "provider `{}` does not serve this API natively",
@@ -125,6 +125,11 @@ impl Provider for OpenAi {
             }
             Some(_) | None => None,
         };
+        if responses.is_some()
+            && let Some(expanded) = compaction::expand(&request.body)
+        {
+            request.body = expanded;
+        }
         let mut prepared = upstream(entry.url(path), request)?;
         if let Some(http) = prepared.request_mut() {
             let beta = ("", "openai-beta", beta.as_deref());

@@ -1,5 +1,6 @@
 //! A strict mock of OpenAI's Responses API (`POST /v1/responses`, `GET`/`DELETE
-//! /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`), after
+//! /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`, `POST /v1/responses/compact` in
+//! `compact.rs`), after
 //! platform.openai.com/docs/api-reference/responses. It refuses what the real API refuses
 //! (`validate.rs`, and below what needs the stored responses) and answers as it does:
 //!
@@ -10,8 +11,10 @@
 //! | `previous_response_id` not stored | 400 `previous_response_not_found` |
 //! | a `function_call_output` whose `call_id` no `function_call` in the input or the previous response has | 400 |
 //! | a reasoning item sent back with `encrypted_content` the mock did not issue, or without it and not stored | 400 |
+//! | a `compaction` item whose `encrypted_content` the mock did not issue | 400 `invalid_encrypted_content` |
 //! | a reasoning model (`o1`.., `o3`.., `o4`.., `gpt-5`..) | a reasoning item first; its `encrypted_content` with `include: ["reasoning.encrypted_content"]` |
 //! | function tools, `tool_choice` not `none`, and the input does not end with a `function_call_output` | a `function_call` of the first function (or the one `tool_choice` names) |
+//! | `context_management: [{"type": "compaction", "compact_threshold": N}]` and a context of more than N tokens | a `compaction` item first, then the answer |
 //! | anything else | a `message` whose text counts the user turns it saw (so a chain can be checked) |
 //!
 //! `store` (default true) keeps the response; usage counts the context (about four characters a
@@ -29,6 +32,7 @@ use sha2::{Digest, Sha256};
 use super::Shared;
 
 mod answer;
+pub mod compact;
 mod stored;
 mod stream;
 mod validate;
@@ -216,38 +220,17 @@ pub(super) async fn create(
         *counter += 1;
         format!("{prefix}_68af{:040x}", *counter)
     };
-    let previous = match request["previous_response_id"].as_str() {
-        None => None,
-        Some(id) => match store.get(id) {
-            Some(stored) => Some(stored.clone()),
-            None => {
-                return error(
-                    400,
-                    &format!("Previous response with id '{id}' not found."),
-                    Some("previous_response_id"),
-                    Some("previous_response_not_found"),
-                );
-            }
-        },
-    };
     let input = items(&request["input"], &mut next_id);
-    let mut context = previous.map(|p| p.context).unwrap_or_default();
-    let known_ids: Vec<String> = store
-        .values()
-        .flat_map(|s| {
-            s.context
-                .iter()
-                .filter_map(|i| i["id"].as_str().map(str::to_owned))
-        })
-        .collect();
-    for (i, item) in input.iter().enumerate() {
-        if let Some(refused) = check_against_context(item, i, &context, &known_ids) {
-            return refused;
-        }
-        context.push(item.clone());
-    }
+    let context = match context_of(&store, &request, &input) {
+        Ok(context) => context,
+        Err(refused) => return *refused,
+    };
     let plan = Plan::new(&request, &input, &context);
-    let output = plan.output(&mut next_id);
+    let mut output = plan.output(&mut next_id);
+    // Server-side compaction: a context over the threshold is compacted first.
+    if compact::due(&request, &context) {
+        output.insert(0, compact::item(&next_id("cmp")));
+    }
     let id = next_id("resp");
     let usage = usage(&shared, &request, &context, &output, plan.reasoning).await;
     let response = response_object(&request, &id, "completed", &output, Some(usage));
@@ -267,6 +250,58 @@ pub(super) async fn create(
         return stream::events(&request, &response);
     }
     axum::Json(response).into_response()
+}
+
+/// What a request's answer sees: the context of its `previous_response_id`, then its `input`
+/// items, each checked against what came before it; or the refusal.
+fn context_of(
+    store: &std::collections::HashMap<String, Stored>,
+    request: &Value,
+    input: &[Value],
+) -> Result<Vec<Value>, Box<Response>> {
+    let mut context = match request["previous_response_id"].as_str() {
+        None => Vec::new(),
+        Some(id) => match store.get(id) {
+            Some(stored) => stored.context.clone(),
+            None => {
+                return Err(Box::new(error(
+                    400,
+                    &format!("Previous response with id '{id}' not found."),
+                    Some("previous_response_id"),
+                    Some("previous_response_not_found"),
+                )));
+            }
+        },
+    };
+    let known_ids: Vec<String> = store
+        .values()
+        .flat_map(|s| {
+            s.context
+                .iter()
+                .filter_map(|i| i["id"].as_str().map(str::to_owned))
+        })
+        .collect();
+    for (i, item) in input.iter().enumerate() {
+        if let Some(refused) = check_against_context(item, i, &context, &known_ids) {
+            return Err(Box::new(refused));
+        }
+        context.push(item.clone());
+    }
+    Ok(context)
+}
+
+/// A refusal of the first field of `fields` that `allowed` does not name, if any.
+fn unknown_parameter(
+    fields: &serde_json::Map<String, Value>,
+    allowed: &[&str],
+) -> Option<Response> {
+    let unknown = fields.keys().find(|k| !allowed.contains(&k.as_str()))?;
+    Some(error(
+        400,
+        &format!("Unknown parameter: '{unknown}'."),
+        Some(unknown),
+        Some("unknown_parameter"),
+    ))
 }
 
 /// The checks that need what came before: a tool output answers a call, reasoning comes back
@@ -317,6 +352,17 @@ fn check_against_context(
                 }
             }
         }
+        Some("compaction") => {
+            let content = item["encrypted_content"].as_str().unwrap_or_default();
+            if !compact::unsealed(content) {
+                return Some(error(
+                    400,
+                    "The encrypted content of the compaction item could not be verified.",
+                    Some(&format!("input[{i}].encrypted_content")),
+                    Some("invalid_encrypted_content"),
+                ));
+            }
+        }
         Some("item_reference") => {
             let id = item["id"].as_str().unwrap_or_default();
             if !stored_ids.iter().any(|s| s == id) {
@@ -360,13 +406,8 @@ pub(super) async fn input_tokens(
     let Some(fields) = request.as_object() else {
         return error(400, "The body must be an object.", None, None);
     };
-    if let Some(unknown) = fields.keys().find(|k| !ALLOWED.contains(&k.as_str())) {
-        return error(
-            400,
-            &format!("Unknown parameter: '{unknown}'."),
-            Some(unknown),
-            Some("unknown_parameter"),
-        );
+    if let Some(refused) = unknown_parameter(fields, &ALLOWED) {
+        return refused;
     }
     if let Err(r) = validate::prompt(fields) {
         return error(400, &r.message, r.param.as_deref(), r.code);

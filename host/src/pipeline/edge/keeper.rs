@@ -19,13 +19,18 @@ pub struct Keeper {
 
 impl Keeper {
     /// Keeps `response` (the Responses object as the client receives it). A failure is logged:
-    /// the answer itself is not lost for it.
+    /// the answer itself is not lost for it. Another object on the dialect's routes (a
+    /// compaction, `response.compaction`) is not a turn a later one could continue: it is not
+    /// kept.
     pub async fn keep(&self, response: &str) {
-        let id = serde_json::from_str::<IdOnly>(response).map(|r| r.id);
-        let Ok(id) = id else {
+        let read = serde_json::from_str::<IdOnly>(response);
+        let Ok(IdOnly { id, object }) = read else {
             tracing::warn!("a Responses answer without an id cannot be kept");
             return;
         };
+        if object.as_deref().is_some_and(|object| object != RESPONSE) {
+            return;
+        }
         let stored = StoredResponse {
             id,
             project: self.project.clone(),
@@ -44,9 +49,13 @@ impl Keeper {
     }
 }
 
+/// The `object` of a Responses answer that is a turn of its conversation.
+const RESPONSE: &str = "response";
+
 #[derive(serde::Deserialize)]
 struct IdOnly {
     id: String,
+    object: Option<String>,
 }
 
 /// Keeps the Responses object a `response.completed` (or `.incomplete`) event carries.

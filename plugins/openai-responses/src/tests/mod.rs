@@ -1,6 +1,7 @@
 //! Native tests of the `responses` dialect: decoding requests (the API reference's examples and
 //! each field), encoding answers, streams, and errors.
 
+mod compact;
 mod decode;
 mod encode;
 mod stream;

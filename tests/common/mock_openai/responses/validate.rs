@@ -61,6 +61,7 @@ fn item_fields(kind: &str) -> Option<&'static [&'static str]> {
         "function_call_output" => &["type", "id", "call_id", "output", "status"],
         "reasoning" => &["type", "id", "summary", "encrypted_content", "content"],
         "item_reference" => &["type", "id"],
+        "compaction" => &["type", "id", "encrypted_content"],
         _ => return None,
     })
 }
@@ -176,6 +177,23 @@ pub(super) fn request(body: &Value) -> Result<(), Refusal> {
             ));
         }
     }
+    for (i, entry) in object
+        .get("context_management")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if entry["type"] != "compaction" {
+            return Err(invalid(
+                format!("context_management[{i}].type"),
+                format!(
+                    "Invalid value: {}. Supported values are: 'compaction'.",
+                    entry["type"]
+                ),
+            ));
+        }
+    }
     // Chat Completions' `stream_options.include_usage` has no place here: usage always comes.
     if let Some(options) = object.get("stream_options") {
         let options = options.as_object().ok_or_else(|| {
@@ -277,7 +295,7 @@ fn input_item(item: &Value, i: usize) -> Result<(), Refusal> {
         return Err(invalid(
             format!("input[{i}].type"),
             format!(
-                "Invalid value: '{kind}'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'item_reference', ..."
+                "Invalid value: '{kind}'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning', 'item_reference', 'compaction', ..."
             ),
         ));
     };
@@ -356,6 +374,7 @@ fn input_item(item: &Value, i: usize) -> Result<(), Refusal> {
             require("summary")?;
             require("id")
         }
+        "compaction" => require("encrypted_content"),
         _ => require("id"),
     }
 }

@@ -14,6 +14,8 @@ use sha2::{Digest, Sha256};
 
 use crate::ledger::{AdminKey, ApiKey, KeyLimits, Store};
 
+pub mod jwt;
+
 /// How long a lookup (found or not) is trusted before the database is asked again.
 pub const CACHE_TTL: Duration = Duration::from_secs(5);
 /// Cached lookups at most; past that the cache starts over (a flood of made-up keys cannot grow
@@ -29,26 +31,16 @@ const SHOWN_CHARS: usize = 10;
 pub struct Caller {
     /// The project its usage goes to.
     pub project: String,
-    /// The API key's id (never the key); `None` for an anonymous request to an open gateway.
+    /// The API key's id (never the key), or a JWT caller's `jwt:` id derived from its issuer
+    /// and subject; `None` for an anonymous request to an open gateway.
     pub key_id: Option<String>,
     /// What the key may do on its own (nothing of its own for an anonymous caller).
     pub limits: KeyLimits,
+    /// The user a JWT's claims name: its usage is recorded under it, whatever the body says.
+    pub user: Option<String>,
 }
 
-/// Bytes of a project id, at most.
-pub const PROJECT_MAX: usize = 64;
-
-/// Whether `id` can name a project: 1 to [`PROJECT_MAX`] ASCII letters, digits, `.`, `_` or `-`.
-/// Project ids reach the ledger's records and rollups, and a keyless client may send one, so
-/// the rule is narrow. The error says what the rule is.
-pub fn check_project(id: &str) -> Result<(), &'static str> {
-    let allowed = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
-    if !id.is_empty() && id.len() <= PROJECT_MAX && id.bytes().all(allowed) {
-        Ok(())
-    } else {
-        Err("1 to 64 ASCII letters, digits, `.`, `_` or `-`")
-    }
-}
+pub use crate::ledger::keys::{PROJECT_MAX, check_project};
 
 /// The lower-case hex SHA-256 of `key`: all the database ever holds of it.
 pub fn hash(key: &str) -> String {

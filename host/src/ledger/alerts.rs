@@ -1,0 +1,158 @@
+//! What the alerts need of the ledger: a provider's requests and failures since a time, and
+//! the record of alerts fired (once each, across replicas: the insert that takes the row sends
+//! it) and of their deliveries. The rules and sinks are `crate::alerts`.
+
+use super::sql::{Sql, SqlStore};
+use super::values::{Row, int, text};
+
+/// One alert, as fired: the rule, what it is about, the threshold crossed and the start of the
+/// period it counts in (a budget's period, an error-rate window).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fired {
+    pub rule: String,
+    pub subject: String,
+    pub threshold: i64,
+    pub period_us: i64,
+    pub fired_us: i64,
+    pub message: String,
+}
+
+/// One sink's outcome for an alert.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub sink: String,
+    pub attempts: i64,
+    pub delivered_us: Option<i64>,
+    pub last_error: Option<String>,
+}
+
+/// A provider's requests and failed ones (5xx, or no answer) over a span.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderErrors {
+    pub provider: String,
+    pub requests: i64,
+    pub failed: i64,
+}
+
+/// Calls block.
+pub trait AlertStore: Send + Sync + 'static {
+    /// Takes `fired`'s place; `false` when the alert was fired already (here or by a replica).
+    fn claim_alert(&self, fired: &Fired) -> anyhow::Result<bool>;
+    fn record_delivery(&self, fired: &Fired, delivery: &Delivery) -> anyhow::Result<()>;
+    /// The deliveries of alerts, newest first, at most `limit`.
+    fn deliveries(&self, limit: i64) -> anyhow::Result<Vec<(Fired, Delivery)>>;
+    /// Each provider's requests and failures since `since_us`.
+    fn provider_errors(&self, since_us: i64) -> anyhow::Result<Vec<ProviderErrors>>;
+}
+
+fn fired_row(row: &dyn Row) -> anyhow::Result<Fired> {
+    Ok(Fired {
+        rule: text(row, 0)?,
+        subject: text(row, 1)?,
+        threshold: int(row, 2)?,
+        period_us: int(row, 3)?,
+        fired_us: int(row, 4)?,
+        message: text(row, 5)?,
+    })
+}
+
+fn each(
+    db: &mut dyn Sql,
+    sql: &str,
+    params: &[super::values::Value<'_>],
+    mut read: impl FnMut(&dyn Row) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    db.query(sql, params, &mut read)
+}
+
+impl<S: SqlStore> AlertStore for S {
+    fn claim_alert(&self, fired: &Fired) -> anyhow::Result<bool> {
+        self.write_sql(|db| {
+            let taken = db.execute(
+                "INSERT INTO alerts_fired (rule, subject, threshold, period_us, fired_us, message)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+                &[
+                    fired.rule.as_str().into(),
+                    fired.subject.as_str().into(),
+                    fired.threshold.into(),
+                    fired.period_us.into(),
+                    fired.fired_us.into(),
+                    fired.message.as_str().into(),
+                ],
+            )?;
+            Ok(taken == 1)
+        })
+    }
+
+    fn record_delivery(&self, fired: &Fired, delivery: &Delivery) -> anyhow::Result<()> {
+        self.write_sql(|db| {
+            db.execute(
+                "INSERT INTO alert_deliveries (rule, subject, threshold, period_us, sink, attempts,
+                     delivered_us, last_error)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[
+                    fired.rule.as_str().into(),
+                    fired.subject.as_str().into(),
+                    fired.threshold.into(),
+                    fired.period_us.into(),
+                    delivery.sink.as_str().into(),
+                    delivery.attempts.into(),
+                    delivery.delivered_us.into(),
+                    delivery.last_error.as_deref().into(),
+                ],
+            )
+            .map(drop)
+        })
+    }
+
+    fn deliveries(&self, limit: i64) -> anyhow::Result<Vec<(Fired, Delivery)>> {
+        self.read_sql(|db| {
+            let mut all = Vec::new();
+            each(
+                db,
+                "SELECT f.rule, f.subject, f.threshold, f.period_us, f.fired_us, f.message,
+                        d.sink, d.attempts, d.delivered_us, d.last_error
+                 FROM alert_deliveries d JOIN alerts_fired f ON f.rule = d.rule
+                   AND f.subject = d.subject AND f.threshold = d.threshold
+                   AND f.period_us = d.period_us
+                 ORDER BY f.fired_us DESC LIMIT $1",
+                &[limit.into()],
+                |row| {
+                    let delivery = Delivery {
+                        sink: text(row, 6)?,
+                        attempts: int(row, 7)?,
+                        delivered_us: row.int(8)?,
+                        last_error: row.text(9)?,
+                    };
+                    all.push((fired_row(row)?, delivery));
+                    Ok(())
+                },
+            )?;
+            Ok(all)
+        })
+    }
+
+    fn provider_errors(&self, since_us: i64) -> anyhow::Result<Vec<ProviderErrors>> {
+        self.read_sql(|db| {
+            let mut all = Vec::new();
+            // PostgreSQL sums BIGINTs as NUMERIC: the casts bring the sums back.
+            each(
+                db,
+                "SELECT provider, CAST(COUNT(*) AS BIGINT),
+                        CAST(SUM(CASE WHEN status >= 500 OR status = 0 THEN 1 ELSE 0 END) AS BIGINT)
+                 FROM usage_records WHERE time_us >= $1 AND provider IS NOT NULL
+                 GROUP BY provider ORDER BY provider",
+                &[since_us.into()],
+                |row| {
+                    all.push(ProviderErrors {
+                        provider: text(row, 0)?,
+                        requests: int(row, 1)?,
+                        failed: int(row, 2)?,
+                    });
+                    Ok(())
+                },
+            )?;
+            Ok(all)
+        })
+    }
+}
