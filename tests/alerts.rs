@@ -17,7 +17,7 @@ use sha2::Sha256;
 use crate::common::binary::{Gateway, temp_dir};
 use crate::common::gateway::{Gateway as Config, Provider};
 use crate::common::http;
-use crate::keys::cli;
+use crate::keys::{cli, dollar_answer};
 
 const SECRET: &str = "alert-signing-secret";
 
@@ -35,14 +35,7 @@ async fn upstream() -> String {
             }
             (
                 axum::http::StatusCode::OK,
-                Json(json!({
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": "ok"}}],
-                    "usage": {"prompt_tokens": 0, "completion_tokens": 100_000,
-                              "total_tokens": 100_000}
-                })),
+                Json(dollar_answer(&body["model"])),
             )
         }),
     );

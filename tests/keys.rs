@@ -35,14 +35,7 @@ async fn dollar_upstream() -> (String, Arc<AtomicUsize>) {
             let counted = Arc::clone(&counted);
             async move {
                 counted.fetch_add(1, Ordering::SeqCst);
-                Json(json!({
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000,
-                    "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": "ok"}}],
-                    "usage": {"prompt_tokens": 0, "completion_tokens": 100_000,
-                              "total_tokens": 100_000}
-                }))
+                Json(dollar_answer(&body["model"]))
             }
         }),
     );
@@ -50,6 +43,18 @@ async fn dollar_upstream() -> (String, Arc<AtomicUsize>) {
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (format!("http://{addr}/v1"), calls)
+}
+
+/// A chat completion of `model` reporting 100,000 completion tokens and no prompt tokens: $1.00
+/// exactly at gpt-4o's catalog price.
+pub(crate) fn dollar_answer(model: &Value) -> Value {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 100_000, "total_tokens": 100_000}
+    })
 }
 
 /// A config on `dir`'s own ledger, keys required, the upstream as `openai` and the `echo`

@@ -7,9 +7,9 @@ use core::marker::PhantomData;
 use crate::entry::Entry;
 use crate::wit::provider::{Description, Guest, GuestStreamDecoder};
 use crate::{
-    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Metered,
-    PassthroughAuth, PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo,
-    StreamDecoder, StreamOutput,
+    CanonicalRequest, Completion, ConfigError, HttpRequest, HttpResponse, Metered, PassthroughAuth,
+    PassthroughCall, PluginError, Prepared, Provider, ProviderConfig, RequestInfo, StreamDecoder,
+    StreamOutput,
 };
 
 /// The type [`export_provider!`](crate::export_provider) exports for a provider `P`.

@@ -354,8 +354,7 @@ pub use provider::{NoStream, Provider, StreamDecoder};
 #[cfg(feature = "provider")]
 pub mod calls {
     pub use crate::adapter::{
-        describe, native_dialects, parse_response, prepare, prepare_count,
-        validate,
+        describe, native_dialects, parse_response, prepare, prepare_count, validate,
     };
 }
 #[cfg(feature = "router")]

@@ -80,7 +80,10 @@ fn message_texts(message: &mut Value, f: &mut impl FnMut(&mut String)) {
             }
         }
     }
-    if let Some(Value::String(args)) = message.get_mut("function_call").and_then(|c| c.get_mut("arguments")) {
+    if let Some(Value::String(args)) = message
+        .get_mut("function_call")
+        .and_then(|c| c.get_mut("arguments"))
+    {
         f(args);
     }
 }
@@ -216,8 +219,19 @@ mod tests {
         let mut seen = texts(request);
         seen.sort();
         let mut expected = [
-            "part", "plain text", "who", "args", "tool", "param", "e1", "ex", "def", "rf",
-            "nested", "u-mail", "meta",
+            "part",
+            "plain text",
+            "who",
+            "args",
+            "tool",
+            "param",
+            "e1",
+            "ex",
+            "def",
+            "rf",
+            "nested",
+            "u-mail",
+            "meta",
         ];
         expected.sort_unstable();
         assert_eq!(seen, expected);

@@ -29,7 +29,10 @@ fn responses_are_native_for_openai_itself_and_where_the_option_says() {
     let local = Some("http://127.0.0.1:8000/v1");
     assert!(native(None, "{}"));
     assert!(native(Some("https://API.openai.com/v1/"), "{}"));
-    assert!(!native(Some("https://api.openai.com.evil.example/v1"), "{}"));
+    assert!(!native(
+        Some("https://api.openai.com.evil.example/v1"),
+        "{}"
+    ));
     assert!(!native(local, "{}"));
     assert!(native(local, r#"{"responses": "native"}"#));
     assert!(!native(None, r#"{"responses": "translate"}"#));
