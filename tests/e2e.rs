@@ -61,6 +61,7 @@ mod providers;
 mod reload;
 mod resources;
 mod responses;
+mod responses_ws;
 mod routing;
 mod sdk_clients;
 mod shutdown;

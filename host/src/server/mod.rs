@@ -14,6 +14,7 @@ mod passthrough;
 mod proxy;
 mod request_log;
 mod responses;
+mod responses_ws;
 pub(crate) mod routes;
 mod timeouts;
 mod unrouted;
@@ -82,6 +83,10 @@ fn table() -> Table {
         .route("/v1/audio/transcriptions", methods().post(Text, proxy::audio_transcriptions))
         .route("/v1/audio/translations", methods().post(Text, proxy::audio_translations))
         .route("/v1/audio/speech", methods().post(Text, proxy::audio_speech))
+        // The Responses API's WebSocket mode: each `response.create` on the socket is a turn
+        // through the pipeline. Its `POST` is the registry dialect's (the method-not-allowed
+        // fallback hands it there).
+        .route("/v1/responses", methods().get(Text, responses_ws::upgrade))
         .route(
             "/v1/responses/{id}",
             methods().get(STORED, responses::retrieve).delete(STORED, responses::delete),
@@ -186,7 +191,16 @@ pub async fn run_until(
             deadline.as_millis()
         );
     }
-    match connections.drain(deadline, cut_now).await {
+    // Upgraded sockets left the connections' tracking: each closes after its turn in flight,
+    // within the same deadline.
+    let (drained, sockets_cut) = tokio::join!(
+        connections.drain(deadline, cut_now),
+        state.sockets.drain(deadline)
+    );
+    if sockets_cut > 0 {
+        tracing::warn!("cut {sockets_cut} WebSocket sessions still in a turn");
+    }
+    match drained {
         connections::Drained::All => {}
         connections::Drained::Cut { cut, early: false } => tracing::warn!(
             "shutdown deadline of {} ms passed: cut {cut} connections still in flight",
@@ -240,6 +254,7 @@ async fn metrics(
             plugins: &state.plugins,
             ledger: &state.ledger,
             cache: &state.cache,
+            sockets: &state.sockets,
         }),
     )
 }
