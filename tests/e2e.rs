@@ -34,6 +34,7 @@ mod fault_isolation;
 mod fuzz;
 mod gemini;
 mod guards;
+mod guards_every_route;
 mod guards_native;
 mod guards_outside;
 mod guards_routes;

@@ -472,3 +472,32 @@ async fn a_shutdown_lets_the_turn_in_flight_finish_then_closes_the_socket() {
         .unwrap();
     assert_eq!(state.sockets.open_count(), 0);
 }
+
+/// A turn on the socket goes through the request guards as the `POST` does: with `redact`,
+/// neither the native Responses upstream nor the translated Anthropic one gets the secret.
+#[tokio::test]
+pub(crate) async fn a_turn_on_the_socket_is_guarded_as_the_post_is() {
+    use crate::guards_routes::{SECRET, assert_clean};
+    let mocks = Upstreams::start().await;
+    let gateway = Gateway::builder()
+        .provider(
+            "openai",
+            mocks.openai([GPT]).options("{ responses: native }"),
+        )
+        .provider("anthropic", mocks.anthropic([CLAUDE]))
+        .guard(common::gateway::Guard::plugin("redact"))
+        .start()
+        .await;
+    let mut socket = connect(&gateway, None).await.unwrap();
+    for model in [format!("openai/{GPT}"), format!("anthropic/{CLAUDE}")] {
+        socket.send(create(&model, SECRET)).await.unwrap();
+        let events = read_turn(&mut socket).await;
+        let last = events.last().unwrap();
+        assert_eq!(last["type"], "response.completed", "{model}: {events:?}");
+    }
+    assert_clean("a native turn", &mocks.openai.last_request().await.body);
+    assert_clean(
+        "a translated turn",
+        &mocks.anthropic.last_request().await.body,
+    );
+}
