@@ -6,6 +6,7 @@ mod audit_log;
 mod batches;
 mod connections;
 mod console;
+mod console_sign_in;
 mod dialect_routes;
 mod health;
 mod mcp;
@@ -90,6 +91,7 @@ pub fn app(state: Arc<AppState>) -> Router {
         .route("/usage/requests/{*request_id}", get(usage_requests::one))
         .route("/usage/stats", post(usage_stats::stats))
         .merge(console::routes())
+        .merge(console_sign_in::routes())
         .merge(admin::routes())
         .merge(audit_log::routes())
         .merge(mcp::routes())

@@ -26,7 +26,6 @@ use crate::clip::echo;
 use crate::error::ApiError;
 use crate::ledger::time::{DAY_US, format_utc, now_us};
 use crate::ledger::{Store, Totals, Unit, UserFilter};
-use crate::pipeline::caller as auth;
 use crate::pipeline::request::body;
 use crate::pipeline::request::end_user::{TAG_MAX, TAGS_MAX, TEXT_MAX};
 use crate::state::AppState;
@@ -219,7 +218,7 @@ pub(super) async fn asked<T: serde::de::DeserializeOwned>(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(String, T), ApiError> {
-    let project = auth::caller(state, headers, true).await?.project;
+    let project = super::admin_auth::usage_project(state, headers).await?;
     let (body, _reservation) = body::read(state, body).await?;
     Ok((project, parse(&body)?))
 }
