@@ -29,7 +29,8 @@ use serde_json::{Value, json};
 
 use super::admin_auth::{Access, principal};
 use super::audit_log::record;
-use super::usage::{blocking, parse};
+use super::store_call::blocking;
+use super::usage::parse;
 use crate::auth;
 use crate::error::ApiError;
 use crate::ledger::audit::{AuditAction, key_value};

@@ -14,7 +14,7 @@
 
 use axum::http::HeaderMap;
 
-use super::usage::blocking;
+use super::store_call::blocking;
 use crate::auth;
 use crate::auth::oidc::Session;
 use crate::auth::oidc::session::{CSRF_HEADER, SESSION_COOKIE, read_cookie};

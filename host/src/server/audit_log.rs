@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::admin_auth::{Access, Principal, principal};
-use super::usage::blocking;
+use super::store_call::blocking;
 use crate::error::ApiError;
 use crate::ledger::audit::{AuditAction, AuditChange, AuditFilter, FIELD_MAX, PAGE_MAX};
 use crate::ledger::time::now_us;

@@ -15,6 +15,7 @@ mod passthrough;
 mod proxy;
 mod request_log;
 mod responses;
+mod store_call;
 mod timeouts;
 mod unrouted;
 mod usage;

@@ -21,7 +21,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::usage::{asked, blocking, bounded_tags, given, range, user_filter};
+use super::store_call::blocking;
+use super::usage::{asked, bounded_tags, given, range, user_filter};
 use crate::clip::echo;
 use crate::error::ApiError;
 use crate::ledger::UsageRecord;
