@@ -80,7 +80,7 @@ impl Browser {
     }
 
     /// `/console/login` on `gateway`, then the provider: the callback's path and query.
-    async fn to_provider_and_back(&mut self, gateway: &TestGateway) -> String {
+    async fn through_provider(&mut self, gateway: &TestGateway) -> String {
         let start = self
             .send(Method::GET, &gateway.url("/console/login"), &[], None)
             .await;
@@ -115,7 +115,7 @@ impl Browser {
 
     /// A whole sign-in through `gateway`; then the session's CSRF token is known.
     async fn sign_in(&mut self, gateway: &TestGateway) {
-        let callback = self.to_provider_and_back(gateway).await;
+        let callback = self.through_provider(gateway).await;
         let (status, body) = self.callback(gateway, &callback).await;
         assert_eq!(status, 303, "{body}");
         let session = self.session(gateway).await;
@@ -207,7 +207,7 @@ async fn a_session_made_on_one_replica_works_on_another_and_names_its_subject_in
     let mut browser = Browser::default();
 
     // The login starts on A, the provider sends the browser back to B: B finishes it.
-    let callback = browser.to_provider_and_back(&a).await;
+    let callback = browser.through_provider(&a).await;
     let response = browser
         .send(Method::GET, &b.url(&callback), &[], None)
         .await;
@@ -290,7 +290,7 @@ async fn every_spoiled_sign_in_is_refused_without_a_session() {
 
     // Another state than the login's.
     let mut browser = Browser::default();
-    let callback = browser.to_provider_and_back(&gateway).await;
+    let callback = browser.through_provider(&gateway).await;
     let tampered = callback.replace("state=", "state=x");
     let (status, body) = browser.callback(&gateway, &tampered).await;
     refused(status, &body, 401, "state does not match");
@@ -302,7 +302,7 @@ async fn every_spoiled_sign_in_is_refused_without_a_session() {
 
     // A code is good once: replaying the callback with the login's cookie again.
     let mut browser = Browser::default();
-    let callback = browser.to_provider_and_back(&gateway).await;
+    let callback = browser.through_provider(&gateway).await;
     let login = browser.cookies.clone();
     let (status, _) = browser.callback(&gateway, &callback).await;
     assert_eq!(status, 303);
@@ -320,7 +320,7 @@ async fn every_spoiled_sign_in_is_refused_without_a_session() {
         (Spoil::ForeignKey, "not signed by the identity provider"),
     ] {
         let mut browser = Browser::default();
-        let callback = browser.to_provider_and_back(&gateway).await;
+        let callback = browser.through_provider(&gateway).await;
         idp.spoil_next(spoil);
         let (status, body) = browser.callback(&gateway, &callback).await;
         refused(status, &body, 401, words);
@@ -334,14 +334,14 @@ async fn every_spoiled_sign_in_is_refused_without_a_session() {
     // A person the mapping grants nothing.
     idp.sign_in_as("mallory", &["contractors"]);
     let mut browser = Browser::default();
-    let callback = browser.to_provider_and_back(&gateway).await;
+    let callback = browser.through_provider(&gateway).await;
     let (status, body) = browser.callback(&gateway, &callback).await;
     refused(status, &body, 403, "no role");
     assert!(browser.cookies.is_empty());
 
     // The provider's own refusal (`error=access_denied`).
     let mut browser = Browser::default();
-    browser.to_provider_and_back(&gateway).await;
+    browser.through_provider(&gateway).await;
     let (status, body) = browser
         .callback(&gateway, "/console/callback?error=access_denied&state=x")
         .await;
