@@ -45,7 +45,8 @@ const KNOWN: &[(&str, &str, &str)] = &[
     (
         "server/mod.rs",
         "\"/v1/responses",
-        "the response store's own endpoints (retrieve, delete, input items)",
+        "the response store's own endpoints (retrieve, delete, input items) and the Responses \
+         API's WebSocket mode (its upgrade, on the path of the dialect's POST)",
     ),
 ];
 

@@ -17,15 +17,15 @@ use common::mock_openai::{self, MockOpenAi};
 use common::mock_providers::{KEY, MockProvider};
 use common::{TestGateway, http};
 
-const CARD: &str = "4111 1111 1111 1111";
-const EMAIL: &str = "bob@example.com";
-const API_KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwx";
-const SECRET: &str =
+pub(crate) const CARD: &str = "4111 1111 1111 1111";
+pub(crate) const EMAIL: &str = "bob@example.com";
+pub(crate) const API_KEY: &str = "sk-proj-abcdefghijklmnopqrstuvwx";
+pub(crate) const SECRET: &str =
     "card 4111 1111 1111 1111, mail bob@example.com, key sk-proj-abcdefghijklmnopqrstuvwx";
 
 /// The value that leaked into `sent` (its text, with every base64 string and `data:` URL
 /// decoded), if any.
-fn leaked(sent: &Value) -> Option<&'static str> {
+pub(crate) fn leaked(sent: &Value) -> Option<&'static str> {
     let mut texts = Vec::new();
     collect(sent, &mut texts);
     let all = texts.join("\n");
@@ -54,11 +54,16 @@ fn collect(value: &Value, texts: &mut Vec<String>) {
     }
 }
 
-fn assert_clean(what: &str, sent: &Value) {
+pub(crate) fn assert_clean(what: &str, sent: &Value) {
     assert_eq!(leaked(sent), None, "{what} leaked: {sent}");
 }
 
-async fn post(gateway: &TestGateway, path: &str, id: &str, body: &Value) -> (u16, String) {
+pub(crate) async fn post(
+    gateway: &TestGateway,
+    path: &str,
+    id: &str,
+    body: &Value,
+) -> (u16, String) {
     let response = http()
         .post(gateway.url(path))
         .header("x-request-id", id)
@@ -79,7 +84,7 @@ fn schema() -> Value {
 }
 
 #[tokio::test]
-async fn chat_completions_fields_never_carry_a_secret_upstream() {
+pub(crate) async fn chat_completions_fields_never_carry_a_secret_upstream() {
     let mock = MockOpenAi::start().await;
     let config = format!(
         "providers:\n  openai: {{ plugin: openai, base_url: \"{}\", api_key: sk-upstream, models: [gpt-4o-mini] }}\nguards:\n  - plugin: redact\n",
@@ -121,7 +126,7 @@ async fn chat_completions_fields_never_carry_a_secret_upstream() {
 }
 
 #[tokio::test]
-async fn embeddings_and_image_prompts_are_redacted_and_token_ids_refused() {
+pub(crate) async fn embeddings_and_image_prompts_are_redacted_and_token_ids_refused() {
     let mock = MockOpenAi::start().await;
     let config = format!(
         "providers:\n  openai: {{ plugin: openai, base_url: \"{}\", api_key: sk-upstream, models: [text-embedding-3-small, dall-e-3] }}\nguards:\n  - plugin: redact\n",
@@ -152,7 +157,7 @@ async fn embeddings_and_image_prompts_are_redacted_and_token_ids_refused() {
     assert_eq!(mock.requests().await.len(), before, "nothing left");
 }
 
-fn api_config(mock: &MockApi, guard: &str) -> String {
+pub(crate) fn api_config(mock: &MockApi, guard: &str) -> String {
     format!(
         r#"
 providers:
@@ -176,7 +181,7 @@ guards:
 }
 
 #[tokio::test]
-async fn completions_moderations_rerank_and_speech_are_redacted() {
+pub(crate) async fn completions_moderations_rerank_and_speech_are_redacted() {
     let mock = MockApi::start().await;
     let gateway = TestGateway::start(&api_config(&mock, "  - plugin: redact")).await;
     let cases = [
@@ -216,7 +221,7 @@ async fn completions_moderations_rerank_and_speech_are_redacted() {
 }
 
 #[tokio::test]
-async fn an_upload_is_refused_unless_exempted_and_its_prompt_is_redacted() {
+pub(crate) async fn an_upload_is_refused_unless_exempted_and_its_prompt_is_redacted() {
     let mock = MockApi::start().await;
     let form = || {
         reqwest::multipart::Form::new()
@@ -241,6 +246,16 @@ async fn an_upload_is_refused_unless_exempted_and_its_prompt_is_redacted() {
     assert_eq!(response.status().as_u16(), 400);
     let error: Value = response.json().await.unwrap();
     assert_eq!(error["error"]["code"], "guard_cannot_inspect", "{error}");
+    let translation = http()
+        .post(refusing.url("/v1/audio/translations"))
+        .multipart(form())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(translation.status().as_u16(), 400);
+    let error: Value = translation.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "guard_cannot_inspect", "{error}");
+    assert!(error.to_string().contains("audio.translations"), "{error}");
     assert!(mock.received().await.is_empty(), "nothing left");
 
     let exempting = TestGateway::start(&api_config(
@@ -258,7 +273,7 @@ async fn an_upload_is_refused_unless_exempted_and_its_prompt_is_redacted() {
 }
 
 #[tokio::test]
-async fn a_native_messages_request_keeps_no_secret_in_its_schemas_or_metadata() {
+pub(crate) async fn a_native_messages_request_keeps_no_secret_in_its_schemas_or_metadata() {
     let mock = MockProvider::anthropic().await;
     let gateway =
         common::guards::anthropic_guarded(&mock, common::gateway::Guard::plugin("redact"))
@@ -283,7 +298,7 @@ async fn a_native_messages_request_keeps_no_secret_in_its_schemas_or_metadata() 
 }
 
 #[tokio::test]
-async fn a_native_gemini_request_keeps_no_secret_in_declarations_or_text_blobs() {
+pub(crate) async fn a_native_gemini_request_keeps_no_secret_in_declarations_or_text_blobs() {
     let mock = MockProvider::gemini().await;
     let model = "gemini-3.5-flash";
     let config = format!(
@@ -307,7 +322,7 @@ async fn a_native_gemini_request_keeps_no_secret_in_declarations_or_text_blobs()
 }
 
 #[tokio::test]
-async fn responses_tool_parameters_are_redacted_natively_and_translated() {
+pub(crate) async fn responses_tool_parameters_are_redacted_natively_and_translated() {
     let mock = MockOpenAi::start().await;
     let config = format!(
         r#"
@@ -348,7 +363,8 @@ guards:
 }
 
 #[tokio::test]
-async fn a_compaction_is_redacted_natively_and_translated_and_refused_by_a_refusing_guard() {
+pub(crate) async fn a_compaction_is_redacted_natively_and_translated_and_refused_by_a_refusing_guard()
+ {
     let mock = MockOpenAi::start().await;
     let config = |guard: &str| {
         format!(

@@ -192,7 +192,7 @@ async fn admin_patch_tools(gateway: &TestGateway, key: &str, tools: &[&str]) -> 
 }
 
 #[tokio::test]
-async fn guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument() {
+pub(crate) async fn guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument() {
     let redact = Guard::plugin("redact")
         .apply("answer")
         .options(r#"{kinds: {openai-key: placeholder}, default: "off"}"#);

@@ -42,6 +42,7 @@ pub mod reload;
 pub mod routing;
 pub mod secret;
 pub mod server;
+pub mod sockets;
 pub mod state;
 pub mod sync;
 pub mod telemetry;
@@ -100,5 +101,6 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         cache: Arc::new(cache),
         telemetry,
         mcp,
+        sockets: sockets::Sockets::default(),
     }))
 }

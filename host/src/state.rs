@@ -37,6 +37,8 @@ pub struct AppState {
     pub telemetry: std::sync::Arc<crate::telemetry::Telemetry>,
     /// The MCP servers behind `/mcp`, connected (read at start-up; a reload keeps them).
     pub mcp: Arc<crate::mcp::Hub>,
+    /// The Responses API's WebSocket sessions open, counted per key; closed on shutdown.
+    pub sockets: crate::sockets::Sockets,
 }
 
 /// Request body bytes the gateway may hold at once, counted in KiB (see the pipeline's body

@@ -43,6 +43,8 @@ struct Shared {
     received: Mutex<Vec<Received>>,
     /// Bytes of uploads received so far, counted as they arrive.
     progress: Arc<std::sync::atomic::AtomicUsize>,
+    /// The fine-tuning jobs' bodies, as they arrived.
+    jobs: Mutex<Vec<Value>>,
 }
 
 pub struct MockPassthrough {
@@ -95,6 +97,11 @@ impl MockPassthrough {
 
     pub async fn received(&self) -> Vec<Received> {
         self.shared.received.lock().await.clone()
+    }
+
+    /// The bodies of the fine-tuning jobs created.
+    pub async fn jobs(&self) -> Vec<Value> {
+        self.shared.jobs.lock().await.clone()
     }
 }
 
@@ -178,7 +185,11 @@ fn job(id: &str, model: &str, training_file: &str) -> Value {
     })
 }
 
-async fn create_job(headers: HeaderMap, body: Bytes) -> Result<Response, Response> {
+async fn create_job(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Response> {
     openai_auth(&headers)?;
     let allowed = [
         "model",
@@ -192,6 +203,7 @@ async fn create_job(headers: HeaderMap, body: Bytes) -> Result<Response, Respons
         "metadata",
     ];
     let body = object(&body, &allowed, &["model", "training_file"])?;
+    shared.jobs.lock().await.push(body.clone());
     let model = body["model"].as_str().unwrap_or_default();
     let file = body["training_file"].as_str().unwrap_or_default();
     Ok(axum::Json(job("ftjob-mock1", model, file)).into_response())

@@ -11,6 +11,7 @@ use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use serde_json::{Value, json};
 
+use super::guarded;
 use super::lines::LineChecker;
 use super::objects::{self, file_object};
 use super::results::{self, Results};
@@ -36,8 +37,12 @@ pub async fn upload(state: &AppState, headers: &HeaderMap, body: Body) -> Result
     let (file, checked) = if form.purpose == "batch" {
         let mut checker = LineChecker::new(&gateway, &caller.limits);
         let rewritten = spool::check_lines(&form.file, &dir, &mut checker).await?;
-        (rewritten, Some(checker.finish()?))
+        let checked = checker.finish()?;
+        let model = &checked.model;
+        let guarded = guarded::lines(state, &gateway, &caller, model, rewritten, &dir).await?;
+        (guarded, Some(checked))
     } else {
+        guarded::other_purpose(&gateway, &caller)?;
         (form.file, None)
     };
     let provider = match &checked {

@@ -3,7 +3,8 @@
 //! - [`lines`]: a batch input file's lines checked (JSON, unique `custom_id`, endpoint, a model
 //!   the key may use, one provider entry for all) and rewritten for the upstream.
 //! - [`target`]: where a line's model leads, a virtual model's included.
-//! - [`spool`]: an upload held on disk while its lines are checked, then streamed upstream.
+//! - [`spool`]: an upload held on disk while its lines are checked, then streamed upstream;
+//!   [`guarded`]: its lines' bodies through the request guards.
 //! - [`upstream`]: one Files or Batch API call at a provider entry, shaped by its plugin.
 //! - [`objects`]: file and batch objects with the gateway's ids (each its project's).
 //! - [`files`]: the Files API; [`jobs`]: the Batch API, budgets checked before submission.
@@ -19,6 +20,7 @@
 
 pub mod anthropic;
 pub mod files;
+mod guarded;
 pub mod jobs;
 pub mod lines;
 mod meter;

@@ -66,6 +66,13 @@ pub enum BlindRoute {
     /// `POST /v1/completions`: a `prompt` given as token ids.
     #[serde(rename = "completions")]
     Completions,
+    /// A pass-through route (`<passthrough.prefix>/...`): a body that is not JSON or text, or
+    /// one sent compressed.
+    #[serde(rename = "passthrough")]
+    Passthrough,
+    /// `POST /v1/files`: a file whose purpose is not `batch` (its lines are read).
+    #[serde(rename = "files")]
+    Files,
 }
 
 impl BlindRoute {
@@ -76,6 +83,8 @@ impl BlindRoute {
             Self::AudioTranslations => "audio.translations",
             Self::Embeddings => "embeddings",
             Self::Completions => "completions",
+            Self::Passthrough => "passthrough",
+            Self::Files => "files",
         }
     }
 }

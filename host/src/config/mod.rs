@@ -30,6 +30,7 @@ mod source;
 #[cfg(test)]
 mod tests;
 mod validate;
+mod websocket;
 
 pub use auth::{AuthConfig, JwtAlgorithm, JwtBudgetPeriod, JwtClaims, JwtIssuer};
 pub use catalog::CatalogConfig;
@@ -44,3 +45,4 @@ pub use provider_entry::ProviderEntry;
 pub use routing::{BreakerConfig, RetryConfig, RouteEntry, TargetDetail, TargetEntry};
 pub use server::ServerConfig;
 pub use source::{ConfigSource, DEFAULT_CONFIG};
+pub use websocket::WebsocketConfig;

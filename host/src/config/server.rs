@@ -50,6 +50,9 @@ pub struct ServerConfig {
     #[serde(default = "default_max_connections")]
     #[schemars(range(min = 1, max = MAX_CONNECTIONS))]
     pub max_connections: u32,
+    /// The Responses API's WebSocket mode (`GET /v1/responses` upgraded): its bounds.
+    #[serde(default)]
+    pub websocket: super::websocket::WebsocketConfig,
 }
 
 impl ServerConfig {
@@ -70,6 +73,7 @@ impl Default for ServerConfig {
             idle_timeout_ms: default_idle_timeout_ms(),
             body_read_timeout_ms: default_body_read_timeout_ms(),
             max_connections: default_max_connections(),
+            websocket: super::websocket::WebsocketConfig::default(),
         }
     }
 }

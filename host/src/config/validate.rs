@@ -2,7 +2,7 @@
 
 use super::config_error::ConfigError;
 use super::config_file::Config;
-use super::{auth, guards, mcp, resources};
+use super::{auth, guards, mcp, resources, websocket};
 
 impl Config {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
@@ -33,6 +33,7 @@ impl Config {
             ));
         }
         resources::validate(self)?;
+        websocket::validate(&self.server.websocket)?;
         guards::validate(&self.guards)?;
         mcp::validate(&self.mcp)?;
         auth::validate(&self.auth)?;

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 use super::admin_auth::{Access, principal};
 use super::audit_log::record;
+use super::routes::{Outbound, Table, methods};
 use super::store_call::blocking;
 use super::usage::parse;
 use crate::auth;
@@ -41,11 +42,17 @@ use crate::pipeline::request::body;
 use crate::state::AppState;
 
 /// The routes of the admin API.
-pub fn routes() -> axum::Router<Arc<AppState>> {
-    use axum::routing::get;
-    axum::Router::new()
-        .route("/admin/keys", get(list).post(create))
-        .route("/admin/keys/{id}", get(one).patch(update).delete(revoke))
+pub fn routes(table: Table) -> Table {
+    let keys = Outbound::Nothing("the gateway's own keys");
+    table
+        .route("/admin/keys", methods().get(keys, list).post(keys, create))
+        .route(
+            "/admin/keys/{id}",
+            methods()
+                .get(keys, one)
+                .patch(keys, update)
+                .delete(keys, revoke),
+        )
 }
 
 /// The admin key the request is sent with, or why it may not call the admin API.

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::admin_auth::{Access, Principal, principal};
+use super::routes::{Outbound, Table, methods};
 use super::store_call::blocking;
 use crate::error::ApiError;
 use crate::ledger::audit::{AuditAction, AuditChange, AuditFilter, FIELD_MAX, PAGE_MAX};
@@ -23,8 +24,9 @@ use crate::state::AppState;
 const LIMIT_DEFAULT: usize = 100;
 
 /// The audit log's route.
-pub fn routes() -> axum::Router<Arc<AppState>> {
-    axum::Router::new().route("/admin/audit", axum::routing::get(list))
+pub fn routes(table: Table) -> Table {
+    let audit = Outbound::Nothing("the gateway's own audit log");
+    table.route("/admin/audit", methods().get(audit, list))
 }
 
 #[derive(Deserialize)]

@@ -6,13 +6,12 @@
 
 use std::sync::LazyLock;
 
-use axum::Router;
 use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
 use sha2::{Digest, Sha256};
 
+use super::routes::{Outbound, Table, methods};
 use crate::error::ApiError;
 
 /// Only this origin, for everything: no inline script or style, no frame, no plugin, no form
@@ -70,11 +69,16 @@ static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
 });
 
 /// The console's routes; mounted by [`super::app`].
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
-        .route("/ui", get(|| async { Redirect::permanent("/ui/") }))
-        .route("/ui/", get(index))
-        .route("/ui/{*file}", get(file))
+pub fn routes(table: Table) -> Table {
+    // The page asks `/usage/*` with its user's key.
+    let page = Outbound::Nothing("the console's static files");
+    table
+        .route(
+            "/ui",
+            methods().get(page, || async { Redirect::permanent("/ui/") }),
+        )
+        .route("/ui/", methods().get(page, index))
+        .route("/ui/{*file}", methods().get(page, file))
 }
 
 async fn index(headers: HeaderMap) -> Response {

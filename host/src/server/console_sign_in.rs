@@ -10,16 +10,16 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Query, State};
 use axum::http::header::{CACHE_CONTROL, LOCATION, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::admin_auth::{csrf, session};
+use super::routes::{Outbound, Table, methods};
 use crate::auth::oidc::SignInError;
 use crate::auth::oidc::flow::{self, Callback, LOGIN_COOKIE, LOGIN_TTL};
 use crate::auth::oidc::session::{SESSION_COOKIE, cookie, read_cookie};
@@ -31,12 +31,14 @@ use crate::state::AppState;
 /// Where the login cookie is sent back: the callback only.
 const LOGIN_PATH: &str = "/console/";
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/console/login", get(login))
-        .route("/console/callback", get(callback))
-        .route("/console/session", get(current))
-        .route("/console/logout", post(logout))
+pub fn routes(table: Table) -> Table {
+    // The authorization code goes to the identity provider's token endpoint, never to a model.
+    let sign_in = Outbound::Nothing("a console sign-in, with the identity provider");
+    table
+        .route("/console/login", methods().get(sign_in, login))
+        .route("/console/callback", methods().get(sign_in, callback))
+        .route("/console/session", methods().get(sign_in, current))
+        .route("/console/logout", methods().post(sign_in, logout))
 }
 
 fn config(state: &AppState) -> Result<OidcConfig, ApiError> {

@@ -33,6 +33,7 @@ pub async fn health(State(state): State<Arc<AppState>>) -> Response {
             "max_streams": usage.max_streams,
             "waiting": usage.waiting,
         },
+        "websocket_sessions": state.sockets.open_count(),
     });
     (status, Json(body)).into_response()
 }

@@ -15,6 +15,8 @@ mod passthrough;
 mod proxy;
 mod request_log;
 mod responses;
+mod responses_ws;
+pub(crate) mod routes;
 mod store_call;
 mod timeouts;
 mod unrouted;
@@ -27,13 +29,14 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
 use tokio::net::TcpListener;
 
 pub use crate::error::ApiError;
 pub use crate::error::BodyReadTimeout;
 pub use crate::pipeline::request::end_user::UserInfo;
 pub use request_log::RequestId;
+pub use routes::{Listed, Outbound};
+use routes::{Table, methods};
 pub use timeouts::ConnectionTimeouts;
 
 use crate::state::AppState;
@@ -45,59 +48,8 @@ use crate::state::AppState;
 /// `/admin/*` takes admin keys instead (see [`admin`]); `tests/keys.rs` holds it to them.
 pub fn app(state: Arc<AppState>) -> Router {
     let max_body = state.max_body_bytes;
-    Router::new()
-        .route("/v1/chat/completions", post(proxy::chat_completions))
-        .route("/v1/embeddings", post(proxy::embeddings))
-        .route("/v1/images/generations", post(proxy::image_generations))
-        .route("/v1/completions", post(proxy::completions))
-        .route("/v1/moderations", post(proxy::moderations))
-        .route("/v1/rerank", post(proxy::rerank))
-        .route(
-            "/v1/audio/transcriptions",
-            post(proxy::audio_transcriptions),
-        )
-        .route("/v1/audio/translations", post(proxy::audio_translations))
-        .route("/v1/audio/speech", post(proxy::audio_speech))
-        .route(
-            "/v1/responses/{id}",
-            get(responses::retrieve).delete(responses::delete),
-        )
-        .route(
-            "/v1/responses/{id}/input_items",
-            get(responses::input_items),
-        )
-        // Uploads are spooled to disk under `batches.max_file_bytes`, not the body limit.
-        .route(
-            "/v1/files",
-            post(batches::upload_file)
-                .get(batches::list_files)
-                .layer(DefaultBodyLimit::disable()),
-        )
-        .route(
-            "/v1/files/{id}",
-            get(batches::retrieve_file).delete(batches::delete_file),
-        )
-        .route("/v1/files/{id}/content", get(batches::file_content))
-        .route(
-            "/v1/batches",
-            post(batches::create_batch).get(batches::list_batches),
-        )
-        .route("/v1/batches/{id}", get(batches::retrieve_batch))
-        .route("/v1/batches/{id}/cancel", post(batches::cancel_batch))
-        .route("/v1/models", get(models::list))
-        .route("/v1/models/{*id}", get(models::retrieve))
-        .route("/usage/total", post(usage::total))
-        .route("/usage/models", post(usage::models))
-        .route("/usage/requests", post(usage_requests::list))
-        .route("/usage/requests/{*request_id}", get(usage_requests::one))
-        .route("/usage/stats", post(usage_stats::stats))
-        .merge(console::routes())
-        .merge(console_sign_in::routes())
-        .merge(admin::routes())
-        .merge(audit_log::routes())
-        .merge(mcp::routes())
-        .route("/health", get(health::health))
-        .route("/metrics", get(metrics))
+    let (router, _) = table().into_parts();
+    router
         // After the routes: it applies to those registered before it. axum adds `Allow`.
         // A dialect's path may lie under a fixed route of other methods (Google's
         // `POST /v1/models/{model}:generateContent` under `GET /v1/models/{*id}`).
@@ -109,6 +61,90 @@ pub fn app(state: Arc<AppState>) -> Router {
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn(request_log::request_log))
         .with_state(state)
+}
+
+/// Every method and path of [`app`]'s fixed routes and pass-through routes, with what each
+/// sends upstream. The routes the config's dialects declare are the registry's
+/// ([`crate::plugins::DialectRegistry::iter`]).
+pub fn routes() -> Vec<Listed> {
+    table().into_parts().1
+}
+
+/// The fixed routes, and the pass-through routes its fallback serves.
+fn table() -> Table {
+    use Outbound::{Nothing, Text};
+    const STORED: Outbound = Nothing("answered from the gateway's own store");
+    const BY_ID: Outbound = Nothing("names an upstream object by its id; no text of the client's");
+    let table = Table::default()
+        .route("/v1/chat/completions", methods().post(Text, proxy::chat_completions))
+        .route("/v1/embeddings", methods().post(Text, proxy::embeddings))
+        .route("/v1/images/generations", methods().post(Text, proxy::image_generations))
+        .route("/v1/completions", methods().post(Text, proxy::completions))
+        .route("/v1/moderations", methods().post(Text, proxy::moderations))
+        .route("/v1/rerank", methods().post(Text, proxy::rerank))
+        .route("/v1/audio/transcriptions", methods().post(Text, proxy::audio_transcriptions))
+        .route("/v1/audio/translations", methods().post(Text, proxy::audio_translations))
+        .route("/v1/audio/speech", methods().post(Text, proxy::audio_speech))
+        // The Responses API's WebSocket mode: each `response.create` on the socket is a turn
+        // through the pipeline. Its `POST` is the registry dialect's (the method-not-allowed
+        // fallback hands it there).
+        .route("/v1/responses", methods().get(Text, responses_ws::upgrade))
+        .route(
+            "/v1/responses/{id}",
+            methods().get(STORED, responses::retrieve).delete(STORED, responses::delete),
+        )
+        .route("/v1/responses/{id}/input_items", methods().get(STORED, responses::input_items))
+        // Uploads are spooled to disk under `batches.max_file_bytes`, not the body limit.
+        .route(
+            "/v1/files",
+            methods()
+                .post(Text, batches::upload_file)
+                .get(STORED, batches::list_files)
+                .map(|router| router.layer(DefaultBodyLimit::disable())),
+        )
+        .route(
+            "/v1/files/{id}",
+            methods().get(STORED, batches::retrieve_file).delete(BY_ID, batches::delete_file),
+        )
+        .route("/v1/files/{id}/content", methods().get(BY_ID, batches::file_content))
+        .route(
+            "/v1/batches",
+            methods().post(Text, batches::create_batch).get(STORED, batches::list_batches),
+        )
+        .route("/v1/batches/{id}", methods().get(STORED, batches::retrieve_batch))
+        .route("/v1/batches/{id}/cancel", methods().post(BY_ID, batches::cancel_batch))
+        .route(
+            "/v1/models",
+            methods().get(Nothing("the config's models; a pass-through provider's list is asked for with the provider's key alone"), models::list),
+        )
+        .route("/v1/models/{*id}", methods().get(Nothing("one of the config's models"), models::retrieve));
+    let usage = Nothing("the ledger's usage, read");
+    let table = table
+        .route("/usage/total", methods().post(usage, usage::total))
+        .route("/usage/models", methods().post(usage, usage::models))
+        .route(
+            "/usage/requests",
+            methods().post(usage, usage_requests::list),
+        )
+        .route(
+            "/usage/requests/{*request_id}",
+            methods().get(usage, usage_requests::one),
+        )
+        .route("/usage/stats", methods().post(usage, usage_stats::stats));
+    let table = mcp::routes(audit_log::routes(admin::routes(console_sign_in::routes(
+        console::routes(table),
+    ))));
+    table
+        .route("/health", methods().get(Nothing("a probe"), health::health))
+        .route(
+            "/metrics",
+            methods().get(Nothing("the scrape of the gateway's metrics"), metrics),
+        )
+        .served_by_fallback(Listed {
+            method: "*",
+            path: "<passthrough.prefix>/{entry}/{*path}",
+            outbound: Text,
+        })
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves. Then it stops accepting, lets requests
@@ -159,7 +195,16 @@ pub async fn run_until(
             deadline.as_millis()
         );
     }
-    match connections.drain(deadline, cut_now).await {
+    // Upgraded sockets left the connections' tracking: each closes after its turn in flight,
+    // within the same deadline.
+    let (drained, sockets_cut) = tokio::join!(
+        connections.drain(deadline, cut_now),
+        state.sockets.drain(deadline)
+    );
+    if sockets_cut > 0 {
+        tracing::warn!("cut {sockets_cut} WebSocket sessions still in a turn");
+    }
+    match drained {
         connections::Drained::All => {}
         connections::Drained::Cut { cut, early: false } => tracing::warn!(
             "shutdown deadline of {} ms passed: cut {cut} connections still in flight",
@@ -213,6 +258,7 @@ async fn metrics(
             plugins: &state.plugins,
             ledger: &state.ledger,
             cache: &state.cache,
+            sockets: &state.sockets,
         }),
     )
 }

@@ -318,6 +318,16 @@ fn status_text(status: u16) -> &'static str {
 }
 
 impl Trace {
+    /// A trace for work no request span covers (a count of tokens): its stages are measured
+    /// but make no span.
+    pub fn untraced(telemetry: &Arc<Telemetry>) -> Self {
+        Self {
+            telemetry: Arc::clone(telemetry),
+            parent: None,
+            incoming: None,
+        }
+    }
+
     pub fn metrics(&self) -> &Metrics {
         &self.telemetry.metrics
     }

@@ -18,6 +18,7 @@ pub struct Sources<'a> {
     pub plugins: &'a PluginHost,
     pub ledger: &'a crate::ledger::Ledger,
     pub cache: &'a crate::cache::Cache,
+    pub sockets: &'a crate::sockets::Sockets,
 }
 
 /// The whole scrape.
@@ -29,9 +30,11 @@ pub fn render(sources: &Sources<'_>) -> String {
         plugins,
         ledger,
         cache,
+        sockets,
     } = sources;
     telemetry.metrics.write(&mut out);
     cache.write_metrics(&mut out);
+    sockets.write_metrics(&mut out);
 
     let mut breakers = Vec::new();
     let now = Instant::now();

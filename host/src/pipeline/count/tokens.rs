@@ -7,6 +7,9 @@ use super::upstream::{Counted, Counter};
 use crate::error::ApiError;
 use crate::pipeline::edge::decode::{canonical_operation, decode_fields};
 use crate::pipeline::edge::translation::Edge;
+use crate::pipeline::guard::body as body_guards;
+use crate::pipeline::guard::check::Checker;
+use crate::pipeline::guard::verdicts::Guarded;
 use crate::pipeline::request::ClientRequest;
 use crate::pipeline::request::raw_json::{self, MAX_FIELDS};
 use crate::plugins::{AnswerInfo, SlotKind};
@@ -40,6 +43,17 @@ pub async fn count_tokens(
     }
     crate::pipeline::admit::count(&edge.gateway, &caller, &decoded.model, &state.background)
         .await?;
+    // What a counting endpoint is sent, the request guards see first, as they would the call.
+    let rewritten = guarded(state, edge, &caller, &decoded, bytes).await?;
+    let (fields, decoded) = match &rewritten {
+        None => (fields, decoded),
+        Some(bytes) => {
+            let fields = raw_json::object(bytes, MAX_FIELDS)
+                .map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+            let decoded = decode_fields(plugin, &edge.matched, &fields).await?;
+            (fields, decoded)
+        }
+    };
     let operation = canonical_operation(decoded.operation);
     let counted =
         super::upstream::upstream(state, edge, headers, &caller, &decoded, operation, &fields)
@@ -73,4 +87,33 @@ pub async fn count_tokens(
         .await
         .map_err(ApiError::plugin)?;
     Ok((body, counter))
+}
+
+/// The client's body through the request guards that apply to its caller and model: the
+/// rewritten body, if one rewrote it.
+async fn guarded(
+    state: &crate::state::AppState,
+    edge: &Edge,
+    caller: &crate::auth::Caller,
+    decoded: &crate::plugins::Decoded,
+    bytes: &[u8],
+) -> Result<Option<Vec<u8>>, ApiError> {
+    let Some(guards) = body_guards::applying(&edge.gateway, caller, &decoded.model)? else {
+        return Ok(None);
+    };
+    let mut body: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    let trace = crate::telemetry::Trace::untraced(&state.telemetry);
+    let mut verdicts = Guarded::default();
+    let mut request = ClientRequest::unparsed(canonical_operation(decoded.operation));
+    let mut checker = Checker {
+        gateway: &edge.gateway,
+        trace: &trace,
+        guard: &mut verdicts,
+        request: &mut request,
+    };
+    let changed = guards
+        .check(&mut checker, &decoded.model, &mut body)
+        .await?;
+    Ok(changed.then(|| body.to_string().into_bytes()))
 }

@@ -16,6 +16,7 @@
 //! Headers cross as [`headers`] says; nothing is buffered whole either way.
 
 mod answer;
+mod guarded;
 mod headers;
 mod path;
 
@@ -29,6 +30,7 @@ use super::context::{Context, Incoming};
 use super::finish::End;
 use crate::error::ApiError;
 use crate::gateway::{Provider, Target};
+use crate::pipeline::guard::body as body_guards;
 use crate::plugins::{HttpRequest, PassthroughAuth, PassthroughCall, SlotKind};
 use crate::state::AppState;
 
@@ -103,13 +105,30 @@ async fn send(
     });
     super::admit::limits(cx).await?;
 
+    let forwarded = headers::to_upstream(&incoming.headers);
+    let (forwarded, query, body) = match body_guards::applying(&gateway, &cx.caller, entry)? {
+        None => {
+            let body = limited(incoming.body, state.max_body_bytes, &incoming.headers)?;
+            (forwarded, query.map(str::to_owned), body)
+        }
+        Some(guards) => {
+            let parts = guarded::Parts {
+                entry,
+                client_headers: &incoming.headers,
+                headers: forwarded,
+                query,
+            };
+            let out = guarded::guarded(state, cx, &guards, parts, incoming.body).await?;
+            (out.headers, out.query, reqwest::Body::from(out.body))
+        }
+    };
     let call = PassthroughCall {
         method: to.method.as_str().to_owned(),
         path: path.to_owned(),
-        headers: headers::to_upstream(&incoming.headers),
+        headers: forwarded,
     };
     let auth = credentials(provider, &call, cx).await?;
-    let url = join(base, path, query, &auth.query);
+    let url = join(base, path, query.as_deref(), &auth.query);
     let admitted = provider
         .scope
         .admit(HttpRequest {
@@ -120,7 +139,6 @@ async fn send(
         })
         .map_err(|refusal| bad(refusal.into()))?;
     let upstream_headers = header_map(&call.headers, auth.headers, &provider.name)?;
-    let body = limited(incoming.body, state.max_body_bytes, &incoming.headers)?;
     let mut span = cx.trace.stage("upstream");
     let response = span
         .scope(crate::upstream::send_streaming(

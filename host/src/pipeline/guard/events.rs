@@ -51,6 +51,8 @@ pub struct Template {
     /// The upstream's last usage object, as it wrote it.
     usage: Option<Value>,
     roles_sent: Vec<u32>,
+    /// The stream is a legacy completion's (`text_completion` chunks, each choice a `text`).
+    legacy: bool,
 }
 
 /// The events of `chunks`, and the chunks that carry none (a role-only first chunk), which go
@@ -102,7 +104,11 @@ fn read_chunk(template: &mut Template, value: &Map<String, Value>, events: &mut 
     for choice_value in choices(value) {
         let choice = choice_index(choice_value).unwrap_or(0);
         let delta = choice_value.get("delta");
-        if let Some(text) = delta.and_then(|d| d.get("content")).and_then(Value::as_str)
+        // A legacy completion's chunk carries its text on the choice.
+        let text = (delta.and_then(|d| d.get("content")))
+            .or_else(|| choice_value.get("text"))
+            .and_then(Value::as_str);
+        if let Some(text) = text
             && !text.is_empty()
         {
             events.push(AnswerEvent::Text(TextDelta {
@@ -171,12 +177,19 @@ impl Template {
         if let Some(v) = value.get("system_fingerprint") {
             self.fingerprint = Some(v.clone());
         }
+        if value.get("object").and_then(Value::as_str) == Some("text_completion") {
+            self.legacy = true;
+        }
     }
 
     fn chunk(&self, choices: Value, usage: Option<Value>) -> String {
         let mut chunk = Map::new();
         chunk.insert("id".into(), self.id.clone());
-        chunk.insert("object".into(), "chat.completion.chunk".into());
+        let object = match self.legacy {
+            true => "text_completion",
+            false => "chat.completion.chunk",
+        };
+        chunk.insert("object".into(), object.into());
         chunk.insert("created".into(), self.created.clone());
         chunk.insert("model".into(), self.model.clone());
         if let Some(fingerprint) = &self.fingerprint {
@@ -191,6 +204,10 @@ impl Template {
 
     /// `delta` for `choice`, with the role on the choice's first delta.
     fn choice(&mut self, choice: u32, mut delta: Map<String, Value>, finish: Value) -> Value {
+        if self.legacy {
+            let text = delta.remove("content").unwrap_or_else(|| "".into());
+            return json!([{"index": choice, "text": text, "logprobs": null, "finish_reason": finish}]);
+        }
         if !self.roles_sent.contains(&choice) {
             self.roles_sent.push(choice);
             delta.insert("role".into(), "assistant".into());
@@ -265,6 +282,9 @@ impl Template {
 
 /// A whole `chat.completion` as events: each choice's text, tool calls and stop.
 pub fn read_completion(completion: &Value) -> Vec<AnswerEvent> {
+    if completion.get("choices").is_none() {
+        return read_transcript(completion);
+    }
     let mut events = Vec::new();
     for (n, choice) in completion
         .get("choices")
@@ -275,10 +295,11 @@ pub fn read_completion(completion: &Value) -> Vec<AnswerEvent> {
     {
         let index = choice_index(choice).unwrap_or(u32::try_from(n).unwrap_or(0));
         let message = choice.get("message");
-        if let Some(text) = message
-            .and_then(|m| m.get("content"))
-            .and_then(Value::as_str)
-        {
+        // A legacy completion's choice carries its text itself.
+        let text = (message.and_then(|m| m.get("content")))
+            .or_else(|| choice.get("text"))
+            .and_then(Value::as_str);
+        if let Some(text) = text {
             events.push(AnswerEvent::Text(TextDelta {
                 choice: index,
                 text: text.to_owned(),
@@ -309,23 +330,28 @@ pub fn read_completion(completion: &Value) -> Vec<AnswerEvent> {
 /// Puts the guards' events back into `completion`: each choice's content is the text released
 /// for it, each tool call's arguments what was released for it.
 pub fn write_completion(completion: &mut Value, events: &[AnswerEvent]) {
+    let released = |index: u32| -> String {
+        (events.iter())
+            .filter_map(|e| match e {
+                AnswerEvent::Text(t) if t.choice == index => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect()
+    };
     let Some(choices) = completion.get_mut("choices").and_then(Value::as_array_mut) else {
-        return;
+        return write_transcript(completion, released);
     };
     for (n, choice) in choices.iter_mut().enumerate() {
         let index = choice_index(choice).unwrap_or(u32::try_from(n).unwrap_or(0));
+        if choice.get("text").is_some_and(Value::is_string) {
+            choice["text"] = released(index).into();
+        }
         let Some(Value::Object(message)) = choice.get_mut("message") else {
             continue;
         };
         withhold(message);
         if message.get("content").is_some_and(Value::is_string) {
-            let text: String = (events.iter())
-                .filter_map(|e| match e {
-                    AnswerEvent::Text(t) if t.choice == index => Some(t.text.as_str()),
-                    _ => None,
-                })
-                .collect();
-            message.insert("content".into(), text.into());
+            message.insert("content".into(), released(index).into());
         }
         if let Some(Value::Array(calls)) = message.get_mut("tool_calls") {
             for (i, call) in calls.iter_mut().enumerate() {
@@ -344,6 +370,52 @@ pub fn write_completion(completion: &mut Value, events: &[AnswerEvent]) {
                 }
             }
         }
+    }
+}
+
+/// A transcription's or translation's text (`json`, `verbose_json`) as the events of choice 0,
+/// and each segment's as those of choice 1, 2, ...
+fn read_transcript(transcript: &Value) -> Vec<AnswerEvent> {
+    let segments = transcript.get("segments").and_then(Value::as_array);
+    let texts = std::iter::once(transcript.get("text"))
+        .chain(segments.into_iter().flatten().map(|s| s.get("text")));
+    let mut events = Vec::new();
+    for (n, text) in texts.enumerate() {
+        let Some(text) = text.and_then(Value::as_str) else {
+            continue;
+        };
+        let choice = u32::try_from(n).unwrap_or(u32::MAX);
+        events.push(AnswerEvent::Text(TextDelta {
+            choice,
+            text: text.to_owned(),
+        }));
+        events.push(AnswerEvent::Stop(Stop {
+            choice,
+            reason: "stop".to_owned(),
+        }));
+    }
+    events
+}
+
+/// Puts the guards' events back into a transcript ([`read_transcript`]). Its `words` are
+/// dropped when a text changed: a value split across words is no guard's to find.
+fn write_transcript(transcript: &mut Value, released: impl Fn(u32) -> String) {
+    let mut changed = false;
+    let mut put = |slot: Option<&mut Value>, choice: usize| {
+        if let Some(slot) = slot.filter(|s| s.is_string()) {
+            let text = released(u32::try_from(choice).unwrap_or(u32::MAX));
+            changed |= slot.as_str() != Some(text.as_str());
+            *slot = text.into();
+        }
+    };
+    put(transcript.get_mut("text"), 0);
+    if let Some(Value::Array(segments)) = transcript.get_mut("segments") {
+        for (n, segment) in segments.iter_mut().enumerate() {
+            put(segment.get_mut("text"), n + 1);
+        }
+    }
+    if changed && let Value::Object(fields) = transcript {
+        fields.remove("words");
     }
 }
 
@@ -420,5 +492,59 @@ mod tests {
             completion["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
             "{\"x\":1}"
         );
+    }
+
+    #[test]
+    fn a_legacy_completion_s_text_is_read_and_written_back() {
+        let mut whole = json!({"object": "text_completion",
+            "choices": [{"index": 0, "text": "Once upon", "finish_reason": "length"}]});
+        let events = read_completion(&whole);
+        assert!(matches!(&events[0], AnswerEvent::Text(t) if t.text == "Once upon"));
+        let released = vec![AnswerEvent::Text(TextDelta {
+            choice: 0,
+            text: "Once [TALE]".into(),
+        })];
+        write_completion(&mut whole, &released);
+        assert_eq!(whole["choices"][0]["text"], "Once [TALE]");
+
+        let mut template = Template::default();
+        let chunk = json!({"id": "cmpl-1", "object": "text_completion", "created": 1,
+            "model": "m", "choices": [{"index": 0, "text": " upon", "logprobs": null,
+            "finish_reason": null}]});
+        let (events, plain) = read_chunks(&mut template, vec![chunk.to_string()]);
+        assert!(plain.is_empty());
+        let written: Value = serde_json::from_str(&template.write(events)[0]).unwrap();
+        assert_eq!(written["object"], "text_completion");
+        assert_eq!(written["choices"][0]["text"], " upon");
+        assert!(written["choices"][0].get("delta").is_none(), "{written}");
+    }
+
+    #[test]
+    fn a_transcript_s_text_and_segments_are_read_and_its_words_dropped_when_changed() {
+        let mut transcript = json!({"text": "Hello there", "words": [{"word": "Hello"}],
+            "segments": [{"id": 0, "text": "Hello there"}]});
+        let events = read_completion(&transcript);
+        let texts: Vec<&str> = (events.iter())
+            .filter_map(|e| match e {
+                AnswerEvent::Text(t) => Some(t.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["Hello there", "Hello there"]);
+        let same = transcript.clone();
+        write_completion(&mut transcript, &events);
+        assert_eq!(transcript, same, "unchanged when nothing changed");
+        let released: Vec<AnswerEvent> = (0..2)
+            .map(|choice| {
+                AnswerEvent::Text(TextDelta {
+                    choice,
+                    text: "[X] there".into(),
+                })
+            })
+            .collect();
+        write_completion(&mut transcript, &released);
+        assert_eq!(transcript["text"], "[X] there");
+        assert_eq!(transcript["segments"][0]["text"], "[X] there");
+        assert!(transcript.get("words").is_none());
     }
 }

@@ -16,7 +16,9 @@
 mod action;
 pub mod answer;
 mod blind;
+pub mod body;
 pub mod chain;
+pub mod check;
 mod edits;
 mod events;
 pub mod failure;

@@ -12,27 +12,18 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::action::Action;
 use super::blind::blind_spot;
-use super::failure::{failed, failed_with, status};
+use super::check::{Checker, Reading, check};
+use super::failure::failed_with;
 use super::texts::TextView;
-use crate::config::guards::GuardMode;
 use crate::error::ApiError;
-use crate::guards::{Checked, GuardError, Who};
+use crate::guards::Who;
 use crate::pipeline::context::Context;
 use crate::pipeline::request::ClientRequest;
-use crate::plugins::{Operation, RequestVerdict};
+use crate::plugins::Operation;
 
 fn guards_apply(operation: Operation) -> bool {
     !matches!(operation, Operation::ListModels)
-}
-
-/// How the guards read a request, and how their rewrite is taken back.
-enum Reading {
-    /// A chat's canonical request, as it is.
-    Chat,
-    /// Any other body, as its texts (`texts.rs`).
-    Texts(TextView),
 }
 
 /// The request stage's guards: each that applies checks the canonical request in order, and
@@ -98,7 +89,7 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         Reading::Chat => Arc::from(canonical.as_str()),
         Reading::Texts(view) => Arc::from(view.request(&cx.request.model)),
     };
-    let after = check(cx, &checking, &seen, &reading, true).await?;
+    let after = check(&mut Checker::of(cx), &checking, &seen, &reading, true).await?;
     if let (Reading::Texts(view), Some(after)) = (&reading, &after) {
         let texts = view
             .read(after)
@@ -151,7 +142,7 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
             let view = residue.request(&cx.request.model);
             let reading = Reading::Texts(residue);
             if let (Some(after), Reading::Texts(residue)) = (
-                check(cx, &checking, &view, &reading, false).await?,
+                check(&mut Checker::of(cx), &checking, &view, &reading, false).await?,
                 &reading,
             ) {
                 super::native::carry_residue(cx, residue, &after);
@@ -159,130 +150,4 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         }
     }
     Ok(())
-}
-
-/// `request` (as `reading` shows it) through the request guards `checking`, in order: the last
-/// rewrite, if any guard made one (a chat's is made in `cx.request` as it comes). A check of
-/// what a native body alone carries (`record_allow` false) records only what found something.
-async fn check(
-    cx: &mut Context,
-    checking: &[usize],
-    request: &str,
-    reading: &Reading,
-    record_allow: bool,
-) -> Result<Option<String>, ApiError> {
-    let gateway = Arc::clone(&cx.gateway);
-    let mut body: Option<String> = None;
-    for &index in checking {
-        let Some(guard) = gateway.guards.get(index) else {
-            continue;
-        };
-        let json = body.as_deref().unwrap_or(request);
-        let monitor = guard.mode == GuardMode::Monitor;
-        // A span per guard, its plugin call a child of it.
-        let mut span = cx.trace.stage("guard");
-        span.set("wasmgate.guard", guard.name.to_string());
-        span.set("wasmgate.guard.side", "request");
-        let checked = span.scope(guard.check_request(json)).await;
-        let action = match &checked {
-            Ok(Checked {
-                verdict: RequestVerdict::Allow(_),
-                ..
-            }) => "allow",
-            Ok(Checked {
-                verdict: RequestVerdict::Rewrite(_),
-                ..
-            }) => "rewrite",
-            Ok(Checked {
-                verdict: RequestVerdict::Refuse(_),
-                ..
-            }) => "refuse",
-            Ok(Checked {
-                verdict: RequestVerdict::Consult(_),
-                ..
-            })
-            | Err(_) => "error",
-        };
-        span.set("wasmgate.guard.action", action);
-        drop(span);
-        let verdict = match checked {
-            Ok(checked) => {
-                if checked.outside_failed {
-                    cx.guard
-                        .record(&guard.name, "request", Action::Error, monitor, &[]);
-                }
-                checked.verdict
-            }
-            Err(failure @ GuardError::Unavailable(_)) if !monitor => {
-                cx.guard
-                    .record(&guard.name, "request", Action::Error, monitor, &[]);
-                return Err(failed(&guard.name, &failure));
-            }
-            Err(failure) if guard.fail_open || monitor => {
-                tracing::warn!(guard = &*guard.name, "guard failed open: {failure}");
-                cx.guard
-                    .record(&guard.name, "request", Action::Error, monitor, &[]);
-                continue;
-            }
-            Err(failure) => {
-                cx.guard
-                    .record(&guard.name, "request", Action::Error, monitor, &[]);
-                return Err(failed(&guard.name, &failure));
-            }
-        };
-        match verdict {
-            RequestVerdict::Allow(findings) => {
-                if record_allow || !findings.is_empty() {
-                    cx.guard
-                        .record(&guard.name, "request", Action::Allow, monitor, &findings);
-                }
-            }
-            RequestVerdict::Rewrite(rewrite) => {
-                cx.guard.record(
-                    &guard.name,
-                    "request",
-                    Action::Rewrite,
-                    monitor,
-                    &rewrite.findings,
-                );
-                if !monitor {
-                    let invalid = || {
-                        failed_with(
-                            &guard.name,
-                            "it rewrote the request into one that is not valid",
-                        )
-                    };
-                    match reading {
-                        Reading::Chat => {
-                            cx.request =
-                                cx.request.rewritten(&rewrite.body).map_err(|_| invalid())?;
-                        }
-                        Reading::Texts(view) => {
-                            view.read(&rewrite.body).map_err(|_| invalid())?;
-                        }
-                    }
-                    body = Some(rewrite.body);
-                }
-            }
-            RequestVerdict::Refuse(refusal) => {
-                cx.guard.record(
-                    &guard.name,
-                    "request",
-                    Action::Refuse,
-                    monitor,
-                    &refusal.findings,
-                );
-                if !monitor {
-                    return Err(ApiError::GuardRefused {
-                        guard: guard.name.to_string(),
-                        status: status(&refusal),
-                        reason: refusal.reason,
-                    });
-                }
-            }
-            // `check_request` answers every consult before it returns.
-            RequestVerdict::Consult(_) => {}
-        }
-    }
-    Ok(body)
 }

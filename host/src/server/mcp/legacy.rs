@@ -14,14 +14,12 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use futures_util::Stream;
 use serde_json::Value;
 use tokio::sync::OwnedSemaphorePermit;
@@ -34,15 +32,21 @@ use crate::mcp::legacy::{IN_FLIGHT, Opened};
 use crate::mcp::progress::Relay;
 use crate::mcp::session::new_session;
 use crate::server::request_log::RequestId;
+use crate::server::routes::{Outbound, Table, methods};
 use crate::state::AppState;
 
 /// The version the transport belongs to (a session negotiates its own in `initialize`).
 const TRANSPORT_VERSION: &str = "2024-11-05";
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route("/mcp/sse", get(open_stream))
-        .route("/mcp/messages", post(post_message))
+pub fn routes(table: Table) -> Table {
+    let stream = Outbound::Nothing("opens the session's stream of answers");
+    table
+        .route("/mcp/sse", methods().get(stream, open_stream))
+        // `tools/call` arguments go to the MCP servers through the tool guards.
+        .route(
+            "/mcp/messages",
+            methods().post(Outbound::Text, post_message),
+        )
 }
 
 async fn open_stream(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {

@@ -5,13 +5,11 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use futures_util::Stream;
 use serde_json::{Value, json};
 
@@ -24,17 +22,27 @@ use crate::mcp::progress::Relay;
 use crate::mcp::session::{Session, new_session};
 use crate::mcp::{Hub, PROTOCOL_VERSIONS};
 use crate::server::request_log::RequestId;
+use crate::server::routes::{Outbound, Table, methods};
 use crate::state::AppState;
 
 const PROTOCOL: &str = "mcp-protocol-version";
 
-pub fn routes() -> Router<Arc<AppState>> {
-    Router::new()
-        .route(
-            "/mcp",
-            post(post_message).get(open_stream).delete(end_session),
-        )
-        .merge(super::legacy::routes())
+pub fn routes(table: Table) -> Table {
+    let table = table.route(
+        "/mcp",
+        methods()
+            // `tools/call` arguments go to the MCP servers through the tool guards.
+            .post(Outbound::Text, post_message)
+            .get(
+                Outbound::Nothing("opens the session's stream of notifications"),
+                open_stream,
+            )
+            .delete(
+                Outbound::Nothing("refused: a session lapses by itself"),
+                end_session,
+            ),
+    );
+    super::legacy::routes(table)
 }
 
 async fn post_message(

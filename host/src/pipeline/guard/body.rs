@@ -1,0 +1,99 @@
+//! The request guards on what the model-call path does not parse: a pass-through request (its
+//! body, query values and forwarded headers), a dialect's count of tokens, a batch file's
+//! lines. Their texts are shown to each guard as any body's are (`texts.rs`) and rewritten in
+//! place; what no guard can read is refused unless each applying guard's entry exempts the
+//! route.
+
+use serde_json::Value;
+
+use super::check::{Checker, Reading, check};
+use super::failure::failed_with;
+use super::texts::TextView;
+use crate::auth::Caller;
+use crate::config::guards::BlindRoute;
+use crate::error::ApiError;
+use crate::gateway::Gateway;
+use crate::guards::Who;
+
+/// The request guards that apply to one request (indices into the gateway's guards).
+#[derive(Debug)]
+pub struct BodyGuards {
+    checking: Vec<usize>,
+}
+
+/// The request guards that apply to `caller` asking `model`; `None` when none does, so that a
+/// route with no guard configured does no more than this lookup.
+pub fn applying(
+    gateway: &Gateway,
+    caller: &Caller,
+    model: &str,
+) -> Result<Option<BodyGuards>, ApiError> {
+    let guards = &gateway.guards;
+    if guards.is_empty() && caller.limits.guards.is_empty() {
+        return Ok(None);
+    }
+    let who = Who {
+        project: &caller.project,
+        key_id: caller.key_id.as_deref(),
+        model,
+        named: &caller.limits.guards,
+    };
+    let applying = guards.applying(&who).map_err(|missing| {
+        failed_with(
+            missing,
+            "the API key names it, but the config has no such guard",
+        )
+    })?;
+    let checking: Vec<usize> = (applying.into_iter())
+        .filter(|&i| guards.get(i).is_some_and(|g| g.apply.request()))
+        .collect();
+    Ok((!checking.is_empty()).then_some(BodyGuards { checking }))
+}
+
+impl BodyGuards {
+    /// Refuses what no guard can read (`what`, on `route`), unless every applying guard's entry
+    /// exempts the route.
+    pub fn refuse_blind(
+        &self,
+        gateway: &Gateway,
+        route: BlindRoute,
+        what: &'static str,
+    ) -> Result<(), ApiError> {
+        let blind = (self.checking.iter().filter_map(|&i| gateway.guards.get(i)))
+            .find(|guard| !guard.exempt.contains(&route));
+        match blind {
+            Some(guard) => Err(ApiError::GuardCannotInspect {
+                guard: guard.name.to_string(),
+                what,
+                route: route.name(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Every string of `body` through the guards, a rewrite written back where each stood;
+    /// whether one was rewritten.
+    pub async fn check(
+        &self,
+        checker: &mut Checker<'_>,
+        model: &str,
+        body: &mut Value,
+    ) -> Result<bool, ApiError> {
+        let view = TextView::of_body(body);
+        if view.is_empty() {
+            return Ok(false);
+        }
+        let shown = view.request(model);
+        let reading = Reading::Texts(view);
+        let Some(after) = check(checker, &self.checking, &shown, &reading, true).await? else {
+            return Ok(false);
+        };
+        let Reading::Texts(view) = &reading else {
+            return Ok(false);
+        };
+        let texts = view
+            .read(&after)
+            .map_err(|_| failed_with("request", "a rewrite did not read back"))?;
+        Ok(view.write(&texts, body) > 0)
+    }
+}
