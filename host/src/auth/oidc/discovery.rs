@@ -76,18 +76,5 @@ impl Discovery {
 
 /// The body of a successful answer to `request`, at most [`BODY_MAX`] bytes.
 pub async fn get(request: reqwest::RequestBuilder) -> anyhow::Result<Vec<u8>> {
-    let mut response = request
-        .timeout(FETCH_TIMEOUT)
-        .send()
-        .await?
-        .error_for_status()?;
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        anyhow::ensure!(
-            body.len() + chunk.len() <= BODY_MAX,
-            "the answer is larger than {BODY_MAX} bytes"
-        );
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
+    crate::auth::jwt::bounded(request, FETCH_TIMEOUT, BODY_MAX).await
 }
