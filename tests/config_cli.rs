@@ -186,6 +186,72 @@ fn config_check_names_the_key_at_fault() {
 }
 
 #[test]
+fn a_console_oidc_section_is_checked_key_by_key() {
+    let good = "console:\n  oidc:\n    issuer: https://idp.example.com/realms/acme\n    \
+                client_id: wasmgate\n    client_secret: s3cret\n    \
+                redirect_url: https://gw.example.com/console/callback\n    \
+                session_secret: 0123456789abcdef0123456789abcdef\n    \
+                roles: { claim: realm_access.roles, admin: [ops], projects: { acme: { viewer: [devs] } } }\n";
+    let output = check(good);
+    assert!(output.status.success(), "{output:?}");
+    for (from, to, key) in [
+        (
+            "https://idp.example.com",
+            "idp.example.com",
+            "console.oidc.issuer",
+        ),
+        (
+            "https://gw.example.com/console/callback",
+            "ftp://gw",
+            "console.oidc.redirect_url",
+        ),
+        (
+            "0123456789abcdef0123456789abcdef",
+            "too-short",
+            "console.oidc.session_secret",
+        ),
+        (
+            "client_id: wasmgate\n",
+            "client_id: ''\n",
+            "console.oidc.client_id",
+        ),
+        (
+            "    roles:",
+            "    scopes: [profile]\n    roles:",
+            "console.oidc.scopes",
+        ),
+        (
+            "claim: realm_access.roles",
+            "claim: realm_access.",
+            "console.oidc.roles.claim",
+        ),
+        (
+            "acme: {",
+            "'bad project!': {",
+            "console.oidc.roles.projects.bad project!",
+        ),
+        (
+            "admin: [ops], projects: { acme: { viewer: [devs] } }",
+            "admin: []",
+            "console.oidc.roles",
+        ),
+        (
+            "    roles:",
+            "    session_ttl_s: 10\n    roles:",
+            "console.oidc.session_ttl_s",
+        ),
+        ("    client_secret: s3cret\n", "", "console.oidc"),
+    ] {
+        assert!(good.contains(from), "{from}");
+        let stderr = failure(&good.replace(from, to));
+        assert!(
+            stderr.contains(&format!("config key `{key}`")),
+            "{key}: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn config_check_loads_the_plugins_as_serve_does() {
     // Each error only a plugin can find: the file is well-formed.
     let stderr = failure("providers:\n  x:\n    plugin: no-such-plugin\n");

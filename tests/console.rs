@@ -486,3 +486,74 @@ async fn the_console_files_are_served_with_strict_headers() {
     assert_eq!(missing.status(), 404);
     gateway.stop().await;
 }
+
+/// Sign-in through the identity provider in a real browser (`tests/console/oidc.mjs`): the
+/// local provider of `common::oidc` signs an admin in, the page creates a key with the session
+/// and finds it in the Audit view under the OIDC subject, beside an admin key's change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_signs_in_through_the_identity_provider_and_shows_the_audit_log() {
+    let browser_dir = repo().join("target/console-browser");
+    assert!(
+        browser_dir
+            .join("node_modules/playwright-core/package.json")
+            .exists(),
+        "playwright-core is missing: run scripts/console-browser.sh (scripts/test.sh does)"
+    );
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)"
+    );
+    let idp = common::oidc::Provider::start("http://gateway.test/console/callback").await;
+    idp.sign_in_as("ana", &["ops"]);
+    let dir = temp_dir("console-oidc");
+    let gateway = common::gateway::Gateway::echo()
+        .ledger(&format!("sqlite://{}", dir.join("ledger.db").display()))
+        .yaml(&idp.console_yaml())
+        .start()
+        .await;
+    let (admin_key, stored) = wasmgate::auth::generate_admin(Some("automation"), 0);
+    let store = gateway.state.ledger.store();
+    tokio::task::spawn_blocking(move || store.insert_admin_key(&stored))
+        .await
+        .unwrap()
+        .unwrap();
+    let made = http()
+        .post(gateway.url("/admin/keys"))
+        .bearer_auth(&admin_key)
+        .json(&json!({"project": "acme"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(made.status(), 201);
+
+    let shots = repo().join("target/console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let resolve = format!("MAP gateway.test 127.0.0.1:{}", gateway.addr.port());
+    let out = tokio::task::spawn_blocking({
+        let issuer = idp.issuer.clone();
+        move || {
+            Command::new("node")
+                .arg(repo().join("tests/console/oidc.mjs"))
+                .env("CONSOLE_URL", "http://gateway.test")
+                .env("CONSOLE_RESOLVE", resolve)
+                .env("CONSOLE_IDP", issuer)
+                .env("CONSOLE_SUBJECT", "ana")
+                .env("CONSOLE_SCREENSHOTS", shots)
+                .env("CONSOLE_CHROMIUM", CHROMIUM)
+                .env("CONSOLE_PLAYWRIGHT", browser_dir)
+                .output()
+                .unwrap()
+        }
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the browser checks failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("oidc: all checks passed"), "{stdout}");
+    assert_eq!(idp.exchanged(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -53,6 +53,7 @@ mod mcp_sse;
 mod messages;
 mod module_graph;
 mod observability;
+mod oidc;
 mod passthrough;
 mod polyglot;
 mod polyglot_consult;

@@ -449,6 +449,23 @@ async fn a_javascript_guard_built_from_the_template_refuses_and_stops_in_the_gat
         "{body}"
     );
 
+    // Another route's body: the refusal says where the word stood (`request_origin`).
+    let embeddings = http()
+        .post(gateway.url("/v1/embeddings"))
+        .json(&json!({"model": "a/m", "input": ["fine", "the falcon"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(embeddings.status(), 400);
+    let body: Value = embeddings.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(embeddings, at /input/1)"),
+        "{body}"
+    );
+
     let stopped = say(&gateway, "b/m", "hello there", false).await;
     let status = stopped.status().as_u16();
     let body = stopped.text().await.unwrap();

@@ -96,6 +96,7 @@ pub async fn build_state(config: Config) -> anyhow::Result<Arc<AppState>> {
         background: tokio_util::task::TaskTracker::new(),
         keys: auth::Keys::new(ledger.store()),
         jwks,
+        oidc: auth::oidc::Discovery::default(),
         ledger,
         cache: Arc::new(cache),
         telemetry,

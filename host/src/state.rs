@@ -29,6 +29,8 @@ pub struct AppState {
     pub keys: crate::auth::Keys,
     /// The signing keys of `auth.jwt`'s issuers, fetched and cached (they outlive reloads).
     pub jwks: crate::auth::jwt::Jwks,
+    /// The discovery document of `console.oidc`'s provider, fetched and cached.
+    pub oidc: crate::auth::oidc::Discovery,
     /// The response cache's store (it outlives reloads: `cache.store` is read at start-up).
     pub cache: Arc<crate::cache::Cache>,
     /// Metrics, and the span exporter (flushed on shutdown after the ledger).

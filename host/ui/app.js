@@ -1,9 +1,14 @@
 // The console: sign-in, the project's overview (totals against the previous range, charts,
 // breakdowns), the request log and one request. Every figure comes from the usage API, for the
 // range shown in `#overview`'s data-start and data-end. Signed in with an admin key, the page
-// shows the Keys view only: the usage APIs take a project's key.
+// shows the Keys view only: the usage APIs take a project's key. Signed in through the
+// identity provider, the session's roles decide: an admin sees Keys and Audit, a project
+// admin Keys and its project's usage, a viewer its project's usage.
 
-import { SignedOut, isAdmin, key, post, signIn, signOut } from "./api.js";
+import {
+  SignedOut, current, isAdmin, key, loadSession, managesKeys, oidcOn, post, sessionProject, signIn, signOut,
+} from "./api.js";
+import * as audit from "./audit.js";
 import { lines, resize, stacked } from "./charts.js";
 import { count, el, ms, percent, rangeOf, usd } from "./format.js";
 import * as keys from "./keys.js";
@@ -45,15 +50,18 @@ const TILES = [
 ];
 
 function show(section) {
-  for (const id of ["sign-in", "overview", "requests", "request", "keys"]) $(id).hidden = id !== section;
+  for (const id of ["sign-in", "overview", "requests", "request", "keys", "audit"]) $(id).hidden = id !== section;
   const signedIn = section !== "sign-in";
   const admin = signedIn && isAdmin();
+  const usage = signedIn && (key() ? !admin : sessionProject() !== null);
   $("nav").hidden = !signedIn;
   $("sign-out").hidden = !signedIn;
-  $("nav-overview").hidden = admin;
-  $("nav-requests").hidden = admin;
-  $("nav-keys").hidden = !admin;
+  $("nav-overview").hidden = !usage;
+  $("nav-requests").hidden = !usage;
+  $("nav-keys").hidden = !(signedIn && managesKeys());
+  $("nav-audit").hidden = !admin;
   $("nav-keys").classList.toggle("active", section === "keys");
+  $("nav-audit").classList.toggle("active", section === "audit");
   if (section !== "keys") keys.forget();
   $("nav-overview").classList.toggle("active", section === "overview");
   $("nav-requests").classList.toggle("active", section === "requests" || section === "request");
@@ -61,7 +69,7 @@ function show(section) {
 
 function failed(error) {
   if (error instanceof SignedOut) {
-    signOut();
+    sessionStorage.clear();
     showSignIn(error.message);
   }
 }
@@ -70,6 +78,7 @@ function showSignIn(message) {
   stopFollowing();
   $("project").textContent = "";
   $("sign-in-error").textContent = message ?? "";
+  $("oidc-sign-in").hidden = !oidcOn();
   show("sign-in");
   $("key").focus();
 }
@@ -147,13 +156,34 @@ function follow() {
   if ($("follow").checked && !$("overview").hidden) timer = setInterval(overview, FOLLOW_EVERY_MS);
 }
 
-function route() {
-  if (!key()) return showSignIn();
+async function route() {
+  if (!key() && !current()) return showSignIn();
   const hash = location.hash;
-  // An admin key has no project: whatever the address, it sees the Keys view (which says why).
-  if (isAdmin()) {
+  const session = current();
+  if (session && !key()) {
+    const who = session.name ?? session.subject;
+    $("project").textContent = isAdmin() ? `${who} · admin` : `${who} · project ${sessionProject()}`;
+    $("keys-note").textContent = isAdmin()
+      ? "Signed in as an admin: the keys of every project."
+      : "Signed in as a project admin: the keys of the projects you manage.";
+    if (hash === "#/audit" && isAdmin()) {
+      stopFollowing();
+      show("audit");
+      return audit.load(true, failed);
+    }
+    if (hash === "#/keys" || sessionProject() === null) {
+      stopFollowing();
+      show("keys");
+      return keys.load(failed);
+    }
+  } else if (isAdmin()) {
+    // An admin key has no project: whatever the address, it sees the Keys view (which says why).
     stopFollowing();
     $("project").textContent = "admin";
+    if (hash === "#/audit") {
+      show("audit");
+      return audit.load(true, failed);
+    }
     show("keys");
     return keys.load(failed);
   }
@@ -192,11 +222,16 @@ $("sign-in-form").addEventListener("submit", async (event) => {
       : error.message;
   }
 });
-$("sign-out").addEventListener("click", () => {
-  signOut();
+$("sign-out").addEventListener("click", async () => {
+  await signOut();
   location.hash = "";
   showSignIn("Signed out.");
 });
+$("audit-filters").addEventListener("submit", (event) => {
+  event.preventDefault();
+  audit.load(true, failed);
+});
+$("audit-more").addEventListener("click", () => audit.load(false, failed));
 $("range").addEventListener("change", overview);
 $("follow").addEventListener("change", follow);
 $("refresh").addEventListener("click", overview);
@@ -222,4 +257,5 @@ for (const button of document.querySelectorAll("[data-csv]")) {
 }
 window.addEventListener("hashchange", route);
 window.addEventListener("resize", resize);
-route();
+// Whether a session exists (and whether sign-in by OIDC is offered) is asked once per load.
+loadSession().then(route);

@@ -165,4 +165,4 @@ pub fn count(findings: &mut Vec<Finding>, kind: &str, n: u32) {
     }
 }
 
-pub use crate::request_texts::request_texts;
+pub use crate::request_texts::{Origin, request_origin, request_texts};

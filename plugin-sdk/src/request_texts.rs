@@ -182,6 +182,24 @@ fn data_url_text(url: &mut String, f: &mut impl FnMut(&mut String)) {
     *url = format!("data:{header},{encoded}");
 }
 
+/// Where the texts of a request stood, when the gateway showed a body of another route (an
+/// embeddings input, a pass-through body, a batch line, a count) to the guard as messages: the
+/// route's name (`embeddings`, `messages.count_tokens`, `passthrough`) and, for each message in
+/// order, the JSON pointer (RFC 6901) of its text in what the route sends (for `passthrough`,
+/// under `/body`, `/query/<i>/1` or `/headers/<i>/1`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct Origin {
+    /// The route's name.
+    pub route: String,
+    /// For each message, the JSON pointer of its text.
+    pub at: Vec<String>,
+}
+
+/// The request's [`Origin`]; `None` for a Chat Completions request shown as it is.
+pub fn request_origin(request: &Value) -> Option<Origin> {
+    serde_json::from_value(request.get("wasmgate")?.clone()).ok()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -250,5 +268,19 @@ mod tests {
         let data = url.strip_prefix("data:text/plain;base64,").unwrap();
         assert_eq!(STANDARD.decode(data).unwrap(), b"card [CARD]");
         assert_eq!(parts[1]["image_url"]["url"], "data:,card%20%5BCARD%5D");
+    }
+
+    #[test]
+    fn a_shown_body_says_where_its_texts_stood_and_a_chat_does_not() {
+        let shown = json!({"model": "m", "messages": [{"role": "user", "content": "a"}],
+            "wasmgate": {"route": "embeddings", "at": ["/input/0"]}});
+        assert_eq!(
+            request_origin(&shown),
+            Some(Origin {
+                route: "embeddings".into(),
+                at: vec!["/input/0".into()]
+            })
+        );
+        assert_eq!(request_origin(&json!({"model": "m", "messages": []})), None);
     }
 }

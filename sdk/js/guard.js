@@ -208,6 +208,19 @@ function contentTexts(content, texts) {
   }
 }
 
+/** Where the texts of a request stood, when the gateway showed a body of another route (an
+ * embeddings input, a pass-through body, a batch line, a count) to the guard as messages:
+ * `{route: 'embeddings', at: ['/input/0', ...]}`, the route's name and, for each message in
+ * order, the JSON pointer (RFC 6901) of its text in what the route sends (for `passthrough`,
+ * under `/body`, `/query/<i>/1` or `/headers/<i>/1`). `null` for a Chat Completions request
+ * shown as it is. The same as the Rust SDK's `request_origin`. */
+export function requestOrigin(request) {
+  const origin = JSON.parse(request)?.wasmgate;
+  if (!origin || typeof origin !== 'object' || !isString(origin.route)) return null;
+  const at = Array.isArray(origin.at) ? origin.at.filter(isString) : [];
+  return { route: origin.route, at };
+}
+
 /** The texts of a Chat Completions request a guard reads: each message's content (a string, the
  * text of its parts, the text of a `data:` URL of a text type in an image or file part), its `name`
  * and `refusal`, its tool calls' arguments; each tool's (and legacy function's) description and

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 use crate::ledger::{AdminKey, ApiKey, KeyLimits, Store};
 
 pub mod jwt;
+pub mod oidc;
 
 /// How long a lookup (found or not) is trusted before the database is asked again.
 pub const CACHE_TTL: Duration = Duration::from_secs(5);

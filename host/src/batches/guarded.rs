@@ -72,7 +72,11 @@ pub async fn lines(
         let mut value: Value =
             serde_json::from_slice(text).map_err(|e| spool_failed(std::io::Error::other(e)))?;
         let rewritten = match value.get_mut("body") {
-            Some(body) => guards.check(&mut checker, model, body).await?,
+            Some(body) => {
+                guards
+                    .check(&mut checker, (model, "batch_line"), body)
+                    .await?
+            }
             None => false,
         };
         changed |= rewritten;

@@ -16,7 +16,7 @@ use super::provider_entry::ProviderEntry;
 use super::routing::RouteEntry;
 use super::schema_transforms as schema;
 use super::server::ServerConfig;
-use super::{alerts, batches, cache, guards, mcp, passthrough};
+use super::{alerts, batches, cache, console, guards, mcp, passthrough};
 
 /// The whole `config.yaml`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
@@ -81,4 +81,8 @@ pub struct Config {
     /// PagerDuty.
     #[serde(default)]
     pub alerts: alerts::AlertsConfig,
+    /// Signing in to the console and the admin API through the company's identity provider
+    /// (OpenID Connect), with roles; admin keys keep working for automation.
+    #[serde(default)]
+    pub console: console::ConsoleConfig,
 }

@@ -7,6 +7,7 @@ pub mod cache;
 mod catalog;
 mod config_error;
 mod config_file;
+pub mod console;
 mod dialects;
 pub mod guards;
 mod interpolate;

@@ -101,6 +101,7 @@ impl Config {
         self.passthrough.check()?;
         self.batches.check()?;
         self.alerts.check()?;
+        self.console.check()?;
         if self.limits.store != "memory" && !self.limits.store.starts_with("redis://") {
             return Err(ConfigError::key(
                 "limits.store",

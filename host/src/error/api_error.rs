@@ -142,6 +142,20 @@ pub enum ApiError {
     AdminKeyRequired,
     #[error("A project key cannot manage keys; send an admin key.")]
     NotAnAdminKey,
+    /// A console session whose roles do not cover what it asked; the text says what was needed.
+    #[error("Your console role does not allow this: {0}.")]
+    RoleForbidden(String),
+    /// A write with a console session but without its CSRF token (or from another site).
+    #[error(
+        "A change made with a console session must carry the session's `x-csrf-token` header \
+         and come from the console's own origin."
+    )]
+    CsrfRefused,
+    /// A console sign-in through `console.oidc` that did not complete.
+    #[error("The sign-in did not complete: {0}.")]
+    SignIn(crate::auth::oidc::SignInError),
+    #[error("Sign-in through an identity provider is not configured (`console.oidc`).")]
+    OidcNotConfigured,
     #[error("No API key has the id `{}`.", echo(.0))]
     KeyNotFound(String),
     #[error("This API key does not belong to the project `{}`.", echo(.0))]
@@ -256,6 +270,13 @@ impl ApiError {
             | Self::ExpiredApiKey
             | Self::InvalidToken(_)
             | Self::AdminKeyRequired => StatusCode::UNAUTHORIZED,
+            Self::SignIn(e) if e.upstream() => StatusCode::BAD_GATEWAY,
+            Self::SignIn(e) if *e == crate::auth::oidc::SignInError::NoRole => {
+                StatusCode::FORBIDDEN
+            }
+            Self::SignIn(_) => StatusCode::UNAUTHORIZED,
+            Self::OidcNotConfigured => StatusCode::NOT_FOUND,
+            Self::RoleForbidden(_) | Self::CsrfRefused => StatusCode::FORBIDDEN,
             Self::WrongProject(_)
             | Self::ModelNotAllowed(_)
             | Self::PassthroughNotAllowed(_)
@@ -378,6 +399,13 @@ impl ApiError {
             ),
             Self::AdminKeyRequired => ("invalid_request_error", None, Some("admin_key_required")),
             Self::NotAnAdminKey => ("permission_error", None, Some("not_an_admin_key")),
+            Self::RoleForbidden(_) => ("permission_error", None, Some("role_forbidden")),
+            Self::CsrfRefused => ("permission_error", None, Some("csrf_refused")),
+            Self::SignIn(e) if e.upstream() => {
+                ("api_error", None, Some("identity_provider_unavailable"))
+            }
+            Self::SignIn(_) => ("authentication_error", None, Some("sign_in_refused")),
+            Self::OidcNotConfigured => ("invalid_request_error", None, Some("oidc_not_configured")),
             Self::KeyNotFound(_) => ("invalid_request_error", Some("id"), Some("key_not_found")),
             Self::WrongProject(_) => ("permission_error", None, Some("project_mismatch")),
             Self::Saturated(_) => ("api_error", None, Some("gateway_saturated")),
@@ -492,6 +520,10 @@ impl ApiError {
             | Self::PassthroughNotAllowed(_)
             | Self::AdminKeyRequired
             | Self::NotAnAdminKey
+            | Self::RoleForbidden(_)
+            | Self::CsrfRefused
+            | Self::SignIn(_)
+            | Self::OidcNotConfigured
             | Self::KeyNotFound(_)
             | Self::WrongProject(_)
             // Every target needs an instance from the same pool; and a busy gateway says nothing

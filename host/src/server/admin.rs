@@ -14,7 +14,8 @@
 //!
 //! Every call needs `Authorization: Bearer wgadm_…`, an admin key from `wasmgate admin-key
 //! create` (stored hashed in `admin_keys`, looked up on every call, so a revoked one stops at
-//! once). No key is a 401; a valid project key a 403 (it names a real credential, of the wrong
+//! once), or a console session whose roles cover the key's project (see [`super::admin_auth`]).
+//! No key is a 401; a valid project key a 403 (it names a real credential, of the wrong
 //! kind); anything else a 401.
 
 use std::sync::Arc;
@@ -26,10 +27,11 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
-use super::admin_auth::admin;
+use super::admin_auth::{Access, principal};
 use super::audit_log::record;
 use super::routes::{Outbound, Table, methods};
-use super::usage::{blocking, parse};
+use super::store_call::blocking;
+use super::usage::parse;
 use crate::auth;
 use crate::error::ApiError;
 use crate::ledger::audit::{AuditAction, key_value};
@@ -171,7 +173,7 @@ async fn create(
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let by = admin(&state, &headers).await?;
+    let by = principal(&state, &headers, Access::Write).await?;
     let (bytes, _reservation) = body::read(&state, body).await?;
     let mut asked: KeyBody = parse(&bytes)?;
     let project = asked.project.take().unwrap_or_default();
@@ -181,6 +183,7 @@ async fn create(
             message: format!("project: a project id is {rule}"),
         });
     }
+    by.require_manager(&project)?;
     let now = now_us();
     let (name, limits) = apply(asked.changes(now)?, None, &KeyLimits::default())?;
     known_guards(&state, &limits)?;
@@ -206,11 +209,21 @@ async fn list(
     headers: HeaderMap,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    admin(&state, &headers).await?;
+    let by = principal(&state, &headers, Access::Read).await?;
+    if let Some(project) = &query.project {
+        by.require_manager(project)?;
+    }
+    let managed = by.managed();
+    if managed.as_ref().is_some_and(Vec::is_empty) {
+        return Err(ApiError::RoleForbidden(
+            "listing keys needs the admin or a project_admin role".to_owned(),
+        ));
+    }
     let now = now_us();
     let keys = blocking(&state, move |store| {
         let keys = store.keys(query.project.as_deref())?;
         keys.into_iter()
+            .filter(|k| managed.as_ref().is_none_or(|m| m.contains(&k.project)))
             .map(|k| Ok((Spend::of(store, &k, now)?, k)))
             .collect::<anyhow::Result<Vec<_>>>()
     })
@@ -227,8 +240,9 @@ async fn one(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    admin(&state, &headers).await?;
+    let by = principal(&state, &headers, Access::Read).await?;
     let (key, spend) = with_spend(&state, id).await?;
+    by.require_manager(&key.project)?;
     Ok(Json(shown(&key, Some(spend), now_us())))
 }
 
@@ -238,7 +252,7 @@ async fn update(
     Path(id): Path<String>,
     body: Body,
 ) -> Result<Json<Value>, ApiError> {
-    let by = admin(&state, &headers).await?;
+    let by = principal(&state, &headers, Access::Write).await?;
     let (bytes, _reservation) = body::read(&state, body).await?;
     let asked: KeyBody = parse(&bytes)?;
     if asked.project.is_some() {
@@ -248,6 +262,7 @@ async fn update(
         });
     }
     let (key, _) = with_spend(&state, id.clone()).await?;
+    by.require_manager(&key.project)?;
     if key.revoked_us.is_some() {
         return Err(ApiError::KeyNotFound(id));
     }
@@ -275,7 +290,9 @@ async fn revoke(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let by = admin(&state, &headers).await?;
+    let by = principal(&state, &headers, Access::Write).await?;
+    let (key, _) = with_spend(&state, id.clone()).await?;
+    by.require_manager(&key.project)?;
     let id = checked_id(id)?;
     let asked = id.clone();
     let (before, after) = blocking(&state, move |store| {

@@ -1,6 +1,6 @@
 //! The audit log over HTTP, and how the admin API writes to it.
 //!
-//! `GET /admin/audit` (an admin key, as the admin API) lists entries in chain order, filtered by
+//! `GET /admin/audit` (an admin key, or a console session with the admin role) lists entries in chain order, filtered by
 //! `actor`, `action`, `target`, `since` and `until` (µs since the epoch, `until` excluded),
 //! paged with `after` (the last `seq` seen) and `limit` (default 100, at most 1,000); each entry
 //! carries its `prev_hash` and `hash`, so a reader can check the chain itself.
@@ -13,11 +13,10 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::admin_auth::admin;
+use super::admin_auth::{Access, Principal, principal};
 use super::routes::{Outbound, Table, methods};
-use super::usage::blocking;
+use super::store_call::blocking;
 use crate::error::ApiError;
-use crate::ledger::AdminKey;
 use crate::ledger::audit::{AuditAction, AuditChange, AuditFilter, FIELD_MAX, PAGE_MAX};
 use crate::ledger::time::now_us;
 use crate::state::AppState;
@@ -47,7 +46,9 @@ async fn list(
     headers: HeaderMap,
     Query(query): Query<ListQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    admin(&state, &headers).await?;
+    principal(&state, &headers, Access::Read)
+        .await?
+        .require_admin("reading the audit log")?;
     for (param, value) in [
         ("actor", &query.actor),
         ("action", &query.action),
@@ -95,19 +96,20 @@ async fn list(
     ))
 }
 
-/// Records a change the admin API made with `by`. The change is already made: should the log
+/// Records a change the admin API made for `by` (an admin key, or a console session's OIDC
+/// subject). The change is already made: should the log
 /// not take it, the call answers 503 saying so, rather than let it pass unrecorded.
 pub(super) async fn record(
     state: &AppState,
-    by: &AdminKey,
+    by: &Principal,
     action: AuditAction,
     target: &str,
     before: Option<String>,
     after: Option<String>,
 ) -> Result<(), ApiError> {
     let change = AuditChange {
-        actor: format!("admin:{}", by.id),
-        origin: "admin API".to_owned(),
+        actor: by.actor(),
+        origin: by.origin().to_owned(),
         action,
         target: target.to_owned(),
         before,

@@ -1,7 +1,8 @@
 //! The operator's console at `/ui/`: static files built into the binary (`host/ui/`), served
 //! with a strict Content-Security-Policy. The page holds no data of its own: it asks the
-//! `/usage/*` APIs (or, signed in with an admin key, `/admin/keys`) with the key its user signs
-//! in with, so these routes need no key.
+//! `/usage/*` APIs (or, signed in with an admin key, `/admin/keys` and `/admin/audit`) with the
+//! key its user signs in with, or with the session of a sign-in through `console.oidc` (see
+//! `console_sign_in`), so these routes need no key.
 
 use std::sync::LazyLock;
 
@@ -36,6 +37,7 @@ const FILES: &[(&str, &str, &[u8])] = &[
     ("tables.js", JS, include_bytes!("../../ui/tables.js")),
     ("log.js", JS, include_bytes!("../../ui/log.js")),
     ("keys.js", JS, include_bytes!("../../ui/keys.js")),
+    ("audit.js", JS, include_bytes!("../../ui/audit.js")),
     ("icon.svg", SVG, include_bytes!("../../ui/icon.svg")),
     (
         "vendor/uPlot.iife.min.js",

@@ -6,6 +6,7 @@ mod audit_log;
 mod batches;
 mod connections;
 mod console;
+mod console_sign_in;
 mod dialect_routes;
 mod health;
 mod mcp;
@@ -16,6 +17,7 @@ mod request_log;
 mod responses;
 mod responses_ws;
 pub(crate) mod routes;
+mod store_call;
 mod timeouts;
 mod unrouted;
 mod usage;
@@ -129,7 +131,9 @@ fn table() -> Table {
             methods().get(usage, usage_requests::one),
         )
         .route("/usage/stats", methods().post(usage, usage_stats::stats));
-    let table = mcp::routes(audit_log::routes(admin::routes(console::routes(table))));
+    let table = mcp::routes(audit_log::routes(admin::routes(console_sign_in::routes(
+        console::routes(table),
+    ))));
     table
         .route("/health", methods().get(Nothing("a probe"), health::health))
         .route(

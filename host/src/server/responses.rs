@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::usage::blocking;
+use super::store_call::blocking;
 use crate::clip::echo;
 use crate::error::ApiError;
 use crate::pipeline::caller as auth;

@@ -22,11 +22,11 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::store_call::blocking;
 use crate::clip::echo;
 use crate::error::ApiError;
 use crate::ledger::time::{DAY_US, format_utc, now_us};
-use crate::ledger::{Store, Totals, Unit, UserFilter};
-use crate::pipeline::caller as auth;
+use crate::ledger::{Totals, Unit, UserFilter};
 use crate::pipeline::request::body;
 use crate::pipeline::request::end_user::{TAG_MAX, TAGS_MAX, TEXT_MAX};
 use crate::state::AppState;
@@ -219,7 +219,7 @@ pub(super) async fn asked<T: serde::de::DeserializeOwned>(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<(String, T), ApiError> {
-    let project = auth::caller(state, headers, true).await?.project;
+    let project = super::admin_auth::usage_project(state, headers).await?;
     let (body, _reservation) = body::read(state, body).await?;
     Ok((project, parse(&body)?))
 }
@@ -299,16 +299,4 @@ fn sums(totals: Totals) -> Value {
         "total_output_tokens": totals.output_tokens,
         "total_cost": totals.cost_micros as f64 / 1_000_000.0,
     })
-}
-
-pub(super) async fn blocking<T: Send + 'static>(
-    state: &AppState,
-    query: impl FnOnce(&dyn Store) -> anyhow::Result<T> + Send + 'static,
-) -> Result<T, ApiError> {
-    let store = state.ledger.store();
-    match tokio::task::spawn_blocking(move || query(store.as_ref())).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(ApiError::LedgerUnavailable(format!("{e:#}"))),
-        Err(e) => Err(ApiError::LedgerUnavailable(e.to_string())),
-    }
 }

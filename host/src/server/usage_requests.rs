@@ -21,7 +21,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::usage::{asked, blocking, bounded_tags, given, range, user_filter};
+use super::store_call::blocking;
+use super::usage::{asked, bounded_tags, given, range, user_filter};
 use crate::clip::echo;
 use crate::error::ApiError;
 use crate::ledger::UsageRecord;
@@ -29,7 +30,6 @@ use crate::ledger::requests::{
     self, GuardFilter, LIMIT_DEFAULT, LIMIT_MAX, Position, RequestQuery, StatusClass,
 };
 use crate::ledger::time::format_utc;
-use crate::pipeline::caller as auth;
 use crate::pipeline::request::MODEL_MAX;
 use crate::pipeline::request::end_user::TEXT_MAX;
 use crate::state::AppState;
@@ -184,7 +184,7 @@ pub async fn one(
     headers: HeaderMap,
     Path(request_id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    let project = auth::caller(&state, &headers, true).await?.project;
+    let project = super::admin_auth::usage_project(&state, &headers).await?;
     // Longer than any id the gateway gives or accepts: no record has it.
     if request_id.is_empty() || request_id.len() > REQUEST_ID_MAX {
         return Err(ApiError::RequestNotFound(request_id));

@@ -17,7 +17,8 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::usage::{asked, blocking, range};
+use super::store_call::blocking;
+use super::usage::{asked, range};
 use crate::clip::echo;
 use crate::error::ApiError;
 use crate::ledger::stats::{self, Breakdown, Figures, Percentiles, StatsQuery};

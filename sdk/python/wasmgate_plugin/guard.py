@@ -259,6 +259,20 @@ def _content_texts(content: Any, texts: list[str]) -> None:
                     texts.append(text)
 
 
+def request_origin(request: str) -> dict | None:
+    """Where the texts of a request stood, when the gateway showed a body of another route (an
+    embeddings input, a pass-through body, a batch line, a count) to the guard as messages:
+    `{"route": "embeddings", "at": ["/input/0", ...]}`, the route's name and, for each message in
+    order, the JSON pointer (RFC 6901) of its text in what the route sends (for `passthrough`,
+    under `/body`, `/query/<i>/1` or `/headers/<i>/1`). `None` for a Chat Completions request
+    shown as it is. The same as the Rust SDK's `request_origin`."""
+    origin = json.loads(request).get("wasmgate")
+    if not isinstance(origin, dict) or not isinstance(origin.get("route"), str):
+        return None
+    at = origin.get("at")
+    return {"route": origin["route"], "at": [p for p in at if isinstance(p, str)] if isinstance(at, list) else []}
+
+
 def request_texts(request: str) -> list[str]:
     """The texts of a Chat Completions request a guard reads: each message's content (a string,
     the text of its parts, the text of a `data:` URL of a text type in an image or file part), its

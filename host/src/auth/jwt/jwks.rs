@@ -130,26 +130,31 @@ impl Jwks {
     }
 
     async fn fetch(&self, url: &str) -> anyhow::Result<Fetched> {
-        let mut response = self
-            .http
-            .get(url)
-            .timeout(FETCH_TIMEOUT)
-            .send()
-            .await?
-            .error_for_status()?;
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
-            anyhow::ensure!(
-                body.len() + chunk.len() <= BODY_MAX,
-                "the JWKS is larger than {BODY_MAX} bytes"
-            );
-            body.extend_from_slice(&chunk);
-        }
+        let body = bounded(self.http.get(url), FETCH_TIMEOUT, BODY_MAX).await?;
         Ok(Fetched {
             keys: usable(&serde_json::from_slice(&body)?),
             at: Instant::now(),
         })
     }
+}
+
+/// The body of a successful answer to `request` within `timeout`, at most `max` bytes: what an
+/// identity provider serves (a JWKS, a discovery document, a token answer).
+pub async fn bounded(
+    request: reqwest::RequestBuilder,
+    timeout: Duration,
+    max: usize,
+) -> anyhow::Result<Vec<u8>> {
+    let mut response = request.timeout(timeout).send().await?.error_for_status()?;
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        anyhow::ensure!(
+            body.len() + chunk.len() <= max,
+            "the answer is larger than {max} bytes"
+        );
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 impl Source {

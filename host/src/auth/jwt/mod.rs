@@ -17,7 +17,7 @@ mod jwks;
 mod refusal;
 
 pub use claims::Identity;
-pub use jwks::Jwks;
+pub use jwks::{Jwks, bounded};
 pub use refusal::Refusal;
 
 use std::str::FromStr;

@@ -112,8 +112,14 @@ async fn guarded(
         guard: &mut verdicts,
         request: &mut request,
     };
+    // `messages.count_tokens`: the dialect's name and its route's.
+    let route = format!(
+        "{}.{}",
+        edge.matched.dialect.name,
+        edge.matched.route().name
+    );
     let changed = guards
-        .check(&mut checker, &decoded.model, &mut body)
+        .check(&mut checker, (&decoded.model, &route), &mut body)
         .await?;
     Ok(changed.then(|| body.to_string().into_bytes()))
 }

@@ -87,7 +87,10 @@ pub async fn guarded(
         .collect();
     let mut whole = json!({"body": body, "query": pairs, "headers": &headers});
     let mut checker = Checker::of(cx);
-    if !guards.check(&mut checker, entry, &mut whole).await? {
+    if !guards
+        .check(&mut checker, (entry, "passthrough"), &mut whole)
+        .await?
+    {
         return Ok(unchanged(headers, bytes));
     }
     let pairs = |value: &Value| -> Vec<(String, String)> {

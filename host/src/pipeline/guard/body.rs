@@ -71,19 +71,19 @@ impl BodyGuards {
         }
     }
 
-    /// Every string of `body` through the guards, a rewrite written back where each stood;
-    /// whether one was rewritten.
+    /// Every string of `body` through the guards (told it is `route`'s), a rewrite written back
+    /// where each stood; whether one was rewritten.
     pub async fn check(
         &self,
         checker: &mut Checker<'_>,
-        model: &str,
+        (model, route): (&str, &str),
         body: &mut Value,
     ) -> Result<bool, ApiError> {
         let view = TextView::of_body(body);
         if view.is_empty() {
             return Ok(false);
         }
-        let shown = view.request(model);
+        let shown = view.request(model, route);
         let reading = Reading::Texts(view);
         let Some(after) = check(checker, &self.checking, &shown, &reading, true).await? else {
             return Ok(false);

@@ -87,7 +87,7 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     };
     let seen: Arc<str> = match &reading {
         Reading::Chat => Arc::from(canonical.as_str()),
-        Reading::Texts(view) => Arc::from(view.request(&cx.request.model)),
+        Reading::Texts(view) => Arc::from(view.request(&cx.request.model, &route_name(cx))),
     };
     let after = check(&mut Checker::of(cx), &checking, &seen, &reading, true).await?;
     if let (Reading::Texts(view), Some(after)) = (&reading, &after) {
@@ -139,7 +139,7 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     {
         let residue = TextView::residue(&before, &seen);
         if !residue.is_empty() {
-            let view = residue.request(&cx.request.model);
+            let view = residue.request(&cx.request.model, &route_name(cx));
             let reading = Reading::Texts(residue);
             if let (Some(after), Reading::Texts(residue)) = (
                 check(&mut Checker::of(cx), &checking, &view, &reading, false).await?,
@@ -150,4 +150,12 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+/// The route's name as guards are told it: a dialect's (`messages`, `gemini`), else the
+/// operation's as the ledger records it (`embeddings`, `audio.transcriptions`).
+fn route_name(cx: &Context) -> std::borrow::Cow<'static, str> {
+    cx.recorded_as.clone().unwrap_or_else(|| {
+        std::borrow::Cow::Borrowed(crate::plugins::operation_names(cx.operation).recorded)
+    })
 }

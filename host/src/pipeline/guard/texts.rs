@@ -104,14 +104,18 @@ impl TextView {
         self.texts.is_empty()
     }
 
-    /// The view as a guard reads it: a Chat Completions request of one user message per text.
-    pub fn request(&self, model: &str) -> String {
+    /// The view as a guard reads it: a Chat Completions request of one user message per text,
+    /// and where they stood: `wasmgate.route` (the route's name) and `wasmgate.at`, for each
+    /// message, the JSON pointer (RFC 6901) of its text in the body the route sends.
+    pub fn request(&self, model: &str, route: &str) -> String {
         let messages: Vec<Value> = self
             .texts
             .iter()
             .map(|text| json!({"role": "user", "content": text}))
             .collect();
-        json!({"model": model, "messages": messages}).to_string()
+        let at: Vec<String> = self.slots.iter().map(|slot| pointer(&slot.path)).collect();
+        json!({"model": model, "messages": messages, "wasmgate": {"route": route, "at": at}})
+            .to_string()
     }
 
     /// The texts of a guard's rewrite of [`TextView::request`], in order.
@@ -226,6 +230,19 @@ fn collect(value: &Value, f: &mut impl FnMut(&str)) {
     }
 }
 
+/// `path` as a JSON pointer (RFC 6901: `~` and `/` in a key escaped).
+fn pointer(path: &[Step]) -> String {
+    let mut pointer = String::new();
+    for step in path {
+        pointer.push('/');
+        match step {
+            Step::Key(key) => pointer.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Step::Index(i) => pointer.push_str(&i.to_string()),
+        }
+    }
+    pointer
+}
+
 fn find<'a>(value: &'a mut Value, path: &[Step]) -> Option<&'a mut Value> {
     path.iter()
         .try_fold(value, |value, step| match (step, value) {
@@ -294,7 +311,7 @@ mod tests {
     fn every_string_but_the_model_is_shown_and_written_back_where_it_stood() {
         let mut body = json!({"model": "m", "input": ["a 4111", "b"], "user": "u@x.io"});
         let view = TextView::of_body(&body);
-        let request: Value = serde_json::from_str(&view.request("m")).unwrap();
+        let request: Value = serde_json::from_str(&view.request("m", "embeddings")).unwrap();
         assert_eq!(request["messages"].as_array().unwrap().len(), 3);
         let rewrite = request
             .to_string()
@@ -307,6 +324,21 @@ mod tests {
             json!({"model": "m", "input": ["a [CARD]", "b"], "user": "[EMAIL]"})
         );
         assert!(view.read(r#"{"messages":[]}"#).is_err());
+        assert_eq!(
+            request["wasmgate"],
+            json!({"route": "embeddings", "at": ["/input/0", "/input/1", "/user"]})
+        );
+    }
+
+    #[test]
+    fn a_pointer_escapes_what_rfc_6901_escapes() {
+        let body = json!({"metadata": {"a/b~c": "x"}, "data:": [{"k": "data:,hi"}]});
+        let view = TextView::of_body(&body);
+        let request: Value = serde_json::from_str(&view.request("m", "r")).unwrap();
+        assert_eq!(
+            request["wasmgate"]["at"],
+            json!(["/metadata/a~1b~0c", "/data:/0/k"])
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 // {{name}}: a wasmgate guard. Refuses requests that mention any of `words`, and stops answers
 // that do, holding back only as much text as the longest word could still be completing.
 import { o } from 'wasmgate-plugin/options';
-import { allow, ConfigError, defineGuard, refuse, release, requestTexts, stop, text } from 'wasmgate-plugin/guard';
+import { allow, ConfigError, defineGuard, refuse, release, requestOrigin, requestTexts, stop, text } from 'wasmgate-plugin/guard';
 
 const mentions = (options, value) => {
   const lower = value.toLowerCase();
@@ -18,10 +18,13 @@ export const guard = defineGuard({
     return longest(options.words);
   },
   checkRequest(options, request) {
-    if (requestTexts(request).some((t) => mentions(options, t))) {
-      return refuse('this topic is not allowed here', 400, { word: 1 });
-    }
-    return allow();
+    const texts = requestTexts(request);
+    const found = texts.findIndex((t) => mentions(options, t));
+    if (found < 0) return allow();
+    // A body of another route (embeddings, a pass-through...) says where each text stood.
+    const origin = requestOrigin(request);
+    const where = origin ? ` (${origin.route}, at ${origin.at[found] ?? '?'})` : '';
+    return refuse(`this topic is not allowed here${where}`, 400, { word: 1 });
   },
   // One answer: the text of choice 0 not yet released (short of the longest word).
   answer(options) {

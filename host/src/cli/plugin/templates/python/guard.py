@@ -12,6 +12,7 @@ from wasmgate_plugin.guard import (
     export,
     refuse,
     release,
+    request_origin,
     request_texts,
     stop,
     text,
@@ -71,9 +72,14 @@ class Words(Guard):
         return max(len(w) for w in options.words)
 
     def check_request(self, options, request):
-        if any(mentions(options, t) for t in request_texts(request)):
-            return refuse("this topic is not allowed here", 400, {"word": 1})
-        return allow()
+        found = [i for i, t in enumerate(request_texts(request)) if mentions(options, t)]
+        if not found:
+            return allow()
+        # A body of another route (embeddings, a pass-through...) says where each text stood.
+        origin = request_origin(request)
+        at = origin["at"][found[0]] if origin and found[0] < len(origin["at"]) else "?"
+        where = f" ({origin['route']}, at {at})" if origin else ""
+        return refuse(f"this topic is not allowed here{where}", 400, {"word": 1})
 
 
 Guard = export(Words)

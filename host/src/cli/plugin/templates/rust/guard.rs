@@ -2,7 +2,7 @@
 //! that do, holding back only as much text as the longest word could still be completing.
 
 use serde::Deserialize;
-use wasmgate_plugin_sdk::guard::request_texts;
+use wasmgate_plugin_sdk::guard::{request_origin, request_texts};
 use wasmgate_plugin_sdk::{
     AnswerEvent, AnswerGuard, ConfigError, Finding, Guard, GuardInfo, Refusal, RequestVerdict,
     StreamVerdict, TextDelta,
@@ -45,9 +45,21 @@ impl Guard for Plugin {
         let Ok(mut body) = wasmgate_plugin_sdk::serde_json::from_str(request) else {
             return RequestVerdict::Allow(Vec::new());
         };
-        let mut found = false;
-        request_texts(&mut body, |text| found |= mentions(options, text));
-        if found { RequestVerdict::Refuse(refusal()) } else { RequestVerdict::Allow(Vec::new()) }
+        let (mut n, mut found) = (0, None);
+        request_texts(&mut body, |text| {
+            if found.is_none() && mentions(options, text) {
+                found = Some(n);
+            }
+            n += 1;
+        });
+        let Some(found) = found else { return RequestVerdict::Allow(Vec::new()) };
+        let mut refused = refusal();
+        // A body of another route (embeddings, a pass-through...) says where each text stood.
+        if let Some(origin) = request_origin(&body) {
+            let at = origin.at.get(found).map_or("?", String::as_str);
+            refused.reason = format!("{} ({}, at {at})", refused.reason, origin.route);
+        }
+        RequestVerdict::Refuse(refused)
     }
 }
 
