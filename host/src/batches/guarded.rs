@@ -17,10 +17,6 @@ use crate::config::guards::BlindRoute;
 use crate::error::ApiError;
 use crate::gateway::Gateway;
 use crate::pipeline::guard::body as body_guards;
-use crate::pipeline::guard::check::Checker;
-use crate::pipeline::guard::verdicts::Guarded;
-use crate::pipeline::request::ClientRequest;
-use crate::plugins::Operation;
 use crate::state::AppState;
 
 /// A file of a purpose other than `batch`, refused when a request guard applies to its caller
@@ -49,15 +45,8 @@ pub async fn lines(
     let Some(guards) = body_guards::applying(gateway, caller, model)? else {
         return Ok(file);
     };
-    let trace = crate::telemetry::Trace::untraced(&state.telemetry);
-    let mut verdicts = Guarded::default();
-    let mut request = ClientRequest::unparsed(Operation::ChatCompletions);
-    let mut checker = Checker {
-        gateway,
-        trace: &trace,
-        guard: &mut verdicts,
-        request: &mut request,
-    };
+    let mut detached = body_guards::Detached::new(&state.telemetry);
+    let mut checker = detached.checker(gateway);
     let (mut out, written) = Spooled::create(dir).await.map_err(spool_failed)?;
     let mut written = BufWriter::with_capacity(256 << 10, written);
     let reader = tokio::fs::File::open(&file.path)

@@ -8,8 +8,6 @@ use crate::error::ApiError;
 use crate::pipeline::edge::decode::{canonical_operation, decode_fields};
 use crate::pipeline::edge::translation::Edge;
 use crate::pipeline::guard::body as body_guards;
-use crate::pipeline::guard::check::Checker;
-use crate::pipeline::guard::verdicts::Guarded;
 use crate::pipeline::request::ClientRequest;
 use crate::pipeline::request::raw_json::{self, MAX_FIELDS};
 use crate::plugins::{AnswerInfo, SlotKind};
@@ -103,15 +101,8 @@ async fn guarded(
     };
     let mut body: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
-    let trace = crate::telemetry::Trace::untraced(&state.telemetry);
-    let mut verdicts = Guarded::default();
-    let mut request = ClientRequest::unparsed(canonical_operation(decoded.operation));
-    let mut checker = Checker {
-        gateway: &edge.gateway,
-        trace: &trace,
-        guard: &mut verdicts,
-        request: &mut request,
-    };
+    let mut detached = body_guards::Detached::new(&state.telemetry);
+    let mut checker = detached.checker(&edge.gateway);
     // `messages.count_tokens`: the dialect's name and its route's.
     let route = format!(
         "{}.{}",

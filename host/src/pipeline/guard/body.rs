@@ -4,16 +4,21 @@
 //! place; what no guard can read is refused unless each applying guard's entry exempts the
 //! route.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
-use super::check::{Checker, Reading, check};
+use super::check::{self, Checker, Reading, check};
 use super::failure::failed_with;
 use super::texts::TextView;
 use crate::auth::Caller;
 use crate::config::guards::BlindRoute;
 use crate::error::ApiError;
 use crate::gateway::Gateway;
-use crate::guards::Who;
+use crate::pipeline::guard::verdicts::Guarded;
+use crate::pipeline::request::ClientRequest;
+use crate::plugins::Operation;
+use crate::telemetry::{Telemetry, Trace};
 
 /// The request guards that apply to one request (indices into the gateway's guards).
 #[derive(Debug)]
@@ -29,25 +34,38 @@ pub fn applying(
     model: &str,
 ) -> Result<Option<BodyGuards>, ApiError> {
     let guards = &gateway.guards;
-    if guards.is_empty() && caller.limits.guards.is_empty() {
-        return Ok(None);
-    }
-    let who = Who {
-        project: &caller.project,
-        key_id: caller.key_id.as_deref(),
-        model,
-        named: &caller.limits.guards,
-    };
-    let applying = guards.applying(&who).map_err(|missing| {
-        failed_with(
-            missing,
-            "the API key names it, but the config has no such guard",
-        )
-    })?;
-    let checking: Vec<usize> = (applying.into_iter())
+    let checking: Vec<usize> = (check::applying(gateway, caller, model)?.into_iter())
         .filter(|&i| guards.get(i).is_some_and(|g| g.apply.request()))
         .collect();
     Ok((!checking.is_empty()).then_some(BodyGuards { checking }))
+}
+
+/// What a check outside any request's context needs of one (a count, a batch file's lines): a
+/// trace that makes no span, and verdicts kept nowhere, since neither writes a record. A body
+/// is shown as its texts, so the request a chat's rewrite would go into is never read.
+pub struct Detached {
+    trace: Trace,
+    verdicts: Guarded,
+    request: ClientRequest,
+}
+
+impl Detached {
+    pub fn new(telemetry: &Arc<Telemetry>) -> Self {
+        Self {
+            trace: Trace::untraced(telemetry),
+            verdicts: Guarded::default(),
+            request: ClientRequest::unparsed(Operation::ChatCompletions),
+        }
+    }
+
+    pub fn checker<'a>(&'a mut self, gateway: &'a Gateway) -> Checker<'a> {
+        Checker {
+            gateway,
+            trace: &self.trace,
+            guard: &mut self.verdicts,
+            request: &mut self.request,
+        }
+    }
 }
 
 impl BodyGuards {

@@ -7,10 +7,11 @@ use super::action::Action;
 use super::failure::{failed, failed_with, status};
 use super::texts::TextView;
 use super::verdicts::Guarded;
+use crate::auth::Caller;
 use crate::config::guards::GuardMode;
 use crate::error::ApiError;
 use crate::gateway::Gateway;
-use crate::guards::{Checked, GuardError};
+use crate::guards::{Checked, GuardError, Who};
 use crate::pipeline::context::Context;
 use crate::pipeline::request::ClientRequest;
 use crate::plugins::RequestVerdict;
@@ -22,6 +23,28 @@ pub enum Reading {
     Chat,
     /// Any other body, as its texts (`texts.rs`).
     Texts(TextView),
+}
+
+/// The indices of the guards that apply to `caller` asking `model` (those whose scope takes it
+/// and those its key names); none without a guard configured or named, at no cost. A guard
+/// the key names that the config lacks fails the request.
+pub fn applying(gateway: &Gateway, caller: &Caller, model: &str) -> Result<Vec<usize>, ApiError> {
+    let guards = &gateway.guards;
+    if guards.is_empty() && caller.limits.guards.is_empty() {
+        return Ok(Vec::new());
+    }
+    let who = Who {
+        project: &caller.project,
+        key_id: caller.key_id.as_deref(),
+        model,
+        named: &caller.limits.guards,
+    };
+    guards.applying(&who).map_err(|missing| {
+        failed_with(
+            missing,
+            "the API key names it, but the config has no such guard",
+        )
+    })
 }
 
 /// What a check reads and writes: the request's gateway, trace and verdicts, and its parsed

@@ -13,11 +13,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::blind::blind_spot;
-use super::check::{Checker, Reading, check};
+use super::check::{Checker, Reading, applying, check};
 use super::failure::failed_with;
 use super::texts::TextView;
 use crate::error::ApiError;
-use crate::guards::Who;
 use crate::pipeline::context::Context;
 use crate::pipeline::request::ClientRequest;
 use crate::plugins::Operation;
@@ -31,22 +30,10 @@ fn guards_apply(operation: Operation) -> bool {
 pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     let gateway = Arc::clone(&cx.gateway);
     let guards = &gateway.guards;
-    let named = !cx.caller.limits.guards.is_empty();
-    if (guards.is_empty() && !named) || !guards_apply(cx.operation) {
+    if !guards_apply(cx.operation) {
         return Ok(());
     }
-    let who = Who {
-        project: &cx.caller.project,
-        key_id: cx.caller.key_id.as_deref(),
-        model: &cx.request.model,
-        named: &cx.caller.limits.guards,
-    };
-    let applying = guards.applying(&who).map_err(|missing| {
-        failed_with(
-            missing,
-            "the API key names it, but the config has no such guard",
-        )
-    })?;
+    let applying = applying(&gateway, &cx.caller, &cx.request.model)?;
     if applying.is_empty() {
         return Ok(());
     }
