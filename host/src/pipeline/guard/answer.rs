@@ -175,6 +175,8 @@ pub async fn body(cx: &mut Context, body: &mut serde_json::Value) -> Result<bool
             text.push_str(&t.text);
         }
     }
+    view.keys_kept(&texts)
+        .map_err(|e| failed_with("answer", &e.to_string()))?;
     Ok(view.write(&texts, body) > 0)
 }
 
