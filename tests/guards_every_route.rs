@@ -509,7 +509,7 @@ async fn every_route_that_sends_a_client_s_text_has_a_guard_test() {
         ("POST", "/v1/models/{model}:batchEmbedContents", google_s_embedding_routes_send_no_secret_natively_or_translated),
         // MCP tool calls, by either transport (one dispatch), under the MCP gateway's guards.
         ("POST", "/mcp", crate::mcp_gateway::guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument),
-        ("POST", "/mcp/messages", crate::mcp_gateway::guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument),
+        ("POST", "/mcp/messages", crate::mcp_sse::guards_hold_on_the_sse_transport),
     ];
     let mut sending: BTreeSet<(String, String)> = (wasmgate::server::routes().into_iter())
         .filter(|route| route.outbound == wasmgate::server::Outbound::Text)
