@@ -2,8 +2,9 @@
 # Installs the official API clients that tests/sdk/ drives (tests/sdk_clients.rs) into
 # target/sdk-clients/, pinned, once (skipped when the pinned versions are there): the Python
 # `anthropic`, `openai`, `google-genai` and `mcp` packages in a virtual environment, and the Node
-# `@anthropic-ai/sdk`, `openai`, `@google/genai`, `@modelcontextprotocol/sdk` and Claude Code
-# (`@anthropic-ai/claude-code`, whose `claude` lands in target/sdk-clients/js/node_modules/.bin).
+# `@anthropic-ai/sdk`, `openai`, `@google/genai`, `@modelcontextprotocol/sdk`, Claude Code
+# (`@anthropic-ai/claude-code`, whose `claude` lands in target/sdk-clients/js/node_modules/.bin)
+# and Codex (`@openai/codex`, whose `codex` lands there too).
 # Needs python3 (3.9+, with venv), node (20+) and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +18,7 @@ OPENAI_JS=7.57.0
 MCP_PY=2.3.0
 MCP_JS=1.32.2
 CLAUDE_CODE=2.1.332
+CODEX=0.171.0
 
 tools=$PWD/target/sdk-clients
 py=$tools/py
@@ -51,4 +53,9 @@ if [ "$(installed @modelcontextprotocol/sdk)" != "$MCP_JS" ] \
   [ -f "$js/package.json" ] || echo '{"name":"wasmgate-sdk-clients","private":true}' > "$js/package.json"
   (cd "$js" && npm install --silent --no-audit --no-fund "@modelcontextprotocol/sdk@$MCP_JS" \
     "@anthropic-ai/claude-code@$CLAUDE_CODE")
+fi
+if [ "$(installed @openai/codex)" != "$CODEX" ]; then
+  mkdir -p "$js"
+  [ -f "$js/package.json" ] || echo '{"name":"wasmgate-sdk-clients","private":true}' > "$js/package.json"
+  (cd "$js" && npm install --silent --no-audit --no-fund "@openai/codex@$CODEX")
 fi

@@ -23,6 +23,7 @@ mod chat;
 mod claude_code;
 mod cli;
 mod cli_help;
+mod codex;
 mod commands;
 mod config_cli;
 mod console;

@@ -161,7 +161,7 @@ async fn await_sessions(gateway: &TestGateway, n: u64) {
 
 /// The ledger's records of `key`'s project, once the writer has stored `at_least` of them
 /// (polled, as it flushes every 200 ms) and no more arrive.
-async fn records(gateway: &TestGateway, key: &str, at_least: usize) -> Vec<Value> {
+pub(crate) async fn records(gateway: &TestGateway, key: &str, at_least: usize) -> Vec<Value> {
     let mut last = usize::MAX;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {

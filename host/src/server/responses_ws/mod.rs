@@ -6,6 +6,7 @@
 //! by each turn's auth stage, so a key revoked mid-session stops at its next turn. The session
 //! counts against `server.websocket`'s bounds (`sockets`).
 
+mod chain;
 mod frames;
 mod refusal;
 mod session;

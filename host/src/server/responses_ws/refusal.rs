@@ -20,6 +20,9 @@ pub enum Refusal {
     UnsupportedEvent(String),
     /// `background: true`, which the reference does not support on the socket.
     Background,
+    /// `generate: false`, a warm-up: the gateway sends every turn upstream over HTTP, where
+    /// there is nothing to warm, and keeps no state between turns to warm it into.
+    Warmup,
     /// The config has no dialect serving `POST /v1/responses`.
     NoResponsesDialect,
     /// The route answered with something other than a stream of events.
@@ -31,9 +34,11 @@ pub enum Refusal {
 impl Refusal {
     fn status(&self) -> StatusCode {
         match self {
-            Self::NotJson | Self::NoType | Self::UnsupportedEvent(_) | Self::Background => {
-                StatusCode::BAD_REQUEST
-            }
+            Self::NotJson
+            | Self::NoType
+            | Self::UnsupportedEvent(_)
+            | Self::Background
+            | Self::Warmup => StatusCode::BAD_REQUEST,
             Self::NoResponsesDialect => StatusCode::NOT_FOUND,
             Self::NotAStream => StatusCode::BAD_GATEWAY,
             Self::Seats(Refused::PerKey { .. }) => StatusCode::TOO_MANY_REQUESTS,
@@ -72,6 +77,14 @@ impl Refusal {
                 "unsupported_parameter",
                 Some("background"),
                 "`background` is not supported in WebSocket mode.".to_owned(),
+            ),
+            Self::Warmup => (
+                "invalid_request_error",
+                "unsupported_parameter",
+                Some("generate"),
+                "`generate: false` (a warm-up) is not supported by this gateway: send the turn \
+                 itself."
+                    .to_owned(),
             ),
             Self::NoResponsesDialect => (
                 "invalid_request_error",

@@ -23,6 +23,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 
+use super::chain::Chain;
 use super::frames::Frames;
 use super::turn::{self, Answered};
 use crate::config::WebsocketConfig;
@@ -59,6 +60,7 @@ pub async fn serve(
         path,
         sink,
         send_timeout: bounds.send_timeout(),
+        chain: Chain::new(state.max_body_bytes),
     };
     let mut running = pin!(runner.run(turns_rx, close_rx, busy_tx));
     let reading = read(&state, stream, turns_tx, busy_rx, &bounds);
@@ -157,6 +159,8 @@ struct Runner<'a> {
     path: String,
     sink: SplitSink<WebSocket, Message>,
     send_timeout: Duration,
+    /// The last response, for a turn that names it without resending its context.
+    chain: Chain,
 }
 
 impl Runner<'_> {
@@ -191,11 +195,16 @@ impl Runner<'_> {
 
     /// Runs one turn; `false` if the socket took its events no more.
     async fn turn(&mut self, text: &str) -> bool {
-        let (body, stream_id) =
-            match turn::answer(self.state, &self.headers, &self.path, text).await {
-                Answered::Failed(event) => return self.send(Message::text(event)).await,
-                Answered::Events { body, stream_id } => (body, stream_id),
-            };
+        let answered = turn::answer(self.state, &self.headers, &self.path, text, &self.chain);
+        let (body, stream_id, sent) = match answered.await {
+            Answered::Failed(event) => return self.send(Message::text(event)).await,
+            Answered::Events {
+                body,
+                stream_id,
+                sent,
+            } => (body, stream_id, sent),
+        };
+        let mut sent = Some(sent);
         let mut frames = Frames::default();
         let mut data = body.into_data_stream();
         while let Some(chunk) = data.next().await {
@@ -203,6 +212,13 @@ impl Runner<'_> {
                 return true;
             };
             for event in frames.push(&chunk) {
+                if event.contains("\"response.completed\"")
+                    && let Ok(parsed) = serde_json::from_str::<Value>(&event)
+                    && parsed["type"] == "response.completed"
+                    && let Some(sent) = sent.take()
+                {
+                    self.chain.completed(sent, &parsed);
+                }
                 let event = match &stream_id {
                     Some(lane) => with_lane(&event, lane),
                     None => event,

@@ -4,9 +4,10 @@
 //! socket sends: the stream's events, or one `error` event.
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header};
 use serde_json::{Map, Value, json};
 
+use super::chain::{Chain, Sent};
 use super::refusal::Refusal;
 use crate::error::{ApiError, Dialect};
 use crate::pipeline::edge::Edge;
@@ -21,6 +22,8 @@ pub enum Answered {
     Events {
         body: Body,
         stream_id: Option<Value>,
+        /// What the turn sent, for the socket's chain once its response completes.
+        sent: Sent,
     },
     /// One `error` event: the turn failed before any event.
     Failed(String),
@@ -53,11 +56,26 @@ pub fn turn_headers(upgrade: &HeaderMap) -> HeaderMap {
 
 /// Runs the client's message `text` as one request: the `POST` of the upgrade's `path` (the
 /// Responses dialect's route, whichever path its plugin mounts it at).
-pub async fn answer(state: &AppState, headers: &HeaderMap, path: &str, text: &str) -> Answered {
-    let (body, stream_id) = match create_body(text) {
+pub async fn answer(
+    state: &AppState,
+    headers: &HeaderMap,
+    path: &str,
+    text: &str,
+    chain: &Chain,
+) -> Answered {
+    let Create {
+        body,
+        stream_id,
+        trace,
+        sent,
+    } = match create_body(text, chain) {
         Ok(parsed) => parsed,
         Err(refusal) => return Answered::Failed(refusal.event()),
     };
+    let mut headers = headers.clone();
+    for (name, value) in trace {
+        headers.insert(name, value);
+    }
     let gateway = state.gateway.load_full();
     let matched = match gateway.dialects.find(&Method::POST, path, None) {
         Ok(matched) => matched,
@@ -68,7 +86,7 @@ pub async fn answer(state: &AppState, headers: &HeaderMap, path: &str, text: &st
         // Until the dialect's plugin has decoded the body, as on the `POST` route.
         operation: Operation::ChatCompletions,
         request_id: uuid::Uuid::now_v7().to_string(),
-        headers: headers.clone(),
+        headers,
         body: Body::from(body),
         edge: Some(Edge { gateway, matched }),
     };
@@ -78,7 +96,11 @@ pub async fn answer(state: &AppState, headers: &HeaderMap, path: &str, text: &st
         Err(error) => return Answered::Failed(error_event(&error, reply.error_body)),
     };
     match answer.body {
-        AnswerBody::Events(body) => Answered::Events { body, stream_id },
+        AnswerBody::Events(body) => Answered::Events {
+            body,
+            stream_id,
+            sent,
+        },
         // A whole answer (a plugin's or the cache's) is what the stream's last event carries.
         AnswerBody::Json(whole) => {
             let response: Value = serde_json::from_str(&whole).unwrap_or(Value::Null);
@@ -90,14 +112,44 @@ pub async fn answer(state: &AppState, headers: &HeaderMap, path: &str, text: &st
             Answered::Events {
                 body: Body::from(format!("data: {event}\n\n")),
                 stream_id: None,
+                sent,
             }
         }
         AnswerBody::Typed { .. } => Answered::Failed(Refusal::NotAStream.event()),
     }
 }
 
-/// The `POST` body `text` stands for, and its `stream_id`; or why it stands for none.
-fn create_body(text: &str) -> Result<(String, Option<Value>), Refusal> {
+/// What a `response.create` event stands for.
+#[derive(Debug, Default)]
+struct Create {
+    /// The `POST` body.
+    body: String,
+    /// The lane of the socket the client gave the turn.
+    stream_id: Option<Value>,
+    /// The W3C trace context the client's `client_metadata` carries for the turn, as headers.
+    trace: Vec<(HeaderName, HeaderValue)>,
+    /// What it sends, for the socket's chain.
+    sent: Sent,
+}
+
+/// The trace headers a `response.create`'s `client_metadata` may carry (Codex sends them so),
+/// by the key it carries each under. No other header can be set from the envelope.
+const TRACE_KEYS: [(&str, HeaderName); 2] = [
+    (
+        "ws_request_header_traceparent",
+        HeaderName::from_static("traceparent"),
+    ),
+    (
+        "ws_request_header_tracestate",
+        HeaderName::from_static("tracestate"),
+    ),
+];
+
+/// Bytes of a trace header taken from the envelope, at most.
+const TRACE_MAX: usize = 512;
+
+/// The `POST` body `text` stands for, its `stream_id` and trace; or why it stands for none.
+fn create_body(text: &str, chain: &Chain) -> Result<Create, Refusal> {
     let mut event: Map<String, Value> = match serde_json::from_str(text) {
         Ok(Value::Object(event)) => event,
         Ok(_) | Err(_) => return Err(Refusal::NotJson),
@@ -114,11 +166,33 @@ fn create_body(text: &str) -> Result<(String, Option<Value>), Refusal> {
         return Err(Refusal::Background);
     }
     event.remove("background");
+    match event.remove("generate") {
+        None | Some(Value::Bool(true)) => {}
+        Some(_) => return Err(Refusal::Warmup),
+    }
     // A lane of the socket, not a parameter of the response.
     let stream_id = event.remove("stream_id");
+    // Codex carries on the socket, in `client_metadata` (a parameter it sends over HTTP too),
+    // the trace context it would send as headers.
+    let metadata = event.get("client_metadata");
+    let trace = (TRACE_KEYS.iter())
+        .filter_map(|(key, name)| {
+            let value = metadata?.get(*key)?.as_str()?;
+            let value = HeaderValue::from_str(value)
+                .ok()
+                .filter(|_| value.len() <= TRACE_MAX)?;
+            Some((name.clone(), value))
+        })
+        .collect();
+    let sent = chain.expand(&mut event);
     // Implicit on the socket (the reference asks clients not to send it).
     event.insert("stream".to_owned(), Value::Bool(true));
-    Ok((Value::Object(event).to_string(), stream_id))
+    Ok(Create {
+        body: Value::Object(event).to_string(),
+        stream_id,
+        trace,
+        sent,
+    })
 }
 
 /// The reference's `error` event for a turn that failed: the HTTP status the `POST` would have
@@ -140,13 +214,33 @@ mod tests {
 
     #[test]
     fn a_create_event_becomes_a_streamed_post_body() {
-        let (body, lane) = create_body(
-            r#"{"type":"response.create","model":"m","input":"hi","stream_id":"a","background":false}"#,
+        let chain = Chain::new(1 << 20);
+        let create = create_body(
+            r#"{"type":"response.create","model":"m","input":"hi","stream_id":"a","background":false,
+                "client_metadata":{"ws_request_header_traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+                "ws_request_header_authorization":"Bearer x","ws_request_header_tracestate":"a\nb"}}"#,
+            &chain,
         )
         .unwrap_or_default();
-        let body: Value = serde_json::from_str(&body).unwrap_or_default();
+        let mut body: Value = serde_json::from_str(&create.body).unwrap_or_default();
+        assert!(
+            body["client_metadata"].is_object(),
+            "a parameter as over HTTP"
+        );
+        body.as_object_mut().map(|b| b.remove("client_metadata"));
         assert_eq!(body, json!({"model": "m", "input": "hi", "stream": true}));
-        assert_eq!(lane, Some(json!("a")));
+        assert_eq!(create.stream_id, Some(json!("a")));
+        // Only the trace context, and only a value a header can carry.
+        let trace: Vec<(&str, &[u8])> = (create.trace.iter())
+            .map(|(n, v)| (n.as_str(), v.as_bytes()))
+            .collect();
+        assert_eq!(
+            trace,
+            [(
+                "traceparent",
+                &b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"[..]
+            )]
+        );
         for (text, refusal) in [
             ("[1]", Refusal::NotJson),
             (r#"{"model":"m"}"#, Refusal::NoType),
@@ -158,8 +252,12 @@ mod tests {
                 r#"{"type":"response.create","background":true}"#,
                 Refusal::Background,
             ),
+            (
+                r#"{"type":"response.create","generate":false}"#,
+                Refusal::Warmup,
+            ),
         ] {
-            assert_eq!(create_body(text).err(), Some(refusal), "{text}");
+            assert_eq!(create_body(text, &chain).err(), Some(refusal), "{text}");
         }
     }
 }

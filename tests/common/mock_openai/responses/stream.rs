@@ -94,9 +94,12 @@ pub(super) fn events(request: &Value, done: &Value) -> Response {
         let name = event["type"].as_str().unwrap_or_default().to_owned();
         text.push_str(&format!("event: {name}\ndata: {event}\n\n"));
     }
-    let chunks: Vec<Bytes> = text
-        .into_bytes()
-        .chunks(7)
+    // Seven bytes at a time, so that events split across reads; past the first few KiB (a
+    // coding agent's tools echoed in `response.completed`) in larger pieces, or a long answer
+    // would take seconds of pauses.
+    let bytes = text.into_bytes();
+    let (small, large) = bytes.split_at(bytes.len().min(4096));
+    let chunks: Vec<Bytes> = (small.chunks(7).chain(large.chunks(4096)))
         .map(Bytes::copy_from_slice)
         .collect();
     let body = futures_util::stream::iter(chunks).then(|piece| async move {

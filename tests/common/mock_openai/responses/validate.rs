@@ -3,12 +3,15 @@
 
 use serde_json::{Map, Value};
 
-/// The body parameters `responses.create` takes (openai-python 3.54). Anything else is
-/// `unknown_parameter`, which is what catches a gateway leaking another dialect's field.
+/// The body parameters `responses.create` takes (openai-python 3.54, and `client_metadata`, a
+/// map of strings OpenAI's own Codex sends in every request, over HTTP and on the socket).
+/// Anything else is `unknown_parameter`, which is what catches a gateway leaking another
+/// dialect's field.
 const PARAMETERS: &[&str] = &[
     "access_programs",
     "background",
     "background_options",
+    "client_metadata",
     "context_management",
     "conversation",
     "image",
@@ -253,6 +256,28 @@ fn tools(tools: Option<&Value>) -> Result<(), Refusal> {
                 )?;
                 if !tool["name"].is_string() {
                     return Err(missing(format!("tools[{i}].name")));
+                }
+            }
+            // Function and custom tools grouped under a name (`namespace.tool` in calls).
+            Some("namespace") => {
+                known(
+                    object,
+                    &["type", "name", "description", "tools"],
+                    &format!("tools[{i}]."),
+                )?;
+                if !tool["name"].is_string() {
+                    return Err(missing(format!("tools[{i}].name")));
+                }
+                let Some(inner) = tool["tools"].as_array() else {
+                    return Err(missing(format!("tools[{i}].tools")));
+                };
+                for (j, inner) in inner.iter().enumerate() {
+                    if !matches!(inner["type"].as_str(), Some("function" | "custom")) {
+                        return Err(invalid(
+                            format!("tools[{i}].tools[{j}].type"),
+                            "A namespace holds function and custom tools only.".to_owned(),
+                        ));
+                    }
                 }
             }
             Some(
