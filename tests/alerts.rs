@@ -1,6 +1,9 @@
 //! Alerts from two replicas of the real binary on one ledger: a key's budget crossing 50 % and
 //! 100 %, and a provider failing more than half its requests, each reach a signed webhook and a
 //! Slack sink exactly once; each delivery is recorded; `wasmgate alerts test` reaches both.
+//! The latency, circuit and journal rules are in `alerts/outages.rs`.
+
+mod outages;
 
 use std::path::Path;
 use std::process::Command;
@@ -22,8 +25,8 @@ use crate::keys::{cli, dollar_answer};
 const SECRET: &str = "alert-signing-secret";
 
 /// An OpenAI upstream: `gpt-4o` answers with 100,000 completion tokens ($1.00 at its catalog
-/// price), `gpt-4o-mini` fails with a 500.
-async fn upstream() -> String {
+/// price), `gpt-4o-mini` fails with a 500; under `/slow` every model answers after 300 ms.
+pub(crate) async fn upstream() -> String {
     let app = axum::Router::new().route(
         "/v1/chat/completions",
         post(|Json(body): Json<Value>| async move {
@@ -45,11 +48,11 @@ async fn upstream() -> String {
     format!("http://{addr}/v1")
 }
 
-type Received = Arc<Mutex<Vec<(String, Value)>>>;
+pub(crate) type Received = Arc<Mutex<Vec<(String, Value)>>>;
 
 /// A sink for both kinds: `/hook` checks the webhook's signature (a bad one is a 401, which
 /// the gateway would retry), `/slack` takes Slack's `{"text"}`. Keeps what it took.
-async fn sink() -> (String, Received) {
+pub(crate) async fn sink() -> (String, Received) {
     let received: Received = Arc::default();
     let (hook, slack) = (Arc::clone(&received), Arc::clone(&received));
     let app = axum::Router::new()
@@ -111,7 +114,7 @@ fn write_config(dir: &Path, upstream: &str, sink: &str) -> std::path::PathBuf {
     config
 }
 
-async fn chat(gateway: &Gateway, key: &str, model: &str) -> u16 {
+pub(crate) async fn chat(gateway: &Gateway, key: &str, model: &str) -> u16 {
     http()
         .post(gateway.url("/v1/chat/completions"))
         .bearer_auth(key)
@@ -125,8 +128,13 @@ async fn chat(gateway: &Gateway, key: &str, model: &str) -> u16 {
 
 /// Waits (up to 15 s) for the sinks to hold `n` alerts, then for a second more (several looks
 /// by both replicas) to see that no more come; the webhook's bodies.
-async fn exactly(received: &Received, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(15);
+pub(crate) async fn exactly(received: &Received, n: usize) -> Vec<Value> {
+    exactly_within(received, n, Duration::from_secs(15)).await
+}
+
+/// [`exactly`], waiting up to `wait` for them.
+pub(crate) async fn exactly_within(received: &Received, n: usize, wait: Duration) -> Vec<Value> {
+    let deadline = Instant::now() + wait;
     while received.lock().unwrap().len() < 2 * n && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

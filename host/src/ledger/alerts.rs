@@ -1,4 +1,5 @@
-//! What the alerts need of the ledger: a provider's requests and failures since a time, and
+//! What the alerts need of the ledger: a provider's requests, failures and slow answers since a
+//! time (read through `usage_records_by_time`, so a look reads the window's records only), and
 //! the record of alerts fired (once each, across replicas: the insert that takes the row sends
 //! it) and of their deliveries. The rules and sinks are `crate::alerts`.
 
@@ -34,6 +35,16 @@ pub struct ProviderErrors {
     pub failed: i64,
 }
 
+/// A provider's (or model's) answered requests over a span, and how many of them took longer
+/// than a latency.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SlowAnswers {
+    /// The provider entry, or `provider/model`.
+    pub subject: String,
+    pub answered: i64,
+    pub slower: i64,
+}
+
 /// Calls block.
 pub trait AlertStore: Send + Sync + 'static {
     /// Takes `fired`'s place; `false` when the alert was fired already (here or by a replica).
@@ -43,6 +54,14 @@ pub trait AlertStore: Send + Sync + 'static {
     fn deliveries(&self, limit: i64) -> anyhow::Result<Vec<(Fired, Delivery)>>;
     /// Each provider's requests and failures since `since_us`.
     fn provider_errors(&self, since_us: i64) -> anyhow::Result<Vec<ProviderErrors>>;
+    /// Each provider's (with `by_model`, each `provider/model`'s) answered requests (2xx) since
+    /// `since_us`, and those of them whose latency was above `above_us`.
+    fn slow_answers(
+        &self,
+        since_us: i64,
+        above_us: i64,
+        by_model: bool,
+    ) -> anyhow::Result<Vec<SlowAnswers>>;
 }
 
 fn fired_row(row: &dyn Row) -> anyhow::Result<Fired> {
@@ -148,6 +167,44 @@ impl<S: SqlStore> AlertStore for S {
                         provider: text(row, 0)?,
                         requests: int(row, 1)?,
                         failed: int(row, 2)?,
+                    });
+                    Ok(())
+                },
+            )?;
+            Ok(all)
+        })
+    }
+
+    fn slow_answers(
+        &self,
+        since_us: i64,
+        above_us: i64,
+        by_model: bool,
+    ) -> anyhow::Result<Vec<SlowAnswers>> {
+        // `||` joins text in both databases; a record without a model counts under `?`.
+        let subject = if by_model {
+            "provider || '/' || COALESCE(model, '?')"
+        } else {
+            "provider"
+        };
+        self.read_sql(|db| {
+            let mut all = Vec::new();
+            each(
+                db,
+                &format!(
+                    "SELECT {subject}, CAST(COUNT(*) AS BIGINT),
+                            CAST(SUM(CASE WHEN latency_us > $2 THEN 1 ELSE 0 END) AS BIGINT)
+                     FROM usage_records
+                     WHERE time_us >= $1 AND provider IS NOT NULL
+                       AND status >= 200 AND status < 300
+                     GROUP BY {subject} ORDER BY {subject}"
+                ),
+                &[since_us.into(), above_us.into()],
+                |row| {
+                    all.push(SlowAnswers {
+                        subject: text(row, 0)?,
+                        answered: int(row, 1)?,
+                        slower: int(row, 2)?,
                     });
                     Ok(())
                 },
