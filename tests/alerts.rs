@@ -27,21 +27,29 @@ const SECRET: &str = "alert-signing-secret";
 /// An OpenAI upstream: `gpt-4o` answers with 100,000 completion tokens ($1.00 at its catalog
 /// price), `gpt-4o-mini` fails with a 500; under `/slow` every model answers after 300 ms.
 pub(crate) async fn upstream() -> String {
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(|Json(body): Json<Value>| async move {
-            if body["model"] == "gpt-4o-mini" {
-                return (
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    Json(json!({"error": {"message": "down", "type": "server_error"}})),
-                );
-            }
-            (
-                axum::http::StatusCode::OK,
-                Json(dollar_answer(&body["model"])),
-            )
-        }),
-    );
+    let app = axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            post(|Json(body): Json<Value>| async move {
+                if body["model"] == "gpt-4o-mini" {
+                    return (
+                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                        Json(json!({"error": {"message": "down", "type": "server_error"}})),
+                    );
+                }
+                (
+                    axum::http::StatusCode::OK,
+                    Json(dollar_answer(&body["model"])),
+                )
+            }),
+        )
+        .route(
+            "/slow/v1/chat/completions",
+            post(|Json(body): Json<Value>| async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Json(dollar_answer(&body["model"]))
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
