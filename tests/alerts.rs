@@ -1,9 +1,11 @@
 //! Alerts from two replicas of the real binary on one ledger: a key's budget crossing 50 % and
 //! 100 %, and a provider failing more than half its requests, each reach a signed webhook and a
 //! Slack sink exactly once; each delivery is recorded; `wasmgate alerts test` reaches both.
-//! The latency, circuit and journal rules are in `alerts/outages.rs`.
+//! The latency, circuit and journal rules are in `alerts/outages.rs`, project and user budgets
+//! in `alerts/scoped_budgets.rs`.
 
 mod outages;
+mod scoped_budgets;
 
 use std::path::Path;
 use std::process::Command;

@@ -9,6 +9,7 @@
 //! filling) matter most when the ledger's database is down, when nothing can be claimed: those
 //! are sent unclaimed then, once per replica, rather than not at all.
 
+mod budgets;
 pub mod deliver;
 mod local;
 mod rules;
@@ -72,6 +73,7 @@ async fn round(state: &AppState, known: &mut HashSet<Name>) -> anyhow::Result<()
         holder: holder(state),
     };
     let local = local::due(&config, &seen, now);
+    let scoped = budgets::of_limits(&gateway.config.limits);
     let store = state.ledger.store();
     known.retain(|name| name.3 > now - KNOWN_KEPT_US);
     let Claimed {
@@ -80,8 +82,10 @@ async fn round(state: &AppState, known: &mut HashSet<Name>) -> anyhow::Result<()
         known: now_known,
     } = {
         let (store, known) = (Arc::clone(&store), std::mem::take(known));
-        tokio::task::spawn_blocking(move || claim(&config, store.as_ref(), local, now, known))
-            .await?
+        tokio::task::spawn_blocking(move || {
+            claim(&config, &scoped, store.as_ref(), local, now, known)
+        })
+        .await?
     };
     *known = now_known;
     for fired in taken.into_iter().chain(unreachable) {
@@ -128,12 +132,13 @@ struct Claimed {
 /// are skipped when the ledger cannot be read; `local`'s alerts are claimed all the same.
 fn claim(
     config: &AlertsConfig,
+    scoped: &[budgets::ScopedBudget],
     store: &dyn Store,
     local: Vec<Fired>,
     now: i64,
     known: HashSet<Name>,
 ) -> Claimed {
-    let from_ledger = rules::due(config, store, now).unwrap_or_else(|e| {
+    let from_ledger = rules::due(config, scoped, store, now).unwrap_or_else(|e| {
         tracing::warn!("reading the ledger for alerts: {e:#}");
         Vec::new()
     });

@@ -2,17 +2,23 @@
 //! named by its rule, subject, threshold and period, which the ledger keeps once (see
 //! `ledger::alerts`). The rules on a replica's own state are in `local.rs`.
 
+use super::budgets::{self, ScopedBudget};
 use crate::config::alerts::{AlertsConfig, LatencyBy, LatencyRule};
 use crate::ledger::Store;
 use crate::ledger::alerts::Fired;
-use crate::ledger::keys::format_usd;
 
-/// The alerts the ledger calls for at `now_us`; those fired before are among them (claiming
-/// them again does nothing).
-pub fn due(config: &AlertsConfig, store: &dyn Store, now_us: i64) -> anyhow::Result<Vec<Fired>> {
+/// The alerts the ledger calls for at `now_us`, `scoped` being the project and user budgets of
+/// `limits`; those fired before are among them (claiming them again does nothing).
+pub fn due(
+    config: &AlertsConfig,
+    scoped: &[ScopedBudget],
+    store: &dyn Store,
+    now_us: i64,
+) -> anyhow::Result<Vec<Fired>> {
     let mut due = Vec::new();
     if !config.budget_percent.is_empty() {
-        budgets(config, store, now_us, &mut due)?;
+        budgets::keys(&config.budget_percent, store, now_us, &mut due)?;
+        budgets::scoped(&config.budget_percent, scoped, store, now_us, &mut due)?;
     }
     if let Some(rule) = &config.latency {
         latency(rule, store, now_us, &mut due)?;
@@ -41,48 +47,6 @@ pub fn due(config: &AlertsConfig, store: &dyn Store, now_us: i64) -> anyhow::Res
         }
     }
     Ok(due)
-}
-
-/// Each key with a budget whose spend in the budget's period reached a threshold.
-fn budgets(
-    config: &AlertsConfig,
-    store: &dyn Store,
-    now_us: i64,
-    due: &mut Vec<Fired>,
-) -> anyhow::Result<()> {
-    for key in store.keys(None)? {
-        let Some(budget) = key.limits.budget.filter(|_| key.revoked_us.is_none()) else {
-            continue;
-        };
-        if budget.micros <= 0 {
-            continue;
-        }
-        let start = budget.period.start_us(now_us);
-        let spent = store.key_spend(&key.id, start)?;
-        let percent = i128::from(spent) * 100 / i128::from(budget.micros);
-        for &threshold in &config.budget_percent {
-            if percent < i128::from(threshold) {
-                continue;
-            }
-            due.push(Fired {
-                rule: "budget".to_owned(),
-                subject: key.id.clone(),
-                threshold: i64::from(threshold),
-                period_us: start,
-                fired_us: now_us,
-                message: format!(
-                    "key `{}` of project `{}` has spent ${} of its ${} {} budget ({percent} %, \
-                     threshold {threshold} %)",
-                    key.id,
-                    key.project,
-                    format_usd(spent),
-                    format_usd(budget.micros),
-                    budget.period.name(),
-                ),
-            });
-        }
-    }
-    Ok(())
 }
 
 /// The start of the window of `window_us` that `now_us` falls in: one alert per subject in it.

@@ -45,6 +45,14 @@ pub struct SlowAnswers {
     pub slower: i64,
 }
 
+/// Whose spend [`AlertStore::spend_by`] sums: each project's, or each user's (by user id,
+/// across projects, as the `budget` limit's `user` scope counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpendScope {
+    Project,
+    User,
+}
+
 /// Calls block.
 pub trait AlertStore: Send + Sync + 'static {
     /// Takes `fired`'s place; `false` when the alert was fired already (here or by a replica).
@@ -62,6 +70,9 @@ pub trait AlertStore: Send + Sync + 'static {
         above_us: i64,
         by_model: bool,
     ) -> anyhow::Result<Vec<SlowAnswers>>;
+    /// Each project's or user's spend, in micro-USD, in the UTC days from the one `since_us`
+    /// falls in (read from the daily rollups: a day is one row per model).
+    fn spend_by(&self, scope: SpendScope, since_us: i64) -> anyhow::Result<Vec<(String, i64)>>;
 }
 
 fn fired_row(row: &dyn Row) -> anyhow::Result<Fired> {
@@ -209,6 +220,31 @@ impl<S: SqlStore> AlertStore for S {
                     Ok(())
                 },
             )?;
+            Ok(all)
+        })
+    }
+
+    fn spend_by(&self, scope: SpendScope, since_us: i64) -> anyhow::Result<Vec<(String, i64)>> {
+        let day = super::time::bucket_start(since_us, super::time::Unit::Day);
+        // PostgreSQL sums BIGINTs as NUMERIC: the casts bring the sums back.
+        let sql = match scope {
+            SpendScope::Project => {
+                "SELECT project, CAST(SUM(cost_micros) AS BIGINT) FROM usage_daily_models
+                 WHERE day_us >= $1 GROUP BY project ORDER BY project"
+            }
+            SpendScope::User => {
+                "SELECT u.user_id, CAST(SUM(d.cost_micros) AS BIGINT)
+                 FROM usage_daily_users d JOIN usage_users u ON u.user_key = d.user_key
+                 WHERE d.day_us >= $1 AND u.user_id <> ''
+                 GROUP BY u.user_id ORDER BY u.user_id"
+            }
+        };
+        self.read_sql(|db| {
+            let mut all = Vec::new();
+            each(db, sql, &[day.into()], |row| {
+                all.push((text(row, 0)?, int(row, 1)?));
+                Ok(())
+            })?;
             Ok(all)
         })
     }

@@ -12,7 +12,7 @@ mod audit;
 mod batches;
 mod columns;
 mod records;
-use alerts::check_alert_queries;
+use alerts::{check_alert_queries, check_spend_by_scope};
 use batches::{check_batch_records, check_files_and_batches};
 use columns::check_every_field_round_trips;
 use records::{by, log_record, record};
@@ -62,6 +62,7 @@ on_every_store!(
     check_stats,
     check_stats_from_rollups_equal_the_records,
     check_alert_queries,
+    check_spend_by_scope,
 );
 
 // 2024-02-29 13:00:00 UTC.
@@ -1819,6 +1820,13 @@ macro_rules! no_alerts {
             ) -> anyhow::Result<Vec<crate::ledger::alerts::SlowAnswers>> {
                 Ok(Vec::new())
             }
+            fn spend_by(
+                &self,
+                _: crate::ledger::alerts::SpendScope,
+                _: i64,
+            ) -> anyhow::Result<Vec<(String, i64)>> {
+                Ok(Vec::new())
+            }
         }
     };
 }
@@ -2272,6 +2280,7 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
             "usage_records_by_project_time_id",
             "usage_records_by_project_user",
             "usage_records_by_request",
+            "usage_records_by_time",
             "usage_records_failed"
         ]
     );

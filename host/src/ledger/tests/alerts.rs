@@ -2,9 +2,11 @@
 //! provider's failures, and its answers slower than a latency (by provider or by model) within
 //! a window.
 
+use super::by;
 use super::records::record;
 use super::{H, Store};
-use crate::ledger::alerts::{Fired, SlowAnswers};
+use crate::ledger::alerts::{Fired, SlowAnswers, SpendScope};
+use crate::ledger::time::DAY_US;
 
 fn fired(threshold: i64) -> Fired {
     Fired {
@@ -75,5 +77,32 @@ pub fn check_alert_queries(store: &dyn Store) {
             .map(|e| (e.provider.as_str(), e.requests, e.failed))
             .collect::<Vec<_>>(),
         [("anthropic", 1, 0), ("openai", 6, 2)]
+    );
+}
+
+/// Each project's and user's spend since a day's start: the day before is not counted, a user
+/// is one across projects, a record without a user id is no user's.
+pub fn check_spend_by_scope(store: &dyn Store) {
+    let day = H - H.rem_euclid(DAY_US);
+    let mut q = by(record(day + 5, "a", 1, 1, 40), "ada", "", &[]);
+    q.project = "q".to_owned();
+    store
+        .write(&[
+            by(record(day - 1, "a", 1, 1, 1000), "ada", "", &[]),
+            by(record(day + 1, "a", 1, 1, 100), "ada", "Ada", &[]),
+            by(record(day + 2, "b", 1, 1, 20), "bob", "", &[]),
+            record(day + 3, "b", 1, 1, 3),
+            q,
+        ])
+        .unwrap();
+    let spend = |scope| store.spend_by(scope, H).unwrap();
+    let owned = |all: &[(&str, i64)]| -> Vec<(String, i64)> {
+        all.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect()
+    };
+    assert_eq!(spend(SpendScope::Project), owned(&[("p", 123), ("q", 40)]));
+    assert_eq!(spend(SpendScope::User), owned(&[("ada", 140), ("bob", 20)]));
+    assert_eq!(
+        store.spend_by(SpendScope::Project, day - 1).unwrap(),
+        owned(&[("p", 1123), ("q", 40)])
     );
 }
