@@ -107,11 +107,10 @@ pub(crate) async fn sink() -> (String, Received) {
 fn write_config(dir: &Path, upstream: &str, sink: &str) -> std::path::PathBuf {
     let config = dir.join("config.yaml");
     let openai = Provider::at("openai", upstream, "sk-upstream").models(["gpt-4o", "gpt-4o-mini"]);
-    let alerts = format!(
-        "{{interval_ms: 200, budget_percent: [50, 100],
-          error_rate: {{window_s: 600, min_requests: 4, above_percent: 50}},
-          sinks: [{{name: hook, kind: webhook, url: '{sink}/hook', secret: {SECRET}}},
-                  {{name: chat, kind: slack, url: '{sink}/slack'}}]}}"
+    let alerts = alerts_yaml(
+        "budget_percent: [50, 100],
+         error_rate: {window_s: 600, min_requests: 4, above_percent: 50}",
+        sink,
     );
     let yaml = Config::builder()
         .any_port()
@@ -124,10 +123,31 @@ fn write_config(dir: &Path, upstream: &str, sink: &str) -> std::path::PathBuf {
     config
 }
 
+/// The `alerts:` section: `rules` (YAML mapping entries), looked at every 200 ms, and both
+/// sinks of [`sink`] at `sink`.
+pub(crate) fn alerts_yaml(rules: &str, sink: &str) -> String {
+    format!(
+        "{{interval_ms: 200, {rules},
+          sinks: [{{name: hook, kind: webhook, url: '{sink}/hook', secret: {SECRET}}},
+                  {{name: chat, kind: slack, url: '{sink}/slack'}}]}}"
+    )
+}
+
+/// Two replicas of the binary on `config`, in `dir`.
+pub(crate) async fn two_replicas(dir: &Path, config: &Path) -> [Gateway; 2] {
+    [
+        Gateway::serve(dir, config).await,
+        Gateway::serve(dir, config).await,
+    ]
+}
+
+/// A chat request's status; `key` empty for a gateway that does not require one.
 pub(crate) async fn chat(gateway: &Gateway, key: &str, model: &str) -> u16 {
-    http()
-        .post(gateway.url("/v1/chat/completions"))
-        .bearer_auth(key)
+    let mut request = http().post(gateway.url("/v1/chat/completions"));
+    if !key.is_empty() {
+        request = request.bearer_auth(key);
+    }
+    request
         .json(&json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await
@@ -180,10 +200,7 @@ async fn budget_and_error_rate_alerts_reach_each_sink_once_from_two_replicas() {
     );
     let plain = cli(&config, &["keys", "create", "--project", "p"]);
     let (budgeted, plain) = (budgeted.trim(), plain.trim());
-    let replicas = [
-        Gateway::serve(&dir, &config).await,
-        Gateway::serve(&dir, &config).await,
-    ];
+    let replicas = two_replicas(&dir, &config).await;
 
     // $1 of $2: the 50 % alert, once.
     assert_eq!(chat(&replicas[0], budgeted, "openai/gpt-4o").await, 200);

@@ -5,12 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::{SECRET, exactly, exactly_within, sink, upstream};
+use super::{alerts_yaml, exactly, exactly_within, sink, two_replicas, upstream};
 use crate::common::binary::{Gateway, temp_dir};
 use crate::common::gateway::{Gateway as Config, Provider, Route};
-use crate::common::http;
 
 /// The journal's bound: the smallest accepted.
 const JOURNAL_MAX: u64 = 1 << 20;
@@ -18,13 +17,11 @@ const JOURNAL_MAX: u64 = 1 << 20;
 fn write_config(dir: &Path, upstream: &str, sink: &str) -> PathBuf {
     let config = dir.join("config.yaml");
     let base = upstream.trim_end_matches("/v1");
-    let alerts = format!(
-        "{{interval_ms: 200,
-          latency: {{window_s: 86400, min_requests: 4, percentile: 50, above_ms: 250}},
-          circuit_open: {{period_s: 604800}},
-          journal_full: {{above_percent: 20, period_s: 604800}},
-          sinks: [{{name: hook, kind: webhook, url: '{sink}/hook', secret: {SECRET}}},
-                  {{name: chat, kind: slack, url: '{sink}/slack'}}]}}"
+    let alerts = alerts_yaml(
+        "latency: {window_s: 86400, min_requests: 4, percentile: 50, above_ms: 250},
+         circuit_open: {period_s: 604800},
+         journal_full: {above_percent: 20, period_s: 604800}",
+        sink,
     );
     let yaml = Config::builder()
         .any_port()
@@ -55,14 +52,7 @@ fn write_config(dir: &Path, upstream: &str, sink: &str) -> PathBuf {
 }
 
 async fn chat(gateway: &Gateway, model: &str) -> u16 {
-    http()
-        .post(gateway.url("/v1/chat/completions"))
-        .json(&json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}))
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+    super::chat(gateway, "", model).await
 }
 
 /// The bytes of the fullest journal slot under `dir`.
@@ -103,10 +93,7 @@ async fn latency_circuit_and_journal_alerts_reach_each_sink_once_from_two_replic
     let dir = temp_dir("alerts-outages");
     let (sink_url, received) = sink().await;
     let config = write_config(&dir, &upstream().await, &sink_url);
-    let replicas = [
-        Gateway::serve(&dir, &config).await,
-        Gateway::serve(&dir, &config).await,
-    ];
+    let replicas = two_replicas(&dir, &config).await;
 
     // Four answers of `slow`, 300 ms each, two per replica: its p50 is above 250 ms. Each
     // replica's `outage` circuit opens after two failures: two openings, one alert.

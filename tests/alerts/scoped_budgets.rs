@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::{SECRET, exactly, sink, upstream};
+use super::{alerts_yaml, exactly, sink, two_replicas, upstream};
 use crate::common::binary::{Gateway, temp_dir};
 use crate::common::gateway::{Gateway as Config, Provider};
 use crate::common::http;
@@ -13,11 +13,7 @@ use crate::keys::cli;
 
 fn write_config(dir: &Path, upstream: &str, sink: &str) -> PathBuf {
     let config = dir.join("config.yaml");
-    let alerts = format!(
-        "{{interval_ms: 200, budget_percent: [50, 100],
-          sinks: [{{name: hook, kind: webhook, url: '{sink}/hook', secret: {SECRET}}},
-                  {{name: chat, kind: slack, url: '{sink}/slack'}}]}}"
-    );
+    let alerts = alerts_yaml("budget_percent: [50, 100]", sink);
     let yaml = Config::builder()
         .any_port()
         .ledger(&format!("sqlite://{}", dir.join("ledger.db").display()))
@@ -55,10 +51,7 @@ async fn project_and_user_budget_alerts_reach_each_sink_once_from_two_replicas()
     let config = write_config(&dir, &upstream().await, &sink_url);
     let key = cli(&config, &["keys", "create", "--project", "p"]);
     let key = key.trim();
-    let replicas = [
-        Gateway::serve(&dir, &config).await,
-        Gateway::serve(&dir, &config).await,
-    ];
+    let replicas = two_replicas(&dir, &config).await;
 
     // $1: half of the user's $2 in all, a quarter of the project's $4 a day.
     spend_a_dollar(&replicas[0], key).await;

@@ -95,6 +95,23 @@ fn each(
     db.query(sql, params, &mut read)
 }
 
+/// The rows of `sql`, each a subject and two counts (PostgreSQL sums BIGINTs as NUMERIC: the
+/// queries cast the sums back).
+fn subject_counts<S: SqlStore>(
+    store: &S,
+    sql: &str,
+    params: &[super::values::Value<'_>],
+) -> anyhow::Result<Vec<(String, i64, i64)>> {
+    store.read_sql(|db| {
+        let mut all = Vec::new();
+        each(db, sql, params, |row| {
+            all.push((text(row, 0)?, int(row, 1)?, int(row, 2)?));
+            Ok(())
+        })?;
+        Ok(all)
+    })
+}
+
 impl<S: SqlStore> AlertStore for S {
     fn claim_alert(&self, fired: &Fired) -> anyhow::Result<bool> {
         self.write_sql(|db| {
@@ -163,27 +180,22 @@ impl<S: SqlStore> AlertStore for S {
     }
 
     fn provider_errors(&self, since_us: i64) -> anyhow::Result<Vec<ProviderErrors>> {
-        self.read_sql(|db| {
-            let mut all = Vec::new();
-            // PostgreSQL sums BIGINTs as NUMERIC: the casts bring the sums back.
-            each(
-                db,
-                "SELECT provider, CAST(COUNT(*) AS BIGINT),
-                        CAST(SUM(CASE WHEN status >= 500 OR status = 0 THEN 1 ELSE 0 END) AS BIGINT)
-                 FROM usage_records WHERE time_us >= $1 AND provider IS NOT NULL
-                 GROUP BY provider ORDER BY provider",
-                &[since_us.into()],
-                |row| {
-                    all.push(ProviderErrors {
-                        provider: text(row, 0)?,
-                        requests: int(row, 1)?,
-                        failed: int(row, 2)?,
-                    });
-                    Ok(())
-                },
-            )?;
-            Ok(all)
-        })
+        let counts = subject_counts(
+            self,
+            "SELECT provider, CAST(COUNT(*) AS BIGINT),
+                    CAST(SUM(CASE WHEN status >= 500 OR status = 0 THEN 1 ELSE 0 END) AS BIGINT)
+             FROM usage_records WHERE time_us >= $1 AND provider IS NOT NULL
+             GROUP BY provider ORDER BY provider",
+            &[since_us.into()],
+        )?;
+        Ok(counts
+            .into_iter()
+            .map(|(provider, requests, failed)| ProviderErrors {
+                provider,
+                requests,
+                failed,
+            })
+            .collect())
     }
 
     fn slow_answers(
@@ -198,30 +210,25 @@ impl<S: SqlStore> AlertStore for S {
         } else {
             "provider"
         };
-        self.read_sql(|db| {
-            let mut all = Vec::new();
-            each(
-                db,
-                &format!(
-                    "SELECT {subject}, CAST(COUNT(*) AS BIGINT),
-                            CAST(SUM(CASE WHEN latency_us > $2 THEN 1 ELSE 0 END) AS BIGINT)
-                     FROM usage_records
-                     WHERE time_us >= $1 AND provider IS NOT NULL
-                       AND status >= 200 AND status < 300
-                     GROUP BY {subject} ORDER BY {subject}"
-                ),
-                &[since_us.into(), above_us.into()],
-                |row| {
-                    all.push(SlowAnswers {
-                        subject: text(row, 0)?,
-                        answered: int(row, 1)?,
-                        slower: int(row, 2)?,
-                    });
-                    Ok(())
-                },
-            )?;
-            Ok(all)
-        })
+        let counts = subject_counts(
+            self,
+            &format!(
+                "SELECT {subject}, CAST(COUNT(*) AS BIGINT),
+                        CAST(SUM(CASE WHEN latency_us > $2 THEN 1 ELSE 0 END) AS BIGINT)
+                 FROM usage_records
+                 WHERE time_us >= $1 AND provider IS NOT NULL AND status >= 200 AND status < 300
+                 GROUP BY {subject} ORDER BY {subject}"
+            ),
+            &[since_us.into(), above_us.into()],
+        )?;
+        Ok(counts
+            .into_iter()
+            .map(|(subject, answered, slower)| SlowAnswers {
+                subject,
+                answered,
+                slower,
+            })
+            .collect())
     }
 
     fn spend_by(&self, scope: SpendScope, since_us: i64) -> anyhow::Result<Vec<(String, i64)>> {
