@@ -1,6 +1,11 @@
 //! Alerts from two replicas of the real binary on one ledger: a key's budget crossing 50 % and
 //! 100 %, and a provider failing more than half its requests, each reach a signed webhook and a
 //! Slack sink exactly once; each delivery is recorded; `wasmgate alerts test` reaches both.
+//! The latency, circuit and journal rules are in `alerts/outages.rs`, project and user budgets
+//! in `alerts/scoped_budgets.rs`.
+
+mod outages;
+mod scoped_budgets;
 
 use std::path::Path;
 use std::process::Command;
@@ -22,34 +27,42 @@ use crate::keys::{cli, dollar_answer};
 const SECRET: &str = "alert-signing-secret";
 
 /// An OpenAI upstream: `gpt-4o` answers with 100,000 completion tokens ($1.00 at its catalog
-/// price), `gpt-4o-mini` fails with a 500.
-async fn upstream() -> String {
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        post(|Json(body): Json<Value>| async move {
-            if body["model"] == "gpt-4o-mini" {
-                return (
-                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                    Json(json!({"error": {"message": "down", "type": "server_error"}})),
-                );
-            }
-            (
-                axum::http::StatusCode::OK,
-                Json(dollar_answer(&body["model"])),
-            )
-        }),
-    );
+/// price), `gpt-4o-mini` fails with a 500; under `/slow` every model answers after 300 ms.
+pub(crate) async fn upstream() -> String {
+    let app = axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            post(|Json(body): Json<Value>| async move {
+                if body["model"] == "gpt-4o-mini" {
+                    return (
+                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                        Json(json!({"error": {"message": "down", "type": "server_error"}})),
+                    );
+                }
+                (
+                    axum::http::StatusCode::OK,
+                    Json(dollar_answer(&body["model"])),
+                )
+            }),
+        )
+        .route(
+            "/slow/v1/chat/completions",
+            post(|Json(body): Json<Value>| async move {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Json(dollar_answer(&body["model"]))
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     format!("http://{addr}/v1")
 }
 
-type Received = Arc<Mutex<Vec<(String, Value)>>>;
+pub(crate) type Received = Arc<Mutex<Vec<(String, Value)>>>;
 
 /// A sink for both kinds: `/hook` checks the webhook's signature (a bad one is a 401, which
 /// the gateway would retry), `/slack` takes Slack's `{"text"}`. Keeps what it took.
-async fn sink() -> (String, Received) {
+pub(crate) async fn sink() -> (String, Received) {
     let received: Received = Arc::default();
     let (hook, slack) = (Arc::clone(&received), Arc::clone(&received));
     let app = axum::Router::new()
@@ -94,11 +107,10 @@ async fn sink() -> (String, Received) {
 fn write_config(dir: &Path, upstream: &str, sink: &str) -> std::path::PathBuf {
     let config = dir.join("config.yaml");
     let openai = Provider::at("openai", upstream, "sk-upstream").models(["gpt-4o", "gpt-4o-mini"]);
-    let alerts = format!(
-        "{{interval_ms: 200, budget_percent: [50, 100],
-          error_rate: {{window_s: 600, min_requests: 4, above_percent: 50}},
-          sinks: [{{name: hook, kind: webhook, url: '{sink}/hook', secret: {SECRET}}},
-                  {{name: chat, kind: slack, url: '{sink}/slack'}}]}}"
+    let alerts = alerts_yaml(
+        "budget_percent: [50, 100],
+         error_rate: {window_s: 600, min_requests: 4, above_percent: 50}",
+        sink,
     );
     let yaml = Config::builder()
         .any_port()
@@ -111,10 +123,31 @@ fn write_config(dir: &Path, upstream: &str, sink: &str) -> std::path::PathBuf {
     config
 }
 
-async fn chat(gateway: &Gateway, key: &str, model: &str) -> u16 {
-    http()
-        .post(gateway.url("/v1/chat/completions"))
-        .bearer_auth(key)
+/// The `alerts:` section: `rules` (YAML mapping entries), looked at every 200 ms, and both
+/// sinks of [`sink`] at `sink`.
+pub(crate) fn alerts_yaml(rules: &str, sink: &str) -> String {
+    format!(
+        "{{interval_ms: 200, {rules},
+          sinks: [{{name: hook, kind: webhook, url: '{sink}/hook', secret: {SECRET}}},
+                  {{name: chat, kind: slack, url: '{sink}/slack'}}]}}"
+    )
+}
+
+/// Two replicas of the binary on `config`, in `dir`.
+pub(crate) async fn two_replicas(dir: &Path, config: &Path) -> [Gateway; 2] {
+    [
+        Gateway::serve(dir, config).await,
+        Gateway::serve(dir, config).await,
+    ]
+}
+
+/// A chat request's status; `key` empty for a gateway that does not require one.
+pub(crate) async fn chat(gateway: &Gateway, key: &str, model: &str) -> u16 {
+    let mut request = http().post(gateway.url("/v1/chat/completions"));
+    if !key.is_empty() {
+        request = request.bearer_auth(key);
+    }
+    request
         .json(&json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}))
         .send()
         .await
@@ -125,8 +158,13 @@ async fn chat(gateway: &Gateway, key: &str, model: &str) -> u16 {
 
 /// Waits (up to 15 s) for the sinks to hold `n` alerts, then for a second more (several looks
 /// by both replicas) to see that no more come; the webhook's bodies.
-async fn exactly(received: &Received, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(15);
+pub(crate) async fn exactly(received: &Received, n: usize) -> Vec<Value> {
+    exactly_within(received, n, Duration::from_secs(15)).await
+}
+
+/// [`exactly`], waiting up to `wait` for them.
+pub(crate) async fn exactly_within(received: &Received, n: usize, wait: Duration) -> Vec<Value> {
+    let deadline = Instant::now() + wait;
     while received.lock().unwrap().len() < 2 * n && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -162,10 +200,7 @@ async fn budget_and_error_rate_alerts_reach_each_sink_once_from_two_replicas() {
     );
     let plain = cli(&config, &["keys", "create", "--project", "p"]);
     let (budgeted, plain) = (budgeted.trim(), plain.trim());
-    let replicas = [
-        Gateway::serve(&dir, &config).await,
-        Gateway::serve(&dir, &config).await,
-    ];
+    let replicas = two_replicas(&dir, &config).await;
 
     // $1 of $2: the 50 % alert, once.
     assert_eq!(chat(&replicas[0], budgeted, "openai/gpt-4o").await, 200);

@@ -46,10 +46,20 @@ fn body(sink: &SinkEntry, fired: &Fired) -> Value {
             "payload": {
                 "summary": fired.message,
                 "source": "wasmgate",
-                "severity": if fired.rule == "budget" && fired.threshold < 100 { "warning" } else { "critical" },
+                "severity": severity(fired),
                 "custom_details": {"rule": fired.rule, "subject": fired.subject, "threshold": fired.threshold},
             },
         }),
+    }
+}
+
+/// PagerDuty's severity: a budget below its 100 % and a slow provider are warnings; a budget
+/// used up, failures, an open circuit and a filling journal are critical.
+fn severity(fired: &Fired) -> &'static str {
+    match fired.rule.as_str() {
+        "budget" if fired.threshold < 100 => "warning",
+        "latency" => "warning",
+        _ => "critical",
     }
 }
 

@@ -322,6 +322,11 @@ impl Journal {
         self.shared.bytes.load(Ordering::Relaxed)
     }
 
+    /// The bound of [`Self::bytes`], past which requests are refused.
+    pub fn max_bytes(&self) -> u64 {
+        self.shared.max_bytes
+    }
+
     /// Requests refused because the journal was full.
     pub fn refused(&self) -> u64 {
         self.shared.refused.load(Ordering::Relaxed)

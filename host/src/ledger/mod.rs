@@ -233,6 +233,17 @@ struct Inner {
     writer: tokio::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
+/// What [`Ledger::fill`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fill {
+    /// `usage journal` or `ledger queue`.
+    pub what: &'static str,
+    pub held: u64,
+    pub bound: u64,
+    /// Of `held` and `bound`: `bytes` or `records`.
+    pub unit: &'static str,
+}
+
 /// Where records wait for the writer.
 enum Queue {
     /// A bounded channel: lost with the process.
@@ -350,6 +361,25 @@ impl Ledger {
     /// Records dropped since start (queue full or ledger closed).
     pub fn dropped(&self) -> u64 {
         self.inner.dropped.load(Ordering::Relaxed)
+    }
+
+    /// How full the place records wait in is: the journal's bytes on disk or the queue's
+    /// records, against the bound past which requests are refused or records dropped.
+    pub fn fill(&self) -> Fill {
+        match &self.inner.queue {
+            Queue::Journal(journal) => Fill {
+                what: "usage journal",
+                held: journal.bytes(),
+                bound: journal.max_bytes(),
+                unit: "bytes",
+            },
+            Queue::Memory(tx) => Fill {
+                what: "ledger queue",
+                held: (tx.max_capacity() - tx.capacity()) as u64,
+                bound: tx.max_capacity() as u64,
+                unit: "records",
+            },
+        }
     }
 
     /// Records waiting to be written (of this run, with a journal).

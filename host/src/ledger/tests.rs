@@ -7,10 +7,12 @@ use super::responses::StoredResponse;
 use super::time::{HOUR_US, format_utc};
 use super::*;
 
+mod alerts;
 mod audit;
 mod batches;
 mod columns;
 mod records;
+use alerts::{check_alert_queries, check_spend_by_scope};
 use batches::{check_batch_records, check_files_and_batches};
 use columns::check_every_field_round_trips;
 use records::{by, log_record, record};
@@ -59,6 +61,8 @@ on_every_store!(
     check_batch_records,
     check_stats,
     check_stats_from_rollups_equal_the_records,
+    check_alert_queries,
+    check_spend_by_scope,
 );
 
 // 2024-02-29 13:00:00 UTC.
@@ -1262,7 +1266,7 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
 
 /// Drops what the migrations after V1 added (V3: the response cache's columns; V5: the guards
 /// keys name; V6: the MCP columns; V7: the keys' pass-through patterns; V8: batches and units;
-/// V9: the audit log; V10: alerts).
+/// V9: the audit log; V10: alerts; V11: the records' index by time).
 const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
@@ -1294,7 +1298,8 @@ const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     DROP TABLE gateway_batches;
     DROP TABLE audit_log;
     DROP TABLE alerts_fired;
-    DROP TABLE alert_deliveries;";
+    DROP TABLE alert_deliveries;
+    DROP INDEX usage_records_by_time;";
 
 /// Makes a database look like one made before versioned migrations (with the statements before
 /// it, like one made before some column): an older wasmgate kept no history, nor what later
@@ -1807,6 +1812,21 @@ macro_rules! no_alerts {
             ) -> anyhow::Result<Vec<crate::ledger::alerts::ProviderErrors>> {
                 Ok(Vec::new())
             }
+            fn slow_answers(
+                &self,
+                _: i64,
+                _: i64,
+                _: bool,
+            ) -> anyhow::Result<Vec<crate::ledger::alerts::SlowAnswers>> {
+                Ok(Vec::new())
+            }
+            fn spend_by(
+                &self,
+                _: crate::ledger::alerts::SpendScope,
+                _: i64,
+            ) -> anyhow::Result<Vec<(String, i64)>> {
+                Ok(Vec::new())
+            }
         }
     };
 }
@@ -2260,6 +2280,7 @@ fn an_older_sqlite_file_gains_the_request_log_indexes() {
             "usage_records_by_project_time_id",
             "usage_records_by_project_user",
             "usage_records_by_request",
+            "usage_records_by_time",
             "usage_records_failed"
         ]
     );

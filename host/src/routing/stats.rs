@@ -27,6 +27,18 @@ impl Stats {
         Arc::clone(map.entry(id.to_owned()).or_default())
     }
 
+    /// Each target whose circuit opened and has not closed since (open, or half-open and not yet
+    /// tried again), with when it first opened, in µs since the epoch (for the alerts).
+    pub fn open_circuits(&self) -> Vec<(String, i64)> {
+        let map = crate::sync::read(&self.targets);
+        let mut open: Vec<(String, i64)> = map
+            .iter()
+            .filter_map(|(id, stats)| Some((id.clone(), stats.observed().opened_us?)))
+            .collect();
+        open.sort();
+        open
+    }
+
     /// Every target seen so far, with its statistics (for `/metrics`).
     pub fn each(&self, mut f: impl FnMut(&str, &TargetStats)) {
         let map = crate::sync::read(&self.targets);
@@ -60,6 +72,9 @@ struct Observed {
     error_rate: f64,
     consecutive_failures: u32,
     open_until: Option<Instant>,
+    /// When the circuit opened, until a success closes it: a failed trial that opens it again
+    /// is the same outage.
+    opened_us: Option<i64>,
 }
 
 fn ewma(old: Option<f64>, new: f64) -> f64 {
@@ -129,6 +144,7 @@ impl Attempt {
         o.error_rate = ewma(Some(o.error_rate), 0.0);
         o.consecutive_failures = 0;
         o.open_until = None;
+        o.opened_us = None;
     }
 
     /// The attempt failed in a way that says something about the target (connect error,
@@ -140,6 +156,7 @@ impl Attempt {
         let half_open = o.open_until.is_some();
         if half_open || o.consecutive_failures >= self.breaker.failures {
             o.open_until = Some(Instant::now() + Duration::from_millis(self.breaker.cooldown_ms));
+            o.opened_us = o.opened_us.or_else(|| Some(crate::ledger::time::now_us()));
         }
     }
 }
@@ -184,6 +201,23 @@ mod tests {
         assert_eq!(stats.circuit(later), CircuitState::HalfOpen);
         stats.begin(breaker()).failed();
         assert_eq!(stats.circuit(Instant::now()), CircuitState::Open);
+    }
+
+    #[test]
+    fn an_opening_lasts_until_a_success_closes_the_circuit() {
+        let all = Stats::default();
+        let stats = all.get("p/m");
+        stats.begin(breaker()).failed();
+        assert!(all.open_circuits().is_empty());
+        stats.begin(breaker()).failed();
+        let opened = all.open_circuits();
+        assert_eq!(opened.len(), 1);
+        assert_eq!(opened[0].0, "p/m");
+        // A failed trial reopens it: the same opening.
+        stats.begin(breaker()).failed();
+        assert_eq!(all.open_circuits(), opened);
+        stats.begin(breaker()).succeeded(false, None);
+        assert!(all.open_circuits().is_empty());
     }
 
     #[test]
