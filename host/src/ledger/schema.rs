@@ -46,6 +46,10 @@ const SHARED: &[(&str, &str)] = &[
         "V10__alerts.sql",
         include_str!("migrations/shared/V10__alerts.sql"),
     ),
+    (
+        "V11__realtime.sql",
+        include_str!("migrations/shared/V11__realtime.sql"),
+    ),
 ];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
 const SHARED_V5: &str = include_str!("migrations/shared/V5__key_guards.sql");

@@ -263,6 +263,7 @@ fn record_json(r: &UsageRecord) -> Value {
         "guards": r.guards.as_deref().and_then(|g| serde_json::from_str::<Value>(g).ok()),
         "bytes_in": r.bytes_in,
         "bytes_out": r.bytes_out,
+        "session_id": r.session_id,
     })
 }
 
