@@ -8,7 +8,7 @@
 
 mod frames;
 mod refusal;
-mod session;
+pub(super) mod session;
 mod turn;
 
 use std::sync::Arc;
