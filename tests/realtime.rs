@@ -203,7 +203,7 @@ fn gpt_realtime_micros(usage: &Value) -> i64 {
 fn assert_recorded(records: &[Value], usages: &[Value]) {
     let realtime: Vec<&Value> = records
         .iter()
-        .filter(|r| r["operation"] == "realtime")
+        .filter(|r| r["operation"] == "realtime" && r["status"] == 200)
         .collect();
     assert_eq!(
         realtime.len(),
@@ -360,9 +360,13 @@ async fn a_spent_budget_closes_the_session_with_an_error_event() {
         creates, 1,
         "the refused response.create never went upstream"
     );
-    let records = records(&gateway, &key, 1).await;
+    let records = records(&gateway, &key, 2).await;
     let usage = first.last().unwrap()["response"]["usage"].clone();
     assert_recorded(&records, &[usage]);
+    let refused: Vec<&Value> = records.iter().filter(|r| r["status"] == 429).collect();
+    assert_eq!(refused.len(), 1, "{records:#?}");
+    assert_eq!(refused[0]["error_type"], "insufficient_quota");
+    assert_eq!(refused[0]["session_id"], records[0]["session_id"]);
 }
 
 /// The route's guard test (`guards_every_route.rs`): the text a client writes into the

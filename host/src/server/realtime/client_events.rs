@@ -10,6 +10,7 @@ use super::refusal::{error_event, event};
 use super::session::Session;
 use crate::error::ApiError;
 use crate::pipeline::Context;
+use crate::pipeline::finish::End;
 use crate::pipeline::guard::body::Detached;
 use crate::plugins::DenialCode;
 
@@ -80,11 +81,17 @@ pub async fn inspect(session: &Session, detached: &mut Detached, text: String) -
     }
 }
 
-/// A context for one response of the session, admitted by the limit rules.
+/// A context for one response of the session, admitted by the limit rules; a refusal is
+/// recorded as the HTTP route's is.
 async fn admit(session: &Session) -> Result<Context, ApiError> {
     let mut cx = session.context();
-    crate::pipeline::admit::limits(&mut cx).await?;
-    Ok(cx)
+    match crate::pipeline::admit::limits(&mut cx).await {
+        Ok(()) => Ok(cx),
+        Err(error) => {
+            cx.finish(End::Failed(&error)).wait().await;
+            Err(error)
+        }
+    }
 }
 
 /// The JSON pointers of the client's own text in an event of type `kind`.
