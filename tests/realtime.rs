@@ -26,6 +26,7 @@ use tokio_tungstenite::tungstenite::{self, Message};
 
 const MODEL: &str = "gpt-realtime";
 const FLOOD: &str = "gpt-realtime-flood";
+const SLOW: &str = "gpt-realtime-slow";
 
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -37,7 +38,7 @@ async fn setup(
     let mock = MockRealtime::start().await;
     let builder = Gateway::builder().auth_required().provider(
         "openai",
-        Provider::openai(&mock.base_url()).models([MODEL, FLOOD]),
+        Provider::openai(&mock.base_url()).models([MODEL, FLOOD, SLOW]),
     );
     let gateway = more(builder).start().await;
     let key = gateway.api_key("rt").await;
@@ -473,4 +474,70 @@ async fn python_sdk_text_and_audio_turns_on_one_session() {
         .unwrap();
     assert_eq!(usages.len(), 2);
     assert_recorded(&records(&gateway, &key, 2).await, &usages);
+}
+
+#[tokio::test]
+async fn a_shutdown_lets_the_response_in_flight_finish_then_closes_the_session() {
+    let (_mock, gateway, key) = setup(|b| b).await;
+    let mut socket = session(&gateway, SLOW, &key).await;
+    let metrics = gateway.metrics().await;
+    assert!(
+        metrics.contains("wasmgate_websocket_sessions 1"),
+        "{metrics}"
+    );
+    send(
+        &mut socket,
+        json!({"type": "response.create", "response": {"output_modalities": ["text"]}}),
+    )
+    .await;
+    assert_eq!(next_event(&mut socket).await["type"], "response.created");
+    let state = gateway.state.clone();
+    let stopping = tokio::spawn(gateway.stop());
+    let events = until_done(&mut socket).await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    assert_eq!(
+        deltas(&events, "response.output_text.delta").concat(),
+        mock_realtime::ANSWER
+    );
+    let closed = tokio::time::timeout(Duration::from_secs(10), socket.next())
+        .await
+        .unwrap();
+    match closed {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(frame.code, CloseCode::Away),
+        other => panic!("not closed: {other:?}"),
+    }
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the gateway stopped")
+        .unwrap();
+    assert_eq!(state.sockets.open_count(), 0);
+}
+
+#[tokio::test]
+async fn an_azure_openai_entry_is_reached_at_its_v1_realtime_path_with_its_api_key() {
+    let mock = MockRealtime::start().await;
+    let azure = Provider::at(
+        "azure-openai",
+        &format!("http://{}", mock.addr),
+        common::gateway::UPSTREAM_KEY,
+    )
+    .models([MODEL]);
+    let gateway = Gateway::builder()
+        .auth_required()
+        .provider("azure", azure)
+        .start()
+        .await;
+    let key = gateway.api_key("rt-azure").await;
+    let mut socket = session(&gateway, &format!("azure/{MODEL}"), &key).await;
+    let events = text_turn(&mut socket, "Say hello").await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    assert_eq!(mock.models().await, [MODEL]);
+    let usage = events.last().unwrap()["response"]["usage"].clone();
+    let records = records(&gateway, &key, 1).await;
+    assert_eq!(records[0]["provider"], "azure");
+    assert_eq!(
+        (records[0]["cost"].as_f64().unwrap() * 1e6).round() as i64,
+        gpt_realtime_micros(&usage),
+        "priced at the azure-openai catalog's gpt-realtime"
+    );
 }

@@ -11,7 +11,11 @@
 //! conversation's text and instructions, audio tokens one per 480 bytes of pcm16 (10 ms at
 //! 24 kHz), each response after the first reads the previous prompt from its cache; answer
 //! tokens are its deltas (text) and its audio bytes likewise. Model `gpt-realtime-flood`
-//! answers with `FLOOD_DELTAS` audio deltas of `FLOOD_BYTES` each, counting those sent.
+//! answers with `FLOOD_DELTAS` audio deltas of `FLOOD_BYTES` each, counting those sent; model
+//! `gpt-realtime-slow` waits `SLOW_DELTA` before each text delta.
+//!
+//! Azure OpenAI's v1 form is served too: `/openai/v1/realtime?model=<deployment>` with the key
+//! in `api-key`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,6 +43,8 @@ pub const AUDIO_CHUNK_BYTES: usize = 4800;
 /// The flood model's audio deltas, and the pcm16 bytes of each.
 pub const FLOOD_DELTAS: usize = 1500;
 pub const FLOOD_BYTES: usize = 48_000;
+/// The slow model's pause before each text delta.
+pub const SLOW_DELTA: std::time::Duration = std::time::Duration::from_millis(300);
 
 #[derive(Default)]
 struct Shared {
@@ -60,6 +66,7 @@ impl MockRealtime {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/v1/realtime", get(upgrade))
+            .route("/openai/v1/realtime", get(upgrade_azure))
             .with_state(Arc::clone(&shared));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -101,7 +108,29 @@ async fn upgrade(
     upgrade: WebSocketUpgrade,
 ) -> Response {
     let bearer = format!("Bearer {UPSTREAM_KEY}");
-    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(bearer.as_str()) {
+    let keyed = headers.get("authorization").and_then(|v| v.to_str().ok()) == Some(bearer.as_str());
+    opened(shared, query, keyed, upgrade).await
+}
+
+/// Azure OpenAI's v1 form: the key in `api-key`, never a bearer key.
+async fn upgrade_azure(
+    State(shared): State<Arc<Shared>>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let keyed = headers.get("api-key").and_then(|v| v.to_str().ok()) == Some(UPSTREAM_KEY)
+        && !headers.contains_key("authorization");
+    opened(shared, query, keyed, upgrade).await
+}
+
+async fn opened(
+    shared: Arc<Shared>,
+    query: Option<String>,
+    keyed: bool,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    if !keyed {
         return refuse(
             StatusCode::UNAUTHORIZED,
             "invalid_api_key",
@@ -377,6 +406,9 @@ async fn respond(
         )
     } else {
         for word in ANSWER.split_inclusive(' ') {
+            if conv.model == "gpt-realtime-slow" {
+                tokio::time::sleep(SLOW_DELTA).await;
+            }
             ok = ok
                 && send(
                     socket,

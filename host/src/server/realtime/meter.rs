@@ -174,6 +174,6 @@ mod tests {
         let bare = json!({"input_tokens": 10, "output_tokens": 4});
         assert_eq!(tokens(&bare).text_input, 10);
         assert_eq!(tokens(&bare).text_output, 4);
-        assert_eq!(usage(tokens(&usage)).input_tokens, 1000);
+        assert_eq!(super::usage(tokens(&usage)).input_tokens, 1000);
     }
 }
