@@ -375,7 +375,21 @@ async fn a_spent_budget_closes_the_session_with_an_error_event() {
 #[tokio::test]
 pub(crate) async fn the_client_s_text_is_redacted_before_it_goes_upstream() {
     use crate::guards_routes::{SECRET, assert_clean};
-    let (mock, gateway, key) = setup(|b| b.guard(common::gateway::Guard::plugin("redact"))).await;
+    use common::gateway::Guard;
+    // A guard that checks answers too cannot read a session's: the upgrade is refused unless
+    // its entry exempts `realtime`.
+    let (mock, gateway, key) = setup(|b| b.guard(Guard::plugin("redact"))).await;
+    match connect(&gateway, MODEL, Some(&key)).await {
+        Err(tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 400);
+            let body: Value = serde_json::from_slice(response.body().as_deref().unwrap()).unwrap();
+            assert_eq!(body["error"]["code"], "guard_cannot_inspect", "{body}");
+        }
+        other => panic!("not refused: {:?}", other.map(|_| ())),
+    }
+    assert!(mock.models().await.is_empty());
+    let redact = Guard::plugin("redact").yaml("exempt", "[realtime]");
+    let (mock, gateway, key) = setup(|b| b.guard(redact)).await;
     let mut socket = session(&gateway, MODEL, &key).await;
     send(
         &mut socket,
@@ -402,6 +416,28 @@ pub(crate) async fn the_client_s_text_is_redacted_before_it_goes_upstream() {
             .contains("card"),
         "{item}"
     );
+    // A refusing guard refuses the event alone: the `error` event, and the session lives on.
+    let deny = Guard::plugin("deny")
+        .options("{phrases: [forbidden]}")
+        .apply("request");
+    let (mock, gateway, key) = setup(|b| b.guard(deny)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(
+        &mut socket,
+        json!({"type": "conversation.item.create", "event_id": "evt_denied", "item": {
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "a forbidden word"}]}}),
+    )
+    .await;
+    let error = next_event(&mut socket).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["event_id"], "evt_denied", "{error}");
+    let events = text_turn(&mut socket, "an allowed word").await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    let items = (mock.received().await.into_iter())
+        .filter(|e| e["type"] == "conversation.item.create")
+        .count();
+    assert_eq!(items, 1, "the refused item never went upstream");
 }
 
 #[tokio::test]

@@ -7,7 +7,8 @@
 //! `server.websocket`'s sessions, and the upstream socket itself ([`upstream`]); a refusal is
 //! the HTTP error in OpenAI's shape. On the socket ([`session`]): the client's events pass the
 //! request guards and each `response.create` the limit rules ([`client_events`]); each
-//! response the upstream finishes is one ledger record ([`meter`]).
+//! response the upstream finishes is one ledger record ([`meter`]). Answers pass unread: an
+//! answer guard that applies refuses the session unless its entry exempts `realtime`.
 
 mod client_events;
 mod meter;
@@ -25,10 +26,12 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::Caller;
+use crate::config::guards::BlindRoute;
 use crate::error::ApiError;
 use crate::gateway::{Gateway, ResolveError, Target};
 use crate::pipeline::caller::caller;
 use crate::pipeline::guard::body as body_guards;
+use crate::pipeline::guard::check;
 use crate::pipeline::request::end_user::UserInfo;
 use crate::pipeline::route::{plan, route_request};
 use crate::state::AppState;
@@ -66,6 +69,9 @@ pub async fn upgrade(
         Ok(guards) => guards,
         Err(error) => return refused(&error),
     };
+    if let Err(error) = answers_unread(&gateway, &who, &model) {
+        return refused(&error);
+    }
     let holder = match &who.key_id {
         Some(key) => format!("key {key}"),
         None => format!("project {}", who.project),
@@ -113,6 +119,22 @@ pub async fn upgrade(
                 .track(session::serve(session, client, socket, seat))
                 .await;
         })
+}
+
+/// Refuses a session that an answer guard applies to, unless the guard's entry exempts
+/// `realtime`: the gateway relays a session's answers (text and audio deltas) unread.
+fn answers_unread(gateway: &Gateway, who: &Caller, model: &str) -> Result<(), ApiError> {
+    let blind = (check::applying(gateway, who, model)?.into_iter())
+        .filter_map(|i| gateway.guards.get(i))
+        .find(|guard| guard.apply.answer() && !guard.exempt.contains(&BlindRoute::Realtime));
+    match blind {
+        Some(guard) => Err(ApiError::GuardCannotInspect {
+            guard: guard.name.to_string(),
+            what: "a realtime session's answers",
+            route: BlindRoute::Realtime.name(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// `model` from the query.
