@@ -34,6 +34,7 @@ use crate::pipeline::guard::body as body_guards;
 use crate::pipeline::guard::check;
 use crate::pipeline::request::end_user::UserInfo;
 use crate::pipeline::route::{plan, route_request};
+use crate::server::responses_ws::refusal::Refusal as SeatRefusal;
 use crate::state::AppState;
 use refusal::{Refusal, refused};
 use session::Session;
@@ -79,7 +80,7 @@ pub async fn upgrade(
     let seat =
         match (state.sockets).admit(&holder, bounds.max_sessions_per_key, bounds.max_sessions) {
             Ok(seat) => seat,
-            Err(refusal) => return Refusal::Seats(refusal).into_response(),
+            Err(refusal) => return SeatRefusal::Seats(refusal).into_response(),
         };
     let redactor = gateway.secrets.for_request(&headers);
     let opened = open(

@@ -1,5 +1,6 @@
 //! What the Realtime route refuses, written as the reference writes it: an OpenAI error body at
-//! the upgrade (no socket), an `error` event on the socket.
+//! the upgrade (no socket), an `error` event on the socket. A seat refused is the Responses
+//! socket's refusal (`responses_ws::refusal`): the two kinds share the seats.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -7,7 +8,6 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, Dialect};
-use crate::sockets::Refused;
 
 /// Why an upgrade was refused before the pipeline's own errors apply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,18 +16,12 @@ pub enum Refusal {
     NotAnUpgrade,
     /// The URL names no `model`.
     NoModel,
-    /// No more sessions for this key, or for the gateway.
-    Seats(Refused),
 }
 
 impl Refusal {
     fn status(&self) -> StatusCode {
         match self {
             Self::NotAnUpgrade | Self::NoModel => StatusCode::BAD_REQUEST,
-            Self::Seats(Refused::PerKey { .. }) => StatusCode::TOO_MANY_REQUESTS,
-            Self::Seats(Refused::Total { .. } | Refused::Closing) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
         }
     }
 
@@ -44,28 +38,6 @@ impl Refusal {
                 "missing_required_parameter",
                 Some("model"),
                 "The URL names no `model` (`/v1/realtime?model=...`).".to_owned(),
-            ),
-            Self::Seats(Refused::PerKey { max }) => (
-                "rate_limit_error",
-                "websocket_connection_limit_reached",
-                None,
-                format!(
-                    "This key has {max} WebSocket sessions open (server.websocket.max_sessions_per_key): close one first."
-                ),
-            ),
-            Self::Seats(Refused::Total { max }) => (
-                "api_error",
-                "websocket_connection_limit_reached",
-                None,
-                format!(
-                    "The gateway has {max} WebSocket sessions open (server.websocket.max_sessions): try again later."
-                ),
-            ),
-            Self::Seats(Refused::Closing) => (
-                "api_error",
-                "server_shutting_down",
-                None,
-                "The gateway is shutting down.".to_owned(),
             ),
         };
         json!({"type": kind, "code": code, "param": param, "message": message})

@@ -7,7 +7,7 @@
 //! counts against `server.websocket`'s bounds (`sockets`).
 
 mod frames;
-mod refusal;
+pub(super) mod refusal;
 pub(super) mod session;
 mod turn;
 
