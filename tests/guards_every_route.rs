@@ -119,6 +119,98 @@ async fn a_pass_through_body_no_guard_can_read_is_refused_unless_exempted() {
     assert_eq!(mock.received().await.len(), 1);
 }
 
+/// `redact` on answers only: what the client sent reaches the upstream as it was, so that
+/// what the client gets back clean was cleaned on its way back.
+fn answer_redact() -> Guard {
+    Guard::plugin("redact").apply("answer")
+}
+
+#[tokio::test]
+async fn a_pass_through_answer_keeps_no_secret_whole_or_streamed() {
+    let mock = MockPassthrough::start().await;
+    let gateway = passthrough_gateway(&mock, answer_redact()).await;
+    let job = json!({"model": "gpt-4o-mini", "training_file": "file-abc",
+                     "metadata": {"note": SECRET, "mail": EMAIL}});
+    let response = http()
+        .post(gateway.url("/passthrough/openai/fine_tuning/jobs"))
+        .json(&job)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(
+        leaked(&mock.jobs().await[0]),
+        Some("4111"),
+        "the request was not the guard's"
+    );
+    assert_clean("a pass-through answer", &answer);
+    assert_eq!(
+        answer["training_file"], "file-abc",
+        "the rest as sent: {answer}"
+    );
+    assert_eq!(answer["object"], "fine_tuning.job");
+
+    // Streamed: the card number arrives split over chunks of five characters.
+    let chat = json!({"model": "gpt-4o-mini", "stream": true,
+                      "messages": [{"role": "user", "content": format!("Repeat: {SECRET}")}]});
+    let response = http()
+        .post(gateway.url("/passthrough/openai/chat/completions"))
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        (response.headers()["content-type"].to_str().unwrap()).starts_with("text/event-stream")
+    );
+    let body = response.text().await.unwrap();
+    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
+    let mut text = String::new();
+    for line in body.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        if line == "[DONE]" {
+            continue;
+        }
+        let chunk: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(chunk["object"], "chat.completion.chunk", "{chunk}");
+        text.push_str(
+            chunk["choices"][0]["delta"]["content"]
+                .as_str()
+                .unwrap_or_default(),
+        );
+    }
+    assert_clean("a streamed pass-through answer", &Value::from(text.clone()));
+    assert!(
+        text.starts_with("card ") && text.contains("[CARD]"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_pass_through_answer_no_guard_can_read_is_withheld_unless_exempted() {
+    let mock = MockPassthrough::start().await;
+    let fetch = |gateway: &TestGateway| {
+        http()
+            .get(gateway.url("/passthrough/openai/files/file-abc/content"))
+            .send()
+    };
+    let refusing = passthrough_gateway(&mock, answer_redact()).await;
+    let response = fetch(&refusing).await.unwrap();
+    assert_eq!(response.status(), 502);
+    let body = response.text().await.unwrap();
+    assert_eq!(error_code(&body), "guard_cannot_inspect", "{body}");
+    assert!(
+        body.contains("passthrough"),
+        "names the route to exempt: {body}"
+    );
+    let exempt = answer_redact().yaml("exempt", "[passthrough]");
+    let exempting = passthrough_gateway(&mock, exempt).await;
+    let response = fetch(&exempting).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let bytes = response.bytes().await.unwrap();
+    assert_eq!(&bytes[..], common::mock_passthrough::FILE_BYTES);
+}
+
 /// The count-tokens routes with `redact`: Messages' to Anthropic (native) and to OpenAI's
 /// counter (translated), Google's to Gemini (native), Responses' to OpenAI (native).
 #[tokio::test]
@@ -418,7 +510,7 @@ async fn every_route_that_sends_a_client_s_text_has_a_guard_test() {
         ("POST", "/v1/models/{model}:batchEmbedContents", google_s_embedding_routes_send_no_secret_natively_or_translated),
         // MCP tool calls, by either transport (one dispatch), under the MCP gateway's guards.
         ("POST", "/mcp", crate::mcp_gateway::guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument),
-        ("POST", "/mcp/messages", crate::mcp_gateway::guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument),
+        ("POST", "/mcp/messages", crate::mcp_sse::guards_hold_on_the_sse_transport),
     ];
     let mut sending: BTreeSet<(String, String)> = (wasmgate::server::routes().into_iter())
         .filter(|route| route.outbound == wasmgate::server::Outbound::Text)

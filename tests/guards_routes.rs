@@ -125,6 +125,53 @@ pub(crate) async fn chat_completions_fields_never_carry_a_secret_upstream() {
     }
 }
 
+/// A request whose keys hold a value a guard would rewrite is refused: a key cannot be rewritten
+/// in place. Keys that are plain names are not shown; others that hold nothing pass.
+#[tokio::test]
+pub(crate) async fn a_secret_in_a_key_is_refused_and_other_keys_pass() {
+    let mock = MockOpenAi::start().await;
+    let config = format!(
+        "providers:\n  openai: {{ plugin: openai, base_url: \"{}\", api_key: sk-upstream, models: [gpt-4o-mini] }}\nguards:\n  - plugin: redact\n",
+        mock.base_url()
+    );
+    let gateway = TestGateway::start(&config).await;
+    let chat = |metadata: Value, properties: Value| {
+        json!({"model": "openai/gpt-4o-mini", "metadata": metadata,
+               "messages": [{"role": "user", "content": "hello"}],
+               "tools": [{"type": "function", "function": {"name": "lookup",
+                   "parameters": {"type": "object", "properties": properties}}}]})
+    };
+    let refused = [
+        (
+            "key-meta",
+            chat(json!({CARD: "x"}), json!({"city": {"type": "string"}})),
+        ),
+        (
+            "key-schema",
+            chat(json!({}), json!({EMAIL: {"type": "string"}})),
+        ),
+    ];
+    for (id, body) in refused {
+        let (status, answer) = post(&gateway, "/v1/chat/completions", id, &body).await;
+        assert_eq!(status, 400, "{id}: {answer}");
+        let error: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(error["error"]["code"], "guard_refused", "{answer}");
+        assert!(
+            !answer.contains("4111") && !answer.contains(EMAIL),
+            "{answer}"
+        );
+    }
+    assert!(mock.requests().await.is_empty(), "nothing left");
+    let body = chat(
+        json!({"line-1": "x"}),
+        json!({"address2": {"type": "string"}}),
+    );
+    let (status, answer) = post(&gateway, "/v1/chat/completions", "key-plain", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    let sent = mock.last_request().await.body;
+    assert_eq!(sent["metadata"], json!({"line-1": "x"}));
+}
+
 #[tokio::test]
 pub(crate) async fn embeddings_and_image_prompts_are_redacted_and_token_ids_refused() {
     let mock = MockOpenAi::start().await;
@@ -295,6 +342,19 @@ pub(crate) async fn a_native_messages_request_keeps_no_secret_in_its_schemas_or_
         assert_clean("messages", &sent);
         assert!(sent.get("metadata").is_some(), "sent natively: {sent}");
     }
+    // A key cannot be rewritten: one that holds a secret refuses the request.
+    let sent_before = mock.requests().await.len();
+    let body = json!({
+        "model": "anthropic/claude-sonnet-4-5", "max_tokens": 64,
+        "tools": [{"name": "lookup", "input_schema": {"type": "object",
+            "properties": {API_KEY: {"type": "string"}}}}],
+        "messages": [{"role": "user", "content": "hello"}]
+    });
+    let (status, answer) = post(&gateway, "/v1/messages", "native-key", &body).await;
+    assert_eq!(status, 400, "{answer}");
+    let error: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(error["type"], "error", "in Anthropic's shape: {answer}");
+    assert_eq!(mock.requests().await.len(), sent_before, "nothing left");
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::json;
 
+use crate::common::gateway::Guard;
 use crate::common::http;
 use crate::common::mcp::{McpGateway, python_sse_client};
 
@@ -52,6 +53,45 @@ async fn the_python_sdks_sse_client_lists_calls_sees_progress_and_cancels() {
             .iter()
             .any(|r| r["provider"] == "search" && r["status"] == 499)
     );
+    mcp.stop().await;
+}
+
+/// The guards hold on the older transport as on `/mcp`: a tool result's key redacted on its way
+/// back over the event stream, a forbidden argument refused, each verdict recorded.
+#[tokio::test]
+pub(crate) async fn guards_hold_on_the_sse_transport() {
+    let redact = Guard::plugin("redact")
+        .apply("answer")
+        .options(r#"{kinds: {openai-key: placeholder}, default: "off"}"#);
+    let deny = Guard::plugin("deny")
+        .apply("request")
+        .options(r#"{phrases: ["drop table"], reason: "no SQL in searches"}"#);
+    let mcp = McpGateway::builder()
+        .guard(redact)
+        .guard(deny)
+        .start()
+        .await;
+    let out = python_sse_client(
+        &mcp.gateway.url("/mcp/sse"),
+        &mcp.key,
+        json!([
+            ["call", "search_config", {}],
+            ["call", "search_search", {"query": "x; DROP TABLE users"}],
+            ["call", "search_search", {"query": "fine"}],
+        ]),
+    )
+    .await;
+    let text = out[0]["texts"][0].as_str().unwrap();
+    assert!(
+        !text.contains("sk-proj-"),
+        "the key reached the client: {text}"
+    );
+    assert!(text.contains("OPENAI-KEY"), "{text}");
+    assert_eq!(out[1]["error"]["code"], -32005, "{}", out[1]);
+    assert_eq!(out[2]["texts"], json!(["results for fine"]));
+    let records = mcp.calls(3).await;
+    let refused = records.iter().find(|r| r["status"] == 403).unwrap();
+    assert_eq!(refused["error_type"], "guard_refused");
     mcp.stop().await;
 }
 

@@ -2,7 +2,8 @@
 //! must get right: OpenAI's fine-tuning jobs (create: `model` and `training_file` required, no
 //! unknown fields; list with `limit`; retrieve, 404 in OpenAI's error shape for an unknown id),
 //! vector stores (create and list), chat completions (whole and streamed, with usage), an upload
-//! counted as it streams, and Anthropic's message batches list (`x-api-key` and
+//! counted as it streams, a file's content (bytes, `application/octet-stream`), and Anthropic's
+//! message batches list (`x-api-key` and
 //! `anthropic-version` required). Every route refuses a request without the upstream key, or
 //! with any of the gateway's own headers, and records what it received.
 
@@ -27,6 +28,8 @@ pub const ANTHROPIC_KEY: &str = "sk-ant-mock-passthrough";
 /// What the chat completions report.
 pub const PROMPT_TOKENS: u64 = 31;
 pub const COMPLETION_TOKENS: u64 = 9;
+/// The content of file `file-abc`: bytes that are not text.
+pub const FILE_BYTES: &[u8] = &[0x89, b'P', b'N', b'G', 0, 0xff, 1, 2];
 
 /// One request the mock received.
 #[derive(Clone, Debug)]
@@ -61,6 +64,7 @@ impl MockPassthrough {
             .route("/v1/vector_stores", post(create_store).get(list_stores))
             .route("/v1/chat/completions", post(chat))
             .route("/v1/uploads/blob", post(upload))
+            .route("/v1/files/{id}/content", get(file_content))
             .route("/anthropic/v1/messages/batches", get(batches))
             .fallback(|| async {
                 error(
@@ -176,7 +180,13 @@ fn object(body: &Bytes, allowed: &[&str], required: &[&str]) -> Result<Value, Re
 }
 
 fn job(id: &str, model: &str, training_file: &str) -> Value {
+    with_metadata(id, model, training_file, Value::Null)
+}
+
+/// A job as the API describes it, with the `metadata` it was created with.
+fn with_metadata(id: &str, model: &str, training_file: &str, metadata: Value) -> Value {
     json!({
+        "metadata": metadata,
         "object": "fine_tuning.job", "id": id, "model": model, "created_at": 1_700_000_000,
         "finished_at": null, "fine_tuned_model": null, "organization_id": "org-mock",
         "result_files": [], "status": "validating_files", "validation_file": null,
@@ -206,7 +216,8 @@ async fn create_job(
     shared.jobs.lock().await.push(body.clone());
     let model = body["model"].as_str().unwrap_or_default();
     let file = body["training_file"].as_str().unwrap_or_default();
-    Ok(axum::Json(job("ftjob-mock1", model, file)).into_response())
+    let created = with_metadata("ftjob-mock1", model, file, body["metadata"].clone());
+    Ok(axum::Json(created).into_response())
 }
 
 async fn list_jobs(
@@ -285,12 +296,23 @@ async fn chat(headers: HeaderMap, body: Bytes) -> Result<Response, Response> {
     ];
     let body = object(&body, &allowed, &["model", "messages"])?;
     let model = "gpt-4o-mini";
+    // "Repeat: <text>" as the last message is answered with the text, streamed four characters
+    // in the first chunk and five in each after; anything else with "Passed.".
+    let last = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let content = last
+        .strip_prefix("Repeat: ")
+        .unwrap_or("Passed.")
+        .to_owned();
     let usage = json!({"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
                        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS});
     if body["stream"] != json!(true) {
         let answer = json!({
             "id": "chatcmpl-pt", "object": "chat.completion", "created": 1, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "Passed."},
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": "stop"}],
             "usage": usage
         });
@@ -307,15 +329,18 @@ async fn chat(headers: HeaderMap, body: Bytes) -> Result<Response, Response> {
         }
         format!("data: {c}\n\n")
     };
-    let mut events = vec![
-        chunk(
-            json!({"role": "assistant", "content": "Pass"}),
-            Value::Null,
-            Value::Null,
-        ),
-        chunk(json!({"content": "ed."}), Value::Null, Value::Null),
-        chunk(json!({}), json!("stop"), Value::Null),
-    ];
+    let chars: Vec<char> = content.chars().collect();
+    let (first, rest) = chars.split_at(chars.len().min(4));
+    let mut events = vec![chunk(
+        json!({"role": "assistant", "content": first.iter().collect::<String>()}),
+        Value::Null,
+        Value::Null,
+    )];
+    for piece in rest.chunks(5) {
+        let piece: String = piece.iter().collect();
+        events.push(chunk(json!({"content": piece}), Value::Null, Value::Null));
+    }
+    events.push(chunk(json!({}), json!("stop"), Value::Null));
     if wants_usage {
         events.push(chunk(Value::Null, Value::Null, usage));
     }
@@ -324,6 +349,23 @@ async fn chat(headers: HeaderMap, body: Bytes) -> Result<Response, Response> {
     Ok((
         [(header::CONTENT_TYPE, "text/event-stream")],
         Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+/// `GET /v1/files/{id}/content`: the file's bytes, as the API sends them.
+async fn file_content(headers: HeaderMap, Path(id): Path<String>) -> Result<Response, Response> {
+    openai_auth(&headers)?;
+    if id != "file-abc" {
+        return Err(error(
+            StatusCode::NOT_FOUND,
+            &format!("No such File object: {id}"),
+            "invalid_request_error",
+        ));
+    }
+    Ok((
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        FILE_BYTES.to_vec(),
     )
         .into_response())
 }

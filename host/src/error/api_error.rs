@@ -185,6 +185,18 @@ pub enum ApiError {
         what: &'static str,
         route: &'static str,
     },
+    /// An answer guard applies to an answer it cannot read (a pass-through answer that is
+    /// neither JSON nor text, or too large to hold), and its entry does not exempt the route:
+    /// the answer is withheld.
+    #[error(
+        "Guard `{guard}` cannot inspect the upstream's answer ({what}), so it was withheld \
+         (the operator may exempt route `{route}` in the guard's `exempt`)."
+    )]
+    AnswerCannotBeInspected {
+        guard: String,
+        what: &'static str,
+        route: &'static str,
+    },
     /// A guard stopped the answer.
     #[error("The answer was stopped by guard `{guard}`: {reason}")]
     AnswerStopped {
@@ -288,6 +300,7 @@ impl ApiError {
                 StatusCode::from_u16(*status).unwrap_or(StatusCode::BAD_REQUEST)
             }
             Self::GuardCannotInspect { .. } => StatusCode::BAD_REQUEST,
+            Self::AnswerCannotBeInspected { .. } => StatusCode::BAD_GATEWAY,
             Self::GuardFailed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
             Self::GuardUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -417,6 +430,9 @@ impl ApiError {
             Self::GuardCannotInspect { .. } => {
                 ("invalid_request_error", None, Some("guard_cannot_inspect"))
             }
+            Self::AnswerCannotBeInspected { .. } => {
+                ("api_error", None, Some("guard_cannot_inspect"))
+            }
             Self::AnswerStopped { .. } => ("api_error", None, Some("answer_stopped")),
             Self::GuardFailed { .. } => ("api_error", None, Some("guard_failed")),
             Self::GuardUnavailable { .. } => ("api_error", None, Some("guard_unavailable")),
@@ -532,6 +548,7 @@ impl ApiError {
             | Self::BodyTimeout(_)
             | Self::GuardRefused { .. }
             | Self::GuardCannotInspect { .. }
+            | Self::AnswerCannotBeInspected { .. }
             | Self::AnswerStopped { .. }
             | Self::GuardFailed { .. }
             | Self::GuardUnavailable { .. } => false,

@@ -30,23 +30,38 @@ const TAIL_MAX: usize = 64 << 10;
 /// Bytes of a model name an answer reports that the record keeps.
 const MODEL_MAX: usize = 200;
 
-/// The response relaying `response`, which entry `provider` (an index into the context's
+/// An upstream's answer: its status and headers, and its body as it comes (or, once guarded,
+/// as the guards left it).
+pub struct Upstream {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: BoxStream<'static, reqwest::Result<Bytes>>,
+}
+
+impl From<reqwest::Response> for Upstream {
+    fn from(response: reqwest::Response) -> Self {
+        Self {
+            status: response.status(),
+            headers: response.headers().clone(),
+            body: response.bytes_stream().boxed(),
+        }
+    }
+}
+
+/// The response relaying `upstream`, which entry `provider` (an index into the context's
 /// config) answered to `call`.
-pub fn relay(
-    cx: Context,
-    response: reqwest::Response,
-    provider: usize,
-    call: PassthroughCall,
-) -> Forwarded {
-    let status = response.status();
-    let headers = super::headers::to_client(response.headers());
-    let textual = response
-        .headers()
+pub fn relay(cx: Context, upstream: Upstream, provider: usize, call: PassthroughCall) -> Forwarded {
+    let Upstream {
+        status,
+        headers: upstream_headers,
+        body: upstream,
+    } = upstream;
+    let headers = super::headers::to_client(&upstream_headers);
+    let textual = upstream_headers
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.contains("json") || t.contains("event-stream"));
-    let kept_headers = response
-        .headers()
+    let kept_headers = upstream_headers
         .iter()
         .filter_map(|(n, v)| Some((n.as_str().to_owned(), v.to_str().ok()?.to_owned())))
         .collect();
@@ -58,7 +73,7 @@ pub fn relay(
         status: status.as_u16(),
         headers: kept_headers,
         kept: Kept::new(textual && status.is_success()),
-        upstream: response.bytes_stream().boxed(),
+        upstream,
         idle_timeout,
     };
     let body = Body::from_stream(stream::unfold(pass, |mut pass| async move {

@@ -10,10 +10,12 @@
 //! 4. the entry's provider plugin says how its upstream takes keys (`passthrough`), so the
 //!    host never writes a provider's auth; the joined URL passes the URL guard;
 //! 5. the body streams to the upstream as it arrives, and the answer streams back
-//!    ([`answer`]), its usage read by the plugin from its end (`passthrough-usage`) for the
-//!    record, which `finish` writes as for any request (operation `passthrough`).
+//!    ([`answer`]); under a request or answer guard, either is read whole and shown to the
+//!    guards first ([`guarded`]). The answer's usage is read by the plugin from its end
+//!    (`passthrough-usage`) for the record, which `finish` writes as for any request
+//!    (operation `passthrough`).
 //!
-//! Headers cross as [`headers`] says; nothing is buffered whole either way.
+//! Headers cross as [`headers`] says; with no guard, nothing is buffered whole either way.
 
 mod answer;
 mod guarded;
@@ -50,9 +52,17 @@ pub async fn run(
     to: Destination<'_>,
 ) -> Result<Forwarded, ApiError> {
     let mut cx = Context::passthrough(state, &incoming);
-    let sent = send(state, &mut cx, incoming, &to).await;
+    let sent = match send(state, &mut cx, incoming, &to).await {
+        Ok((response, provider, call)) if cx.guard.answer_guarded() => {
+            guarded::answer(state, &mut cx, response.into(), provider)
+                .await
+                .map(|upstream| (upstream, provider, call))
+        }
+        Ok((response, provider, call)) => Ok((response.into(), provider, call)),
+        Err(error) => Err(error),
+    };
     match sent {
-        Ok((response, provider, call)) => Ok(answer::relay(cx, response, provider, call)),
+        Ok((upstream, provider, call)) => Ok(answer::relay(cx, upstream, provider, call)),
         Err(error) => {
             cx.finish(End::Failed(&error)).wait().await;
             Err(error)
@@ -104,6 +114,7 @@ async fn send(
         model: "",
     });
     super::admit::limits(cx).await?;
+    crate::pipeline::guard::answer::pick(cx, entry)?;
 
     let forwarded = headers::to_upstream(&incoming.headers);
     let (forwarded, query, body) = match body_guards::applying(&gateway, &cx.caller, entry)? {

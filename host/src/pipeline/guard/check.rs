@@ -5,7 +5,7 @@
 
 use super::action::Action;
 use super::failure::{failed, failed_with, status};
-use super::texts::TextView;
+use super::texts::{NotRead, TextView};
 use super::verdicts::Guarded;
 use crate::auth::Caller;
 use crate::config::guards::GuardMode;
@@ -163,9 +163,17 @@ pub async fn check(
                             *cx.request =
                                 cx.request.rewritten(&rewrite.body).map_err(|_| invalid())?;
                         }
-                        Reading::Texts(view) => {
-                            view.read(&rewrite.body).map_err(|_| invalid())?;
-                        }
+                        Reading::Texts(view) => match view.read(&rewrite.body) {
+                            Ok(_) => {}
+                            Err(NotRead::KeyRewritten) => {
+                                return Err(ApiError::GuardRefused {
+                                    guard: guard.name.to_string(),
+                                    status: 400,
+                                    reason: NotRead::KeyRewritten.to_string(),
+                                });
+                            }
+                            Err(NotRead::Reshaped) => return Err(invalid()),
+                        },
                     }
                     body = Some(rewrite.body);
                 }

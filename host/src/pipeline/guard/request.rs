@@ -77,6 +77,11 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         Reading::Texts(view) => Arc::from(view.request(&cx.request.model, &route_name(cx))),
     };
     let after = check(&mut Checker::of(cx), &checking, &seen, &reading, true).await?;
+    if let Reading::Chat = reading
+        && !checking.is_empty()
+    {
+        keys(cx, &checking, &canonical).await?;
+    }
     if let (Reading::Texts(view), Some(after)) = (&reading, &after) {
         let texts = view
             .read(after)
@@ -136,6 +141,22 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
             }
         }
     }
+    Ok(())
+}
+
+/// The keys of a Chat Completions request that are shown ([`TextView::keys`]), checked on
+/// their own: a guard that would rewrite one refuses the request.
+async fn keys(cx: &mut Context, checking: &[usize], canonical: &str) -> Result<(), ApiError> {
+    let Ok(body) = serde_json::from_str::<Value>(canonical) else {
+        return Ok(());
+    };
+    let keys = TextView::keys(&body);
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let view = keys.request(&cx.request.model, &route_name(cx));
+    let reading = Reading::Texts(keys);
+    check(&mut Checker::of(cx), checking, &view, &reading, false).await?;
     Ok(())
 }
 

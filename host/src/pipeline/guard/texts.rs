@@ -4,6 +4,10 @@
 //! Chat Completions request, so they are shown to it as one user message each, and what it
 //! rewrote is written back where each stood, in the encoding it stood in (a `data:` URL or
 //! a base64 blob of a text type is shown decoded).
+//!
+//! An object's keys are shown too, read-only, when they are not plain field names ([`shown_key`]):
+//! a client can hide a value in a key (`"metadata": {"4111 1111 1111 1111": 1}`), but a key
+//! cannot be rewritten in place, so a guard that would rewrite one refuses the request instead.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -39,6 +43,8 @@ enum Form {
         header: String,
         base64: bool,
     },
+    /// An object's key: shown, never written.
+    Key,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -52,13 +58,30 @@ struct Slot {
 pub struct TextView {
     slots: Vec<Slot>,
     texts: Vec<String>,
+    /// The keys shown, each once.
+    keys: std::collections::HashSet<String>,
 }
 
-/// A guard's rewrite of a view that does not read back as one (another number of messages, or
-/// a message whose content is not a string).
-#[derive(Debug, thiserror::Error)]
-#[error("it rewrote the texts into a request of another shape")]
-pub struct Reshaped;
+/// A guard's rewrite of a view that does not read back as one.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum NotRead {
+    /// Another number of messages, or a message whose content is not a string.
+    #[error("it rewrote the texts into a request of another shape")]
+    Reshaped,
+    /// It changed a key, which cannot be rewritten.
+    #[error("it would rewrite the name of a field, which cannot be rewritten")]
+    KeyRewritten,
+}
+
+/// Whether an object's key is shown to the guards: any but a plain field name (ASCII letters,
+/// `_` and `$`, at most 40 of them), so that the structure of every request is not shown on
+/// each, while a key holding digits, `@`, `-`, spaces or any other text is.
+pub fn shown_key(key: &str) -> bool {
+    key.len() > 40
+        || !key
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'$')
+}
 
 impl TextView {
     /// Every string of `body` but its top-level `model`.
@@ -69,6 +92,14 @@ impl TextView {
             &mut Vec::new(),
             &|path, _, _| !matches!(path, [Step::Key(key)] if key == "model"),
         );
+        view
+    }
+
+    /// The keys alone of `body` that are shown ([`shown_key`]): what a Chat Completions request,
+    /// which guards read as it is, may carry in its keys.
+    pub fn keys(body: &Value) -> Self {
+        let mut view = Self::default();
+        view.walk(body, &mut Vec::new(), &|_, form, _| *form == Form::Key);
         view
     }
 
@@ -119,21 +150,33 @@ impl TextView {
     }
 
     /// The texts of a guard's rewrite of [`TextView::request`], in order.
-    pub fn read(&self, rewrite: &str) -> Result<Vec<String>, Reshaped> {
-        let body: Value = serde_json::from_str(rewrite).map_err(|_| Reshaped)?;
+    pub fn read(&self, rewrite: &str) -> Result<Vec<String>, NotRead> {
+        let body: Value = serde_json::from_str(rewrite).map_err(|_| NotRead::Reshaped)?;
         let Some(Value::Array(messages)) = body.get("messages") else {
-            return Err(Reshaped);
+            return Err(NotRead::Reshaped);
         };
         if messages.len() != self.texts.len() {
-            return Err(Reshaped);
+            return Err(NotRead::Reshaped);
         }
-        messages
+        let texts = messages
             .iter()
             .map(|m| match m.get("content") {
                 Some(Value::String(text)) => Ok(text.clone()),
-                _ => Err(Reshaped),
+                _ => Err(NotRead::Reshaped),
             })
-            .collect()
+            .collect::<Result<Vec<String>, NotRead>>()?;
+        self.keys_kept(&texts)?;
+        Ok(texts)
+    }
+
+    /// Refuses `texts` (the view's, as a guard left them) that change a key.
+    pub fn keys_kept(&self, texts: &[String]) -> Result<(), NotRead> {
+        let changed = (self.slots.iter().zip(&self.texts).zip(texts))
+            .any(|((slot, before), after)| slot.form == Form::Key && before != after);
+        match changed {
+            true => Err(NotRead::KeyRewritten),
+            false => Ok(()),
+        }
     }
 
     /// Writes `texts` (from [`TextView::read`]) where the view's texts stood in `body`; how
@@ -141,7 +184,7 @@ impl TextView {
     pub fn write(&self, texts: &[String], body: &mut Value) -> usize {
         let mut changed = 0;
         for ((slot, before), after) in self.slots.iter().zip(&self.texts).zip(texts) {
-            if before == after {
+            if before == after || slot.form == Form::Key {
                 continue;
             }
             let Some(Value::String(at)) = find(body, &slot.path) else {
@@ -150,6 +193,7 @@ impl TextView {
             *at = match &slot.form {
                 Form::Plain => after.clone(),
                 Form::Base64 => STANDARD.encode(after.as_bytes()),
+                Form::Key => continue,
                 Form::DataUrl { header, base64 } => {
                     let data = if *base64 {
                         STANDARD.encode(after.as_bytes())
@@ -195,6 +239,14 @@ impl TextView {
                 let blob = text_blob(fields);
                 for (key, item) in fields {
                     path.push(Step::Key(key.clone()));
+                    if shown_key(key) && !self.keys.contains(key) && take(path, &Form::Key, key) {
+                        self.keys.insert(key.clone());
+                        self.slots.push(Slot {
+                            path: path.clone(),
+                            form: Form::Key,
+                        });
+                        self.texts.push(key.clone());
+                    }
                     match (&blob, key.as_str()) {
                         // The blob's own media type is structure.
                         (Some(_), key) if MEDIA_TYPE_KEYS.contains(&key) => {}
@@ -335,10 +387,37 @@ mod tests {
         let body = json!({"metadata": {"a/b~c": "x"}, "data:": [{"k": "data:,hi"}]});
         let view = TextView::of_body(&body);
         let request: Value = serde_json::from_str(&view.request("m", "r")).unwrap();
+        // A key that is not a plain name is shown too, at the member it names.
         assert_eq!(
             request["wasmgate"]["at"],
-            json!(["/metadata/a~1b~0c", "/data:/0/k"])
+            json!([
+                "/metadata/a~1b~0c",
+                "/metadata/a~1b~0c",
+                "/data:",
+                "/data:/0/k"
+            ])
         );
+        assert_eq!(view.texts, ["a/b~c", "x", "data:", "hi"]);
+    }
+
+    #[test]
+    fn a_key_is_shown_once_and_a_rewrite_of_it_does_not_read_back() {
+        let mut body = json!({"model": "m", "metadata": {"4111 1111 1111 1111": "a", "plain": "b"},
+                              "items": [{"u@x.io": 1}, {"u@x.io": 2}]});
+        let view = TextView::of_body(&body);
+        assert_eq!(view.texts, ["4111 1111 1111 1111", "a", "b", "u@x.io"]);
+        let request: Value = serde_json::from_str(&view.request("m", "r")).unwrap();
+        let rewrite = request.to_string().replace("4111 1111 1111 1111", "[CARD]");
+        assert_eq!(view.read(&rewrite), Err(NotRead::KeyRewritten));
+        let texts = view
+            .read(&request.to_string().replace("\"b\"", "\"c\""))
+            .unwrap();
+        assert_eq!(view.write(&texts, &mut body), 1);
+        assert_eq!(body["metadata"]["plain"], "c");
+        let keys = TextView::keys(&body);
+        assert_eq!(keys.texts, ["4111 1111 1111 1111", "u@x.io"]);
+        assert!(!shown_key("additionalProperties") && !shown_key("$defs"));
+        assert!(shown_key("line1") && shown_key("sk-proj-abc") && shown_key(&"a".repeat(41)));
     }
 
     #[test]
