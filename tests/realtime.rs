@@ -577,3 +577,41 @@ async fn an_azure_openai_entry_is_reached_at_its_v1_realtime_path_with_its_api_k
         "priced at the azure-openai catalog's gpt-realtime"
     );
 }
+
+#[tokio::test]
+async fn sessions_per_key_and_message_size_are_bounded() {
+    let bounds = "{max_sessions_per_key: 1, max_message_bytes: 1024}";
+    let (mock, gateway, key) = setup(|b| b.set_yaml("server.websocket", bounds)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    match connect(&gateway, MODEL, Some(&key)).await {
+        Err(tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 429);
+            let body: Value = serde_json::from_slice(response.body().as_deref().unwrap()).unwrap();
+            assert_eq!(
+                body["error"]["code"], "websocket_connection_limit_reached",
+                "{body}"
+            );
+        }
+        other => panic!("a second session opened: {:?}", other.map(|_| ())),
+    }
+    assert_eq!(
+        mock.models().await.len(),
+        1,
+        "the refused one opened no upstream"
+    );
+    let big = "x".repeat(2048);
+    send(
+        &mut socket,
+        json!({"type": "conversation.item.create", "item": {"type": "message",
+        "role": "user", "content": [{"type": "input_text", "text": big}]}}),
+    )
+    .await;
+    let closed = tokio::time::timeout(Duration::from_secs(10), socket.next())
+        .await
+        .unwrap();
+    match closed {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(frame.code, CloseCode::Size),
+        other => panic!("not closed as too big: {other:?}"),
+    }
+    assert!(mock.received().await.is_empty(), "nothing went upstream");
+}
