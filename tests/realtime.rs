@@ -64,6 +64,27 @@ async fn connect(
         .map(|(socket, _)| socket)
 }
 
+/// The status and JSON body of an upgrade the gateway refused.
+async fn refused(gateway: &TestGateway, model: &str, key: Option<&str>) -> (u16, Value) {
+    match connect(gateway, model, key).await {
+        Err(tungstenite::Error::Http(response)) => {
+            let body = response.body().clone().unwrap_or_default();
+            (
+                response.status().as_u16(),
+                serde_json::from_slice(&body).unwrap_or(Value::Null),
+            )
+        }
+        Err(other) => panic!("not an HTTP refusal: {other}"),
+        Ok(_) => panic!("the upgrade was accepted"),
+    }
+}
+
+/// A `response.create` asking for `modality` output, named `event_id`.
+fn create(event_id: &str, modality: &str) -> Value {
+    json!({"type": "response.create", "event_id": event_id,
+        "response": {"output_modalities": [modality]}})
+}
+
 /// A session open on `model`, its `session.created` read.
 async fn session(gateway: &TestGateway, model: &str, key: &str) -> Socket {
     let mut socket = connect(gateway, model, Some(key)).await.unwrap();
@@ -123,12 +144,7 @@ async fn text_turn(socket: &mut Socket, text: &str) -> Vec<Value> {
     let added = next_event(socket).await;
     assert_eq!(added["type"], "conversation.item.added", "{added}");
     assert_eq!(next_event(socket).await["type"], "conversation.item.done");
-    send(
-        socket,
-        json!({"type": "response.create", "event_id": "evt_text",
-        "response": {"output_modalities": ["text"]}}),
-    )
-    .await;
+    send(socket, create("evt_text", "text")).await;
     until_done(socket).await
 }
 
@@ -147,12 +163,7 @@ async fn audio_turn(socket: &mut Socket) -> Vec<Value> {
         next_event(socket).await["type"],
         "input_audio_buffer.committed"
     );
-    send(
-        socket,
-        json!({"type": "response.create", "event_id": "evt_audio",
-        "response": {"output_modalities": ["audio"]}}),
-    )
-    .await;
+    send(socket, create("evt_audio", "audio")).await;
     until_done(socket).await
 }
 
@@ -242,17 +253,10 @@ fn assert_recorded(records: &[Value], usages: &[Value]) {
 async fn a_refused_key_gets_the_http_error_and_no_socket_and_a_browser_s_key_is_taken() {
     let (mock, gateway, key) = setup(|b| b).await;
     for key in [None, Some("sk-not-a-gateway-key")] {
-        match connect(&gateway, MODEL, key).await {
-            Err(tungstenite::Error::Http(response)) => {
-                assert_eq!(response.status(), 401);
-                let body: Value =
-                    serde_json::from_slice(response.body().as_deref().unwrap()).unwrap();
-                assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
-                assert!(body["error"]["message"].is_string(), "{body}");
-            }
-            Err(other) => panic!("not an HTTP refusal: {other}"),
-            Ok(_) => panic!("the upgrade was accepted"),
-        }
+        let (status, body) = refused(&gateway, MODEL, key).await;
+        assert_eq!(status, 401);
+        assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+        assert!(body["error"]["message"].is_string(), "{body}");
     }
     assert!(
         mock.models().await.is_empty(),
@@ -379,14 +383,9 @@ pub(crate) async fn the_client_s_text_is_redacted_before_it_goes_upstream() {
     // A guard that checks answers too cannot read a session's: the upgrade is refused unless
     // its entry exempts `realtime`.
     let (mock, gateway, key) = setup(|b| b.guard(Guard::plugin("redact"))).await;
-    match connect(&gateway, MODEL, Some(&key)).await {
-        Err(tungstenite::Error::Http(response)) => {
-            assert_eq!(response.status(), 400);
-            let body: Value = serde_json::from_slice(response.body().as_deref().unwrap()).unwrap();
-            assert_eq!(body["error"]["code"], "guard_cannot_inspect", "{body}");
-        }
-        other => panic!("not refused: {:?}", other.map(|_| ())),
-    }
+    let (status, body) = refused(&gateway, MODEL, Some(&key)).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], "guard_cannot_inspect", "{body}");
     assert!(mock.models().await.is_empty());
     let redact = Guard::plugin("redact").yaml("exempt", "[realtime]");
     let (mock, gateway, key) = setup(|b| b.guard(redact)).await;
@@ -521,11 +520,7 @@ async fn a_shutdown_lets_the_response_in_flight_finish_then_closes_the_session()
         metrics.contains("wasmgate_websocket_sessions 1"),
         "{metrics}"
     );
-    send(
-        &mut socket,
-        json!({"type": "response.create", "response": {"output_modalities": ["text"]}}),
-    )
-    .await;
+    send(&mut socket, create("evt_slow", "text")).await;
     assert_eq!(next_event(&mut socket).await["type"], "response.created");
     let state = gateway.state.clone();
     let stopping = tokio::spawn(gateway.stop());
@@ -583,17 +578,12 @@ async fn sessions_per_key_and_message_size_are_bounded() {
     let bounds = "{max_sessions_per_key: 1, max_message_bytes: 1024}";
     let (mock, gateway, key) = setup(|b| b.set_yaml("server.websocket", bounds)).await;
     let mut socket = session(&gateway, MODEL, &key).await;
-    match connect(&gateway, MODEL, Some(&key)).await {
-        Err(tungstenite::Error::Http(response)) => {
-            assert_eq!(response.status(), 429);
-            let body: Value = serde_json::from_slice(response.body().as_deref().unwrap()).unwrap();
-            assert_eq!(
-                body["error"]["code"], "websocket_connection_limit_reached",
-                "{body}"
-            );
-        }
-        other => panic!("a second session opened: {:?}", other.map(|_| ())),
-    }
+    let (status, body) = refused(&gateway, MODEL, Some(&key)).await;
+    assert_eq!(status, 429);
+    assert_eq!(
+        body["error"]["code"], "websocket_connection_limit_reached",
+        "{body}"
+    );
     assert_eq!(
         mock.models().await.len(),
         1,
