@@ -331,7 +331,31 @@ async fn a_text_and_an_audio_turn_are_relayed_and_each_response_recorded_at_its_
             .unwrap()
             > 0
     );
-    assert_recorded(&records(&gateway, &key, 2).await, &usages);
+    let records = records(&gateway, &key, 2).await;
+    assert_recorded(&records, &usages);
+    // The request log finds a session's responses by its id.
+    let page: Value = http()
+        .post(gateway.url("/usage/requests"))
+        .bearer_auth(&key)
+        .json(&json!({"session_id": records[0]["session_id"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["data"].as_array().unwrap().len(), 2, "{page}");
+    let page: Value = http()
+        .post(gateway.url("/usage/requests"))
+        .bearer_auth(&key)
+        .json(&json!({"session_id": "rtsess_other"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(page["data"], json!([]), "{page}");
 }
 
 #[tokio::test]
