@@ -167,21 +167,26 @@ async fn audio_turn(socket: &mut Socket) -> Vec<Value> {
     until_done(socket).await
 }
 
+/// A page of `key`'s request log for the filters of `query`.
+async fn request_log(gateway: &TestGateway, key: &str, query: Value) -> Value {
+    http()
+        .post(gateway.url("/usage/requests"))
+        .bearer_auth(key)
+        .json(&query)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// The ledger's records of `key`'s project, once `at_least` are stored (the writer flushes
 /// every 200 ms).
 async fn records(gateway: &TestGateway, key: &str, at_least: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let page: Value = http()
-            .post(gateway.url("/usage/requests"))
-            .bearer_auth(key)
-            .json(&json!({"limit": 100}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page = request_log(gateway, key, json!({"limit": 100})).await;
         let data = page["data"].as_array().cloned().unwrap_or_default();
         if data.len() >= at_least {
             return data;
@@ -334,27 +339,14 @@ async fn a_text_and_an_audio_turn_are_relayed_and_each_response_recorded_at_its_
     let records = records(&gateway, &key, 2).await;
     assert_recorded(&records, &usages);
     // The request log finds a session's responses by its id.
-    let page: Value = http()
-        .post(gateway.url("/usage/requests"))
-        .bearer_auth(&key)
-        .json(&json!({"session_id": records[0]["session_id"]}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page = request_log(
+        &gateway,
+        &key,
+        json!({"session_id": records[0]["session_id"]}),
+    )
+    .await;
     assert_eq!(page["data"].as_array().unwrap().len(), 2, "{page}");
-    let page: Value = http()
-        .post(gateway.url("/usage/requests"))
-        .bearer_auth(&key)
-        .json(&json!({"session_id": "rtsess_other"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page = request_log(&gateway, &key, json!({"session_id": "rtsess_other"})).await;
     assert_eq!(page["data"], json!([]), "{page}");
 }
 
