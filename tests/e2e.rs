@@ -60,6 +60,7 @@ mod polyglot;
 mod polyglot_consult;
 mod polyglot_passthrough;
 mod providers;
+mod realtime;
 mod reload;
 mod resources;
 mod responses;

@@ -494,6 +494,7 @@ async fn every_route_that_sends_a_client_s_text_has_a_guard_test() {
         ("POST", "/v1/messages/count_tokens", the_count_tokens_routes_send_no_secret_to_any_counter),
         ("POST", "/v1/responses", routes::responses_tool_parameters_are_redacted_natively_and_translated),
         ("GET", "/v1/responses", crate::responses_ws::a_turn_on_the_socket_is_guarded_as_the_post_is),
+        ("GET", "/v1/realtime", crate::realtime::the_client_s_text_is_redacted_before_it_goes_upstream),
         ("POST", "/v1/responses/compact", routes::a_compaction_is_redacted_natively_and_translated_and_refused_by_a_refusing_guard),
         ("POST", "/v1/responses/input_tokens", the_count_tokens_routes_send_no_secret_to_any_counter),
         ("POST", "/v1beta/models/{model}:generateContent", routes::a_native_gemini_request_keeps_no_secret_in_declarations_or_text_blobs),

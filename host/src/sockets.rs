@@ -1,4 +1,5 @@
-//! The long-lived sessions the gateway holds open (the Responses API's WebSocket mode): counted
+//! The long-lived sessions the gateway holds open (the Responses API's WebSocket mode, the
+//! Realtime API's sessions): counted
 //! per key and in all, so that the upgrade of one too many is refused; closed on shutdown after
 //! the turn each has in flight, and cut at the drain's deadline.
 //!
@@ -117,7 +118,7 @@ impl Sockets {
     pub fn write_metrics(&self, out: &mut String) {
         let _ = writeln!(
             out,
-            "# HELP wasmgate_websocket_sessions Responses API WebSocket sessions open.\n\
+            "# HELP wasmgate_websocket_sessions WebSocket sessions open (the Responses API's and the Realtime API's).\n\
              # TYPE wasmgate_websocket_sessions gauge\n\
              wasmgate_websocket_sessions {}",
             self.open_count()

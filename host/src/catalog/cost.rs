@@ -79,6 +79,44 @@ pub fn metered_cost_micros(
     i64::try_from(micros).unwrap_or(i64::MAX)
 }
 
+/// One realtime response's tokens, as its `response.done` reports them: the prompt's text and
+/// audio tokens (the cached ones among them apart) and the answer's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RealtimeTokens {
+    pub text_input: u64,
+    pub audio_input: u64,
+    pub cached_text_input: u64,
+    pub cached_audio_input: u64,
+    pub text_output: u64,
+    pub audio_output: u64,
+}
+
+/// The cost in micro-USD (rounded half up) of a realtime response at `info`'s prices: text at
+/// the input, cached-input and output prices, audio at the audio ones. A cached token with no
+/// cached price costs its input price; a missing price counts as zero (see
+/// [`ModelInfo::is_priced`]).
+pub fn realtime_cost_micros(info: &ModelInfo, tokens: RealtimeTokens) -> i64 {
+    let p = &info.prices;
+    let text_in = p.input.unwrap_or(0);
+    let audio_in = p.audio_input.unwrap_or(0);
+    let cached_text = tokens.cached_text_input.min(tokens.text_input);
+    let cached_audio = tokens.cached_audio_input.min(tokens.audio_input);
+    let terms = [
+        (tokens.text_input - cached_text, text_in),
+        (cached_text, p.cached_input.unwrap_or(text_in)),
+        (tokens.audio_input - cached_audio, audio_in),
+        (cached_audio, p.cached_audio_input.unwrap_or(audio_in)),
+        (tokens.text_output, p.output.unwrap_or(0)),
+        (tokens.audio_output, p.audio_output.unwrap_or(0)),
+    ];
+    let pico: i128 = terms
+        .iter()
+        .map(|&(count, price)| i128::from(count) * i128::from(price))
+        .sum();
+    let micros = (pico + PICO_PER_MICRO / 2) / PICO_PER_MICRO;
+    i64::try_from(micros).unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,6 +87,18 @@ pub struct ModelEntry {
     #[serde(default)]
     #[schemars(extend("examples" = [15.0]))]
     pub per_mchar: Option<f64>,
+    /// USD per million audio prompt tokens not served from a cache (a realtime model's).
+    #[serde(default)]
+    #[schemars(extend("examples" = [32.0]))]
+    pub audio_input_per_mtok: Option<f64>,
+    /// USD per million audio prompt tokens served from the prompt cache.
+    #[serde(default)]
+    #[schemars(extend("examples" = [0.4]))]
+    pub cached_audio_input_per_mtok: Option<f64>,
+    /// USD per million audio completion tokens.
+    #[serde(default)]
+    #[schemars(extend("examples" = [64.0]))]
+    pub audio_output_per_mtok: Option<f64>,
     /// USD per million prompt tokens of a batch request, where it is not the provider's
     /// `batch_discount` of `input_per_mtok`.
     #[serde(default)]
@@ -247,6 +259,21 @@ fn model_info(
         )?,
         // Per million characters converts as per million tokens does.
         per_character: price(entry.per_mchar, "per_mchar", per_mtok_to_pico)?,
+        audio_input: price(
+            entry.audio_input_per_mtok,
+            "audio_input_per_mtok",
+            per_mtok_to_pico,
+        )?,
+        cached_audio_input: price(
+            entry.cached_audio_input_per_mtok,
+            "cached_audio_input_per_mtok",
+            per_mtok_to_pico,
+        )?,
+        audio_output: price(
+            entry.audio_output_per_mtok,
+            "audio_output_per_mtok",
+            per_mtok_to_pico,
+        )?,
         batch_input: None,
         batch_output: None,
         batch_cached_input: None,

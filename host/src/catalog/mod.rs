@@ -18,7 +18,7 @@ mod tests;
 
 pub use by_provider::Catalog;
 pub use catalog_error::CatalogError;
-pub use cost::{Metered, cost_micros, metered_cost_micros};
+pub use cost::{Metered, RealtimeTokens, cost_micros, metered_cost_micros, realtime_cost_micros};
 pub use file::{CapabilitiesEntry, CatalogFile, ModelEntry, ProviderBlock};
 pub use load::BUILTIN_YAML;
 pub use model_info::{Capabilities, Kind, ModelInfo, Prices};

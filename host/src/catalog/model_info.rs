@@ -20,6 +20,8 @@ pub enum Kind {
     Rerank,
     Transcription,
     Speech,
+    // Speech to speech over a socket (`/v1/realtime`), by text and audio tokens.
+    Realtime,
 }
 
 impl Kind {
@@ -32,6 +34,7 @@ impl Kind {
             Self::Rerank => "rerank",
             Self::Transcription => "transcription",
             Self::Speech => "speech",
+            Self::Realtime => "realtime",
         }
     }
 }
@@ -48,9 +51,10 @@ impl FromStr for Kind {
             "rerank" => Ok(Self::Rerank),
             "transcription" => Ok(Self::Transcription),
             "speech" => Ok(Self::Speech),
+            "realtime" => Ok(Self::Realtime),
             other => Err(format!(
                 "unknown kind `{other}` (expected chat, embeddings, images, moderation, rerank, \
-                 transcription or speech)"
+                 transcription, speech or realtime)"
             )),
         }
     }
@@ -86,6 +90,12 @@ pub struct Prices {
     pub per_audio_second: Option<i64>,
     /// Per character of text spoken.
     pub per_character: Option<i64>,
+    /// Per audio prompt token not served from a cache, per audio prompt token served from it,
+    /// and per audio completion token (a realtime model's; its text tokens are at `input`,
+    /// `cached_input` and `output`).
+    pub audio_input: Option<i64>,
+    pub cached_audio_input: Option<i64>,
+    pub audio_output: Option<i64>,
     /// Per prompt token, per completion token, per cached prompt token and per token written to
     /// the cache of a request run through the provider's Batch API; `None` where the catalog
     /// knows no batch price.
@@ -135,6 +145,12 @@ impl ModelInfo {
                 self.prices.per_audio_second.is_some() || self.prices.input.is_some()
             }
             Kind::Speech => self.prices.per_character.is_some() || self.prices.input.is_some(),
+            Kind::Realtime => {
+                self.prices.input.is_some()
+                    && self.prices.output.is_some()
+                    && self.prices.audio_input.is_some()
+                    && self.prices.audio_output.is_some()
+            }
         }
     }
 }

@@ -135,7 +135,8 @@ fn usd_per_mtok(pico: Option<i64>) -> String {
     format!("{}.{:0<2}", p / 1_000_000, fraction)
 }
 
-/// Per thousand searches, per minute of audio and per million characters, as published.
+/// Per thousand searches, per minute of audio, per million characters and per million audio
+/// tokens (in, cached, out), as published.
 fn other_prices(m: &ModelInfo) -> String {
     let p = &m.prices;
     [
@@ -145,6 +146,12 @@ fn other_prices(m: &ModelInfo) -> String {
             .map(|p| format!("{}/min", usd_per_mtok(Some((p * 60 + 500_000) / 1_000_000)))),
         p.per_character
             .map(|p| format!("{}/M chars", usd_per_mtok(Some(p)))),
+        p.audio_input
+            .map(|p| format!("audio {} in", usd_per_mtok(Some(p)))),
+        p.cached_audio_input
+            .map(|p| format!("audio {} cached", usd_per_mtok(Some(p)))),
+        p.audio_output
+            .map(|p| format!("audio {} out", usd_per_mtok(Some(p)))),
     ]
     .into_iter()
     .flatten()

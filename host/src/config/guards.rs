@@ -73,6 +73,10 @@ pub enum BlindRoute {
     /// `POST /v1/files`: a file whose purpose is not `batch` (its lines are read).
     #[serde(rename = "files")]
     Files,
+    /// `GET /v1/realtime`: a session's answers (text and audio deltas) and its audio (the
+    /// client's text is read). An answer guard that applies refuses the session without it.
+    #[serde(rename = "realtime")]
+    Realtime,
 }
 
 impl BlindRoute {
@@ -85,6 +89,7 @@ impl BlindRoute {
             Self::Completions => "completions",
             Self::Passthrough => "passthrough",
             Self::Files => "files",
+            Self::Realtime => "realtime",
         }
     }
 }

@@ -152,6 +152,8 @@ pub const COLUMNS: &[Column] = &[
     column!(audio_ms),
     column!(characters),
     column!(search_units),
+    // The gateway's own id.
+    column!(session_id, kept),
 ];
 
 /// How many columns the insert binds.

@@ -68,6 +68,10 @@ pub struct UsageRecord {
     /// Rerank search units.
     #[serde(default)]
     pub search_units: u64,
+    /// The Realtime session (`rtsess_…`, the gateway's own id) this record is one response of;
+    /// `None` for a request of its own.
+    #[serde(default)]
+    pub session_id: Option<String>,
 }
 
 /// Which users' usage `/usage/models` sums: every field given must match (an empty filter

@@ -225,6 +225,8 @@ pub struct RequestQuery {
     /// As in `/usage/models`: id, name, any of the tags; an empty filter matches every record.
     pub users: UserFilter,
     pub api_key_id: Option<String>,
+    /// A Realtime session's responses (`rtsess_…`).
+    pub session_id: Option<String>,
     pub status: Option<StatusClass>,
     /// The operation of the dialect asked for (see [`operation_of`]).
     pub operation: Option<String>,
@@ -259,6 +261,7 @@ impl RequestQuery {
                 .api_key_id
                 .as_ref()
                 .is_none_or(|k| r.api_key_id.as_ref() == Some(k))
+            && (self.session_id.as_ref()).is_none_or(|s| r.session_id.as_ref() == Some(s))
             && self.status.is_none_or(|s| s.matches(r.status))
             && self.operation.as_ref().is_none_or(|o| &r.operation == o)
             && (self.guard.as_ref()).is_none_or(|g| g.matches(r.guards.as_deref()))
@@ -362,6 +365,7 @@ pub fn select(
         ("model", &q.model),
         ("provider", &q.provider),
         ("api_key_id", &q.api_key_id),
+        ("session_id", &q.session_id),
         ("operation", &q.operation),
     ] {
         if let Some(value) = value {

@@ -50,6 +50,10 @@ const SHARED: &[(&str, &str)] = &[
         "V11__records_by_time.sql",
         include_str!("migrations/shared/V11__records_by_time.sql"),
     ),
+    (
+        "V12__realtime.sql",
+        include_str!("migrations/shared/V12__realtime.sql"),
+    ),
 ];
 const SHARED_V2: &str = include_str!("migrations/shared/V2__guards.sql");
 const SHARED_V5: &str = include_str!("migrations/shared/V5__key_guards.sql");

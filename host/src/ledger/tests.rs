@@ -1266,7 +1266,7 @@ fn at_v1<T>(make: impl FnOnce() -> T) -> T {
 
 /// Drops what the migrations after V1 added (V3: the response cache's columns; V5: the guards
 /// keys name; V6: the MCP columns; V7: the keys' pass-through patterns; V8: batches and units;
-/// V9: the audit log; V10: alerts; V11: the records' index by time).
+/// V9: the audit log; V10: alerts; V11: the records' index by time; V12: realtime sessions).
 const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE api_keys DROP COLUMN passthrough;
     ALTER TABLE usage_records DROP COLUMN cache_hit;
@@ -1286,6 +1286,7 @@ const AFTER_V1: &str = "ALTER TABLE api_keys DROP COLUMN guards;
     ALTER TABLE usage_records DROP COLUMN audio_ms;
     ALTER TABLE usage_records DROP COLUMN characters;
     ALTER TABLE usage_records DROP COLUMN search_units;
+    ALTER TABLE usage_records DROP COLUMN session_id;
     ALTER TABLE usage_hourly_models DROP COLUMN batch_requests;
     ALTER TABLE usage_hourly_models DROP COLUMN batch_cost_micros;
     ALTER TABLE usage_daily_models DROP COLUMN batch_requests;

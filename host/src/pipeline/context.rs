@@ -82,6 +82,8 @@ pub struct Context {
     /// Where the end writes: the ledger, and the tracker that settling limits runs under.
     pub(crate) ledger: crate::ledger::Ledger,
     pub(crate) background: tokio_util::task::TaskTracker,
+    /// The Realtime session it is one response of (`rtsess_…`); `None` for a request of its own.
+    pub(crate) session_id: Option<String>,
 }
 
 /// A target an attempt was made at.
@@ -133,6 +135,34 @@ impl Context {
         cx
     }
 
+    /// One response of the Realtime session `session_id` (see `server::realtime`), on the
+    /// session's config snapshot, recorded and measured as `realtime`; `headers` are the
+    /// upgrade's.
+    pub fn realtime(
+        state: &AppState,
+        gateway: Arc<Gateway>,
+        headers: &HeaderMap,
+        session_id: &str,
+    ) -> Self {
+        let incoming = Incoming {
+            dialect: Dialect::Chat,
+            operation: Operation::ChatCompletions,
+            request_id: uuid::Uuid::now_v7().to_string(),
+            headers: headers.clone(),
+            body: axum::body::Body::empty(),
+            edge: None,
+        };
+        let mut cx = Self::start(
+            state,
+            gateway,
+            &incoming,
+            (Cow::Borrowed("/v1/realtime"), Cow::Borrowed("realtime")),
+        );
+        cx.recorded_as = Some("realtime".into());
+        cx.session_id = Some(session_id.to_owned());
+        cx
+    }
+
     fn start(
         state: &AppState,
         gateway: Arc<Gateway>,
@@ -171,6 +201,7 @@ impl Context {
             cache: Slot::default(),
             ledger: state.ledger.clone(),
             background: state.background.clone(),
+            session_id: None,
         }
     }
 

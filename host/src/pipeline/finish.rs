@@ -42,6 +42,13 @@ pub enum End<'a> {
         usage: Option<Usage>,
         completed: bool,
     },
+    /// An answer whose cost its own meter priced (a Realtime response, whose text and audio
+    /// tokens have prices apart): `completed` when it finished as asked.
+    Priced {
+        usage: Usage,
+        cost_micros: Option<i64>,
+        completed: bool,
+    },
     /// Dropped before its end was known.
     Cancelled,
 }
@@ -73,10 +80,14 @@ impl Context {
                 usage,
                 completed,
             } => (*usage, *completed && *status < 400),
+            End::Priced {
+                usage, completed, ..
+            } => (Some(*usage), *completed),
         };
         let price = self.target.as_ref().and_then(|t| t.price.clone());
         let cost = match &end {
             End::Cached(_) => Some(0),
+            End::Priced { cost_micros, .. } => *cost_micros,
             _ => usage
                 .zip(price.as_deref())
                 .map(|(u, info)| usage_cost(info, u)),
@@ -95,6 +106,7 @@ impl Context {
 
         let target = self.target.take();
         let mut record = UsageRecord {
+            session_id: self.session_id.take(),
             request_id: std::mem::take(&mut self.request_id),
             time_us: self.arrived_us,
             project: std::mem::take(&mut self.caller.project),
@@ -126,7 +138,7 @@ impl Context {
                 record.error_type = Some(code.into_owned());
                 error = Some((detail.message, failure.internal_detail()));
             }
-            End::Answered(_) | End::Streamed { .. } => record.status = 200,
+            End::Answered(_) | End::Streamed { .. } | End::Priced { .. } => record.status = 200,
             End::Cached(saved) => {
                 record.status = 200;
                 record.cache_hit = true;
@@ -178,6 +190,7 @@ impl Context {
                     | End::Answered(_)
                     | End::Cached(_)
                     | End::Passed { .. }
+                    | End::Priced { .. }
                     | End::Cancelled => 0,
                 };
                 record.input_tokens = input;

@@ -112,7 +112,7 @@ async fn routed(
 
 /// The targets of `route` (indices into its `targets`) in the order its router chose for
 /// `facts`, without those whose circuit is open; never empty.
-pub(super) async fn plan(
+pub(crate) async fn plan(
     route: &Route,
     model: &str,
     facts: &RouteRequest,
@@ -145,7 +145,7 @@ fn answered(sent: Sent, target: &Target<'_>, attempts: usize) -> Answered {
 }
 
 /// The facts a router decides on.
-pub(super) fn route_request(
+pub(crate) fn route_request(
     model: &str,
     project: &str,
     user: &UserInfo,

@@ -13,6 +13,7 @@ mod mcp;
 mod models;
 mod passthrough;
 mod proxy;
+mod realtime;
 mod request_log;
 mod responses;
 mod responses_ws;
@@ -89,6 +90,9 @@ fn table() -> Table {
         // through the pipeline. Its `POST` is the registry dialect's (the method-not-allowed
         // fallback hands it there).
         .route("/v1/responses", methods().get(Text, responses_ws::upgrade))
+        // The Realtime API: the session relayed to the upstream's realtime socket, the client's
+        // text guarded and each response metered.
+        .route("/v1/realtime", methods().get(Text, realtime::upgrade))
         .route(
             "/v1/responses/{id}",
             methods().get(STORED, responses::retrieve).delete(STORED, responses::delete),

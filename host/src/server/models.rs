@@ -74,6 +74,12 @@ struct Pricing {
     per_audio_minute: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     per_mchar: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audio_input_per_mtok: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cached_audio_input_per_mtok: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    audio_output_per_mtok: Option<f64>,
 }
 
 impl Pricing {
@@ -87,6 +93,9 @@ impl Pricing {
             self.per_1k_searches,
             self.per_audio_minute,
             self.per_mchar,
+            self.audio_input_per_mtok,
+            self.cached_audio_input_per_mtok,
+            self.audio_output_per_mtok,
         ]
         .iter()
         .all(Option::is_none)
@@ -116,6 +125,9 @@ impl Details {
                 per_1k_searches: prices.per_search_unit.map(|p| p as f64 / 1e9),
                 per_audio_minute: prices.per_audio_second.map(|p| p as f64 * 60.0 / 1e12),
                 per_mchar: per_mtok(prices.per_character),
+                audio_input_per_mtok: per_mtok(prices.audio_input),
+                cached_audio_input_per_mtok: per_mtok(prices.cached_audio_input),
+                audio_output_per_mtok: per_mtok(prices.audio_output),
             },
         }
     }

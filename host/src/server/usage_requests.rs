@@ -60,6 +60,9 @@ struct ListQuery {
     user_tags: Option<Vec<String>>,
     #[serde(default)]
     api_key_id: Option<String>,
+    /// A Realtime session's responses.
+    #[serde(default)]
+    session_id: Option<String>,
     #[serde(default)]
     status: Option<String>,
     #[serde(default)]
@@ -142,6 +145,7 @@ pub async fn list(
         provider: given("provider", q.provider, TEXT_MAX)?,
         users: user_filter(q.user_id, q.user_name, q.user_tags)?,
         api_key_id: given("api_key_id", q.api_key_id, KEY_ID_MAX)?,
+        session_id: given("session_id", q.session_id, KEY_ID_MAX)?,
         status,
         operation: operation.map(str::to_owned),
         guard,
@@ -263,6 +267,7 @@ fn record_json(r: &UsageRecord) -> Value {
         "guards": r.guards.as_deref().and_then(|g| serde_json::from_str::<Value>(g).ok()),
         "bytes_in": r.bytes_in,
         "bytes_out": r.bytes_out,
+        "session_id": r.session_id,
     })
 }
 
@@ -276,6 +281,7 @@ fn fingerprint(q: &RequestQuery) -> [u8; FINGERPRINT] {
         q.users.user_name,
         q.users.user_tags,
         q.api_key_id,
+        q.session_id,
         q.status.map(StatusClass::name),
         q.operation,
         q.guard.as_ref().map(|g| (&g.guard, &g.action)),

@@ -58,6 +58,13 @@ pub struct Admitted {
     pub(super) url: Url,
 }
 
+impl Admitted {
+    /// The URL that passed.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+}
+
 impl Scope {
     /// The scope of entry `provider` with `base_url`; an error says why the base URL cannot
     /// serve as one (it is checked like a request's URL, and must have no query or fragment).

@@ -42,6 +42,7 @@ fn distinct() -> UsageRecord {
         audio_ms: 27,
         characters: 28,
         search_units: 29,
+        session_id: Some("rtsess-30".to_owned()),
     }
 }
 
@@ -169,6 +170,7 @@ fn text_columns_are_redacted_as_declared() {
         &mut record.error_type,
         &mut record.guards,
         &mut record.batch_id,
+        &mut record.session_id,
     ] {
         put(text.as_mut().unwrap());
     }

@@ -138,7 +138,7 @@ async fn send(
         path: path.to_owned(),
         headers: forwarded,
     };
-    let auth = credentials(provider, &call, cx).await?;
+    let auth = credentials(provider, &call, &cx.redactor).await?;
     let url = join(base, path, query.as_deref(), &auth.query);
     let admitted = provider
         .scope
@@ -182,11 +182,12 @@ fn split_entry(rest: &str) -> Option<(&str, &str)> {
     named.then_some((entry, path))
 }
 
-/// What the entry's plugin adds to the request: its upstream's credentials.
-async fn credentials(
+/// What the entry's plugin adds to a request it does not model (a pass-through request, the
+/// Realtime API's upstream socket): its upstream's credentials.
+pub async fn credentials(
     provider: &Provider,
     call: &PassthroughCall,
-    cx: &Context,
+    redactor: &crate::redact::Redactor,
 ) -> Result<PassthroughAuth, ApiError> {
     let mut instance = provider
         .plugin
@@ -197,7 +198,7 @@ async fn credentials(
         .passthrough(&provider.config, call)
         .await
         .map_err(ApiError::plugin)?
-        .map_err(|e| ApiError::provider(&provider.name, e, &cx.redactor))
+        .map_err(|e| ApiError::provider(&provider.name, e, redactor))
 }
 
 /// The upstream URL: the base, the checked path, and the client's query without the
@@ -229,7 +230,7 @@ fn join(base: &str, path: &str, query: Option<&str>, added: &[(String, String)])
 }
 
 /// The client's forwarded headers with the plugin's set over them, each checked.
-fn header_map(
+pub fn header_map(
     forwarded: &[(String, String)],
     auth: Vec<(String, String)>,
     provider: &str,

@@ -8,8 +8,8 @@
 
 mod chain;
 mod frames;
-mod refusal;
-mod session;
+pub(super) mod refusal;
+pub(super) mod session;
 mod turn;
 
 use std::sync::Arc;

@@ -32,7 +32,7 @@ use crate::state::AppState;
 
 /// How the reader stopped.
 #[derive(Debug)]
-enum Ending {
+pub(in crate::server) enum Ending {
     /// The client closed the socket, or it broke: nothing is left to answer.
     Gone,
     /// Close after the turn in flight, with this frame.
@@ -130,7 +130,7 @@ async fn read(
 
 /// A read error: a message over `max_message_bytes` is closed as too big, anything else as
 /// gone.
-fn read_failed(error: &axum::Error) -> Ending {
+pub(in crate::server) fn read_failed(error: &axum::Error) -> Ending {
     let too_big = std::error::Error::source(error)
         .and_then(|e| e.downcast_ref::<tokio_tungstenite::tungstenite::Error>())
         .is_some_and(|e| matches!(e, tokio_tungstenite::tungstenite::Error::Capacity(_)));
@@ -144,7 +144,7 @@ fn read_failed(error: &axum::Error) -> Ending {
     Ending::Gone
 }
 
-fn close(code: u16, reason: &'static str) -> Ending {
+pub(in crate::server) fn close(code: u16, reason: &'static str) -> Ending {
     Ending::Close(CloseFrame {
         code,
         reason: Utf8Bytes::from_static(reason),

@@ -1,0 +1,195 @@
+//! What the gateway reads of the client's events before they go upstream: the request guards
+//! see the text a client writes into the conversation (`conversation.item.create`'s text parts
+//! and transcripts, `session.update`'s and `response.create`'s instructions and input text),
+//! rewritten in place when a guard redacts; each `response.create` passes the limit rules
+//! first. Audio (`input_audio_buffer.append`'s base64) passes unread, as every other event.
+
+use serde_json::Value;
+
+use super::refusal::{error_event, event};
+use super::session::Session;
+use crate::error::ApiError;
+use crate::pipeline::Context;
+use crate::pipeline::finish::End;
+use crate::pipeline::guard::body::Detached;
+use crate::plugins::DenialCode;
+
+/// What becomes of one client event.
+pub enum Verdict {
+    /// Sent on upstream as this text.
+    Forward(String),
+    /// Not sent: this `error` event goes to the client, and the session lives on.
+    Refuse(String),
+    /// Not sent: this `error` event goes to the client, then the session closes (a budget is
+    /// spent).
+    End(String),
+    /// Sent on upstream: a `response.create` admitted, whose context waits for its response.
+    Create {
+        text: String,
+        cx: Box<Context>,
+        client_event: Option<String>,
+    },
+}
+
+/// Reads the client's event `text`.
+pub async fn inspect(session: &Session, detached: &mut Detached, text: String) -> Verdict {
+    let mut event: Value = match serde_json::from_str(&text) {
+        Ok(event @ Value::Object(_)) => event,
+        Ok(_) | Err(_) => {
+            return Verdict::Refuse(self::event(
+                "invalid_request_error",
+                Some("invalid_json"),
+                None,
+                "The message is not a JSON object.",
+                None,
+            ));
+        }
+    };
+    let client_event = (event.get("event_id").and_then(Value::as_str)).map(str::to_owned);
+    let kind = (event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default())
+    .to_owned();
+    let texts = text_paths(&kind, &event);
+    let rewritten = match guard(session, detached, &mut event, &texts).await {
+        Ok(rewritten) => rewritten,
+        Err(error) => return Verdict::Refuse(error_event(&error, client_event.as_deref())),
+    };
+    let text = if rewritten { event.to_string() } else { text };
+    if kind != "response.create" {
+        return Verdict::Forward(text);
+    }
+    match admit(session).await {
+        Ok(cx) => Verdict::Create {
+            text,
+            cx: Box::new(cx),
+            client_event,
+        },
+        Err(error) => {
+            let spent = matches!(
+                &error,
+                ApiError::LimitExceeded(denial) if matches!(denial.code, DenialCode::InsufficientQuota)
+            );
+            let sent = error_event(&error, client_event.as_deref());
+            if spent {
+                Verdict::End(sent)
+            } else {
+                Verdict::Refuse(sent)
+            }
+        }
+    }
+}
+
+/// A context for one response of the session, admitted by the limit rules; a refusal is
+/// recorded as the HTTP route's is.
+async fn admit(session: &Session) -> Result<Context, ApiError> {
+    let mut cx = session.context();
+    match crate::pipeline::admit::limits(&mut cx).await {
+        Ok(()) => Ok(cx),
+        Err(error) => {
+            cx.finish(End::Failed(&error)).wait().await;
+            Err(error)
+        }
+    }
+}
+
+/// The JSON pointers of the client's own text in an event of type `kind`.
+fn text_paths(kind: &str, event: &Value) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut item = |at: &str, item: &Value| {
+        let Some(parts) = item.get("content").and_then(Value::as_array) else {
+            return;
+        };
+        for (i, part) in parts.iter().enumerate() {
+            for field in ["text", "transcript"] {
+                if part.get(field).is_some_and(Value::is_string) {
+                    paths.push(format!("{at}/content/{i}/{field}"));
+                }
+            }
+        }
+    };
+    match kind {
+        "conversation.item.create" => {
+            if let Some(found) = event.get("item") {
+                item("/item", found);
+            }
+        }
+        "response.create" => {
+            let inputs = event.pointer("/response/input").and_then(Value::as_array);
+            for (i, found) in inputs.into_iter().flatten().enumerate() {
+                item(&format!("/response/input/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+    for at in ["/session/instructions", "/response/instructions"] {
+        if event.pointer(at).is_some_and(Value::is_string) {
+            paths.push(at.to_owned());
+        }
+    }
+    paths
+}
+
+/// The texts at `paths` through the session's request guards, each rewrite written back;
+/// whether one was rewritten.
+async fn guard(
+    session: &Session,
+    detached: &mut Detached,
+    event: &mut Value,
+    paths: &[String],
+) -> Result<bool, ApiError> {
+    let Some(guards) = &session.guards else {
+        return Ok(false);
+    };
+    if paths.is_empty() {
+        return Ok(false);
+    }
+    let mut texts = Value::Array(
+        (paths.iter())
+            .map(|at| event.pointer(at).cloned().unwrap_or_default())
+            .collect(),
+    );
+    let mut checker = detached.checker(&session.gateway);
+    let rewritten = guards
+        .check(&mut checker, (&session.model, "/v1/realtime"), &mut texts)
+        .await?;
+    if rewritten && let Value::Array(texts) = texts {
+        for (at, text) in paths.iter().zip(texts) {
+            if let Some(slot) = event.pointer_mut(at) {
+                *slot = text;
+            }
+        }
+    }
+    Ok(rewritten)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_client_s_text_is_found_where_each_event_carries_it() {
+        let item = json!({"type": "conversation.item.create", "item": {"type": "message",
+            "role": "user", "content": [{"type": "input_text", "text": "a"},
+            {"type": "input_audio", "audio": "AAAA", "transcript": "b"}]}});
+        assert_eq!(
+            text_paths("conversation.item.create", &item),
+            ["/item/content/0/text", "/item/content/1/transcript"]
+        );
+        let session = json!({"type": "session.update", "session": {"instructions": "c"}});
+        assert_eq!(
+            text_paths("session.update", &session),
+            ["/session/instructions"]
+        );
+        let create = json!({"type": "response.create", "response": {"instructions": "d",
+            "input": [{"type": "message", "content": [{"type": "input_text", "text": "e"}]}]}});
+        assert_eq!(
+            text_paths("response.create", &create),
+            ["/response/input/0/content/0/text", "/response/instructions"]
+        );
+        let audio = json!({"type": "input_audio_buffer.append", "audio": "AAAA"});
+        assert!(text_paths("input_audio_buffer.append", &audio).is_empty());
+    }
+}

@@ -1,0 +1,302 @@
+//! One open Realtime session: the client's socket and the upstream's, relayed both ways.
+//!
+//! Three parts run together. The client side reads the client's events, has them inspected
+//! (`client_events`) and sends them upstream, and watches the session's clocks (idle, total
+//! duration, the gateway's shutdown): when one runs out it lets the response in flight finish,
+//! then the session closes. The upstream side reads the upstream's events, meters them
+//! (`meter`) and queues them for the client. The writer sends the queue to the client.
+//!
+//! The queue is bounded: when a client stops reading, the writer waits on its socket, the
+//! queue fills, and the upstream side stops reading the upstream socket, whose own flow
+//! control then holds the upstream. Nothing grows; after `send_timeout_ms` without progress
+//! the session ends.
+
+use std::borrow::Cow;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
+use axum::http::HeaderMap;
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+use tokio::time::{Instant, sleep_until, timeout};
+use tokio_tungstenite::tungstenite::Message as Upstream;
+
+use super::client_events::{Verdict, inspect};
+use super::meter::Meter;
+use super::upstream;
+use crate::auth::Caller;
+use crate::config::WebsocketConfig;
+use crate::gateway::{Gateway, Target};
+use crate::pipeline::Context;
+use crate::pipeline::guard::body::{BodyGuards, Detached};
+use crate::server::responses_ws::session::{Ending, close, read_failed};
+use crate::sockets::Seat;
+use crate::state::AppState;
+
+/// Events queued for a client that reads slower than the upstream writes.
+const QUEUED_FOR_CLIENT: usize = 16;
+
+/// What a session knows of itself from its upgrade.
+pub struct Session {
+    pub state: Arc<AppState>,
+    /// The config snapshot of the upgrade: the session's responses run on it.
+    pub gateway: Arc<Gateway>,
+    pub caller: Caller,
+    /// The upgrade's headers (without the key a browser put in its subprotocols).
+    pub headers: HeaderMap,
+    /// The model as the client named it.
+    pub model: String,
+    /// The provider entry (an index into the snapshot's) and the model it was routed to.
+    pub provider: usize,
+    pub target_model: String,
+    /// `rtsess_…`: ties the session's records together.
+    pub id: String,
+    pub guards: Option<BodyGuards>,
+    pub bounds: WebsocketConfig,
+}
+
+impl Session {
+    /// A context for one response of the session: its caller, model and target.
+    pub fn context(&self) -> Context {
+        let mut cx = Context::realtime(
+            &self.state,
+            Arc::clone(&self.gateway),
+            &self.headers,
+            &self.id,
+        );
+        cx.caller = self.caller.clone();
+        cx.request.model = self.model.clone();
+        cx.request.stream = true;
+        if let Some(provider) = self.gateway.providers.get(self.provider) {
+            cx.trying(&Target {
+                provider,
+                model: &self.target_model,
+            });
+        }
+        cx
+    }
+}
+
+/// Serves the session until either side closes; `seat` holds its place in the count meanwhile.
+pub async fn serve(session: Session, client: WebSocket, upstream: upstream::Socket, seat: Seat) {
+    let _seat = seat;
+    let (client_sink, client_stream) = client.split();
+    let (upstream_sink, upstream_stream) = upstream.split();
+    let (queue, queued) = mpsc::channel::<Message>(QUEUED_FOR_CLIENT);
+    let (busy, busy_rx) = watch::channel(false);
+    let price = (session.gateway.providers.get(session.provider))
+        .and_then(|p| p.price(&session.target_model));
+    let meter = Mutex::new(Meter::new(price, busy));
+    let send_timeout = session.bounds.send_timeout();
+    let mut writing = pin!(write(client_sink, queued, send_timeout));
+    let relaying = async {
+        tokio::select! {
+            ending = from_client(&session, client_stream, upstream_sink, queue.clone(), &meter, busy_rx) => ending,
+            ending = from_upstream(&session, upstream_stream, queue.clone(), &meter) => ending,
+        }
+    };
+    let ending = tokio::select! {
+        () = &mut writing => return,
+        ending = relaying => ending,
+    };
+    let closing = async move {
+        if let Ending::Close(frame) = ending {
+            let _ = queue.send(Message::Close(Some(frame))).await;
+        }
+    };
+    // The writer ends with the close frame, or at the send timeout of a client that reads
+    // nothing (its queue then closes, and the close frame is dropped).
+    let _ = timeout(send_timeout.saturating_mul(2), async {
+        tokio::join!(closing, &mut writing)
+    })
+    .await;
+}
+
+/// Sends the queue to the client, each message within `send_timeout`; ends after a close
+/// frame, or when the client fails or is too slow.
+async fn write(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut queue: mpsc::Receiver<Message>,
+    send_timeout: Duration,
+) {
+    while let Some(message) = queue.recv().await {
+        let last = matches!(message, Message::Close(_));
+        match timeout(send_timeout, sink.send(message)).await {
+            Ok(Ok(())) if !last => {}
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => {
+                tracing::debug!("a Realtime session ended while sending: {error}");
+                return;
+            }
+            Err(_) => {
+                tracing::info!(
+                    "closed a Realtime session whose client read nothing for {} ms (server.websocket.send_timeout_ms)",
+                    send_timeout.as_millis()
+                );
+                return;
+            }
+        }
+    }
+}
+
+/// Reads the client's events and sends them upstream, until the client goes or a clock runs
+/// out (after the response in flight).
+async fn from_client(
+    session: &Session,
+    mut stream: SplitStream<WebSocket>,
+    mut upstream: SplitSink<upstream::Socket, Upstream>,
+    queue: mpsc::Sender<Message>,
+    meter: &Mutex<Meter>,
+    mut busy: watch::Receiver<bool>,
+) -> Ending {
+    let bounds = &session.bounds;
+    let end_of_life = Instant::now() + bounds.max_duration();
+    let mut idle_at = Instant::now() + bounds.idle_timeout();
+    let mut closing = pin!(session.state.sockets.closing());
+    let mut detached = Detached::new(&session.state.telemetry);
+    // Set when a clock ran out with a response in flight: the session closes once it is done.
+    let mut draining: Option<Ending> = None;
+    loop {
+        let idle = !*busy.borrow();
+        if idle && let Some(ending) = draining.take() {
+            return ending;
+        }
+        let open = draining.is_none();
+        tokio::select! {
+            message = stream.next(), if open => {
+                idle_at = Instant::now() + bounds.idle_timeout();
+                let text = match message {
+                    Some(Ok(Message::Text(text))) => text.to_string(),
+                    // Read as text, so that no event passes unread.
+                    Some(Ok(Message::Binary(bytes))) => String::from_utf8_lossy(&bytes).into_owned(),
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                    Some(Ok(Message::Close(_))) | None => return Ending::Gone,
+                    Some(Err(error)) => return read_failed(&error),
+                };
+                let sent = match inspect(session, &mut detached, text).await {
+                    Verdict::Forward(text) => upstream.send(Upstream::text(text)).await.is_ok(),
+                    Verdict::Create { text, cx, client_event } => {
+                        locked(meter).asked(*cx, client_event);
+                        upstream.send(Upstream::text(text)).await.is_ok()
+                    }
+                    Verdict::Refuse(event) => {
+                        if queue.send(Message::text(event)).await.is_err() {
+                            return Ending::Gone;
+                        }
+                        true
+                    }
+                    Verdict::End(event) => {
+                        let _ = queue.send(Message::text(event)).await;
+                        return close(close_code::POLICY, "a budget is spent");
+                    }
+                };
+                if !sent {
+                    return close(close_code::ERROR, "the upstream socket failed");
+                }
+            }
+            changed = busy.changed() => {
+                if changed.is_err() {
+                    return Ending::Gone;
+                }
+                idle_at = Instant::now() + bounds.idle_timeout();
+            }
+            () = sleep_until(idle_at), if idle && open => {
+                return close(close_code::NORMAL, "idle (server.websocket.idle_timeout_ms)");
+            }
+            () = sleep_until(end_of_life), if open => {
+                draining = Some(close(close_code::AWAY, "session too long (server.websocket.max_duration_ms)"));
+            }
+            () = &mut closing, if open => {
+                draining = Some(close(close_code::AWAY, "the gateway is shutting down"));
+            }
+        }
+    }
+}
+
+/// The `type` of an event, read without the rest (an audio delta is mostly base64).
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+}
+
+/// Reads the upstream's events into the client's queue, metering each response, until the
+/// upstream closes.
+async fn from_upstream(
+    session: &Session,
+    mut stream: SplitStream<upstream::Socket>,
+    queue: mpsc::Sender<Message>,
+    meter: &Mutex<Meter>,
+) -> Ending {
+    while let Some(message) = stream.next().await {
+        let message = match message {
+            Ok(Upstream::Text(text)) => {
+                observe(session, meter, text.as_str()).await;
+                Message::text(text.as_str())
+            }
+            Ok(Upstream::Binary(bytes)) => Message::Binary(bytes),
+            Ok(Upstream::Close(frame)) => {
+                let (code, reason) = match frame {
+                    Some(frame) => (u16::from(frame.code), frame.reason.to_string()),
+                    None => (close_code::NORMAL, String::new()),
+                };
+                return Ending::Close(CloseFrame {
+                    code,
+                    reason: Utf8Bytes::from(reason),
+                });
+            }
+            Ok(Upstream::Ping(_) | Upstream::Pong(_) | Upstream::Frame(_)) => continue,
+            Err(error) => {
+                tracing::info!("a Realtime session's upstream socket failed: {error}");
+                return close(close_code::ERROR, "the upstream socket failed");
+            }
+        };
+        if queue.send(message).await.is_err() {
+            return Ending::Gone;
+        }
+    }
+    close(close_code::ERROR, "the upstream closed the session")
+}
+
+/// Meters the upstream's event `text`: a response started, done (its record written before
+/// the event goes on), or a `response.create` refused.
+async fn observe(session: &Session, meter: &Mutex<Meter>, text: &str) {
+    let Ok(head) = serde_json::from_str::<Head<'_>>(text) else {
+        return;
+    };
+    let watched = matches!(&*head.kind, "response.created" | "response.done" | "error");
+    if !watched {
+        return;
+    }
+    let Ok(event) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    let response = &event["response"];
+    let written = match &*head.kind {
+        "response.created" => {
+            if let Some(id) = response["id"].as_str() {
+                locked(meter).started(id, || session.context());
+            }
+            None
+        }
+        "response.done" => locked(meter).done(response),
+        _ => {
+            if let Some(id) = event["error"]["event_id"].as_str() {
+                locked(meter).refused(id);
+            }
+            None
+        }
+    };
+    if let Some(written) = written {
+        written.wait().await;
+    }
+}
+
+fn locked(meter: &Mutex<Meter>) -> std::sync::MutexGuard<'_, Meter> {
+    meter.lock().unwrap_or_else(PoisonError::into_inner)
+}

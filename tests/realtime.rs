@@ -1,0 +1,623 @@
+//! The Realtime API (`GET /v1/realtime?model=` upgraded) end to end against the strict realtime
+//! mock: the key checked at the upgrade (refused as HTTP, or taken from a browser's
+//! subprotocol), a text turn and an audio turn relayed, one ledger record per response at the
+//! catalog's realtime prices with the session's id, a budget spent mid-session closing it with
+//! the reference's `error` event, the client's text redacted before it goes upstream, a client
+//! that stops reading holding the upstream where it is, and the official Python SDK's
+//! `client.realtime.connect()`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use common::gateway::{Gateway, GatewayBuilder, Provider};
+use common::mock_realtime::{self, MockRealtime};
+use common::sdk::{assert_passed, run_client};
+use common::{TestGateway, http};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+const MODEL: &str = "gpt-realtime";
+const FLOOD: &str = "gpt-realtime-flood";
+const SLOW: &str = "gpt-realtime-slow";
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A gateway that requires keys, in front of the mock as an `openai` entry, with `more` added.
+async fn setup(
+    more: impl FnOnce(GatewayBuilder) -> GatewayBuilder,
+) -> (MockRealtime, TestGateway, String) {
+    let mock = MockRealtime::start().await;
+    let builder = Gateway::builder().auth_required().provider(
+        "openai",
+        Provider::openai(&mock.base_url()).models([MODEL, FLOOD, SLOW]),
+    );
+    let gateway = more(builder).start().await;
+    let key = gateway.api_key("rt").await;
+    (mock, gateway, key)
+}
+
+/// Opens a socket for `model` with `key` as the bearer key (none if `None`).
+async fn connect(
+    gateway: &TestGateway,
+    model: &str,
+    key: Option<&str>,
+) -> Result<Socket, tungstenite::Error> {
+    let mut request = format!("ws://{}/v1/realtime?model={model}", gateway.addr)
+        .into_client_request()
+        .unwrap();
+    if let Some(key) = key {
+        request
+            .headers_mut()
+            .insert("authorization", format!("Bearer {key}").parse().unwrap());
+    }
+    tokio_tungstenite::connect_async(request)
+        .await
+        .map(|(socket, _)| socket)
+}
+
+/// The status and JSON body of an upgrade the gateway refused.
+async fn refused(gateway: &TestGateway, model: &str, key: Option<&str>) -> (u16, Value) {
+    match connect(gateway, model, key).await {
+        Err(tungstenite::Error::Http(response)) => {
+            let body = response.body().clone().unwrap_or_default();
+            (
+                response.status().as_u16(),
+                serde_json::from_slice(&body).unwrap_or(Value::Null),
+            )
+        }
+        Err(other) => panic!("not an HTTP refusal: {other}"),
+        Ok(_) => panic!("the upgrade was accepted"),
+    }
+}
+
+/// A `response.create` asking for `modality` output, named `event_id`.
+fn create(event_id: &str, modality: &str) -> Value {
+    json!({"type": "response.create", "event_id": event_id,
+        "response": {"output_modalities": [modality]}})
+}
+
+/// A session open on `model`, its `session.created` read.
+async fn session(gateway: &TestGateway, model: &str, key: &str) -> Socket {
+    let mut socket = connect(gateway, model, Some(key)).await.unwrap();
+    let created = next_event(&mut socket).await;
+    assert_eq!(created["type"], "session.created", "{created}");
+    socket
+}
+
+async fn send(socket: &mut Socket, event: Value) {
+    socket.send(Message::text(event.to_string())).await.unwrap();
+}
+
+/// The next event, within 10 s.
+async fn next_event(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("a message within 10 s")
+            .expect("the socket is open")
+            .unwrap();
+        match message {
+            Message::Text(text) => return serde_json::from_str(&text).unwrap(),
+            Message::Close(frame) => panic!("closed: {frame:?}"),
+            _ => {}
+        }
+    }
+}
+
+/// The events up to a `response.done` or an `error`.
+async fn until_done(socket: &mut Socket) -> Vec<Value> {
+    let mut events = Vec::new();
+    loop {
+        let event = next_event(socket).await;
+        let last = matches!(event["type"].as_str(), Some("response.done" | "error"));
+        events.push(event);
+        if last {
+            return events;
+        }
+    }
+}
+
+fn deltas(events: &[Value], kind: &str) -> Vec<String> {
+    (events.iter())
+        .filter(|e| e["type"] == kind)
+        .map(|e| e["delta"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A text turn: a user message, then a response with text output.
+async fn text_turn(socket: &mut Socket, text: &str) -> Vec<Value> {
+    send(
+        socket,
+        json!({"type": "conversation.item.create", "item": {"type": "message",
+        "role": "user", "content": [{"type": "input_text", "text": text}]}}),
+    )
+    .await;
+    let added = next_event(socket).await;
+    assert_eq!(added["type"], "conversation.item.added", "{added}");
+    assert_eq!(next_event(socket).await["type"], "conversation.item.done");
+    send(socket, create("evt_text", "text")).await;
+    until_done(socket).await
+}
+
+/// An audio turn: 0.2 s of pcm16 appended and committed, then a response with audio output.
+async fn audio_turn(socket: &mut Socket) -> Vec<Value> {
+    let pcm = mock_realtime::pcm16(9600);
+    for chunk in pcm.chunks(3200) {
+        send(
+            socket,
+            json!({"type": "input_audio_buffer.append", "audio": STANDARD.encode(chunk)}),
+        )
+        .await;
+    }
+    send(socket, json!({"type": "input_audio_buffer.commit"})).await;
+    assert_eq!(
+        next_event(socket).await["type"],
+        "input_audio_buffer.committed"
+    );
+    send(socket, create("evt_audio", "audio")).await;
+    until_done(socket).await
+}
+
+/// A page of `key`'s request log for the filters of `query`.
+async fn request_log(gateway: &TestGateway, key: &str, query: Value) -> Value {
+    http()
+        .post(gateway.url("/usage/requests"))
+        .bearer_auth(key)
+        .json(&query)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// The ledger's records of `key`'s project, once `at_least` are stored (the writer flushes
+/// every 200 ms).
+async fn records(gateway: &TestGateway, key: &str, at_least: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let page = request_log(gateway, key, json!({"limit": 100})).await;
+        let data = page["data"].as_array().cloned().unwrap_or_default();
+        if data.len() >= at_least {
+            return data;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} records, not {at_least}: {page}",
+            data.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What a response with `usage` costs at gpt-realtime's public prices, in micro-USD: text in
+/// $4, cached $0.40, out $16; audio in $32, cached $0.40, out $64 (per million tokens).
+fn gpt_realtime_micros(usage: &Value) -> i64 {
+    let n = |v: &Value| v.as_i64().unwrap_or(0);
+    let input = &usage["input_token_details"];
+    let cached = &input["cached_tokens_details"];
+    let output = &usage["output_token_details"];
+    let pico = (n(&input["text_tokens"]) - n(&cached["text_tokens"])) * 4_000_000
+        + n(&cached["text_tokens"]) * 400_000
+        + (n(&input["audio_tokens"]) - n(&cached["audio_tokens"])) * 32_000_000
+        + n(&cached["audio_tokens"]) * 400_000
+        + n(&output["text_tokens"]) * 16_000_000
+        + n(&output["audio_tokens"]) * 64_000_000;
+    (pico + 500_000) / 1_000_000
+}
+
+/// Checks that each of `usages` has one record of the session, at its exact price.
+fn assert_recorded(records: &[Value], usages: &[Value]) {
+    let realtime: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["operation"] == "realtime" && r["status"] == 200)
+        .collect();
+    assert_eq!(
+        realtime.len(),
+        usages.len(),
+        "one record a response: {records:#?}"
+    );
+    let session = realtime[0]["session_id"].as_str().unwrap();
+    assert!(session.starts_with("rtsess_"), "{session}");
+    let mut costs: Vec<i64> = (realtime.iter())
+        .map(|r| {
+            assert_eq!(r["status"], 200, "{r}");
+            assert_eq!(r["session_id"], session, "one session ties them: {r}");
+            assert_eq!(r["model"], MODEL);
+            (r["cost"].as_f64().unwrap() * 1e6).round() as i64
+        })
+        .collect();
+    let mut expected: Vec<i64> = usages.iter().map(gpt_realtime_micros).collect();
+    costs.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(costs, expected, "{records:#?}");
+    let mut inputs: Vec<i64> = realtime
+        .iter()
+        .map(|r| r["input_tokens"].as_i64().unwrap())
+        .collect();
+    let mut sent: Vec<i64> = usages
+        .iter()
+        .map(|u| u["input_tokens"].as_i64().unwrap())
+        .collect();
+    inputs.sort_unstable();
+    sent.sort_unstable();
+    assert_eq!(inputs, sent);
+}
+
+#[tokio::test]
+async fn a_refused_key_gets_the_http_error_and_no_socket_and_a_browser_s_key_is_taken() {
+    let (mock, gateway, key) = setup(|b| b).await;
+    for key in [None, Some("sk-not-a-gateway-key")] {
+        let (status, body) = refused(&gateway, MODEL, key).await;
+        assert_eq!(status, 401);
+        assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+        assert!(body["error"]["message"].is_string(), "{body}");
+    }
+    assert!(
+        mock.models().await.is_empty(),
+        "no upstream socket was opened"
+    );
+    // A browser cannot set headers on a socket: its key comes as a subprotocol.
+    let mut request = format!("ws://{}/v1/realtime?model={MODEL}", gateway.addr)
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        format!("realtime, openai-insecure-api-key.{key}")
+            .parse()
+            .unwrap(),
+    );
+    let (mut socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
+    assert_eq!(response.headers()["sec-websocket-protocol"], "realtime");
+    assert_eq!(next_event(&mut socket).await["type"], "session.created");
+    assert_eq!(mock.models().await, [MODEL]);
+}
+
+#[tokio::test]
+async fn a_text_and_an_audio_turn_are_relayed_and_each_response_recorded_at_its_price() {
+    let (mock, gateway, key) = setup(|b| b).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    let text = text_turn(&mut socket, "Say hello to the whole world").await;
+    assert_eq!(
+        deltas(&text, "response.output_text.delta").concat(),
+        mock_realtime::ANSWER
+    );
+    let audio = audio_turn(&mut socket).await;
+    let pcm: usize = (deltas(&audio, "response.output_audio.delta").iter())
+        .map(|d| STANDARD.decode(d).unwrap().len())
+        .sum();
+    assert_eq!(pcm % mock_realtime::AUDIO_CHUNK_BYTES, 0);
+    assert!(pcm > 0);
+    assert_eq!(
+        deltas(&audio, "response.output_audio_transcript.delta").concat(),
+        mock_realtime::TRANSCRIPT
+    );
+    // The audio the client appended reached the upstream as it was sent.
+    let appended: Vec<Value> = (mock.received().await.into_iter())
+        .filter(|e| e["type"] == "input_audio_buffer.append")
+        .collect();
+    let bytes: usize = appended
+        .iter()
+        .map(|e| STANDARD.decode(e["audio"].as_str().unwrap()).unwrap().len())
+        .sum();
+    assert_eq!(bytes, 9600);
+    // An event the upstream does not take gets its `error` event; the session lives on.
+    send(
+        &mut socket,
+        json!({"type": "conversation.bogus", "event_id": "evt_bogus"}),
+    )
+    .await;
+    let error = next_event(&mut socket).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["event_id"], "evt_bogus");
+    let usages: Vec<Value> = [&text, &audio]
+        .iter()
+        .map(|events| events.last().unwrap()["response"]["usage"].clone())
+        .collect();
+    assert!(
+        usages[1]["input_token_details"]["cached_tokens"]
+            .as_i64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        usages[1]["output_token_details"]["audio_tokens"]
+            .as_i64()
+            .unwrap()
+            > 0
+    );
+    let records = records(&gateway, &key, 2).await;
+    assert_recorded(&records, &usages);
+    // The request log finds a session's responses by its id.
+    let page = request_log(
+        &gateway,
+        &key,
+        json!({"session_id": records[0]["session_id"]}),
+    )
+    .await;
+    assert_eq!(page["data"].as_array().unwrap().len(), 2, "{page}");
+    let page = request_log(&gateway, &key, json!({"session_id": "rtsess_other"})).await;
+    assert_eq!(page["data"], json!([]), "{page}");
+}
+
+#[tokio::test]
+async fn a_spent_budget_closes_the_session_with_an_error_event() {
+    // A response may cost 1,024 answer tokens at $16 a million ($0.0164) before it is sent:
+    // the first is admitted, and once it has cost anything the second is not.
+    let (mock, gateway, key) = setup(|b| b.limit("budget", "global", "{daily_usd: 0.017}")).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    let first = audio_turn(&mut socket).await;
+    assert_eq!(first.last().unwrap()["type"], "response.done");
+    send(
+        &mut socket,
+        json!({"type": "response.create", "event_id": "evt_second"}),
+    )
+    .await;
+    let error = next_event(&mut socket).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["code"], "insufficient_quota", "{error}");
+    assert_eq!(error["error"]["event_id"], "evt_second");
+    let closed = tokio::time::timeout(Duration::from_secs(10), socket.next())
+        .await
+        .unwrap();
+    match closed {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(frame.code, CloseCode::Policy),
+        other => panic!("not closed: {other:?}"),
+    }
+    let creates = (mock.received().await.iter())
+        .filter(|e| e["type"] == "response.create")
+        .count();
+    assert_eq!(
+        creates, 1,
+        "the refused response.create never went upstream"
+    );
+    let records = records(&gateway, &key, 2).await;
+    let usage = first.last().unwrap()["response"]["usage"].clone();
+    assert_recorded(&records, &[usage]);
+    let refused: Vec<&Value> = records.iter().filter(|r| r["status"] == 429).collect();
+    assert_eq!(refused.len(), 1, "{records:#?}");
+    assert_eq!(refused[0]["error_type"], "insufficient_quota");
+    assert_eq!(refused[0]["session_id"], records[0]["session_id"]);
+}
+
+/// The route's guard test (`guards_every_route.rs`): the text a client writes into the
+/// conversation and the session's instructions reach the upstream redacted; audio passes.
+#[tokio::test]
+pub(crate) async fn the_client_s_text_is_redacted_before_it_goes_upstream() {
+    use crate::guards_routes::{SECRET, assert_clean};
+    use common::gateway::Guard;
+    // A guard that checks answers too cannot read a session's: the upgrade is refused unless
+    // its entry exempts `realtime`.
+    let (mock, gateway, key) = setup(|b| b.guard(Guard::plugin("redact"))).await;
+    let (status, body) = refused(&gateway, MODEL, Some(&key)).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["code"], "guard_cannot_inspect", "{body}");
+    assert!(mock.models().await.is_empty());
+    let redact = Guard::plugin("redact").yaml("exempt", "[realtime]");
+    let (mock, gateway, key) = setup(|b| b.guard(redact)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(
+        &mut socket,
+        json!({"type": "session.update", "session": {"type": "realtime",
+        "instructions": SECRET}}),
+    )
+    .await;
+    assert_eq!(next_event(&mut socket).await["type"], "session.updated");
+    let events = text_turn(&mut socket, SECRET).await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    let received = mock.received().await;
+    assert!(received.len() >= 3, "{received:#?}");
+    for event in &received {
+        assert_clean("a realtime event", event);
+    }
+    let item = received
+        .iter()
+        .find(|e| e["type"] == "conversation.item.create")
+        .unwrap();
+    assert!(
+        item["item"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("card"),
+        "{item}"
+    );
+    // A refusing guard refuses the event alone: the `error` event, and the session lives on.
+    let deny = Guard::plugin("deny")
+        .options("{phrases: [forbidden]}")
+        .apply("request");
+    let (mock, gateway, key) = setup(|b| b.guard(deny)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(
+        &mut socket,
+        json!({"type": "conversation.item.create", "event_id": "evt_denied", "item": {
+            "type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "a forbidden word"}]}}),
+    )
+    .await;
+    let error = next_event(&mut socket).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["event_id"], "evt_denied", "{error}");
+    let events = text_turn(&mut socket, "an allowed word").await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    let items = (mock.received().await.into_iter())
+        .filter(|e| e["type"] == "conversation.item.create")
+        .count();
+    assert_eq!(items, 1, "the refused item never went upstream");
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_holds_the_upstream_where_it_is() {
+    let (mock, gateway, key) =
+        setup(|b| b.set_yaml("server.websocket", "{send_timeout_ms: 60000}")).await;
+    let mut socket = session(&gateway, FLOOD, &key).await;
+    send(&mut socket, json!({"type": "response.create"})).await;
+    // The client reads nothing more: the upstream's sends stall once the queue and the sockets'
+    // buffers are full.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut last = mock.sent();
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = mock.sent();
+        if now == last && now > 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the upstream never stalled: {now} events sent"
+        );
+        last = now;
+    }
+    let held = mock.sent();
+    assert!(
+        held < mock_realtime::FLOOD_DELTAS / 2,
+        "{held} of {} deltas were sent to a client that reads nothing",
+        mock_realtime::FLOOD_DELTAS
+    );
+    eprintln!(
+        "stalled after {held} of {} events of {} KiB",
+        mock_realtime::FLOOD_DELTAS,
+        mock_realtime::FLOOD_BYTES * 4 / 3 / 1024
+    );
+    let health: Value = http()
+        .get(gateway.url("/health"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["websocket_sessions"], 1, "{health}");
+    // Reading again drains the rest: nothing was lost.
+    let events = until_done(&mut socket).await;
+    let audio = events
+        .iter()
+        .filter(|e| e["type"] == "response.output_audio.delta")
+        .count();
+    assert_eq!(audio, mock_realtime::FLOOD_DELTAS);
+}
+
+#[tokio::test]
+async fn python_sdk_text_and_audio_turns_on_one_session() {
+    let (_mock, gateway, key) = setup(|b| b).await;
+    let output = run_client(
+        "openai_realtime.py",
+        &gateway.url("/v1"),
+        &key,
+        &["--model", MODEL],
+    )
+    .await;
+    assert_passed(&output, &["text_turn", "audio_turn"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let usages: Vec<Value> = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("usage "))
+        .map(|u| serde_json::from_str(u).unwrap())
+        .unwrap();
+    assert_eq!(usages.len(), 2);
+    assert_recorded(&records(&gateway, &key, 2).await, &usages);
+}
+
+#[tokio::test]
+async fn a_shutdown_lets_the_response_in_flight_finish_then_closes_the_session() {
+    let (_mock, gateway, key) = setup(|b| b).await;
+    let mut socket = session(&gateway, SLOW, &key).await;
+    let metrics = gateway.metrics().await;
+    assert!(
+        metrics.contains("wasmgate_websocket_sessions 1"),
+        "{metrics}"
+    );
+    send(&mut socket, create("evt_slow", "text")).await;
+    assert_eq!(next_event(&mut socket).await["type"], "response.created");
+    let state = gateway.state.clone();
+    let stopping = tokio::spawn(gateway.stop());
+    let events = until_done(&mut socket).await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    assert_eq!(
+        deltas(&events, "response.output_text.delta").concat(),
+        mock_realtime::ANSWER
+    );
+    let closed = tokio::time::timeout(Duration::from_secs(10), socket.next())
+        .await
+        .unwrap();
+    match closed {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(frame.code, CloseCode::Away),
+        other => panic!("not closed: {other:?}"),
+    }
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the gateway stopped")
+        .unwrap();
+    assert_eq!(state.sockets.open_count(), 0);
+}
+
+#[tokio::test]
+async fn an_azure_openai_entry_is_reached_at_its_v1_realtime_path_with_its_api_key() {
+    let mock = MockRealtime::start().await;
+    let azure = Provider::at(
+        "azure-openai",
+        &format!("http://{}", mock.addr),
+        common::gateway::UPSTREAM_KEY,
+    )
+    .models([MODEL]);
+    let gateway = Gateway::builder()
+        .auth_required()
+        .provider("azure", azure)
+        .start()
+        .await;
+    let key = gateway.api_key("rt-azure").await;
+    let mut socket = session(&gateway, &format!("azure/{MODEL}"), &key).await;
+    let events = text_turn(&mut socket, "Say hello").await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    assert_eq!(mock.models().await, [MODEL]);
+    let usage = events.last().unwrap()["response"]["usage"].clone();
+    let records = records(&gateway, &key, 1).await;
+    assert_eq!(records[0]["provider"], "azure");
+    assert_eq!(
+        (records[0]["cost"].as_f64().unwrap() * 1e6).round() as i64,
+        gpt_realtime_micros(&usage),
+        "priced at the azure-openai catalog's gpt-realtime"
+    );
+}
+
+#[tokio::test]
+async fn sessions_per_key_and_message_size_are_bounded() {
+    let bounds = "{max_sessions_per_key: 1, max_message_bytes: 1024}";
+    let (mock, gateway, key) = setup(|b| b.set_yaml("server.websocket", bounds)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    let (status, body) = refused(&gateway, MODEL, Some(&key)).await;
+    assert_eq!(status, 429);
+    assert_eq!(
+        body["error"]["code"], "websocket_connection_limit_reached",
+        "{body}"
+    );
+    assert_eq!(
+        mock.models().await.len(),
+        1,
+        "the refused one opened no upstream"
+    );
+    let big = "x".repeat(2048);
+    send(
+        &mut socket,
+        json!({"type": "conversation.item.create", "item": {"type": "message",
+        "role": "user", "content": [{"type": "input_text", "text": big}]}}),
+    )
+    .await;
+    let closed = tokio::time::timeout(Duration::from_secs(10), socket.next())
+        .await
+        .unwrap();
+    match closed {
+        Some(Ok(Message::Close(Some(frame)))) => assert_eq!(frame.code, CloseCode::Size),
+        other => panic!("not closed as too big: {other:?}"),
+    }
+    assert!(mock.received().await.is_empty(), "nothing went upstream");
+}
