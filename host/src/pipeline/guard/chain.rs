@@ -73,7 +73,7 @@ impl AnswerChain {
     }
 
     /// `events` through every stage; with `end`, each stage also releases what it holds.
-    pub(in crate::pipeline) async fn run(
+    pub async fn run(
         &mut self,
         mut events: Vec<AnswerEvent>,
         end: bool,

@@ -124,7 +124,8 @@ impl Guarded {
         Some(crate::sync::into_inner(chain))
     }
 
-    pub(in crate::pipeline) fn verdicts_from(&mut self, chain: &mut AnswerChain) {
+    /// The verdicts `chain` reached so far, moved into the request's.
+    pub fn verdicts_from(&mut self, chain: &mut AnswerChain) {
         for (guard, action, monitor, findings) in chain.verdicts.drain(..) {
             self.record(&guard, "answer", action, monitor, &findings);
         }

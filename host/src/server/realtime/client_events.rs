@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::refusal::{error_event, event};
 use super::session::Session;
+use crate::config::guards::BlindRoute;
 use crate::error::ApiError;
 use crate::pipeline::Context;
 use crate::pipeline::finish::End;
@@ -51,6 +52,9 @@ pub async fn inspect(session: &Session, detached: &mut Detached, text: String) -
         .and_then(Value::as_str)
         .unwrap_or_default())
     .to_owned();
+    if let Some(error) = unread(session, &kind, &event) {
+        return Verdict::Refuse(error_event(&error, client_event.as_deref()));
+    }
     let texts = text_paths(&kind, &event);
     let rewritten = match guard(session, detached, &mut event, &texts).await {
         Ok(rewritten) => rewritten,
@@ -92,6 +96,31 @@ async fn admit(session: &Session) -> Result<Context, ApiError> {
             Err(error)
         }
     }
+}
+
+/// Refuses an event that asks for what the answer guards cannot read while one of them does
+/// not exempt `realtime`: audio output (`output_modalities` of the session or a response;
+/// a response asking for none is checked as it starts, see `answers`), or the upstream's own
+/// copy of an item (`conversation.item.retrieve`), which an answer's rewrite never reached.
+fn unread(session: &Session, kind: &str, event: &Value) -> Option<ApiError> {
+    let guard = session.blind.as_deref()?;
+    let modalities = match kind {
+        "session.update" => event.pointer("/session/output_modalities"),
+        "response.create" => event.pointer("/response/output_modalities"),
+        _ => None,
+    };
+    let audio =
+        (modalities.and_then(Value::as_array)).is_some_and(|m| m.iter().any(|m| m == "audio"));
+    let what = match kind {
+        _ if audio => "a realtime session's audio output",
+        "conversation.item.retrieve" => "the upstream's copy of a realtime conversation's items",
+        _ => return None,
+    };
+    Some(ApiError::GuardCannotInspect {
+        guard: guard.to_owned(),
+        what,
+        route: BlindRoute::Realtime.name(),
+    })
 }
 
 /// The JSON pointers of the client's own text in an event of type `kind`.

@@ -14,6 +14,7 @@ use crate::catalog::{ModelInfo, RealtimeTokens, realtime_cost_micros};
 use crate::ledger::Written;
 use crate::pipeline::Context;
 use crate::pipeline::finish::End;
+use crate::pipeline::guard::chain::AnswerChain;
 use crate::plugins::Usage;
 
 /// The responses asked for and under way.
@@ -43,13 +44,18 @@ impl Meter {
         self.changed();
     }
 
-    /// The upstream's `response.created` for response `id`: the oldest asked, or (a response
-    /// the upstream started itself) a new one from `unasked`.
-    pub fn started(&mut self, id: &str, unasked: impl FnOnce() -> Context) {
-        let mut cx = match self.asked.pop_front() {
+    /// The upstream's `response.created`: the context of the oldest response asked, or (a
+    /// response the upstream started itself) a new one from `unasked`; [`Meter::started`]
+    /// takes it back (the session stays busy meanwhile).
+    pub fn starting(&mut self, unasked: impl FnOnce() -> Context) -> Context {
+        match self.asked.pop_front() {
             Some((cx, _)) => cx,
             None => unasked(),
-        };
+        }
+    }
+
+    /// Response `id` started, on `cx` (from [`Meter::starting`]).
+    pub fn started(&mut self, id: &str, mut cx: Context) {
         cx.first_output();
         self.running.insert(id.to_owned(), cx);
         self.changed();
@@ -62,6 +68,13 @@ impl Meter {
         if let Some(at) = at {
             drop(self.asked.remove(at));
             self.changed();
+        }
+    }
+
+    /// The verdicts of response `id`'s answer guards, into its record.
+    pub fn guarded(&mut self, id: &str, chain: &mut AnswerChain) {
+        if let Some(cx) = self.running.get_mut(id) {
+            cx.guard.verdicts_from(chain);
         }
     }
 

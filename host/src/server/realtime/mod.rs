@@ -7,9 +7,13 @@
 //! `server.websocket`'s sessions, and the upstream socket itself ([`upstream`]); a refusal is
 //! the HTTP error in OpenAI's shape. On the socket ([`session`]): the client's events pass the
 //! request guards and each `response.create` the limit rules ([`client_events`]); each
-//! response the upstream finishes is one ledger record ([`meter`]). Answers pass unread: an
-//! answer guard that applies refuses the session unless its entry exempts `realtime`.
+//! response the upstream finishes is one ledger record ([`meter`]), its text through the
+//! answer guards on the way to the client ([`answers`]). Audio passes unread: while an answer
+//! guard applies whose entry does not exempt `realtime`, a response with audio output is
+//! refused, as is what would show the upstream's own copy of an answer
+//! (`conversation.item.retrieve`).
 
+mod answers;
 mod client_events;
 mod meter;
 mod refusal;
@@ -70,9 +74,10 @@ pub async fn upgrade(
         Ok(guards) => guards,
         Err(error) => return refused(&error),
     };
-    if let Err(error) = answers_unread(&gateway, &who, &model) {
-        return refused(&error);
-    }
+    let blind = match answers_unread(&gateway, &who, &model) {
+        Ok(blind) => blind,
+        Err(error) => return refused(&error),
+    };
     let holder = match &who.key_id {
         Some(key) => format!("key {key}"),
         None => format!("project {}", who.project),
@@ -107,6 +112,7 @@ pub async fn upgrade(
         target_model,
         id: format!("rtsess_{}", uuid::Uuid::now_v7().simple()),
         guards,
+        blind,
         bounds: bounds.clone(),
     };
     upgrade
@@ -122,20 +128,17 @@ pub async fn upgrade(
         })
 }
 
-/// Refuses a session that an answer guard applies to, unless the guard's entry exempts
-/// `realtime`: the gateway relays a session's answers (text and audio deltas) unread.
-fn answers_unread(gateway: &Gateway, who: &Caller, model: &str) -> Result<(), ApiError> {
+/// The first answer guard that applies and whose entry does not exempt `realtime`: what
+/// passes unread (audio) is refused while there is one.
+fn answers_unread(
+    gateway: &Gateway,
+    who: &Caller,
+    model: &str,
+) -> Result<Option<String>, ApiError> {
     let blind = (check::applying(gateway, who, model)?.into_iter())
         .filter_map(|i| gateway.guards.get(i))
         .find(|guard| guard.apply.answer() && !guard.exempt.contains(&BlindRoute::Realtime));
-    match blind {
-        Some(guard) => Err(ApiError::GuardCannotInspect {
-            guard: guard.name.to_string(),
-            what: "a realtime session's answers",
-            route: BlindRoute::Realtime.name(),
-        }),
-        None => Ok(()),
-    }
+    Ok(blind.map(|guard| guard.name.to_string()))
 }
 
 /// `model` from the query.

@@ -26,11 +26,14 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 use tokio_tungstenite::tungstenite::Message as Upstream;
 
+use super::answers::Answers;
 use super::client_events::{Verdict, inspect};
 use super::meter::Meter;
+use super::refusal::error_event;
 use super::upstream;
 use crate::auth::Caller;
 use crate::config::WebsocketConfig;
+use crate::error::ApiError;
 use crate::gateway::{Gateway, Target};
 use crate::pipeline::Context;
 use crate::pipeline::guard::body::{BodyGuards, Detached};
@@ -57,6 +60,9 @@ pub struct Session {
     /// `rtsess_…`: ties the session's records together.
     pub id: String,
     pub guards: Option<BodyGuards>,
+    /// The first answer guard that applies and does not exempt `realtime`: audio output (and
+    /// `conversation.item.retrieve`) is refused while there is one.
+    pub blind: Option<String>,
     pub bounds: WebsocketConfig,
 }
 
@@ -89,6 +95,7 @@ pub async fn serve(session: Session, client: WebSocket, upstream: upstream::Sock
     let (upstream_sink, upstream_stream) = upstream.split();
     let (queue, queued) = mpsc::channel::<Message>(QUEUED_FOR_CLIENT);
     let (busy, busy_rx) = watch::channel(false);
+    let (cancel, cancels) = mpsc::channel::<String>(QUEUED_FOR_CLIENT);
     let price = (session.gateway.providers.get(session.provider))
         .and_then(|p| p.price(&session.target_model));
     let meter = Mutex::new(Meter::new(price, busy));
@@ -96,8 +103,8 @@ pub async fn serve(session: Session, client: WebSocket, upstream: upstream::Sock
     let mut writing = pin!(write(client_sink, queued, send_timeout));
     let relaying = async {
         tokio::select! {
-            ending = from_client(&session, client_stream, upstream_sink, queue.clone(), &meter, busy_rx) => ending,
-            ending = from_upstream(&session, upstream_stream, queue.clone(), &meter) => ending,
+            ending = from_client(&session, client_stream, upstream_sink, queue.clone(), &meter, (busy_rx, cancels)) => ending,
+            ending = from_upstream(&session, upstream_stream, queue.clone(), &meter, cancel) => ending,
         }
     };
     let ending = tokio::select! {
@@ -144,15 +151,16 @@ async fn write(
     }
 }
 
-/// Reads the client's events and sends them upstream, until the client goes or a clock runs
-/// out (after the response in flight).
+/// Reads the client's events and sends them upstream, with the `response.cancel`s of answers a
+/// guard stopped (`cancels`), until the client goes or a clock runs out (after the response in
+/// flight).
 async fn from_client(
     session: &Session,
     mut stream: SplitStream<WebSocket>,
     mut upstream: SplitSink<upstream::Socket, Upstream>,
     queue: mpsc::Sender<Message>,
     meter: &Mutex<Meter>,
-    mut busy: watch::Receiver<bool>,
+    (mut busy, mut cancels): (watch::Receiver<bool>, mpsc::Receiver<String>),
 ) -> Ending {
     let bounds = &session.bounds;
     let end_of_life = Instant::now() + bounds.max_duration();
@@ -199,6 +207,11 @@ async fn from_client(
                     return close(close_code::ERROR, "the upstream socket failed");
                 }
             }
+            Some(cancel) = cancels.recv() => {
+                if upstream.send(Upstream::text(cancel)).await.is_err() {
+                    return close(close_code::ERROR, "the upstream socket failed");
+                }
+            }
             changed = busy.changed() => {
                 if changed.is_err() {
                     return Ending::Gone;
@@ -218,26 +231,40 @@ async fn from_client(
     }
 }
 
-/// The `type` of an event, read without the rest (an audio delta is mostly base64).
+/// The `type` of an event and the response it is of, read without the rest (an audio delta
+/// is mostly base64).
 #[derive(Deserialize)]
 struct Head<'a> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    response_id: Option<Cow<'a, str>>,
 }
 
-/// Reads the upstream's events into the client's queue, metering each response, until the
-/// upstream closes.
+/// The `event_id` prefix of the gateway's own `response.cancel`s: the upstream's `error` for
+/// one (the response had ended already) is the gateway's, not the client's.
+const CANCEL: &str = "wasmgate_cancel_";
+
+/// Reads the upstream's events into the client's queue, metering each response and guarding
+/// its answer, until the upstream closes; `cancel` takes the `response.cancel` of an answer a
+/// guard stopped.
 async fn from_upstream(
     session: &Session,
     mut stream: SplitStream<upstream::Socket>,
     queue: mpsc::Sender<Message>,
     meter: &Mutex<Meter>,
+    cancel: mpsc::Sender<String>,
 ) -> Ending {
+    let mut answers = Answers::default();
     while let Some(message) = stream.next().await {
         let message = match message {
             Ok(Upstream::Text(text)) => {
-                observe(session, meter, text.as_str()).await;
-                Message::text(text.as_str())
+                for event in relay(session, meter, &mut answers, &cancel, text.as_str()).await {
+                    if queue.send(Message::text(event)).await.is_err() {
+                        return Ending::Gone;
+                    }
+                }
+                continue;
             }
             Ok(Upstream::Binary(bytes)) => Message::Binary(bytes),
             Ok(Upstream::Close(frame)) => {
@@ -263,38 +290,89 @@ async fn from_upstream(
     close(close_code::ERROR, "the upstream closed the session")
 }
 
-/// Meters the upstream's event `text`: a response started, done (its record written before
-/// the event goes on), or a `response.create` refused.
-async fn observe(session: &Session, meter: &Mutex<Meter>, text: &str) {
+/// The upstream's event `text` metered (a response started, done with its record written
+/// before the event goes on, or a `response.create` refused) and through the response's answer
+/// guards: the events that go to the client in its place. A guard that stops a response has
+/// its `error` event sent and the response cancelled upstream.
+async fn relay(
+    session: &Session,
+    meter: &Mutex<Meter>,
+    answers: &mut Answers,
+    cancel: &mpsc::Sender<String>,
+    text: &str,
+) -> Vec<String> {
     let Ok(head) = serde_json::from_str::<Head<'_>>(text) else {
-        return;
+        return vec![text.to_owned()];
     };
     let watched = matches!(&*head.kind, "response.created" | "response.done" | "error");
     if !watched {
-        return;
+        let relayed = answers
+            .relay(&head.kind, head.response_id.as_deref(), text)
+            .await;
+        let mut events = relayed.events;
+        if let (Some(error), Some(id)) = (relayed.stop, head.response_id.as_deref()) {
+            stopped(&mut events, cancel, &error, id).await;
+        }
+        return events;
     }
     let Ok(event) = serde_json::from_str::<Value>(text) else {
-        return;
+        return vec![text.to_owned()];
     };
     let response = &event["response"];
-    let written = match &*head.kind {
-        "response.created" => {
-            if let Some(id) = response["id"].as_str() {
-                locked(meter).started(id, || session.context());
+    let id = response["id"].as_str();
+    match (&*head.kind, id) {
+        ("response.created", Some(id)) => {
+            let mut cx = locked(meter).starting(|| session.context());
+            let opened = answers.started(&mut cx, &session.model, response).await;
+            locked(meter).started(id, cx);
+            let mut events = vec![text.to_owned()];
+            if let Err(error) = opened {
+                answers.refused(id);
+                stopped(&mut events, cancel, &error, id).await;
             }
-            None
+            events
         }
-        "response.done" => locked(meter).done(response),
-        _ => {
-            if let Some(id) = event["error"]["event_id"].as_str() {
-                locked(meter).refused(id);
+        ("response.done", Some(id)) => {
+            let relayed = answers.relay(&head.kind, Some(id), text).await;
+            let written = {
+                let mut meter = locked(meter);
+                if let Some(mut chain) = answers.done(id) {
+                    meter.guarded(id, &mut chain);
+                }
+                meter.done(response)
+            };
+            if let Some(written) = written {
+                written.wait().await;
             }
-            None
+            relayed.events
         }
-    };
-    if let Some(written) = written {
-        written.wait().await;
+        ("error", _) => {
+            let about = event["error"]["event_id"].as_str();
+            if about.is_some_and(|id| id.starts_with(CANCEL)) {
+                return Vec::new();
+            }
+            if let Some(about) = about {
+                locked(meter).refused(about);
+            }
+            vec![text.to_owned()]
+        }
+        _ => vec![text.to_owned()],
     }
+}
+
+/// Response `id` stopped by `error`: its `error` event for the client after `events`, and its
+/// `response.cancel` upstream.
+async fn stopped(
+    events: &mut Vec<String>,
+    cancel: &mpsc::Sender<String>,
+    error: &ApiError,
+    id: &str,
+) {
+    events.push(error_event(error, None));
+    let event_id = format!("{CANCEL}{}", uuid::Uuid::now_v7().simple());
+    let event = serde_json::json!({"type": "response.cancel", "event_id": event_id,
+        "response_id": id});
+    let _ = cancel.send(event.to_string()).await;
 }
 
 fn locked(meter: &Mutex<Meter>) -> std::sync::MutexGuard<'_, Meter> {
