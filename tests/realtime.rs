@@ -2,7 +2,9 @@
 //! mock: the key checked at the upgrade (refused as HTTP, or taken from a browser's
 //! subprotocol), a text turn and an audio turn relayed, one ledger record per response at the
 //! catalog's realtime prices with the session's id, a budget spent mid-session closing it with
-//! the reference's `error` event, the client's text redacted before it goes upstream, a client
+//! the reference's `error` event, the client's text redacted before it goes upstream and the
+//! answers' text and transcripts before they reach the client (a stopping guard ending the
+//! response alone, audio output refused unless exempt), a client
 //! that stops reading holding the upstream where it is, and the official Python SDK's
 //! `client.realtime.connect()`.
 
@@ -396,15 +398,9 @@ async fn a_spent_budget_closes_the_session_with_an_error_event() {
 pub(crate) async fn the_client_s_text_is_redacted_before_it_goes_upstream() {
     use crate::guards_routes::{SECRET, assert_clean};
     use common::gateway::Guard;
-    // A guard that checks answers too cannot read a session's: the upgrade is refused unless
-    // its entry exempts `realtime`.
+    // A guard on both sides: the client's text is redacted on its way up, the answers on
+    // their way down.
     let (mock, gateway, key) = setup(|b| b.guard(Guard::plugin("redact"))).await;
-    let (status, body) = refused(&gateway, MODEL, Some(&key)).await;
-    assert_eq!(status, 400);
-    assert_eq!(body["error"]["code"], "guard_cannot_inspect", "{body}");
-    assert!(mock.models().await.is_empty());
-    let redact = Guard::plugin("redact").yaml("exempt", "[realtime]");
-    let (mock, gateway, key) = setup(|b| b.guard(redact)).await;
     let mut socket = session(&gateway, MODEL, &key).await;
     send(
         &mut socket,
@@ -453,6 +449,180 @@ pub(crate) async fn the_client_s_text_is_redacted_before_it_goes_upstream() {
         .filter(|e| e["type"] == "conversation.item.create")
         .count();
     assert_eq!(items, 1, "the refused item never went upstream");
+}
+
+/// The answer the mock says after a `SAY` message: a card number spread over four deltas.
+const CARD_ANSWER: &str = "My card is 4111 1111 1111 1111, thanks.";
+const CARD_REDACTED: &str = "My card is [CARD], thanks.";
+
+/// A user message the mock's answers say from then on.
+async fn say(socket: &mut Socket, text: &str) {
+    send(
+        socket,
+        json!({"type": "conversation.item.create", "item": {"type": "message",
+        "role": "user", "content": [{"type": "input_text",
+            "text": format!("{}{text}", mock_realtime::SAY)}]}}),
+    )
+    .await;
+    assert_eq!(next_event(socket).await["type"], "conversation.item.added");
+    assert_eq!(next_event(socket).await["type"], "conversation.item.done");
+}
+
+/// The text of the first content part of each output item of `done` (a `response.done`).
+fn done_texts(done: &Value) -> Vec<String> {
+    (done["response"]["output"].as_array().unwrap().iter())
+        .map(|item| {
+            let part = &item["content"][0];
+            let text = part["text"].as_str().or(part["transcript"].as_str());
+            text.unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_answer_s_card_split_over_deltas_reaches_the_client_redacted() {
+    use common::gateway::Guard;
+    let redact = Guard::plugin("redact")
+        .name("answers")
+        .apply("answer")
+        .options("{window: 24}");
+    let (mock, gateway, key) = setup(|b| b.guard(redact)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    say(&mut socket, CARD_ANSWER).await;
+    send(&mut socket, create("evt_card", "text")).await;
+    let events = until_done(&mut socket).await;
+    for event in &events {
+        assert!(!event.to_string().contains("4111"), "leaked: {event}");
+    }
+    let pieces = deltas(&events, "response.output_text.delta");
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), CARD_REDACTED);
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "response.output_text.done")
+        .unwrap();
+    assert_eq!(done["text"], CARD_REDACTED);
+    let item = events
+        .iter()
+        .find(|e| e["type"] == "response.output_item.done")
+        .unwrap();
+    assert_eq!(item["item"]["content"][0]["text"], CARD_REDACTED);
+    assert_eq!(done_texts(events.last().unwrap()), [CARD_REDACTED]);
+    // The upstream had the text as the client wrote it: the guard checks answers only.
+    let said = (mock.received().await.into_iter())
+        .find(|e| e["type"] == "conversation.item.create")
+        .unwrap();
+    assert!(said.to_string().contains("4111"), "{said}");
+    // The response's record names the verdict, as the HTTP routes' do.
+    let records = records(&gateway, &key, 1).await;
+    assert_eq!(
+        records[0]["guards"],
+        json!([{"guard": "answers", "side": "answer", "action": "rewrite", "counts": {"card": 1}}]),
+        "{records:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_guard_that_stops_an_answer_ends_that_response_alone() {
+    use common::gateway::Guard;
+    let deny = Guard::plugin("deny")
+        .apply("answer")
+        .options("{phrases: [Project Falcon]}");
+    let (mock, gateway, key) = setup(|b| b.guard(deny)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    say(
+        &mut socket,
+        "The first part is fine. Then: Project Falcon launches soon.",
+    )
+    .await;
+    send(&mut socket, create("evt_falcon", "text")).await;
+    let mut events = until_done(&mut socket).await;
+    let error = events.last().unwrap().clone();
+    assert_eq!(error["type"], "error", "{events:#?}");
+    assert_eq!(error["error"]["code"], "answer_stopped", "{error}");
+    // The response's own end follows, with the text the client saw and nothing after it.
+    events.extend(until_done(&mut socket).await);
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "response.done", "{events:#?}");
+    for event in &events {
+        assert!(!event.to_string().contains("Falcon"), "leaked: {event}");
+    }
+    let seen = deltas(&events, "response.output_text.delta").concat();
+    assert_eq!(done_texts(done), [seen]);
+    let id = done["response"]["id"].as_str().unwrap().to_owned();
+    // The session lives on (the upstream's error for the late cancel is not the client's).
+    say(&mut socket, "All is well.").await;
+    send(&mut socket, create("evt_fine", "text")).await;
+    let events = until_done(&mut socket).await;
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "response.done", "{events:#?}");
+    assert_eq!(done_texts(done), ["All is well."]);
+    // The stopped response was cancelled upstream (before the next turn, which the mock read
+    // after it).
+    let cancels: Vec<Value> = (mock.received().await.into_iter())
+        .filter(|e| e["type"] == "response.cancel")
+        .collect();
+    assert_eq!(cancels.len(), 1, "{cancels:#?}");
+    assert_eq!(cancels[0]["response_id"], id);
+    let records = records(&gateway, &key, 2).await;
+    let stopped = (records.iter())
+        .find(|r| r["guards"][0]["action"] == "stop")
+        .unwrap_or_else(|| panic!("{records:#?}"));
+    assert_eq!(stopped["guards"][0]["side"], "answer");
+}
+
+#[tokio::test]
+async fn audio_output_is_refused_unless_the_answer_guard_exempts_realtime() {
+    use common::gateway::Guard;
+    let redact = Guard::plugin("redact").apply("answer");
+    let (mock, gateway, key) = setup(|b| b.guard(redact)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    // Asked for: refused before it goes upstream.
+    send(&mut socket, create("evt_audio", "audio")).await;
+    let error = next_event(&mut socket).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["code"], "guard_cannot_inspect", "{error}");
+    assert_eq!(error["error"]["event_id"], "evt_audio");
+    // The session's default (audio): stopped as it starts, its audio never sent.
+    send(&mut socket, json!({"type": "response.create"})).await;
+    let mut events = until_done(&mut socket).await;
+    assert_eq!(
+        events.last().unwrap()["error"]["code"],
+        "guard_cannot_inspect"
+    );
+    events.extend(until_done(&mut socket).await);
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    assert!(
+        (events.iter()).all(|e| e["type"] != "response.output_audio.delta"
+            && e["type"] != "response.output_audio_transcript.delta"),
+        "{events:#?}"
+    );
+    assert_eq!(done_texts(events.last().unwrap()), [""]);
+    let creates = (mock.received().await.iter())
+        .filter(|e| e["type"] == "response.create")
+        .count();
+    assert_eq!(creates, 1);
+    // Text only: guarded whole.
+    let events = text_turn(&mut socket, "hello").await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+    // Exempt: the audio passes unread, its transcript redacted.
+    let redact = Guard::plugin("redact")
+        .apply("answer")
+        .yaml("exempt", "[realtime]");
+    let (_mock, gateway, key) = setup(|b| b.guard(redact)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    say(&mut socket, CARD_ANSWER).await;
+    send(&mut socket, create("evt_audio", "audio")).await;
+    let events = until_done(&mut socket).await;
+    assert!(!deltas(&events, "response.output_audio.delta").is_empty());
+    let transcript = deltas(&events, "response.output_audio_transcript.delta").concat();
+    assert_eq!(transcript, CARD_REDACTED);
+    let done = events
+        .iter()
+        .find(|e| e["type"] == "response.output_audio_transcript.done")
+        .unwrap();
+    assert_eq!(done["transcript"], CARD_REDACTED);
+    assert_eq!(done_texts(events.last().unwrap()), [CARD_REDACTED]);
 }
 
 #[tokio::test]

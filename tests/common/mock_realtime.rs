@@ -5,7 +5,10 @@
 //! `response.create`, and answers a response with `response.created`, the output item, text
 //! deltas (`response.output_text.delta`) or audio deltas (`response.output_audio.delta`,
 //! base64 pcm16) with their transcript (`response.output_audio_transcript.delta`), and
-//! `response.done` with its usage; any other event type gets an `error` event.
+//! `response.done` with its usage; any other event type gets an `error` event. A user text that
+//! starts with [`SAY`] makes the rest of it the text (or transcript) of the answers that follow.
+//! Each response is sent whole before the next event is read, so a `response.cancel` always
+//! finds none active and gets the reference's `error` for that.
 //!
 //! The usage it reports follows from what it was sent: prompt text tokens are the words of the
 //! conversation's text and instructions, audio tokens one per 480 bytes of pcm16 (10 ms at
@@ -36,6 +39,8 @@ use super::gateway::UPSTREAM_KEY;
 
 /// The text of every text answer, one delta a word.
 pub const ANSWER: &str = "Hello from the realtime mock.";
+/// A user text starting so names the answers' text from then on.
+pub const SAY: &str = "Say: ";
 /// The transcript of every audio answer, one delta a word, each with a chunk of audio.
 pub const TRANSCRIPT: &str = "Hi there, spoken.";
 /// Bytes of pcm16 audio sent with each transcript word.
@@ -165,6 +170,8 @@ struct Conversation {
     /// The previous response's prompt (text, audio), which the next one reads from cache.
     cached: (u64, u64),
     items: u64,
+    /// The text the client asked the answers to say ([`SAY`]).
+    said: Option<String>,
 }
 
 fn id(prefix: &str, shared: &Shared) -> String {
@@ -196,6 +203,7 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
         buffered: 0,
         cached: (0, 0),
         items: 0,
+        said: None,
     };
     let created = json!({"type": "session.created", "session": conv.session});
     if !send(&mut socket, &shared, created).await {
@@ -229,7 +237,11 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
             "conversation.item.create" => {
                 let item = &event["item"];
                 for part in item["content"].as_array().into_iter().flatten() {
-                    conv.words += words(part["text"].as_str().unwrap_or_default());
+                    let text = part["text"].as_str().unwrap_or_default();
+                    conv.words += words(text);
+                    if let Some(said) = text.strip_prefix(SAY) {
+                        conv.said = Some(said.to_owned());
+                    }
                     if let Some(audio) = part["audio"].as_str() {
                         conv.audio_bytes += STANDARD.decode(audio).map_or(0, |b| b.len() as u64);
                     }
@@ -280,6 +292,13 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
                 .await
             }
             "response.create" => respond(&mut socket, &shared, &mut conv, &event).await,
+            "response.cancel" => {
+                let error = json!({"type": "error", "error": {"type": "invalid_request_error",
+                    "code": "response_cancel_not_active",
+                    "message": "Cancellation failed: no active response found.",
+                    "param": null, "event_id": client_event}});
+                send(&mut socket, &shared, error).await
+            }
             other => {
                 let message = format!("Invalid value: '{other}'. Supported values are: ...");
                 let error = error_event("invalid_value", &message, client_event);
@@ -363,8 +382,9 @@ async fn respond(
             json!({"type": "output_audio", "transcript": ""}),
         )
     } else if audio {
+        let transcript = conv.said.clone().unwrap_or_else(|| TRANSCRIPT.to_owned());
         let chunk = STANDARD.encode(pcm16(AUDIO_CHUNK_BYTES));
-        for word in TRANSCRIPT.split_inclusive(' ') {
+        for word in transcript.split_inclusive(' ') {
             ok = ok
                 && send(
                     socket,
@@ -393,19 +413,20 @@ async fn respond(
                 socket,
                 shared,
                 with(
-                    json!({"transcript": TRANSCRIPT}),
+                    json!({"transcript": transcript}),
                     "response.output_audio_transcript.done",
                 ),
             )
             .await;
-        let deltas = TRANSCRIPT.split_inclusive(' ').count();
+        let deltas = transcript.split_inclusive(' ').count();
         (
             deltas as u64,
             (deltas * AUDIO_CHUNK_BYTES / 480) as u64,
-            json!({"type": "output_audio", "transcript": TRANSCRIPT}),
+            json!({"type": "output_audio", "transcript": transcript}),
         )
     } else {
-        for word in ANSWER.split_inclusive(' ') {
+        let answer = conv.said.clone().unwrap_or_else(|| ANSWER.to_owned());
+        for word in answer.split_inclusive(' ') {
             if conv.model == "gpt-realtime-slow" {
                 tokio::time::sleep(SLOW_DELTA).await;
             }
@@ -421,13 +442,13 @@ async fn respond(
             && send(
                 socket,
                 shared,
-                with(json!({"text": ANSWER}), "response.output_text.done"),
+                with(json!({"text": answer}), "response.output_text.done"),
             )
             .await;
         (
-            ANSWER.split_inclusive(' ').count() as u64,
+            answer.split_inclusive(' ').count() as u64,
             0,
-            json!({"type": "output_text", "text": ANSWER}),
+            json!({"type": "output_text", "text": answer}),
         )
     };
     let mut done_item = item.clone();

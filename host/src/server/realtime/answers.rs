@@ -173,7 +173,10 @@ impl Answers {
         if kind == "response.done" {
             guarded.items(event.pointer_mut("/response/output"));
         }
-        out.push(event.to_string());
+        // A delta's text went out as what the guards released (in `out`).
+        if !text_field(kind).is_some_and(|(_, delta)| delta) {
+            out.push(event.to_string());
+        }
         Relayed {
             events: out,
             stop: None,
