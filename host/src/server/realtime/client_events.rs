@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::refusal::{error_event, event};
-use super::session::Session;
+use super::upgraded::Session;
 use crate::config::guards::BlindRoute;
 use crate::error::ApiError;
 use crate::pipeline::Context;

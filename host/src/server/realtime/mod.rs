@@ -18,6 +18,7 @@ mod client_events;
 mod meter;
 mod refusal;
 mod session;
+mod upgraded;
 mod upstream;
 
 use std::sync::Arc;
@@ -41,7 +42,7 @@ use crate::pipeline::route::{plan, route_request};
 use crate::server::responses_ws::refusal::Refusal as SeatRefusal;
 use crate::state::AppState;
 use refusal::{Refusal, refused};
-use session::Session;
+use upgraded::Session;
 
 /// The subprotocol a browser puts its key in (it cannot set headers on a socket).
 const KEY_PROTOCOL: &str = "openai-insecure-api-key.";

@@ -13,11 +13,10 @@
 
 use std::borrow::Cow;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
-use axum::http::HeaderMap;
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
@@ -30,63 +29,15 @@ use super::answers::Answers;
 use super::client_events::{Verdict, inspect};
 use super::meter::Meter;
 use super::refusal::error_event;
+use super::upgraded::Session;
 use super::upstream;
-use crate::auth::Caller;
-use crate::config::WebsocketConfig;
 use crate::error::ApiError;
-use crate::gateway::{Gateway, Target};
-use crate::pipeline::Context;
-use crate::pipeline::guard::body::{BodyGuards, Detached};
+use crate::pipeline::guard::body::Detached;
 use crate::server::responses_ws::session::{Ending, close, read_failed};
 use crate::sockets::Seat;
-use crate::state::AppState;
 
 /// Events queued for a client that reads slower than the upstream writes.
 const QUEUED_FOR_CLIENT: usize = 16;
-
-/// What a session knows of itself from its upgrade.
-pub struct Session {
-    pub state: Arc<AppState>,
-    /// The config snapshot of the upgrade: the session's responses run on it.
-    pub gateway: Arc<Gateway>,
-    pub caller: Caller,
-    /// The upgrade's headers (without the key a browser put in its subprotocols).
-    pub headers: HeaderMap,
-    /// The model as the client named it.
-    pub model: String,
-    /// The provider entry (an index into the snapshot's) and the model it was routed to.
-    pub provider: usize,
-    pub target_model: String,
-    /// `rtsess_…`: ties the session's records together.
-    pub id: String,
-    pub guards: Option<BodyGuards>,
-    /// The first answer guard that applies and does not exempt `realtime`: audio output (and
-    /// `conversation.item.retrieve`) is refused while there is one.
-    pub blind: Option<String>,
-    pub bounds: WebsocketConfig,
-}
-
-impl Session {
-    /// A context for one response of the session: its caller, model and target.
-    pub fn context(&self) -> Context {
-        let mut cx = Context::realtime(
-            &self.state,
-            Arc::clone(&self.gateway),
-            &self.headers,
-            &self.id,
-        );
-        cx.caller = self.caller.clone();
-        cx.request.model = self.model.clone();
-        cx.request.stream = true;
-        if let Some(provider) = self.gateway.providers.get(self.provider) {
-            cx.trying(&Target {
-                provider,
-                model: &self.target_model,
-            });
-        }
-        cx
-    }
-}
 
 /// Serves the session until either side closes; `seat` holds its place in the count meanwhile.
 pub async fn serve(session: Session, client: WebSocket, upstream: upstream::Socket, seat: Seat) {
