@@ -25,9 +25,21 @@ use crate::pipeline::guard::chain::AnswerChain;
 use crate::plugins::{AnswerEvent, SlotKind, Stop, TextDelta};
 
 /// The guarded responses under way, by the upstream's response id.
-#[derive(Default)]
 pub struct Answers {
     responses: HashMap<String, Guarded>,
+    /// The session's `output_modalities` as the upstream last told them
+    /// (`session.created`/`session.updated`), for a response that does not say its own.
+    session_audio: bool,
+}
+
+impl Default for Answers {
+    fn default() -> Self {
+        // The reference's default is `["audio"]`.
+        Self {
+            responses: HashMap::new(),
+            session_audio: true,
+        }
+    }
 }
 
 /// One response's chain and its text streams.
@@ -101,8 +113,10 @@ impl Answers {
         if !answer::pick(cx, model)? {
             return Ok(());
         }
-        let audio = (response.get("output_modalities").and_then(Value::as_array))
-            .is_some_and(|m| m.iter().any(|m| m == "audio"));
+        let audio = match response.get("output_modalities") {
+            Some(modalities) => has_audio(modalities),
+            None => self.session_audio,
+        };
         if audio {
             answer::refuse_blind(cx, BlindRoute::Realtime, "a realtime response's audio")?;
         }
@@ -122,6 +136,12 @@ impl Answers {
     /// The upstream's event `text`, of type `kind` and of response `response` (its
     /// `response_id`, or `response.id` for `response.done`), through the response's guards.
     pub async fn relay(&mut self, kind: &str, response: Option<&str>, text: &str) -> Relayed {
+        if matches!(kind, "session.created" | "session.updated")
+            && let Ok(event) = serde_json::from_str::<Value>(text)
+            && let Some(modalities) = event.pointer("/session/output_modalities")
+        {
+            self.session_audio = has_audio(modalities);
+        }
         let response = match response {
             Some(id) => Some(id.to_owned()),
             None if kind.starts_with("conversation.item.") => self.response_of_item(text),
@@ -223,27 +243,17 @@ impl Guarded {
             let key = part_key(event);
             let piece = event.get(field).and_then(Value::as_str).unwrap_or_default();
             let piece = piece.to_owned();
-            let (choice, _, part) = self.part(key);
-            let mut events = Vec::new();
             if delta {
+                let (choice, _, part) = self.part(key);
                 part.template = Some(event.clone());
                 part.template_used = false;
-                events.push(text(choice, piece));
+                self.run(vec![text(choice, piece)], false, out).await?;
             } else {
-                // A stream that came without deltas is read whole.
-                if part.template.is_none() && part.released.is_empty() && !part.ended {
-                    events.push(text(choice, piece));
+                self.ensure_read(key.clone(), piece, out).await?;
+                let released = self.parts.get(&key).map(|p| p.released.clone());
+                if let Some(slot) = event.get_mut(field) {
+                    *slot = Value::from(released.unwrap_or_default());
                 }
-                part.ended = true;
-                events.push(stop(choice));
-            }
-            self.run(events, false, out).await?;
-            if !delta && let Some(slot) = event.get_mut(field) {
-                let released = self
-                    .parts
-                    .get_index(to_index(choice))
-                    .map(|(_, p)| &p.released);
-                *slot = Value::from(released.cloned().unwrap_or_default());
             }
             return Ok(());
         }
@@ -254,7 +264,13 @@ impl Guarded {
                     self.whole(key, part, out).await?;
                 }
             }
-            "response.output_item.done" | "conversation.item.added" | "conversation.item.done" => {
+            // Added as it starts: what was released of it so far.
+            "conversation.item.added" => {
+                if let Some(item) = event.get_mut("item") {
+                    self.items_one(item);
+                }
+            }
+            "response.output_item.done" | "conversation.item.done" => {
                 if let Some(item) = event.get_mut("item") {
                     self.item(item, out).await?;
                 }
@@ -308,7 +324,8 @@ impl Guarded {
         Ok(())
     }
 
-    /// Reads a stream's whole `piece` through the chain unless the stream was read already.
+    /// Ends the stream `key` in the chain: its whole `piece` read first if it came without
+    /// deltas, nothing if it ended already.
     async fn ensure_read(
         &mut self,
         key: (String, u64),
@@ -316,16 +333,14 @@ impl Guarded {
         out: &mut Vec<String>,
     ) -> Result<(), ApiError> {
         let (choice, known, part) = self.part(key);
-        if known && (part.template.is_some() || part.ended) {
-            if part.ended {
-                return Ok(());
-            }
-            part.ended = true;
-            return self.run(vec![stop(choice)], false, out).await;
+        let mut events = Vec::new();
+        if !known {
+            events.push(text(choice, piece));
         }
-        part.ended = true;
-        self.run(vec![text(choice, piece), stop(choice)], false, out)
-            .await
+        if !std::mem::replace(&mut part.ended, true) {
+            events.push(stop(choice));
+        }
+        self.run(events, false, out).await
     }
 
     /// The texts of `output` (a `response.done`'s items) replaced by the released text.
@@ -420,6 +435,11 @@ fn item_parts(item: &Value) -> Vec<((String, u64), String)> {
         }
     }
     found
+}
+
+/// Whether `modalities` (an `output_modalities` array) include audio.
+fn has_audio(modalities: &Value) -> bool {
+    (modalities.as_array()).is_some_and(|m| m.iter().any(|m| m == "audio"))
 }
 
 fn text(choice: u32, text: String) -> AnswerEvent {
