@@ -502,6 +502,11 @@ async fn an_answer_s_card_split_over_deltas_reaches_the_client_redacted() {
         .find(|e| e["type"] == "response.output_text.done")
         .unwrap();
     assert_eq!(done["text"], CARD_REDACTED);
+    let part = events
+        .iter()
+        .find(|e| e["type"] == "response.content_part.done")
+        .unwrap();
+    assert_eq!(part["part"]["text"], CARD_REDACTED);
     let item = events
         .iter()
         .find(|e| e["type"] == "response.output_item.done")

@@ -5,6 +5,7 @@
 //! `response.create`, and answers a response with `response.created`, the output item, text
 //! deltas (`response.output_text.delta`) or audio deltas (`response.output_audio.delta`,
 //! base64 pcm16) with their transcript (`response.output_audio_transcript.delta`), and
+//! the part's `response.content_part.done`, the item's `response.output_item.done` and
 //! `response.done` with its usage; any other event type gets an `error` event. A user text that
 //! starts with [`SAY`] makes the rest of it the text (or transcript) of the answers that follow.
 //! Each response is sent whole before the next event is read, so a `response.cancel` always
@@ -451,6 +452,17 @@ async fn respond(
             json!({"type": "output_text", "text": answer}),
         )
     };
+    ok = ok
+        && send(
+            socket,
+            shared,
+            // The reference's part here names its type `text` or `audio`, not the item's.
+            with(
+                json!({"part": content_part(&part)}),
+                "response.content_part.done",
+            ),
+        )
+        .await;
     let mut done_item = item.clone();
     done_item["status"] = json!("completed");
     done_item["content"] = json!([part]);
@@ -479,6 +491,14 @@ async fn respond(
         "output": [done_item], "conversation_id": "conv_1", "output_modalities": modalities,
         "max_output_tokens": "inf", "metadata": null, "usage": usage}});
     ok && send(socket, shared, done).await
+}
+
+/// An item's content part as `response.content_part.done` writes it.
+fn content_part(part: &Value) -> Value {
+    match part["type"].as_str() {
+        Some("output_audio") => json!({"type": "audio", "transcript": part["transcript"]}),
+        _ => json!({"type": "text", "text": part["text"]}),
+    }
 }
 
 /// `bytes` of a 440 Hz tone as pcm16 at 24 kHz, little-endian.

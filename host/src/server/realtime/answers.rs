@@ -206,6 +206,9 @@ impl Answers {
     /// The guarded response whose output holds the item of a `conversation.item.*` event: the
     /// reference tells of a response's items on the conversation too.
     fn response_of_item(&self, text: &str) -> Option<String> {
+        if self.responses.is_empty() {
+            return None;
+        }
         let event = serde_json::from_str::<Value>(text).ok()?;
         let item = event.pointer("/item/id").and_then(Value::as_str)?;
         let (id, _) = (self.responses.iter()).find(|(_, g)| g.items.iter().any(|i| i == item))?;
