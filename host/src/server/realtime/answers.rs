@@ -70,8 +70,8 @@ struct Part {
 pub struct Relayed {
     /// The events to send the client in its place, in order.
     pub events: Vec<String>,
-    /// A guard stopped the response: its `error` goes to the client, `response.cancel`
-    /// upstream.
+    /// A guard stopped the response: its `error` goes to the client (before the
+    /// `response.done` that ends `events`, when it stopped there), `response.cancel` upstream.
     pub stop: Option<ApiError>,
 }
 
@@ -183,24 +183,24 @@ impl Answers {
             true => Ok(()),
             false => guarded.event(kind, &mut event, &mut out).await,
         };
-        if let Err(error) = outcome {
+        let done = kind == "response.done";
+        let stop = outcome.err();
+        if stop.is_some() {
             guarded.stopped = true;
-            return Relayed {
-                events: out,
-                stop: Some(error),
-            };
+            // The stopped event goes no further, but the response's end, whose text is what
+            // the client was sent.
+            if !done {
+                return Relayed { events: out, stop };
+            }
         }
-        if kind == "response.done" {
+        if done {
             guarded.items(event.pointer_mut("/response/output"));
         }
         // A delta's text went out as what the guards released (in `out`).
         if !text_field(kind).is_some_and(|(_, delta)| delta) {
             out.push(event.to_string());
         }
-        Relayed {
-            events: out,
-            stop: None,
-        }
+        Relayed { events: out, stop }
     }
 
     /// The guarded response whose output holds the item of a `conversation.item.*` event: the

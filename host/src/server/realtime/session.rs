@@ -295,7 +295,14 @@ async fn relay(
             if let Some(written) = written {
                 written.wait().await;
             }
-            relayed.events
+            let mut events = relayed.events;
+            // Stopped as the guards released what they held: the response is over already.
+            if let Some(error) = relayed.stop {
+                let done = events.pop();
+                events.push(error_event(&error, None));
+                events.extend(done);
+            }
+            events
         }
         ("error", _) => {
             let about = event["error"]["event_id"].as_str();
