@@ -6,7 +6,8 @@
 //! come, what a guard holds back is held here too, and what it releases is written as the
 //! deltas' `delta`, in order. The `.done` event of a part ends its choice; that event, the
 //! part's `response.content_part.done`, the item's `response.output_item.done` and the
-//! response's `response.done` carry the released text in place of the upstream's. A guard
+//! response's `response.done` carry the released text in place of the upstream's (an `.added`
+//! event, and a `conversation.item.*` event naming the item, what was released so far). A guard
 //! that stops the answer ends the response: the caller sends the `error` event and cancels it
 //! upstream; the response's later events are dropped, but its `response.done` (with the text
 //! the client saw). Audio (`response.output_audio.delta`) passes unread: a response with audio
@@ -165,7 +166,9 @@ impl Answers {
         let guarded_kind = text_field(kind).is_some()
             || matches!(
                 kind,
-                "response.content_part.done"
+                "response.content_part.added"
+                    | "response.content_part.done"
+                    | "response.output_item.added"
                     | "response.output_item.done"
                     | "response.done"
                     | "conversation.item.added"
@@ -174,8 +177,12 @@ impl Answers {
         if !guarded_kind {
             return Relayed::passed(text);
         }
+        // Unreachable (its head was read), and no text passes unread.
         let Ok(mut event) = serde_json::from_str::<Value>(text) else {
-            return Relayed::passed(text);
+            return Relayed {
+                events: Vec::new(),
+                stop: None,
+            };
         };
         let mut out = Vec::new();
         // A stopped chain is not called again: its response's text is what it released.
@@ -268,9 +275,19 @@ impl Guarded {
                 }
             }
             // Added as it starts: what was released of it so far.
-            "conversation.item.added" => {
+            "response.output_item.added" | "conversation.item.added" => {
                 if let Some(item) = event.get_mut("item") {
                     self.items_one(item);
+                }
+            }
+            "response.content_part.added" => {
+                let key = part_key(event);
+                let released = self.parts.get(&key).map(|p| p.released.clone());
+                let part = event.get_mut("part").and_then(Value::as_object_mut);
+                for (field, text) in part.into_iter().flatten() {
+                    if matches!(field.as_str(), "text" | "transcript") && text.is_string() {
+                        *text = Value::from(released.clone().unwrap_or_default());
+                    }
                 }
             }
             "response.output_item.done" | "conversation.item.done" => {
