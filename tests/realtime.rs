@@ -576,6 +576,48 @@ async fn a_guard_that_stops_an_answer_ends_that_response_alone() {
     assert_eq!(stopped["guards"][0]["side"], "answer");
 }
 
+/// A request guard cannot hear the client's audio: appended audio (or an item's) is refused
+/// with an error event unless the guard's entry exempts `realtime`; text still goes.
+#[tokio::test]
+async fn input_audio_is_refused_under_a_request_guard_unless_exempted() {
+    use common::gateway::Guard;
+    let (mock, gateway, key) = setup(|b| b.guard(Guard::plugin("redact").apply("request"))).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    let chunk = STANDARD.encode(mock_realtime::pcm16(3200));
+    send(
+        &mut socket,
+        json!({"type": "input_audio_buffer.append", "event_id": "evt_a", "audio": chunk}),
+    )
+    .await;
+    let error = next_event(&mut socket).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(error["error"]["code"], "guard_cannot_inspect", "{error}");
+    assert_eq!(error["error"]["event_id"], "evt_a");
+    let item = json!({"type": "conversation.item.create", "item": {"type": "message",
+        "role": "user", "content": [{"type": "input_audio", "audio": chunk}]}});
+    send(&mut socket, item).await;
+    assert_eq!(
+        next_event(&mut socket).await["error"]["code"],
+        "guard_cannot_inspect"
+    );
+    assert!(
+        (mock.received().await.iter())
+            .all(|e| e["type"] != "input_audio_buffer.append"
+                && e["type"] != "conversation.item.create"),
+        "no audio went upstream"
+    );
+    let events = text_turn(&mut socket, "hello").await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+
+    let exempt = Guard::plugin("redact")
+        .apply("request")
+        .yaml("exempt", "[realtime]");
+    let (_mock, gateway, key) = setup(|b| b.guard(exempt)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    let events = audio_turn(&mut socket).await;
+    assert_eq!(events.last().unwrap()["type"], "response.done");
+}
+
 #[tokio::test]
 async fn audio_output_is_refused_unless_the_answer_guard_exempts_realtime() {
     use common::gateway::Guard;

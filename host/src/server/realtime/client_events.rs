@@ -55,6 +55,9 @@ pub async fn inspect(session: &Session, detached: &mut Detached, text: String) -
     if let Some(error) = unread(session, &kind, &event) {
         return Verdict::Refuse(error_event(&error, client_event.as_deref()));
     }
+    if let Err(error) = unheard(session, &kind, &event) {
+        return Verdict::Refuse(error_event(&error, client_event.as_deref()));
+    }
     let texts = text_paths(&kind, &event);
     let rewritten = match guard(session, detached, &mut event, &texts).await {
         Ok(rewritten) => rewritten,
@@ -121,6 +124,29 @@ fn unread(session: &Session, kind: &str, event: &Value) -> Option<ApiError> {
         what,
         route: BlindRoute::Realtime.name(),
     })
+}
+
+/// Refuses the client's audio (`input_audio_buffer.append`, or an item's `input_audio` part)
+/// while a request guard applies whose entry does not exempt `realtime`: no guard can hear
+/// it, as on the transcription routes. Its transcript is made upstream, past every guard.
+fn unheard(session: &Session, kind: &str, event: &Value) -> Result<(), ApiError> {
+    let Some(guards) = &session.guards else {
+        return Ok(());
+    };
+    let audio = match kind {
+        "input_audio_buffer.append" => true,
+        "conversation.item.create" => (event.pointer("/item/content").and_then(Value::as_array))
+            .is_some_and(|parts| parts.iter().any(|p| p["type"] == "input_audio")),
+        _ => false,
+    };
+    if !audio {
+        return Ok(());
+    }
+    guards.refuse_blind(
+        &session.gateway,
+        BlindRoute::Realtime,
+        "a realtime session's input audio",
+    )
 }
 
 /// The JSON pointers of the client's own text in an event of type `kind`.
