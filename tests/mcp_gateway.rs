@@ -191,19 +191,25 @@ async fn admin_patch_tools(gateway: &TestGateway, key: &str, tools: &[&str]) -> 
     (status, body)
 }
 
-#[tokio::test]
-pub(crate) async fn guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument() {
+/// An MCP gateway whose guards redact OpenAI keys from tool results and refuse a search
+/// argument that holds SQL ("drop table").
+pub(crate) async fn guarded() -> McpGateway {
     let redact = Guard::plugin("redact")
         .apply("answer")
         .options(r#"{kinds: {openai-key: placeholder}, default: "off"}"#);
     let deny = Guard::plugin("deny")
         .apply("request")
         .options(r#"{phrases: ["drop table"], reason: "no SQL in searches"}"#);
-    let mcp = McpGateway::builder()
+    McpGateway::builder()
         .guard(redact)
         .guard(deny)
         .start()
-        .await;
+        .await
+}
+
+#[tokio::test]
+pub(crate) async fn guards_redact_a_key_from_a_tool_result_and_refuse_a_forbidden_argument() {
+    let mcp = guarded().await;
     let out = mcp
         .python(json!([["call", "search_config", {}], ["call", "search_search", {"query": "x; DROP TABLE users"}], ["call", "search_search", {"query": "fine"}]]))
         .await;

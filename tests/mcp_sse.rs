@@ -7,7 +7,6 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use serde_json::json;
 
-use crate::common::gateway::Guard;
 use crate::common::http;
 use crate::common::mcp::{McpGateway, python_sse_client};
 
@@ -60,17 +59,7 @@ async fn the_python_sdks_sse_client_lists_calls_sees_progress_and_cancels() {
 /// back over the event stream, a forbidden argument refused, each verdict recorded.
 #[tokio::test]
 pub(crate) async fn guards_hold_on_the_sse_transport() {
-    let redact = Guard::plugin("redact")
-        .apply("answer")
-        .options(r#"{kinds: {openai-key: placeholder}, default: "off"}"#);
-    let deny = Guard::plugin("deny")
-        .apply("request")
-        .options(r#"{phrases: ["drop table"], reason: "no SQL in searches"}"#);
-    let mcp = McpGateway::builder()
-        .guard(redact)
-        .guard(deny)
-        .start()
-        .await;
+    let mcp = crate::mcp_gateway::guarded().await;
     let out = python_sse_client(
         &mcp.gateway.url("/mcp/sse"),
         &mcp.key,

@@ -30,8 +30,7 @@ const MODEL: &str = "gpt-realtime";
 const FLOOD: &str = "gpt-realtime-flood";
 const SLOW: &str = "gpt-realtime-slow";
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use common::websocket::{self, Socket};
 
 /// A gateway that requires keys, in front of the mock as an `openai` entry, with `more` added.
 async fn setup(
@@ -53,32 +52,12 @@ async fn connect(
     model: &str,
     key: Option<&str>,
 ) -> Result<Socket, tungstenite::Error> {
-    let mut request = format!("ws://{}/v1/realtime?model={model}", gateway.addr)
-        .into_client_request()
-        .unwrap();
-    if let Some(key) = key {
-        request
-            .headers_mut()
-            .insert("authorization", format!("Bearer {key}").parse().unwrap());
-    }
-    tokio_tungstenite::connect_async(request)
-        .await
-        .map(|(socket, _)| socket)
+    websocket::connect(gateway, &format!("/v1/realtime?model={model}"), key).await
 }
 
 /// The status and JSON body of an upgrade the gateway refused.
 async fn refused(gateway: &TestGateway, model: &str, key: Option<&str>) -> (u16, Value) {
-    match connect(gateway, model, key).await {
-        Err(tungstenite::Error::Http(response)) => {
-            let body = response.body().clone().unwrap_or_default();
-            (
-                response.status().as_u16(),
-                serde_json::from_slice(&body).unwrap_or(Value::Null),
-            )
-        }
-        Err(other) => panic!("not an HTTP refusal: {other}"),
-        Ok(_) => panic!("the upgrade was accepted"),
-    }
+    websocket::refused(gateway, &format!("/v1/realtime?model={model}"), key).await
 }
 
 /// A `response.create` asking for `modality` output, named `event_id`.

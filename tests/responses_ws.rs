@@ -21,7 +21,6 @@ use common::sdk::{assert_passed, run_client};
 use common::{TestGateway, http};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{self, Message};
 
@@ -30,8 +29,7 @@ const CLAUDE: &str = "claude-sonnet-4-5";
 /// A Chat Completions model of the OpenAI mock that streams for about 1.5 s.
 const PACED: &str = "chat/paced-1500";
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+use common::websocket::{self, Socket};
 
 struct Setup {
     openai: MockOpenAi,
@@ -67,32 +65,12 @@ async fn setup(bounds: &str) -> Setup {
 
 /// Opens a socket on `gateway` with `key` as the bearer key (none if `None`).
 async fn connect(gateway: &TestGateway, key: Option<&str>) -> Result<Socket, tungstenite::Error> {
-    let mut request = format!("ws://{}/v1/responses", gateway.addr)
-        .into_client_request()
-        .unwrap();
-    if let Some(key) = key {
-        request
-            .headers_mut()
-            .insert("authorization", format!("Bearer {key}").parse().unwrap());
-    }
-    tokio_tungstenite::connect_async(request)
-        .await
-        .map(|(socket, _)| socket)
+    websocket::connect(gateway, "/v1/responses", key).await
 }
 
 /// The status and JSON body of an upgrade the gateway refused.
 async fn refused(gateway: &TestGateway, key: Option<&str>) -> (u16, Value) {
-    match connect(gateway, key).await {
-        Err(tungstenite::Error::Http(response)) => {
-            let body = response.body().clone().unwrap_or_default();
-            (
-                response.status().as_u16(),
-                serde_json::from_slice(&body).unwrap_or(Value::Null),
-            )
-        }
-        Err(other) => panic!("not an HTTP refusal: {other}"),
-        Ok(_) => panic!("the upgrade was accepted"),
-    }
+    websocket::refused(gateway, "/v1/responses", key).await
 }
 
 fn create(model: &str, input: &str) -> Message {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::endpoint::Endpoint;
 use super::guard::{Guard, Who};
-use crate::config::guards::GuardEntry;
+use crate::config::guards::{BlindRoute, GuardEntry};
 use crate::plugins::{GuardPlugin, PluginHost};
 
 /// The guards of a config, in the order they run.
@@ -91,6 +91,16 @@ impl Guards {
     /// The guard at `index` (as [`Guards::applying`] gave it).
     pub fn get(&self, index: usize) -> Option<&Guard> {
         self.list.get(index)
+    }
+
+    /// The first of the guards at `indices` whose entry does not exempt `route`: the one that
+    /// refuses what no guard can read there.
+    pub fn not_exempting(
+        &self,
+        indices: impl IntoIterator<Item = usize>,
+        route: BlindRoute,
+    ) -> Option<&Guard> {
+        (indices.into_iter().filter_map(|i| self.get(i))).find(|g| !g.exempt.contains(&route))
     }
 
     /// The indices of the guards that apply to `who`, in order; or the first guard the key

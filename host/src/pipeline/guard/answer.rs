@@ -127,10 +127,7 @@ pub fn pick(cx: &mut Context, model: &str) -> Result<bool, ApiError> {
 /// Refuses an answer no answer guard of the request can read (`what`, on `route`), unless
 /// every one's entry exempts the route.
 pub fn refuse_blind(cx: &Context, route: BlindRoute, what: &'static str) -> Result<(), ApiError> {
-    let guards = &cx.gateway.guards;
-    let blind = (cx.guard.answer.iter().filter_map(|&i| guards.get(i)))
-        .find(|guard| !guard.exempt.contains(&route));
-    match blind {
+    match (cx.gateway.guards).not_exempting(cx.guard.answer.iter().copied(), route) {
         Some(guard) => Err(ApiError::AnswerCannotBeInspected {
             guard: guard.name.to_string(),
             what,

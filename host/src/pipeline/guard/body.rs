@@ -77,9 +77,7 @@ impl BodyGuards {
         route: BlindRoute,
         what: &'static str,
     ) -> Result<(), ApiError> {
-        let blind = (self.checking.iter().filter_map(|&i| gateway.guards.get(i)))
-            .find(|guard| !guard.exempt.contains(&route));
-        match blind {
+        match (gateway.guards).not_exempting(self.checking.iter().copied(), route) {
             Some(guard) => Err(ApiError::GuardCannotInspect {
                 guard: guard.name.to_string(),
                 what,

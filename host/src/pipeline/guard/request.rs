@@ -51,8 +51,7 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         }
     }
     if let Some(spot) = blind_spot(&cx.request)
-        && let Some(guard) = (checking.iter().filter_map(|&i| guards.get(i)))
-            .find(|guard| !guard.exempt.contains(&spot.route))
+        && let Some(guard) = guards.not_exempting(checking.iter().copied(), spot.route)
     {
         return Err(ApiError::GuardCannotInspect {
             guard: guard.name.to_string(),
@@ -65,28 +64,28 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
     }
     let chat = cx.request.operation == Operation::ChatCompletions;
     let canonical = cx.request.body_json();
-    let reading = match chat {
-        true => Reading::Chat,
-        false => match serde_json::from_str::<Value>(&canonical) {
-            Ok(body) => Reading::Texts(TextView::of_body(&body)),
-            Err(_) => return Err(failed_with("request", "the request is not JSON")),
-        },
+    // Parsed once, for every reading of it below; a chat's answer guards alone read none.
+    let parsed = (!chat || !checking.is_empty())
+        .then(|| serde_json::from_str::<Value>(&canonical).ok())
+        .flatten();
+    let reading = match (chat, &parsed) {
+        (true, _) => Reading::Chat,
+        (false, Some(body)) => Reading::Texts(TextView::of_body(body)),
+        (false, None) => return Err(failed_with("request", "the request is not JSON")),
     };
     let seen: Arc<str> = match &reading {
         Reading::Chat => Arc::from(canonical.as_str()),
         Reading::Texts(view) => Arc::from(view.request(&cx.request.model, &route_name(cx))),
     };
     let after = check(&mut Checker::of(cx), &checking, &seen, &reading, true).await?;
-    if let Reading::Chat = reading
-        && !checking.is_empty()
-    {
-        keys(cx, &checking, &canonical).await?;
+    if let (Reading::Chat, Some(body)) = (&reading, &parsed) {
+        keys(cx, &checking, body).await?;
     }
     if let (Reading::Texts(view), Some(after)) = (&reading, &after) {
         let texts = view
             .read(after)
             .map_err(|_| failed_with("request", "a rewrite did not read back"))?;
-        let mut body: Value = serde_json::from_str(&canonical).unwrap_or(Value::Null);
+        let mut body = parsed.clone().unwrap_or(Value::Null);
         view.write(&texts, &mut body);
         let request = std::mem::replace(&mut cx.request, ClientRequest::unparsed(cx.operation));
         cx.request = request.with_body(&body)?;
@@ -98,11 +97,11 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
             let (request, redactor) = (&cx.request, &cx.redactor);
             telemetry.prompt_rewritten(|| redactor.string(request.prompt_json()));
         }
-        if let (Ok(before), Ok(rewritten)) = (
-            serde_json::from_str::<Value>(&canonical),
+        if let (Some(before), Ok(rewritten)) = (
+            &parsed,
             serde_json::from_str::<Value>(&cx.request.body_json()),
         ) {
-            super::native::keep_as_sent(cx, &before, &rewritten);
+            super::native::keep_as_sent(cx, before, &rewritten);
         }
     }
     if !cx.guard.answer.is_empty() {
@@ -126,10 +125,8 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
         super::native::carry_request(cx, &canonical, &after).await;
     }
     // What the native body carries that its canonical view did not: checked on its own.
-    if let (Some(before), false) = (native_before, cx.guard.translate)
-        && let Ok(seen) = serde_json::from_str::<Value>(&canonical)
-    {
-        let residue = TextView::residue(&before, &seen);
+    if let (Some(before), false, Some(seen)) = (native_before, cx.guard.translate, &parsed) {
+        let residue = TextView::residue(&before, seen);
         if !residue.is_empty() {
             let view = residue.request(&cx.request.model, &route_name(cx));
             let reading = Reading::Texts(residue);
@@ -146,11 +143,8 @@ pub async fn request(cx: &mut Context) -> Result<(), ApiError> {
 
 /// The keys of a Chat Completions request that are shown ([`TextView::keys`]), checked on
 /// their own: a guard that would rewrite one refuses the request.
-async fn keys(cx: &mut Context, checking: &[usize], canonical: &str) -> Result<(), ApiError> {
-    let Ok(body) = serde_json::from_str::<Value>(canonical) else {
-        return Ok(());
-    };
-    let keys = TextView::keys(&body);
+async fn keys(cx: &mut Context, checking: &[usize], body: &Value) -> Result<(), ApiError> {
+    let keys = TextView::keys(body);
     if keys.is_empty() {
         return Ok(());
     }

@@ -136,9 +136,9 @@ fn answers_unread(
     who: &Caller,
     model: &str,
 ) -> Result<Option<String>, ApiError> {
-    let blind = (check::applying(gateway, who, model)?.into_iter())
-        .filter_map(|i| gateway.guards.get(i))
-        .find(|guard| guard.apply.answer() && !guard.exempt.contains(&BlindRoute::Realtime));
+    let answering = (check::applying(gateway, who, model)?.into_iter())
+        .filter(|&i| gateway.guards.get(i).is_some_and(|g| g.apply.answer()));
+    let blind = (gateway.guards).not_exempting(answering, BlindRoute::Realtime);
     Ok(blind.map(|guard| guard.name.to_string()))
 }
 
