@@ -5,8 +5,8 @@
 //! the reference's `error` event, the client's text redacted before it goes upstream and the
 //! answers' text and transcripts before they reach the client (a stopping guard ending the
 //! response alone, audio output refused unless exempt), a client
-//! that stops reading holding the upstream where it is, and the official Python SDK's
-//! `client.realtime.connect()`.
+//! that stops reading holding the upstream where it is, and the official SDKs' sessions (Python's
+//! `client.realtime.connect()`, Node's `OpenAIRealtimeWS`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -704,14 +704,21 @@ async fn a_client_that_stops_reading_holds_the_upstream_where_it_is() {
 
 #[tokio::test]
 async fn python_sdk_text_and_audio_turns_on_one_session() {
+    sdk_text_and_audio_turns("openai_realtime.py").await;
+}
+
+/// The Node SDK reaches the gateway through a TLS terminator of the script's own: it speaks
+/// only `wss://` to the Realtime API.
+#[tokio::test]
+async fn node_sdk_text_and_audio_turns_on_one_session() {
+    sdk_text_and_audio_turns("openai_realtime.mjs").await;
+}
+
+/// Runs an SDK's `program` (a text turn, then an audio turn, on one session) and checks each
+/// response's usage, as the SDK saw it, against its ledger record and price.
+async fn sdk_text_and_audio_turns(program: &str) {
     let (_mock, gateway, key) = setup(|b| b).await;
-    let output = run_client(
-        "openai_realtime.py",
-        &gateway.url("/v1"),
-        &key,
-        &["--model", MODEL],
-    )
-    .await;
+    let output = run_client(program, &gateway.url("/v1"), &key, &["--model", MODEL]).await;
     assert_passed(&output, &["text_turn", "audio_turn"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let usages: Vec<Value> = stdout
