@@ -506,6 +506,105 @@ async fn an_answer_s_card_split_over_deltas_reaches_the_client_redacted() {
     );
 }
 
+/// A function call's arguments are an answer's text too: a card the model puts in them,
+/// streamed over many deltas, reaches the client redacted in every event that carries them;
+/// and the client's tool result (`function_call_output`) and tool descriptions are redacted
+/// before they go upstream.
+#[tokio::test]
+async fn a_function_call_s_arguments_are_guarded_both_ways() {
+    use common::gateway::Guard;
+    let tools = |description: &str| {
+        json!({"type": "session.update", "session": {"type": "realtime",
+            "output_modalities": ["text"], "tools": [{"type": "function", "name": "remember",
+            "description": description,
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}]}})
+    };
+    // Answers first: the card reaches the upstream, which calls the tool with it.
+    let answers = Guard::plugin("redact").apply("answer");
+    let (_mock, gateway, key) = setup(|b| b.guard(answers)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(&mut socket, tools("Keeps a note.")).await;
+    assert_eq!(next_event(&mut socket).await["type"], "session.updated");
+    let note = format!("{}{CARD_ANSWER}", mock_realtime::CALL);
+    send(
+        &mut socket,
+        json!({"type": "conversation.item.create", "item": {"type": "message",
+            "role": "user", "content": [{"type": "input_text", "text": note}]}}),
+    )
+    .await;
+    assert_eq!(
+        next_event(&mut socket).await["type"],
+        "conversation.item.added"
+    );
+    send(&mut socket, json!({"type": "response.create"})).await;
+    let events = until_done(&mut socket).await;
+    // (The conversation's echo of the client's own message carries the card, as it was sent.)
+    let answer = (events.iter()).filter(|e| e["type"].as_str().unwrap().starts_with("response."));
+    for event in answer {
+        assert!(!event.to_string().contains("4111"), "leaked: {event}");
+    }
+    let redacted = json!({"text": CARD_REDACTED}).to_string();
+    let pieces = deltas(&events, "response.function_call_arguments.delta");
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), redacted);
+    let done = (events.iter())
+        .find(|e| e["type"] == "response.function_call_arguments.done")
+        .unwrap();
+    assert_eq!(done["arguments"], redacted.as_str(), "{done}");
+    assert_eq!(done["name"], "remember", "{done}");
+    let item = (events.iter())
+        .find(|e| e["type"] == "response.output_item.done")
+        .unwrap();
+    assert_eq!(item["item"]["arguments"], redacted.as_str(), "{item}");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "response.done", "{last}");
+    assert_eq!(
+        last["response"]["output"][0]["arguments"],
+        redacted.as_str(),
+        "{last}"
+    );
+    // Requests: the tool's description, and the result the client hands back after running
+    // it, are redacted on their way up.
+    let requests = Guard::plugin("redact").apply("request");
+    let (mock, gateway, key) = setup(|b| b.guard(requests)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(
+        &mut socket,
+        tools("Keeps a note of card 4111 1111 1111 1111."),
+    )
+    .await;
+    assert_eq!(next_event(&mut socket).await["type"], "session.updated");
+    let call_id = done["call_id"].as_str().unwrap();
+    send(
+        &mut socket,
+        json!({"type": "conversation.item.create", "item": {"type": "function_call_output",
+            "call_id": call_id, "output": "Noted 4111 1111 1111 1111."}}),
+    )
+    .await;
+    assert_eq!(
+        next_event(&mut socket).await["type"],
+        "conversation.item.added"
+    );
+    let received = mock.received().await;
+    for event in &received {
+        assert!(
+            !event.to_string().contains("4111"),
+            "sent upstream: {event}"
+        );
+    }
+    let output = (received.iter())
+        .find(|e| e["item"]["type"] == "function_call_output")
+        .unwrap();
+    assert_eq!(output["item"]["output"], "Noted [CARD].", "{output}");
+    let update = (received.iter())
+        .find(|e| e["type"] == "session.update")
+        .unwrap();
+    assert_eq!(
+        update["session"]["tools"][0]["description"], "Keeps a note of card [CARD].",
+        "{update}"
+    );
+}
+
 #[tokio::test]
 async fn a_guard_that_stops_an_answer_ends_that_response_alone() {
     use common::gateway::Guard;

@@ -1,6 +1,7 @@
 //! What the gateway reads of the client's events before they go upstream: the request guards
 //! see the text a client writes into the conversation (`conversation.item.create`'s text parts
-//! and transcripts, `session.update`'s and `response.create`'s instructions and input text),
+//! and transcripts, a function call's output or arguments, `session.update`'s and
+//! `response.create`'s instructions, tool descriptions and input text),
 //! rewritten in place when a guard redacts; each `response.create` passes the limit rules
 //! first. Audio (`input_audio_buffer.append`'s base64) passes unread, as every other event.
 
@@ -153,6 +154,12 @@ fn unheard(session: &Session, kind: &str, event: &Value) -> Result<(), ApiError>
 fn text_paths(kind: &str, event: &Value) -> Vec<String> {
     let mut paths = Vec::new();
     let mut item = |at: &str, item: &Value| {
+        // A tool's result the client hands back, or a call it writes into the conversation.
+        for field in ["output", "arguments"] {
+            if item.get(field).is_some_and(Value::is_string) {
+                paths.push(format!("{at}/{field}"));
+            }
+        }
         let Some(parts) = item.get("content").and_then(Value::as_array) else {
             return;
         };
@@ -181,6 +188,15 @@ fn text_paths(kind: &str, event: &Value) -> Vec<String> {
     for at in ["/session/instructions", "/response/instructions"] {
         if event.pointer(at).is_some_and(Value::is_string) {
             paths.push(at.to_owned());
+        }
+    }
+    // The tools' descriptions, as a chat request's are read.
+    for at in ["/session/tools", "/response/tools"] {
+        let tools = event.pointer(at).and_then(Value::as_array);
+        for (i, tool) in tools.into_iter().flatten().enumerate() {
+            if tool.get("description").is_some_and(Value::is_string) {
+                paths.push(format!("{at}/{i}/description"));
+            }
         }
     }
     paths
@@ -243,6 +259,18 @@ mod tests {
         assert_eq!(
             text_paths("response.create", &create),
             ["/response/input/0/content/0/text", "/response/instructions"]
+        );
+        let output = json!({"type": "conversation.item.create", "item": {
+            "type": "function_call_output", "call_id": "call_1", "output": "f"}});
+        assert_eq!(
+            text_paths("conversation.item.create", &output),
+            ["/item/output"]
+        );
+        let tools = json!({"type": "session.update", "session": {"tools": [
+            {"type": "function", "name": "lookup", "description": "g", "parameters": {}}]}});
+        assert_eq!(
+            text_paths("session.update", &tools),
+            ["/session/tools/0/description"]
         );
         let audio = json!({"type": "input_audio_buffer.append", "audio": "AAAA"});
         assert!(text_paths("input_audio_buffer.append", &audio).is_empty());
