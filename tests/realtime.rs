@@ -371,6 +371,77 @@ async fn a_spent_budget_closes_the_session_with_an_error_event() {
     assert_eq!(refused[0]["session_id"], records[0]["session_id"]);
 }
 
+/// A response the upstream starts itself (server VAD: the end of the client's speech) passes
+/// the limit rules as it starts, as a `response.create` does before it goes up: the first is
+/// admitted and recorded; once the budget is spent the next is cancelled before any of its
+/// answer reaches the client, recorded as refused, and the session closes.
+#[tokio::test]
+async fn a_response_server_vad_starts_is_admitted_by_the_budget_first() {
+    let (mock, gateway, key) = setup(|b| b.limit("budget", "global", "{daily_usd: 0.017}")).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(
+        &mut socket,
+        json!({"type": "session.update", "session": {"type": "realtime",
+            "output_modalities": ["text"],
+            "audio": {"input": {"turn_detection": {"type": "server_vad"}}}}}),
+    )
+    .await;
+    assert_eq!(next_event(&mut socket).await["type"], "session.updated");
+    let speak = || {
+        json!({"type": "input_audio_buffer.append",
+            "audio": STANDARD.encode(mock_realtime::pcm16(9600))})
+    };
+    send(&mut socket, speak()).await;
+    let first = until_done(&mut socket).await;
+    let done = first.last().unwrap();
+    assert_eq!(done["type"], "response.done", "{first:#?}");
+    assert!(
+        first
+            .iter()
+            .any(|e| e["type"] == "response.output_text.delta"),
+        "{first:#?}"
+    );
+    // The budget is spent now: the next turn's response is refused as it starts.
+    send(&mut socket, speak()).await;
+    let mut after = Vec::new();
+    let close = loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("an event or the close within 10 s");
+        match message {
+            Some(Ok(Message::Text(text))) => {
+                after.push(serde_json::from_str::<Value>(&text).unwrap())
+            }
+            Some(Ok(Message::Close(frame))) => break frame,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(close.map(|f| f.code), Some(CloseCode::Policy), "{after:#?}");
+    let error = after
+        .iter()
+        .find(|e| e["type"] == "error")
+        .expect("an error event");
+    assert_eq!(error["error"]["code"], "insufficient_quota", "{error}");
+    assert!(
+        !after
+            .iter()
+            .any(|e| e["type"] == "response.output_text.delta"),
+        "the refused response's answer reached the client: {after:#?}"
+    );
+    // No client asked for either response (the refused one ended with the session, the
+    // upstream's socket closed with it).
+    let received = mock.received().await;
+    assert!(
+        !received.iter().any(|e| e["type"] == "response.create"),
+        "{received:#?}"
+    );
+    let records = records(&gateway, &key, 2).await;
+    assert_recorded(&records, &[done["response"]["usage"].clone()]);
+    let refused: Vec<&Value> = records.iter().filter(|r| r["status"] == 429).collect();
+    assert_eq!(refused.len(), 1, "{records:#?}");
+    assert_eq!(refused[0]["error_type"], "insufficient_quota");
+}
+
 /// The route's guard test (`guards_every_route.rs`): the text a client writes into the
 /// conversation and the session's instructions reach the upstream redacted; audio passes.
 #[tokio::test]

@@ -11,7 +11,10 @@
 //! one that starts with [`CALL`] makes the next text answer a call of the session's first
 //! function tool (`session.tools`), its `arguments` `{"text": <the rest>}` streamed in
 //! `response.function_call_arguments.delta`s of [`CALL_DELTA_CHARS`] characters (a session with
-//! no function tool gets an `error` event instead).
+//! no function tool gets an `error` event instead). A session with server VAD
+//! (`audio.input.turn_detection`) takes each `input_audio_buffer.append` as one utterance:
+//! speech started and stopped, the buffer committed, and (unless `create_response: false`) a
+//! response it starts itself.
 //! Each response is sent whole before the next event is read, so a `response.cancel` always
 //! finds none active and gets the reference's `error` for that.
 //!
@@ -286,7 +289,10 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
                 match STANDARD.decode(event["audio"].as_str().unwrap_or_default()) {
                     Ok(bytes) => {
                         conv.buffered += bytes.len() as u64;
-                        true
+                        match vad(&conv.session) {
+                            Some(create) => turn(&mut socket, &shared, &mut conv, create).await,
+                            None => true,
+                        }
                     }
                     Err(_) => {
                         let error =
@@ -295,18 +301,7 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
                     }
                 }
             }
-            "input_audio_buffer.commit" => {
-                conv.audio_bytes += std::mem::take(&mut conv.buffered);
-                conv.items += 1;
-                let item_id = format!("item_{}", conv.items);
-                send(
-                    &mut socket,
-                    &shared,
-                    json!({"type": "input_audio_buffer.committed",
-                    "previous_item_id": null, "item_id": item_id}),
-                )
-                .await
-            }
+            "input_audio_buffer.commit" => commit(&mut socket, &shared, &mut conv).await,
             "response.create" => respond(&mut socket, &shared, &mut conv, &event).await,
             "response.cancel" => {
                 let error = json!({"type": "error", "error": {"type": "invalid_request_error",
@@ -325,6 +320,58 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
             return;
         }
     }
+}
+
+/// Commits the audio buffered: its `input_audio_buffer.committed`.
+async fn commit(socket: &mut WebSocket, shared: &Shared, conv: &mut Conversation) -> bool {
+    conv.audio_bytes += std::mem::take(&mut conv.buffered);
+    conv.items += 1;
+    let item_id = format!("item_{}", conv.items);
+    send(
+        socket,
+        shared,
+        json!({"type": "input_audio_buffer.committed",
+        "previous_item_id": null, "item_id": item_id}),
+    )
+    .await
+}
+
+/// Whether the session detects turns itself (`audio.input.turn_detection` of type `server_vad`
+/// or `semantic_vad`), and if so whether it starts a response at each turn's end
+/// (`create_response`, true unless set false).
+fn vad(session: &Value) -> Option<bool> {
+    let detection = session.pointer("/audio/input/turn_detection")?;
+    let kind = detection["type"].as_str()?;
+    matches!(kind, "server_vad" | "semantic_vad")
+        .then(|| detection["create_response"].as_bool().unwrap_or(true))
+}
+
+/// A turn server VAD found in the audio just appended (each append is one utterance here):
+/// speech started and stopped, the buffer committed, then, when `create`, a response the
+/// server starts itself, with no `response.create`.
+async fn turn(
+    socket: &mut WebSocket,
+    shared: &Shared,
+    conv: &mut Conversation,
+    create: bool,
+) -> bool {
+    let item_id = format!("item_{}", conv.items + 1);
+    let ok = send(
+        socket,
+        shared,
+        json!({"type": "input_audio_buffer.speech_started", "audio_start_ms": 0,
+            "item_id": item_id}),
+    )
+    .await
+        && send(
+            socket,
+            shared,
+            json!({"type": "input_audio_buffer.speech_stopped",
+                "audio_end_ms": conv.buffered / 48, "item_id": item_id}),
+        )
+        .await
+        && commit(socket, shared, conv).await;
+    ok && (!create || respond(socket, shared, conv, &json!({"type": "response.create"})).await)
 }
 
 fn error_event(code: &str, message: &str, client_event: Option<String>) -> Value {

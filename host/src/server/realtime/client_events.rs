@@ -7,14 +7,13 @@
 
 use serde_json::Value;
 
+use super::admission::{admit, ends_the_session};
 use super::refusal::{error_event, event};
 use super::upgraded::Session;
 use crate::config::guards::BlindRoute;
 use crate::error::ApiError;
 use crate::pipeline::Context;
-use crate::pipeline::finish::End;
 use crate::pipeline::guard::body::Detached;
-use crate::plugins::DenialCode;
 
 /// What becomes of one client event.
 pub enum Verdict {
@@ -68,36 +67,19 @@ pub async fn inspect(session: &Session, detached: &mut Detached, text: String) -
     if kind != "response.create" {
         return Verdict::Forward(text);
     }
-    match admit(session).await {
+    match admit(session.context()).await {
         Ok(cx) => Verdict::Create {
             text,
             cx: Box::new(cx),
             client_event,
         },
         Err(error) => {
-            let spent = matches!(
-                &error,
-                ApiError::LimitExceeded(denial) if matches!(denial.code, DenialCode::InsufficientQuota)
-            );
             let sent = error_event(&error, client_event.as_deref());
-            if spent {
+            if ends_the_session(&error) {
                 Verdict::End(sent)
             } else {
                 Verdict::Refuse(sent)
             }
-        }
-    }
-}
-
-/// A context for one response of the session, admitted by the limit rules; a refusal is
-/// recorded as the HTTP route's is.
-async fn admit(session: &Session) -> Result<Context, ApiError> {
-    let mut cx = session.context();
-    match crate::pipeline::admit::limits(&mut cx).await {
-        Ok(()) => Ok(cx),
-        Err(error) => {
-            cx.finish(End::Failed(&error)).wait().await;
-            Err(error)
         }
     }
 }

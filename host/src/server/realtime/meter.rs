@@ -2,7 +2,8 @@
 //! by the limits waits here until the upstream's `response.created` names it, and its
 //! `response.done` ends it with one ledger record, its text and audio tokens (input, cached,
 //! output) priced at the catalog's realtime prices. A response the upstream starts itself (a
-//! server VAD turn) is recorded the same way, admitted by no limit first.
+//! server VAD turn) is recorded the same way, admitted by the limits as it starts
+//! (`admission`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -44,14 +45,11 @@ impl Meter {
         self.changed();
     }
 
-    /// The upstream's `response.created`: the context of the oldest response asked, or (a
-    /// response the upstream started itself) a new one from `unasked`; [`Meter::started`]
-    /// takes it back (the session stays busy meanwhile).
-    pub fn starting(&mut self, unasked: impl FnOnce() -> Context) -> Context {
-        match self.asked.pop_front() {
-            Some((cx, _)) => cx,
-            None => unasked(),
-        }
+    /// The upstream's `response.created`: the context of the oldest response asked, or `None`
+    /// for a response the upstream started itself (the caller admits one for it);
+    /// [`Meter::started`] takes it back (the session stays busy meanwhile).
+    pub fn starting(&mut self) -> Option<Context> {
+        self.asked.pop_front().map(|(cx, _)| cx)
     }
 
     /// Response `id` started, on `cx` (from [`Meter::starting`]).
