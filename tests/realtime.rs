@@ -477,6 +477,19 @@ pub(crate) async fn the_client_s_text_is_redacted_before_it_goes_upstream() {
             .contains("card"),
         "{item}"
     );
+    // The rewrites of the client's events are in the record of the response they came before,
+    // as an HTTP request's are in its own.
+    let records = records(&gateway, &key, 1).await;
+    let guards = records[0]["guards"].as_array().unwrap();
+    let request = (guards.iter())
+        .find(|v| v["side"] == "request")
+        .unwrap_or_else(|| panic!("{records:#?}"));
+    assert_eq!(request["guard"], "redact", "{request}");
+    assert_eq!(request["action"], "rewrite", "{request}");
+    assert!(
+        request["counts"].as_object().is_some_and(|c| !c.is_empty()),
+        "{request}"
+    );
     // A refusing guard refuses the event alone: the `error` event, and the session lives on.
     let deny = Guard::plugin("deny")
         .options("{phrases: [forbidden]}")

@@ -16,6 +16,7 @@ use crate::ledger::Written;
 use crate::pipeline::Context;
 use crate::pipeline::finish::End;
 use crate::pipeline::guard::chain::AnswerChain;
+use crate::pipeline::guard::verdicts::Guarded;
 use crate::plugins::Usage;
 
 /// The responses asked for and under way.
@@ -27,6 +28,9 @@ pub struct Meter {
     /// Whether any response is asked for or under way.
     busy: watch::Sender<bool>,
     price: Option<Arc<ModelInfo>>,
+    /// The request guards' verdicts on the client's events since the last response started:
+    /// they go into its record, as an HTTP request's do.
+    heard: Guarded,
 }
 
 impl Meter {
@@ -36,6 +40,7 @@ impl Meter {
             running: HashMap::new(),
             busy,
             price,
+            heard: Guarded::default(),
         }
     }
 
@@ -52,9 +57,16 @@ impl Meter {
         self.asked.pop_front().map(|(cx, _)| cx)
     }
 
-    /// Response `id` started, on `cx` (from [`Meter::starting`]).
+    /// The request guards' verdicts on a client event, for the next response's record.
+    pub fn heard(&mut self, verdicts: &mut Guarded) {
+        self.heard.absorb(verdicts);
+    }
+
+    /// Response `id` started, on `cx` (from [`Meter::starting`]), with the verdicts heard
+    /// before it.
     pub fn started(&mut self, id: &str, mut cx: Context) {
         cx.first_output();
+        cx.guard.absorb(&mut self.heard);
         self.running.insert(id.to_owned(), cx);
         self.changed();
     }

@@ -138,7 +138,9 @@ async fn from_client(
                     Some(Ok(Message::Close(_))) | None => return Ending::Gone,
                     Some(Err(error)) => return read_failed(&error),
                 };
-                let sent = match inspect(session, &mut detached, text).await {
+                let verdict = inspect(session, &mut detached, text).await;
+                locked(meter).heard(detached.verdicts());
+                let sent = match verdict {
                     Verdict::Forward(text) => upstream.send(Upstream::text(text)).await.is_ok(),
                     Verdict::Create { text, cx, client_event } => {
                         locked(meter).asked(*cx, client_event);
