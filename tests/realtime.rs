@@ -975,6 +975,69 @@ async fn an_azure_openai_entry_is_reached_at_its_v1_realtime_path_with_its_api_k
     );
 }
 
+/// An upstream at an `https://` base URL is reached over `wss://`, its certificate checked
+/// against the gateway's roots: the real binary, its roots read from `SSL_CERT_FILE`, in front
+/// of the mock behind a TLS terminator. Trusted, a text turn completes; with the system's roots
+/// alone the self-signed certificate is refused and the upgrade gets a 502.
+#[tokio::test]
+async fn an_https_upstream_is_reached_over_wss_with_its_certificate_checked() {
+    use common::binary;
+    use common::gateway::UPSTREAM_KEY;
+    use common::tls_front::TlsFront;
+    let mock = MockRealtime::start().await;
+    let dir = binary::temp_dir("realtime-wss");
+    let front = TlsFront::start(mock.addr, &dir).await;
+    let config = format!(
+        "server: {{ host: 127.0.0.1, port: 0 }}\n\
+         plugins: {{ cache_dir: {cache} }}\n\
+         ledger: {{ url: 'sqlite://{db}' }}\n\
+         providers:\n  openai:\n    plugin: openai\n    base_url: https://{front}/v1\n    \
+         api_key: {UPSTREAM_KEY}\n    models: [{MODEL}]\n",
+        cache = common::plugin_cache_dir().display(),
+        db = dir.join("ledger.db").display(),
+        front = front.addr,
+    );
+    let path = dir.join("config.yaml");
+    std::fs::write(&path, config).unwrap();
+    let url = |gateway: &binary::Gateway| {
+        gateway
+            .url(&format!("/v1/realtime?model=openai/{MODEL}"))
+            .replacen("http://", "ws://", 1)
+    };
+    let ca = front.ca.display().to_string();
+    let trusting = binary::Gateway::serve_with_env(&dir, &path, &[("SSL_CERT_FILE", &ca)]).await;
+    let (mut socket, _) = match tokio_tungstenite::connect_async(url(&trusting)).await {
+        Ok(connected) => connected,
+        Err(error) => panic!("{error}: {:#?}", trusting.lines()),
+    };
+    let created = next_event(&mut socket).await;
+    assert_eq!(created["type"], "session.created", "{created}");
+    let events = text_turn(&mut socket, "Hello over TLS").await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "response.done",
+        "{events:#?}"
+    );
+    assert_eq!(mock.models().await, [MODEL]);
+    drop((socket, trusting));
+    // The system's roots alone: the certificate is no one's, the socket is refused.
+    let empty = dir.join("no-roots.pem");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.display().to_string();
+    let doubting = binary::Gateway::serve_with_env(&dir, &path, &[("SSL_CERT_FILE", &empty)]).await;
+    match tokio_tungstenite::connect_async(url(&doubting)).await {
+        Err(tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 502);
+            let body = String::from_utf8_lossy(response.body().as_deref().unwrap_or_default())
+                .into_owned();
+            assert!(body.contains("could not be reached"), "{body}");
+        }
+        other => panic!("an untrusted upstream was reached: {:?}", other.map(|_| ())),
+    }
+    assert_eq!(mock.models().await, [MODEL], "no second session upstream");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn sessions_per_key_and_message_size_are_bounded() {
     let bounds = "{max_sessions_per_key: 1, max_message_bytes: 1024}";

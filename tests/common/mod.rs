@@ -26,6 +26,7 @@ pub mod redis;
 pub mod scenario;
 pub mod sdk;
 pub mod sse;
+pub mod tls_front;
 pub mod websocket;
 
 use std::net::SocketAddr;
