@@ -183,9 +183,19 @@ impl Rig {
         Self::start_on(guard, false)
     }
 
+    /// A rig whose `openai` entry has the host's plain path off (`plain_path: false`): every
+    /// request goes through the plugin, as a provider that declares nothing plain does.
+    fn start_plugin_path() -> Self {
+        Self::start_as(None, false, false)
+    }
+
     /// With `native`, requests are Anthropic Messages to an `anthropic` entry (the strict mock),
     /// which speaks their dialect.
     fn start_on(guard: Option<Guard>, native: bool) -> Self {
+        Self::start_as(guard, native, true)
+    }
+
+    fn start_as(guard: Option<Guard>, native: bool, plain_path: bool) -> Self {
         mark_uncounted();
         let client = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -200,7 +210,8 @@ impl Rig {
         let mock = client.block_on(MockOpenAi::start());
         let anthropic = native.then(|| client.block_on(MockProvider::anthropic()));
         let openai = Provider::at("openai", &mock.base_url(), "sk-test")
-            .models([REQUEST_MODEL, STREAM_MODEL]);
+            .models([REQUEST_MODEL, STREAM_MODEL])
+            .set("plain_path", plain_path);
         let mut config = Gateway::builder().provider("openai", openai);
         if let Some(anthropic) = &anthropic {
             let key = common::mock_providers::KEY;
@@ -331,6 +342,37 @@ fn allocations_and_plugin_calls_per_request_and_per_stream() {
             "cache operations per request and stream with the cache off",
             cache_work,
         ),
+    ]);
+}
+
+/// The plugin's path, which a provider that declares nothing plain takes (and the plain path's
+/// fallback for what the host cannot read): `prepare` and `parse-response` in an instance per
+/// request; per stream `prepare`, the decoder's constructor, a `push` per chunk and `finish`.
+#[test]
+fn the_plugin_path_costs_an_instance_and_its_calls() {
+    let _alone = one_at_a_time();
+    let rig = Rig::start_plugin_path();
+    let request = rig.cost(&chat_body("Say hello.", false), 7);
+    let stream = rig.cost(&chat_body("Say hello.", true), 5);
+    check(&[
+        (
+            "allocations per request on the plugin path",
+            request.allocations,
+        ),
+        (
+            "allocations per stream on the plugin path",
+            stream.allocations,
+        ),
+        (
+            "plugin instantiations per request on the plugin path",
+            request.instantiations,
+        ),
+        ("plugin calls per request on the plugin path", request.calls),
+        (
+            "plugin instantiations per stream on the plugin path",
+            stream.instantiations,
+        ),
+        ("plugin calls per stream on the plugin path", stream.calls),
     ]);
 }
 
