@@ -245,12 +245,12 @@ async fn send(
                     .position(|p| std::ptr::eq(p, provider));
                 let decoder = match (call, index) {
                     // The host reads a plain stream; the plugin only what it cannot read.
-                    (None, Some(index)) => Decoder::Plain(Box::new(PlainStream::new(
+                    (None, Some(index)) => Decoder::Plain(PlainStream::new(
                         Arc::clone(&cx.gateway),
                         index,
                         info,
                         headers,
-                    ))),
+                    )),
                     (call, _) => Decoder::Plugin(
                         plugin_call(call, target, kind)
                             .await?

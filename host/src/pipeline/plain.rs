@@ -90,7 +90,7 @@ mod tests {
     #[test]
     fn a_json_answer_passes_with_its_usage_and_anything_else_goes_back() {
         let body = br#"{"id":"c","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}"#;
-        let read = completion(response(body)).ok().expect("read");
+        let read = completion(response(body)).expect("read");
         assert_eq!(read.body.as_bytes(), body);
         let usage = read.usage.expect("usage");
         assert_eq!(
@@ -102,7 +102,7 @@ mod tests {
             ),
             (3, 4, 2, 1)
         );
-        let without = completion(response(br#"{"data":[]}"#)).ok().expect("read");
+        let without = completion(response(br#"{"data":[]}"#)).expect("read");
         assert!(without.usage.is_none());
         for unreadable in [&b"not json"[..], b"[1]", b"{\"a\":\"\xff\"}"] {
             assert!(completion(response(unreadable)).is_err());

@@ -20,9 +20,13 @@ use crate::plugins::{
 type CallResult<T> = Result<Result<T, PluginError>, PluginFailure>;
 
 /// What decodes an upstream stream: the plugin's decoder, or the host's plain reading.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one a stream, inside the boxed `Upstream`: a box of its own would only cost an allocation"
+)]
 pub enum Decoder {
     Plugin(ProviderStream),
-    Plain(Box<PlainStream>),
+    Plain(PlainStream),
 }
 
 impl Decoder {
@@ -352,5 +356,88 @@ fn event(bytes: &[u8]) -> Read {
             Read::Chunk(data, usage)
         }
         _ => Read::Unreadable,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = ": keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\r\n\r\ndata: {\"choices\":[],\n\
+                        data: \"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\nid: 7\ndata: [DONE]\n\ndata: {\"after\":1}\n\n";
+
+    /// The events and usage of `body` pushed in the pieces `at` cuts it into, then finished.
+    fn read_in_pieces(body: &[u8], at: &[usize]) -> (Vec<String>, Option<Usage>) {
+        let mut reader = Reader::default();
+        let mut events = Vec::new();
+        let mut from = 0;
+        for &to in at.iter().chain([&body.len()]) {
+            match reader.read(&body[from..to], false) {
+                Reading::Read(out) => events.extend(out.events),
+                Reading::Unreadable { .. } => panic!("unreadable at {to}"),
+            }
+            from = to;
+        }
+        match reader.read(&[], true) {
+            Reading::Read(out) => {
+                events.extend(out.events);
+                (events, out.usage)
+            }
+            Reading::Unreadable { .. } => panic!("unreadable at the end"),
+        }
+    }
+
+    #[test]
+    fn events_are_the_same_wherever_the_body_is_split() {
+        let body = BODY.as_bytes();
+        let whole = read_in_pieces(body, &[]);
+        assert_eq!(
+            whole.0,
+            [
+                r#"{"choices":[{"delta":{"content":"Hi"}}]}"#,
+                "{\"choices\":[],\n\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}",
+            ]
+        );
+        assert_eq!(
+            whole.1.map(|u| (u.input_tokens, u.output_tokens)),
+            Some((3, 1))
+        );
+        for cut in 1..body.len() {
+            assert_eq!(read_in_pieces(body, &[cut]), whole, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn the_last_event_needs_no_blank_line() {
+        let (events, _) = read_in_pieces(b"data: {\"a\":1}", &[]);
+        assert_eq!(events, [r#"{"a":1}"#]);
+    }
+
+    #[test]
+    fn what_the_host_cannot_read_is_handed_over_from_its_first_byte() {
+        let first = "data: {\"a\":1}\n\n";
+        for unread in [
+            "event: error\ndata: {\"error\":\"x\"}\n\n",
+            "data: {\"error\":{\"message\":\"overloaded\"}}\n\n",
+            "data: not json\n\n",
+            "data: [1]\n\n",
+            "data: {\"a\":2}\r\rdata: {\"a\":3}\r\r",
+        ] {
+            let mut reader = Reader::default();
+            let body = format!("{first}{unread}data: {{\"b\":1}}\n\n");
+            match reader.read(body.as_bytes(), false) {
+                Reading::Unreadable { events, rest } => {
+                    assert_eq!(events, [r#"{"a":1}"#], "{unread:?}");
+                    assert_eq!(rest, body.as_bytes()[first.len()..], "{unread:?}");
+                }
+                Reading::Read(out) => panic!("{unread:?} read as {:?}", out.events),
+            }
+        }
+        let mut reader = Reader::default();
+        let bom = "\u{feff}data: {\"a\":1}\n\n";
+        assert!(matches!(
+            reader.read(bom.as_bytes(), false),
+            Reading::Unreadable { rest, .. } if rest == bom.as_bytes()
+        ));
     }
 }
