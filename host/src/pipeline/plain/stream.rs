@@ -366,8 +366,9 @@ mod tests {
     const BODY: &str = ": keep-alive\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\r\n\r\ndata: {\"choices\":[],\n\
                         data: \"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\nid: 7\ndata: [DONE]\n\ndata: {\"after\":1}\n\n";
 
-    /// The events and usage of `body` pushed in the pieces `at` cuts it into, then finished.
-    fn read_in_pieces(body: &[u8], at: &[usize]) -> (Vec<String>, Option<Usage>) {
+    /// The events and usage (input, output) of `body` pushed in the pieces `at` cuts it into,
+    /// then finished.
+    fn read_in_pieces(body: &[u8], at: &[usize]) -> (Vec<String>, Option<(u64, u64)>) {
         let mut reader = Reader::default();
         let mut events = Vec::new();
         let mut from = 0;
@@ -381,7 +382,7 @@ mod tests {
         match reader.read(&[], true) {
             Reading::Read(out) => {
                 events.extend(out.events);
-                (events, out.usage)
+                (events, out.usage.map(|u| (u.input_tokens, u.output_tokens)))
             }
             Reading::Unreadable { .. } => panic!("unreadable at the end"),
         }
@@ -398,10 +399,7 @@ mod tests {
                 "{\"choices\":[],\n\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}",
             ]
         );
-        assert_eq!(
-            whole.1.map(|u| (u.input_tokens, u.output_tokens)),
-            Some((3, 1))
-        );
+        assert_eq!(whole.1, Some((3, 1)));
         for cut in 1..body.len() {
             assert_eq!(read_in_pieces(body, &[cut]), whole, "cut at {cut}");
         }
