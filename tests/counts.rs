@@ -15,6 +15,8 @@
 mod common;
 #[path = "counts/idle_rss.rs"]
 mod idle_rss;
+#[path = "counts/session_rss.rs"]
+mod session_rss;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
