@@ -238,6 +238,8 @@ async fn send(
                     ),
                     None => None,
                 };
+                // The entry's place in the request's snapshot, where a plain stream's decoder
+                // finds the plugin should it meet what it cannot read.
                 let index = cx
                     .gateway
                     .providers
