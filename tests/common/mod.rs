@@ -19,6 +19,7 @@ pub mod mock_leaky;
 pub mod mock_openai;
 pub mod mock_passthrough;
 pub mod mock_providers;
+pub mod mock_raw;
 pub mod mock_realtime;
 pub mod oidc;
 pub mod postgres;
