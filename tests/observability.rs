@@ -114,7 +114,11 @@ const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const PARENT_ID: &str = "00f067aa0ba902b7";
 
 fn traced_config(mock: &MockOpenAi, collector: &Collector) -> GatewayBuilder {
-    let openai = Provider::openai(&mock.base_url()).models(["gpt-4o-mini", "error-500"]);
+    // The provider's plugin is called for every request, so that its calls are traced and
+    // counted (a plain request, issue 38, makes none).
+    let openai = Provider::openai(&mock.base_url())
+        .models(["gpt-4o-mini", "error-500"])
+        .set("plain_path", false);
     Gateway::builder()
         .test_plugins()
         .provider("openai", openai)
@@ -336,7 +340,11 @@ async fn scrape(gateway: &TestGateway) -> String {
 /// Some traffic of every kind: answered, streamed, failed upstream, retried on another
 /// target, refused by a limit, unknown model.
 async fn traffic(mock: &MockOpenAi) -> TestGateway {
-    let openai = Provider::openai(&mock.base_url()).models(["gpt-4o-mini", "error-500"]);
+    // The provider's plugin is called for every request, so that its calls are traced and
+    // counted (a plain request, issue 38, makes none).
+    let openai = Provider::openai(&mock.base_url())
+        .models(["gpt-4o-mini", "error-500"])
+        .set("plain_path", false);
     let config = r#"
 routing:
   smart:

@@ -397,9 +397,12 @@ impl GatedUpstream {
     /// A gateway with one `mock` entry of the `openai` plugin on this upstream, serving `held`
     /// and `quick`, with `max_instances` plugin instances.
     fn config(&self, max_instances: u64) -> GatewayBuilder {
+        // The pool these tests load is the provider plugin's, and a plain request (issue 38)
+        // takes no instance: the entry calls its plugin for every request.
         let entry = Provider::at("openai", &format!("http://{}/v1", self.addr), "sk-upstream")
             .models(["held", "quick"])
-            .timeout_ms(15_000);
+            .timeout_ms(15_000)
+            .set("plain_path", false);
         Gateway::builder()
             .test_plugins()
             .set("plugins.max_instances", max_instances)
