@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use super::context::Context;
-use super::relay::Upstream;
+use super::forward::socket::{self, Went};
+use super::relay::{Upstream, http_bytes};
 use crate::error::ApiError;
 use crate::gateway::Target;
 use crate::plugins::{
@@ -163,7 +164,7 @@ async fn send(
                     provider: Arc::clone(&provider.name),
                     decoder,
                     shadow: None,
-                    response,
+                    bytes: http_bytes(response),
                     idle_timeout: provider.timeout,
                     native,
                 })));
@@ -199,10 +200,6 @@ async fn send(
         }
         Prepared::Upstream(http) => {
             let admitted = admit(target, span, http)?;
-            let response = upstream::send(&state.http, admitted, provider.timeout)
-                .await
-                .map_err(|e| ApiError::upstream(&provider.name, e))?;
-            span.status(response.status().as_u16());
             // A native answer the guards check: the provider reads it into a canonical view
             // too, which is what they see.
             let view = (native && cx.guard.answer_guarded()).then(|| RequestInfo {
@@ -210,48 +207,69 @@ async fn send(
                 operation: Operation::ChatCompletions,
                 ..info.clone()
             });
-            if request.stream && response.status().is_success() {
-                let headers = header_pairs(response.headers());
-                let shadow = match &view {
-                    Some(view) => Some(
-                        (provider.plugin.start(SlotKind::Stream).await)
-                            .map_err(ApiError::plugin)?
-                            .open_stream(&provider.config, view, &headers)
-                            .await
-                            .map_err(ApiError::plugin)?,
-                    ),
-                    None => None,
-                };
-                let decoder = call
-                    .open_stream(&provider.config, &info, &headers)
-                    .await
-                    .map_err(ApiError::plugin)?;
-                Sent::Stream(Box::new(Upstream {
-                    provider: Arc::clone(&provider.name),
-                    decoder,
-                    shadow,
-                    response,
-                    idle_timeout: provider.timeout,
-                    native,
-                }))
-            } else {
-                let response = read(target, response).await?;
-                let completion = parsed(&mut call, target, &info, &response, redactor).await?;
-                span.completion(&completion.body, completion.usage);
-                cx.spent = completion.usage;
-                let body = match view {
-                    Some(view) => {
-                        let seen = parsed(&mut call, target, &view, &response, redactor).await?;
-                        super::guard::native::whole(cx, completion.body, &seen.body).await?
-                    }
-                    None => completion.body,
-                };
-                Sent::Whole {
-                    body,
-                    usage: completion.usage,
-                    native,
+            // A client socket's turn may go on the entry's upstream socket instead.
+            let turn = cx.socket.as_ref();
+            let went = socket::send(turn, provider, &info, &admitted, redactor).await?;
+            let (headers, bytes) = match went {
+                Went::Events(bytes) => (socket::event_headers(), bytes),
+                Went::Refused(response) => {
+                    span.status(response.status);
+                    parsed(&mut call, target, &info, &response, redactor).await?;
+                    return Err(ApiError::BadUpstreamRequest {
+                        provider: provider.name.to_string(),
+                        detail: "the plugin read an upstream error as a success".to_owned(),
+                    });
                 }
-            }
+                Went::Http => {
+                    let response = upstream::send(&state.http, admitted, provider.timeout)
+                        .await
+                        .map_err(|e| ApiError::upstream(&provider.name, e))?;
+                    span.status(response.status().as_u16());
+                    if !request.stream || !response.status().is_success() {
+                        let response = read(target, response).await?;
+                        let completion =
+                            parsed(&mut call, target, &info, &response, redactor).await?;
+                        span.completion(&completion.body, completion.usage);
+                        cx.spent = completion.usage;
+                        let body = match view {
+                            Some(view) => {
+                                let seen =
+                                    parsed(&mut call, target, &view, &response, redactor).await?;
+                                super::guard::native::whole(cx, completion.body, &seen.body).await?
+                            }
+                            None => completion.body,
+                        };
+                        return Ok(Sent::Whole {
+                            body,
+                            usage: completion.usage,
+                            native,
+                        });
+                    }
+                    (header_pairs(response.headers()), http_bytes(response))
+                }
+            };
+            let shadow = match &view {
+                Some(view) => Some(
+                    (provider.plugin.start(SlotKind::Stream).await)
+                        .map_err(ApiError::plugin)?
+                        .open_stream(&provider.config, view, &headers)
+                        .await
+                        .map_err(ApiError::plugin)?,
+                ),
+                None => None,
+            };
+            let decoder = call
+                .open_stream(&provider.config, &info, &headers)
+                .await
+                .map_err(ApiError::plugin)?;
+            Sent::Stream(Box::new(Upstream {
+                provider: Arc::clone(&provider.name),
+                decoder,
+                shadow,
+                bytes,
+                idle_timeout: provider.timeout,
+                native,
+            }))
         }
     })
 }
