@@ -13,7 +13,7 @@ use crate::common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use common::cost::{self, Tokens};
+use common::cost;
 use common::gateway::{Gateway, Upstreams};
 use common::mock_openai::responses::socket::RECORDED_PATH;
 use common::sdk::{assert_passed, run_client};
@@ -211,14 +211,7 @@ async fn an_unstored_chain_goes_up_with_only_its_new_input_and_is_priced() {
     let records = crate::responses_ws::records(&gateway, &key, 3).await;
     for done in [&first, &second] {
         let usage = &done["response"]["usage"];
-        let tokens = Tokens {
-            input: usage["input_tokens"].as_u64().unwrap(),
-            output: usage["output_tokens"].as_u64().unwrap(),
-            cached: usage["input_tokens_details"]["cached_tokens"]
-                .as_u64()
-                .unwrap_or(0),
-            written: 0,
-        };
+        let tokens = crate::responses::tokens_of(usage);
         let record = (records.iter())
             .find(|r| {
                 r["provider"] == "ws"

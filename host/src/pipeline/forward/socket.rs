@@ -374,8 +374,10 @@ fn events(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use serde_json::json;
+    use serde_json::{Map, Value, json};
+
+    // By its full path: `super` reads as the folder's `mod.rs` to the import checker.
+    use crate::pipeline::forward::socket::{Chained, create_event, refusal};
 
     fn fields(value: Value) -> Map<String, Value> {
         match value {
