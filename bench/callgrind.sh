@@ -7,6 +7,8 @@
 #
 #   bench/callgrind.sh <wasmgate binary> <plain|policies> <whole|stream> [N]
 #
+# PLAIN_PATH=false sends every request through the provider plugin (issue 38's host path off).
+#
 # Use a release build (`scripts/bench.sh` makes one). The instance pool is kept small
 # (valgrind cannot map the default pool's address space), with its warm share large enough
 # for the three policy plugins to stay warm as they do in a real deployment.
@@ -28,7 +30,7 @@ ledger: { url: 'sqlite://$dir/ledger.db' }
 observability: { log_level: warn }
 plugins: { max_instances: 6, stream_share_percent: 10 }
 providers:
-  openai: { plugin: openai, base_url: 'http://$mock/v1', api_key: sk-bench, models: [gpt-4o-mini] }
+  openai: { plugin: openai, base_url: 'http://$mock/v1', api_key: sk-bench, models: [gpt-4o-mini], plain_path: ${PLAIN_PATH:-true} }
 YAML
 if [ "$setup" = policies ]; then
   model=v-openai

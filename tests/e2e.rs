@@ -56,6 +56,7 @@ mod module_graph;
 mod observability;
 mod oidc;
 mod passthrough;
+mod plain_path;
 mod polyglot;
 mod polyglot_consult;
 mod polyglot_passthrough;

@@ -5,8 +5,8 @@
 //! the reference's `error` event, the client's text redacted before it goes upstream and the
 //! answers' text and transcripts before they reach the client (a stopping guard ending the
 //! response alone, audio output refused unless exempt), a client
-//! that stops reading holding the upstream where it is, and the official Python SDK's
-//! `client.realtime.connect()`.
+//! that stops reading holding the upstream where it is, and the official SDKs' sessions (Python's
+//! `client.realtime.connect()`, Node's `OpenAIRealtimeWS`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -371,6 +371,77 @@ async fn a_spent_budget_closes_the_session_with_an_error_event() {
     assert_eq!(refused[0]["session_id"], records[0]["session_id"]);
 }
 
+/// A response the upstream starts itself (server VAD: the end of the client's speech) passes
+/// the limit rules as it starts, as a `response.create` does before it goes up: the first is
+/// admitted and recorded; once the budget is spent the next is cancelled before any of its
+/// answer reaches the client, recorded as refused, and the session closes.
+#[tokio::test]
+async fn a_response_server_vad_starts_is_admitted_by_the_budget_first() {
+    let (mock, gateway, key) = setup(|b| b.limit("budget", "global", "{daily_usd: 0.017}")).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(
+        &mut socket,
+        json!({"type": "session.update", "session": {"type": "realtime",
+            "output_modalities": ["text"],
+            "audio": {"input": {"turn_detection": {"type": "server_vad"}}}}}),
+    )
+    .await;
+    assert_eq!(next_event(&mut socket).await["type"], "session.updated");
+    let speak = || {
+        json!({"type": "input_audio_buffer.append",
+            "audio": STANDARD.encode(mock_realtime::pcm16(9600))})
+    };
+    send(&mut socket, speak()).await;
+    let first = until_done(&mut socket).await;
+    let done = first.last().unwrap();
+    assert_eq!(done["type"], "response.done", "{first:#?}");
+    assert!(
+        first
+            .iter()
+            .any(|e| e["type"] == "response.output_text.delta"),
+        "{first:#?}"
+    );
+    // The budget is spent now: the next turn's response is refused as it starts.
+    send(&mut socket, speak()).await;
+    let mut after = Vec::new();
+    let close = loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("an event or the close within 10 s");
+        match message {
+            Some(Ok(Message::Text(text))) => {
+                after.push(serde_json::from_str::<Value>(&text).unwrap())
+            }
+            Some(Ok(Message::Close(frame))) => break frame,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(close.map(|f| f.code), Some(CloseCode::Policy), "{after:#?}");
+    let error = after
+        .iter()
+        .find(|e| e["type"] == "error")
+        .expect("an error event");
+    assert_eq!(error["error"]["code"], "insufficient_quota", "{error}");
+    assert!(
+        !after
+            .iter()
+            .any(|e| e["type"] == "response.output_text.delta"),
+        "the refused response's answer reached the client: {after:#?}"
+    );
+    // No client asked for either response (the refused one ended with the session, the
+    // upstream's socket closed with it).
+    let received = mock.received().await;
+    assert!(
+        !received.iter().any(|e| e["type"] == "response.create"),
+        "{received:#?}"
+    );
+    let records = records(&gateway, &key, 2).await;
+    assert_recorded(&records, &[done["response"]["usage"].clone()]);
+    let refused: Vec<&Value> = records.iter().filter(|r| r["status"] == 429).collect();
+    assert_eq!(refused.len(), 1, "{records:#?}");
+    assert_eq!(refused[0]["error_type"], "insufficient_quota");
+}
+
 /// The route's guard test (`guards_every_route.rs`): the text a client writes into the
 /// conversation and the session's instructions reach the upstream redacted; audio passes.
 #[tokio::test]
@@ -405,6 +476,19 @@ pub(crate) async fn the_client_s_text_is_redacted_before_it_goes_upstream() {
             .unwrap()
             .contains("card"),
         "{item}"
+    );
+    // The rewrites of the client's events are in the record of the response they came before,
+    // as an HTTP request's are in its own.
+    let records = records(&gateway, &key, 1).await;
+    let guards = records[0]["guards"].as_array().unwrap();
+    let request = (guards.iter())
+        .find(|v| v["side"] == "request")
+        .unwrap_or_else(|| panic!("{records:#?}"));
+    assert_eq!(request["guard"], "redact", "{request}");
+    assert_eq!(request["action"], "rewrite", "{request}");
+    assert!(
+        request["counts"].as_object().is_some_and(|c| !c.is_empty()),
+        "{request}"
     );
     // A refusing guard refuses the event alone: the `error` event, and the session lives on.
     let deny = Guard::plugin("deny")
@@ -503,6 +587,105 @@ async fn an_answer_s_card_split_over_deltas_reaches_the_client_redacted() {
         records[0]["guards"],
         json!([{"guard": "answers", "side": "answer", "action": "rewrite", "counts": {"card": 1}}]),
         "{records:#?}"
+    );
+}
+
+/// A function call's arguments are an answer's text too: a card the model puts in them,
+/// streamed over many deltas, reaches the client redacted in every event that carries them;
+/// and the client's tool result (`function_call_output`) and tool descriptions are redacted
+/// before they go upstream.
+#[tokio::test]
+async fn a_function_call_s_arguments_are_guarded_both_ways() {
+    use common::gateway::Guard;
+    let tools = |description: &str| {
+        json!({"type": "session.update", "session": {"type": "realtime",
+            "output_modalities": ["text"], "tools": [{"type": "function", "name": "remember",
+            "description": description,
+            "parameters": {"type": "object", "properties": {"text": {"type": "string"}}}}]}})
+    };
+    // Answers first: the card reaches the upstream, which calls the tool with it.
+    let answers = Guard::plugin("redact").apply("answer");
+    let (_mock, gateway, key) = setup(|b| b.guard(answers)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(&mut socket, tools("Keeps a note.")).await;
+    assert_eq!(next_event(&mut socket).await["type"], "session.updated");
+    let note = format!("{}{CARD_ANSWER}", mock_realtime::CALL);
+    send(
+        &mut socket,
+        json!({"type": "conversation.item.create", "item": {"type": "message",
+            "role": "user", "content": [{"type": "input_text", "text": note}]}}),
+    )
+    .await;
+    assert_eq!(
+        next_event(&mut socket).await["type"],
+        "conversation.item.added"
+    );
+    send(&mut socket, json!({"type": "response.create"})).await;
+    let events = until_done(&mut socket).await;
+    // (The conversation's echo of the client's own message carries the card, as it was sent.)
+    let answer = (events.iter()).filter(|e| e["type"].as_str().unwrap().starts_with("response."));
+    for event in answer {
+        assert!(!event.to_string().contains("4111"), "leaked: {event}");
+    }
+    let redacted = json!({"text": CARD_REDACTED}).to_string();
+    let pieces = deltas(&events, "response.function_call_arguments.delta");
+    assert!(pieces.len() > 1, "{pieces:?}");
+    assert_eq!(pieces.concat(), redacted);
+    let done = (events.iter())
+        .find(|e| e["type"] == "response.function_call_arguments.done")
+        .unwrap();
+    assert_eq!(done["arguments"], redacted.as_str(), "{done}");
+    assert_eq!(done["name"], "remember", "{done}");
+    let item = (events.iter())
+        .find(|e| e["type"] == "response.output_item.done")
+        .unwrap();
+    assert_eq!(item["item"]["arguments"], redacted.as_str(), "{item}");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "response.done", "{last}");
+    assert_eq!(
+        last["response"]["output"][0]["arguments"],
+        redacted.as_str(),
+        "{last}"
+    );
+    // Requests: the tool's description, and the result the client hands back after running
+    // it, are redacted on their way up.
+    let requests = Guard::plugin("redact").apply("request");
+    let (mock, gateway, key) = setup(|b| b.guard(requests)).await;
+    let mut socket = session(&gateway, MODEL, &key).await;
+    send(
+        &mut socket,
+        tools("Keeps a note of card 4111 1111 1111 1111."),
+    )
+    .await;
+    assert_eq!(next_event(&mut socket).await["type"], "session.updated");
+    let call_id = done["call_id"].as_str().unwrap();
+    send(
+        &mut socket,
+        json!({"type": "conversation.item.create", "item": {"type": "function_call_output",
+            "call_id": call_id, "output": "Noted 4111 1111 1111 1111."}}),
+    )
+    .await;
+    assert_eq!(
+        next_event(&mut socket).await["type"],
+        "conversation.item.added"
+    );
+    let received = mock.received().await;
+    for event in &received {
+        assert!(
+            !event.to_string().contains("4111"),
+            "sent upstream: {event}"
+        );
+    }
+    let output = (received.iter())
+        .find(|e| e["item"]["type"] == "function_call_output")
+        .unwrap();
+    assert_eq!(output["item"]["output"], "Noted [CARD].", "{output}");
+    let update = (received.iter())
+        .find(|e| e["type"] == "session.update")
+        .unwrap();
+    assert_eq!(
+        update["session"]["tools"][0]["description"], "Keeps a note of card [CARD].",
+        "{update}"
     );
 }
 
@@ -704,14 +887,21 @@ async fn a_client_that_stops_reading_holds_the_upstream_where_it_is() {
 
 #[tokio::test]
 async fn python_sdk_text_and_audio_turns_on_one_session() {
+    sdk_text_and_audio_turns("openai_realtime.py").await;
+}
+
+/// The Node SDK reaches the gateway through a TLS terminator of the script's own: it speaks
+/// only `wss://` to the Realtime API.
+#[tokio::test]
+async fn node_sdk_text_and_audio_turns_on_one_session() {
+    sdk_text_and_audio_turns("openai_realtime.mjs").await;
+}
+
+/// Runs an SDK's `program` (a text turn, then an audio turn, on one session) and checks each
+/// response's usage, as the SDK saw it, against its ledger record and price.
+async fn sdk_text_and_audio_turns(program: &str) {
     let (_mock, gateway, key) = setup(|b| b).await;
-    let output = run_client(
-        "openai_realtime.py",
-        &gateway.url("/v1"),
-        &key,
-        &["--model", MODEL],
-    )
-    .await;
+    let output = run_client(program, &gateway.url("/v1"), &key, &["--model", MODEL]).await;
     assert_passed(&output, &["text_turn", "audio_turn"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let usages: Vec<Value> = stdout
@@ -783,6 +973,69 @@ async fn an_azure_openai_entry_is_reached_at_its_v1_realtime_path_with_its_api_k
         gpt_realtime_micros(&usage),
         "priced at the azure-openai catalog's gpt-realtime"
     );
+}
+
+/// An upstream at an `https://` base URL is reached over `wss://`, its certificate checked
+/// against the gateway's roots: the real binary, its roots read from `SSL_CERT_FILE`, in front
+/// of the mock behind a TLS terminator. Trusted, a text turn completes; with the system's roots
+/// alone the self-signed certificate is refused and the upgrade gets a 502.
+#[tokio::test]
+async fn an_https_upstream_is_reached_over_wss_with_its_certificate_checked() {
+    use common::binary;
+    use common::gateway::UPSTREAM_KEY;
+    use common::tls_front::TlsFront;
+    let mock = MockRealtime::start().await;
+    let dir = binary::temp_dir("realtime-wss");
+    let front = TlsFront::start(mock.addr, &dir).await;
+    let config = format!(
+        "server: {{ host: 127.0.0.1, port: 0 }}\n\
+         plugins: {{ cache_dir: {cache} }}\n\
+         ledger: {{ url: 'sqlite://{db}' }}\n\
+         providers:\n  openai:\n    plugin: openai\n    base_url: https://{front}/v1\n    \
+         api_key: {UPSTREAM_KEY}\n    models: [{MODEL}]\n",
+        cache = common::plugin_cache_dir().display(),
+        db = dir.join("ledger.db").display(),
+        front = front.addr,
+    );
+    let path = dir.join("config.yaml");
+    std::fs::write(&path, config).unwrap();
+    let url = |gateway: &binary::Gateway| {
+        gateway
+            .url(&format!("/v1/realtime?model=openai/{MODEL}"))
+            .replacen("http://", "ws://", 1)
+    };
+    let ca = front.ca.display().to_string();
+    let trusting = binary::Gateway::serve_with_env(&dir, &path, &[("SSL_CERT_FILE", &ca)]).await;
+    let (mut socket, _) = match tokio_tungstenite::connect_async(url(&trusting)).await {
+        Ok(connected) => connected,
+        Err(error) => panic!("{error}: {:#?}", trusting.lines()),
+    };
+    let created = next_event(&mut socket).await;
+    assert_eq!(created["type"], "session.created", "{created}");
+    let events = text_turn(&mut socket, "Hello over TLS").await;
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "response.done",
+        "{events:#?}"
+    );
+    assert_eq!(mock.models().await, [MODEL]);
+    drop((socket, trusting));
+    // The system's roots alone: the certificate is no one's, the socket is refused.
+    let empty = dir.join("no-roots.pem");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.display().to_string();
+    let doubting = binary::Gateway::serve_with_env(&dir, &path, &[("SSL_CERT_FILE", &empty)]).await;
+    match tokio_tungstenite::connect_async(url(&doubting)).await {
+        Err(tungstenite::Error::Http(response)) => {
+            assert_eq!(response.status(), 502);
+            let body = String::from_utf8_lossy(response.body().as_deref().unwrap_or_default())
+                .into_owned();
+            assert!(body.contains("could not be reached"), "{body}");
+        }
+        other => panic!("an untrusted upstream was reached: {:?}", other.map(|_| ())),
+    }
+    assert_eq!(mock.models().await, [MODEL], "no second session upstream");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

@@ -281,18 +281,47 @@ async fn python_sdk_chains_turns_on_one_socket_translated_to_anthropic() {
 }
 
 #[tokio::test]
-async fn node_sdk_completes_a_turn_on_its_socket() {
+async fn node_sdk_completes_a_turn_and_chains_a_tool_call_on_its_socket_natively() {
     let s = setup("{}").await;
     let output = run_client(
         "openai_responses_ws.mjs",
         &s.gateway.url("/v1"),
         &s.key,
-        &["--model", &format!("openai/{GPT}")],
+        &["--model", &format!("openai/{GPT}"), "--mock"],
     )
     .await;
-    assert_passed(&output, &["turn"]);
-    let records = records(&s.gateway, &s.key, 1).await;
-    assert_one_record_a_turn(&records, 1);
+    assert_passed(&output, &["turn", "tool_chain"]);
+    let records = records(&s.gateway, &s.key, 4).await;
+    assert_one_record_a_turn(&records, 4);
+}
+
+#[tokio::test]
+async fn node_sdk_chains_a_tool_call_on_its_socket_translated_to_anthropic() {
+    let s = setup("{}").await;
+    let output = run_client(
+        "openai_responses_ws.mjs",
+        &s.gateway.url("/v1"),
+        &s.key,
+        &[
+            "--model",
+            &format!("anthropic/{CLAUDE}"),
+            "--only",
+            "tool_chain",
+        ],
+    )
+    .await;
+    assert_passed(&output, &["tool_chain"]);
+    // One Messages call a turn, the second with the whole conversation though the client sent
+    // only the tool's output.
+    let messages = s.anthropic.requests().await;
+    assert_eq!(messages.len(), 3, "one Messages call a turn");
+    let second = messages[1].body["messages"].to_string();
+    assert!(
+        second.contains("tool_result") && second.contains("tool_use"),
+        "{second}"
+    );
+    let records = records(&s.gateway, &s.key, 3).await;
+    assert_one_record_a_turn(&records, 3);
 }
 
 #[tokio::test]

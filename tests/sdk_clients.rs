@@ -781,11 +781,11 @@ async fn openai_python_sdk_completes_its_responses_turns_through_the_gateway_tra
     assert_ledger(&g, "openai.responses").await;
 }
 
-/// Runs the Python SDK's `compact` scenario through `g`: a compaction on `model`, then a turn
-/// that takes its output on `model` and one on `other`.
-async fn compact_through(g: &Gateway, model: &str, other: &str) {
+/// Runs an SDK's `compact` scenario (`program`: the Python or the Node one) through `g`: a
+/// compaction on `model`, then a turn that takes its output on `model` and one on `other`.
+async fn compact_through(g: &Gateway, program: &str, model: &str, other: &str) {
     let output = run_client(
-        "openai_responses.py",
+        program,
         &g.gateway.url("/v1"),
         &g.key,
         &[
@@ -810,8 +810,23 @@ async fn compact_through(g: &Gateway, model: &str, other: &str) {
 
 #[tokio::test]
 async fn openai_python_sdk_compacts_through_the_gateway_natively() {
+    compacts_natively("openai_responses.py").await;
+}
+
+#[tokio::test]
+async fn openai_node_sdk_compacts_through_the_gateway_natively() {
+    compacts_natively("openai_responses.mjs").await;
+}
+
+async fn compacts_natively(program: &str) {
     let g = gateway().await;
-    compact_through(&g, &format!("openai/{GPT}"), &format!("anthropic/{CLAUDE}")).await;
+    compact_through(
+        &g,
+        program,
+        &format!("openai/{GPT}"),
+        &format!("anthropic/{CLAUDE}"),
+    )
+    .await;
     let requests = g.openai.requests().await;
     let compactions: Vec<_> = requests
         .iter()
@@ -842,8 +857,23 @@ async fn openai_python_sdk_compacts_through_the_gateway_natively() {
 
 #[tokio::test]
 async fn openai_python_sdk_compacts_through_the_gateway_translated() {
+    compacts_translated("openai_responses.py").await;
+}
+
+#[tokio::test]
+async fn openai_node_sdk_compacts_through_the_gateway_translated() {
+    compacts_translated("openai_responses.mjs").await;
+}
+
+async fn compacts_translated(program: &str) {
     let g = gateway().await;
-    compact_through(&g, &format!("anthropic/{CLAUDE}"), &format!("openai/{GPT}")).await;
+    compact_through(
+        &g,
+        program,
+        &format!("anthropic/{CLAUDE}"),
+        &format!("openai/{GPT}"),
+    )
+    .await;
     // The compaction was one Messages call: the conversation, then the request for a summary.
     let anthropic = g.anthropic.requests().await;
     assert_eq!(

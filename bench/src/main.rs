@@ -17,7 +17,8 @@
 //! gateway with and without the `redact` guard, against an upstream that answers at once and one
 //! that paces its events (`--only ttft` prints that table alone); then an upstream as models are
 //! (20 ms to answer, paced events) at 256 and 512 at once (`realistic.rs`, `--only realistic`),
-//! and MCP tool calls through `/mcp` (`mcp.rs`, `--only mcp`). `--only ledger --ledger NAME=URL
+//! MCP tool calls through `/mcp` (`mcp.rs`, `--only mcp`), and Responses turns on the gateway's
+//! WebSocket against the streamed POST (`websocket.rs`, `--only websocket`). `--only ledger --ledger NAME=URL
 //! ...` instead compares the chat path on the ledgers given (an empty one, one that
 //! `scripts/seed-ledger.sh` filled; `ledger_size.rs`).
 //!
@@ -38,6 +39,7 @@ mod scale;
 mod scenario;
 mod stalls;
 mod ttft;
+mod websocket;
 
 use anyhow::Context as _;
 
@@ -178,7 +180,10 @@ fn main() -> anyhow::Result<()> {
         mock.addr
     );
 
-    let tables_only = matches!(args.only.as_deref(), Some("ttft" | "realistic" | "mcp"));
+    let tables_only = matches!(
+        args.only.as_deref(),
+        Some("ttft" | "realistic" | "mcp" | "websocket")
+    );
     let mut printed_header = false;
     for api in Api::ALL.into_iter().filter(|_| !tables_only) {
         let direct = Row::direct(api);
@@ -254,6 +259,9 @@ fn main() -> anyhow::Result<()> {
     }
     if table("mcp") {
         mcp::table(&args, &oha, &dir)?;
+    }
+    if table("websocket") {
+        websocket::table(&args, &oha, &dir)?;
     }
     std::fs::remove_dir_all(&dir).ok();
     Ok(())

@@ -199,6 +199,9 @@ pub enum Setup {
     NoJournal,
     /// The same with `ledger.journal.fsync: true`.
     JournalFsync,
+    /// `Plain` with the provider plugin called for every request (`plain_path: false`), as
+    /// before issue 38's plain path: what the plain path saves, in the same run.
+    PluginPath,
     /// And a router (`cheapest`), a `rate-limit` per user and a `budget` per project.
     Policies,
     /// `Plain` with the built-in `redact` guard on requests and answers (issue 22's figures:
@@ -220,6 +223,7 @@ impl Setup {
         match api {
             Api::Chat => vec![
                 Setup::Plain,
+                Setup::PluginPath,
                 Setup::NoJournal,
                 Setup::JournalFsync,
                 Setup::Policies,
@@ -234,13 +238,22 @@ impl Setup {
     /// More `ledger:` settings, after its `url`.
     pub fn ledger(self) -> &'static str {
         match self {
-            Setup::Plain | Setup::Policies | Setup::Redact | Setup::Cache | Setup::Semantic => "",
+            Setup::Plain
+            | Setup::PluginPath
+            | Setup::Policies
+            | Setup::Redact
+            | Setup::Cache
+            | Setup::Semantic => "",
             Setup::NoJournal => ", journal: { enabled: false }",
             Setup::JournalFsync => ", journal: { fsync: true }",
         }
     }
 
     pub fn config(self, mock: &str) -> String {
+        let plain_path = match self {
+            Setup::PluginPath => "\n    plain_path: false",
+            _ => "",
+        };
         let providers = format!(
             "providers:
   openai:
@@ -248,7 +261,7 @@ impl Setup {
     base_url: http://{mock}/v1
     api_key: sk-bench
     models: [gpt-4o-mini]
-    options: {{ responses: native }}
+    options: {{ responses: native }}{plain_path}
   chat:
     plugin: openai
     base_url: http://{mock}/v1
@@ -268,7 +281,7 @@ impl Setup {
 "
         );
         let policies = match self {
-            Setup::Plain => String::new(),
+            Setup::Plain | Setup::PluginPath => String::new(),
             Setup::Cache => format!("cache: {{ enabled: true, memory_bytes: {CACHE_BYTES} }}\n"),
             Setup::Semantic => "cache: { enabled: true, semantic: { enabled: true, model: embed/text-embedding-3-small, threshold: 0.9 } }\n".to_owned(),
             Setup::NoJournal | Setup::JournalFsync => String::new(),
@@ -293,6 +306,7 @@ limits:
     pub fn rows(self, api: Api) -> Vec<Row> {
         let (label, virt) = match self {
             Setup::Plain => ("provider + ledger", false),
+            Setup::PluginPath => ("provider + ledger, plugin path", false),
             Setup::NoJournal => ("provider + ledger, journal off", false),
             Setup::JournalFsync => ("provider + ledger, journal fsync", false),
             Setup::Policies => ("+ router + rate-limit + budget", true),

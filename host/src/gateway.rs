@@ -14,6 +14,10 @@ use crate::redact::Secrets;
 use crate::routing::Route;
 use crate::upstream::Scope;
 
+mod plain;
+
+pub use plain::PlainPlan;
+
 /// A configured provider entry with its loaded plugin.
 pub struct Provider {
     pub name: Arc<str>,
@@ -31,6 +35,9 @@ pub struct Provider {
     /// The client dialects its upstream serves itself, by their declared names, as its plugin
     /// said when the config loaded: requests in these pass through untranslated.
     pub native: Vec<String>,
+    /// The requests the host sends and reads itself, without the plugin (issue 38): what the
+    /// plugin declared plain, unless the entry sets `plain_path: false`.
+    pub plain: PlainPlan,
     /// The config's catalog (built-in, with `catalog:` merged over it).
     models: Arc<Catalog>,
 }
@@ -234,6 +241,12 @@ impl Gateway {
                 .native_dialects(&provider_config)
                 .await
                 .map_err(plugin_failed)?;
+            let plain = match entry.plain_path {
+                true => PlainPlan::load(&mut call, &provider_config, description.plain)
+                    .await
+                    .map_err(plugin_failed)?,
+                false => PlainPlan::default(),
+            };
             let system = telemetry_name(description.system.as_deref(), &entry.plugin);
             providers.push(Provider {
                 name: name.as_str().into(),
@@ -252,6 +265,7 @@ impl Gateway {
                 .find(|p| config.models.has_provider(p))
                 .map(str::to_owned),
                 native,
+                plain,
                 models: Arc::clone(&config.models),
             });
         }

@@ -61,7 +61,7 @@ impl<P: Provider> Guest for Adapter<P> {
         config: ProviderConfig,
         call: PassthroughCall,
     ) -> Result<PassthroughAuth, PluginError> {
-        P::passthrough(&entry::<P>(&config)?, &call)
+        passthrough::<P>(&config, &call)
     }
 
     fn passthrough_usage(
@@ -86,6 +86,10 @@ pub fn describe<P: Provider>(config: &ProviderConfig) -> Description {
     Description {
         default_base_url: settings.as_ref().and_then(P::default_base_url),
         system: P::SYSTEM.map(str::to_owned),
+        // An entry `validate` will refuse declares nothing.
+        plain: Entry::read::<P>(config)
+            .map(|entry| P::plain_operations(&entry))
+            .unwrap_or_default(),
     }
 }
 
@@ -133,6 +137,15 @@ pub fn prepare_count<P: Provider>(
         entry.authorize(http);
     }
     Ok(counting)
+}
+
+/// `P::passthrough` as the host calls it: the credentials of a pass-through request, and of
+/// every request of a plain operation.
+pub fn passthrough<P: Provider>(
+    config: &ProviderConfig,
+    call: &PassthroughCall,
+) -> Result<PassthroughAuth, PluginError> {
+    P::passthrough(&entry::<P>(config)?, call)
 }
 
 /// `P::parse_response` as the host calls it.

@@ -354,7 +354,7 @@ pub use provider::{NoStream, Provider, StreamDecoder};
 #[cfg(feature = "provider")]
 pub mod calls {
     pub use crate::adapter::{
-        describe, native_dialects, parse_response, prepare, prepare_count, validate,
+        describe, native_dialects, parse_response, passthrough, prepare, prepare_count, validate,
     };
 }
 #[cfg(feature = "router")]
@@ -379,7 +379,7 @@ pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 #[cfg(feature = "provider")]
 pub use wit::provider::{
     CanonicalRequest, Completion, Description, FormRequest, Metered, NativeCall, Operation,
-    PassthroughAuth, PassthroughCall, Prepared, ProviderConfig, RawRequest, RequestInfo,
+    PassthroughAuth, PassthroughCall, PlainOperation, Prepared, ProviderConfig, RawRequest, RequestInfo,
     StreamOutput,
 };
 #[cfg(feature = "router")]

@@ -53,6 +53,17 @@ pub trait Provider: 'static {
         Vec::new()
     }
 
+    /// The operations the host may send and read itself for this entry, without an instance
+    /// of the plugin (see `plain-operation` in the contract): only those whose [`Self::prepare`]
+    /// sends the canonical body untouched as `POST {base_url}/{path}` with no headers but
+    /// `content-type`, `accept` for a stream and what [`Self::passthrough`] gives, and whose
+    /// success answers are OpenAI's canonical shape with its usage. The default is none.
+    /// [`openai_compat::plain`](crate::openai_compat::plain) declares OpenAI's.
+    fn plain_operations(entry: &Entry<Self::Settings>) -> Vec<crate::PlainOperation> {
+        let _ = entry;
+        Vec::new()
+    }
+
     /// Checks what the settings' types cannot say, once, when the gateway loads its config.
     /// The default accepts any entry the SDK could read.
     fn validate(entry: &Entry<Self::Settings>) -> Result<(), ConfigError> {

@@ -195,7 +195,8 @@ export function defineProvider(plugin) {
       } catch (err) {
         if (!(err instanceof ConfigError)) throw asTrap(err); // else `validate` says what is wrong
       }
-      return { defaultBaseUrl: defaultUrl, system: plugin.system };
+      // No plain operations: every request reaches the plugin.
+      return { defaultBaseUrl: defaultUrl, system: plugin.system, plain: [] };
     },
     nativeDialects(config) {
       let read;

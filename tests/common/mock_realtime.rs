@@ -7,7 +7,14 @@
 //! base64 pcm16) with their transcript (`response.output_audio_transcript.delta`), and
 //! the part's `response.content_part.done`, the item's `response.output_item.done` and
 //! `response.done` with its usage; any other event type gets an `error` event. A user text that
-//! starts with [`SAY`] makes the rest of it the text (or transcript) of the answers that follow.
+//! starts with [`SAY`] makes the rest of it the text (or transcript) of the answers that follow;
+//! one that starts with [`CALL`] makes the next text answer a call of the session's first
+//! function tool (`session.tools`), its `arguments` `{"text": <the rest>}` streamed in
+//! `response.function_call_arguments.delta`s of [`CALL_DELTA_CHARS`] characters (a session with
+//! no function tool gets an `error` event instead). A session with server VAD
+//! (`audio.input.turn_detection`) takes each `input_audio_buffer.append` as one utterance:
+//! speech started and stopped, the buffer committed, and (unless `create_response: false`) a
+//! response it starts itself.
 //! Each response is sent whole before the next event is read, so a `response.cancel` always
 //! finds none active and gets the reference's `error` for that.
 //!
@@ -42,6 +49,11 @@ use super::gateway::UPSTREAM_KEY;
 pub const ANSWER: &str = "Hello from the realtime mock.";
 /// A user text starting so names the answers' text from then on.
 pub const SAY: &str = "Say: ";
+/// A user text starting so makes the next text answer a function call with the rest as its
+/// argument `text`.
+pub const CALL: &str = "Call: ";
+/// Characters of the arguments in each `response.function_call_arguments.delta`.
+pub const CALL_DELTA_CHARS: usize = 5;
 /// The transcript of every audio answer, one delta a word, each with a chunk of audio.
 pub const TRANSCRIPT: &str = "Hi there, spoken.";
 /// Bytes of pcm16 audio sent with each transcript word.
@@ -173,6 +185,8 @@ struct Conversation {
     items: u64,
     /// The text the client asked the answers to say ([`SAY`]).
     said: Option<String>,
+    /// The argument the client asked the next answer to call a tool with ([`CALL`]).
+    call: Option<String>,
 }
 
 fn id(prefix: &str, shared: &Shared) -> String {
@@ -205,6 +219,7 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
         cached: (0, 0),
         items: 0,
         said: None,
+        call: None,
     };
     let created = json!({"type": "session.created", "session": conv.session});
     if !send(&mut socket, &shared, created).await {
@@ -243,6 +258,9 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
                     if let Some(said) = text.strip_prefix(SAY) {
                         conv.said = Some(said.to_owned());
                     }
+                    if let Some(call) = text.strip_prefix(CALL) {
+                        conv.call = Some(call.to_owned());
+                    }
                     if let Some(audio) = part["audio"].as_str() {
                         conv.audio_bytes += STANDARD.decode(audio).map_or(0, |b| b.len() as u64);
                     }
@@ -271,7 +289,10 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
                 match STANDARD.decode(event["audio"].as_str().unwrap_or_default()) {
                     Ok(bytes) => {
                         conv.buffered += bytes.len() as u64;
-                        true
+                        match vad(&conv.session) {
+                            Some(create) => turn(&mut socket, &shared, &mut conv, create).await,
+                            None => true,
+                        }
                     }
                     Err(_) => {
                         let error =
@@ -280,18 +301,7 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
                     }
                 }
             }
-            "input_audio_buffer.commit" => {
-                conv.audio_bytes += std::mem::take(&mut conv.buffered);
-                conv.items += 1;
-                let item_id = format!("item_{}", conv.items);
-                send(
-                    &mut socket,
-                    &shared,
-                    json!({"type": "input_audio_buffer.committed",
-                    "previous_item_id": null, "item_id": item_id}),
-                )
-                .await
-            }
+            "input_audio_buffer.commit" => commit(&mut socket, &shared, &mut conv).await,
             "response.create" => respond(&mut socket, &shared, &mut conv, &event).await,
             "response.cancel" => {
                 let error = json!({"type": "error", "error": {"type": "invalid_request_error",
@@ -312,6 +322,58 @@ async fn serve(shared: Arc<Shared>, mut socket: WebSocket, model: String) {
     }
 }
 
+/// Commits the audio buffered: its `input_audio_buffer.committed`.
+async fn commit(socket: &mut WebSocket, shared: &Shared, conv: &mut Conversation) -> bool {
+    conv.audio_bytes += std::mem::take(&mut conv.buffered);
+    conv.items += 1;
+    let item_id = format!("item_{}", conv.items);
+    send(
+        socket,
+        shared,
+        json!({"type": "input_audio_buffer.committed",
+        "previous_item_id": null, "item_id": item_id}),
+    )
+    .await
+}
+
+/// Whether the session detects turns itself (`audio.input.turn_detection` of type `server_vad`
+/// or `semantic_vad`), and if so whether it starts a response at each turn's end
+/// (`create_response`, true unless set false).
+fn vad(session: &Value) -> Option<bool> {
+    let detection = session.pointer("/audio/input/turn_detection")?;
+    let kind = detection["type"].as_str()?;
+    matches!(kind, "server_vad" | "semantic_vad")
+        .then(|| detection["create_response"].as_bool().unwrap_or(true))
+}
+
+/// A turn server VAD found in the audio just appended (each append is one utterance here):
+/// speech started and stopped, the buffer committed, then, when `create`, a response the
+/// server starts itself, with no `response.create`.
+async fn turn(
+    socket: &mut WebSocket,
+    shared: &Shared,
+    conv: &mut Conversation,
+    create: bool,
+) -> bool {
+    let item_id = format!("item_{}", conv.items + 1);
+    let ok = send(
+        socket,
+        shared,
+        json!({"type": "input_audio_buffer.speech_started", "audio_start_ms": 0,
+            "item_id": item_id}),
+    )
+    .await
+        && send(
+            socket,
+            shared,
+            json!({"type": "input_audio_buffer.speech_stopped",
+                "audio_end_ms": conv.buffered / 48, "item_id": item_id}),
+        )
+        .await
+        && commit(socket, shared, conv).await;
+    ok && (!create || respond(socket, shared, conv, &json!({"type": "response.create"})).await)
+}
+
 fn error_event(code: &str, message: &str, client_event: Option<String>) -> Value {
     json!({"type": "error", "error": {"type": "invalid_request_error", "code": code,
         "message": message, "param": "type", "event_id": client_event}})
@@ -330,6 +392,9 @@ async fn respond(
         .cloned()
         .unwrap_or_default();
     let audio = modalities.iter().any(|m| m == "audio");
+    if !audio && let Some(argument) = conv.call.take() {
+        return call(socket, shared, conv, &modalities, &argument).await;
+    }
     let response_id = id("resp", shared);
     let item_id = id("item", shared);
     let response = json!({"id": response_id, "object": "realtime.response",
@@ -484,6 +549,113 @@ async fn respond(
             "cached_tokens_details": {"text_tokens": cached_text, "audio_tokens": cached_audio,
                 "image_tokens": 0}},
         "output_token_details": {"text_tokens": text_out, "audio_tokens": audio_out},
+    });
+    conv.cached = (text_in, audio_in);
+    let done = json!({"type": "response.done", "response": {"id": response_id,
+        "object": "realtime.response", "status": "completed", "status_details": null,
+        "output": [done_item], "conversation_id": "conv_1", "output_modalities": modalities,
+        "max_output_tokens": "inf", "metadata": null, "usage": usage}});
+    ok && send(socket, shared, done).await
+}
+
+/// A response that calls the session's first function tool with `{"text": argument}`: the
+/// item added, its arguments streamed and done, the item done, `response.done` with usage.
+async fn call(
+    socket: &mut WebSocket,
+    shared: &Shared,
+    conv: &mut Conversation,
+    modalities: &[Value],
+    argument: &str,
+) -> bool {
+    let tools = conv.session["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let Some(name) = (tools.iter())
+        .find(|t| t["type"] == "function")
+        .and_then(|t| t["name"].as_str())
+    else {
+        let error = error_event("invalid_value", "The session has no function tool.", None);
+        return send(socket, shared, error).await;
+    };
+    let response_id = id("resp", shared);
+    let item_id = id("item", shared);
+    let call_id = id("call", shared);
+    let arguments = json!({"text": argument}).to_string();
+    let item = json!({"id": item_id, "object": "realtime.item", "type": "function_call",
+        "status": "in_progress", "name": name, "call_id": call_id, "arguments": ""});
+    let at = json!({"response_id": response_id, "item_id": item_id, "output_index": 0,
+        "call_id": call_id});
+    let with = |mut fields: Value, kind: &str| {
+        fields["type"] = json!(kind);
+        for (k, v) in at.as_object().unwrap() {
+            fields[k] = v.clone();
+        }
+        fields
+    };
+    let response = json!({"id": response_id, "object": "realtime.response",
+        "status": "in_progress", "output": [], "usage": null, "output_modalities": modalities});
+    let mut ok = send(
+        socket,
+        shared,
+        json!({"type": "response.created", "response": response}),
+    )
+    .await
+        && send(
+            socket,
+            shared,
+            json!({"type": "response.output_item.added", "response_id": response_id,
+                "output_index": 0, "item": item}),
+        )
+        .await;
+    let chars: Vec<char> = arguments.chars().collect();
+    for piece in chars.chunks(CALL_DELTA_CHARS) {
+        let delta: String = piece.iter().collect();
+        ok = ok
+            && send(
+                socket,
+                shared,
+                with(
+                    json!({"delta": delta}),
+                    "response.function_call_arguments.delta",
+                ),
+            )
+            .await;
+    }
+    ok = ok
+        && send(
+            socket,
+            shared,
+            with(
+                json!({"name": name, "arguments": arguments}),
+                "response.function_call_arguments.done",
+            ),
+        )
+        .await;
+    let mut done_item = item.clone();
+    done_item["status"] = json!("completed");
+    done_item["arguments"] = json!(arguments);
+    ok = ok
+        && send(
+            socket,
+            shared,
+            json!({"type": "response.output_item.done", "response_id": response_id,
+                "output_index": 0, "item": done_item}),
+        )
+        .await;
+    let text_in = conv.words + words(conv.session["instructions"].as_str().unwrap_or_default());
+    let audio_in = conv.audio_bytes / 480;
+    let text_out = chars.len().div_ceil(CALL_DELTA_CHARS) as u64;
+    let (cached_text, cached_audio) = conv.cached;
+    let usage = json!({
+        "total_tokens": text_in + audio_in + text_out,
+        "input_tokens": text_in + audio_in,
+        "output_tokens": text_out,
+        "input_token_details": {"text_tokens": text_in, "audio_tokens": audio_in,
+            "image_tokens": 0, "cached_tokens": cached_text + cached_audio,
+            "cached_tokens_details": {"text_tokens": cached_text, "audio_tokens": cached_audio,
+                "image_tokens": 0}},
+        "output_token_details": {"text_tokens": text_out, "audio_tokens": 0},
     });
     conv.cached = (text_in, audio_in);
     let done = json!({"type": "response.done", "response": {"id": response_id,

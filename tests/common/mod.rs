@@ -19,6 +19,7 @@ pub mod mock_leaky;
 pub mod mock_openai;
 pub mod mock_passthrough;
 pub mod mock_providers;
+pub mod mock_raw;
 pub mod mock_realtime;
 pub mod oidc;
 pub mod postgres;
@@ -26,6 +27,7 @@ pub mod redis;
 pub mod scenario;
 pub mod sdk;
 pub mod sse;
+pub mod tls_front;
 pub mod websocket;
 
 use std::net::SocketAddr;

@@ -8,6 +8,10 @@
 //!
 //! Shared by the ledger's unit tests (through `#[path]`) and the end-to-end tests.
 
+// By path, so that this file keeps its own tree where it is included alone (the ledger's unit
+// tests and benchmark).
+#[path = "test_ca.rs"]
+pub mod test_ca;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::process::Command;
@@ -116,90 +120,20 @@ impl PgCluster {
     /// Starts a cluster that also takes TLS connections, with a server certificate for
     /// `127.0.0.1` and `localhost` signed by a throwaway CA; returns the CA's PEM file too.
     pub fn start_tls() -> (Self, PathBuf) {
-        if Command::new("openssl").arg("version").output().is_err() {
-            panic!(
-                "the openssl command is missing (it makes the test's CA): apt-get install -y \
-                 openssl (scripts/test.sh does, as root)"
-            );
-        }
         let n = CLUSTERS.fetch_add(1, Ordering::SeqCst);
         let certs =
             std::env::temp_dir().join(format!("wasmgate-pg-tls-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&certs);
         std::fs::create_dir_all(&certs).unwrap();
-        let openssl = |args: &[&str]| run(Command::new("openssl").args(args).current_dir(&certs));
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        openssl(
-            &[
-                &["req", "-x509"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.pem",
-                    "-days",
-                    "2",
-                    "-subj",
-                    "/CN=wasmgate test CA",
-                ],
-            ]
-            .concat(),
-        );
-        openssl(
-            &[
-                &["req"][..],
-                &ec,
-                &[
-                    "-keyout",
-                    "server.key",
-                    "-out",
-                    "server.csr",
-                    "-subj",
-                    "/CN=localhost",
-                ],
-            ]
-            .concat(),
-        );
-        std::fs::write(
-            certs.join("server.ext"),
-            "subjectAltName = IP:127.0.0.1, DNS:localhost\nbasicConstraints = CA:FALSE\n\
-             keyUsage = digitalSignature, keyEncipherment\nextendedKeyUsage = serverAuth\n",
-        )
-        .unwrap();
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "server.ext",
-        ]);
-        let key = certs.join("server.key");
-        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-            .unwrap();
+        let issued = test_ca::issue(&certs);
+        let key = issued.key;
         if running_as_root() {
             run(Command::new("chown").arg("postgres:postgres").arg(&key));
         }
-        let cert_file = format!("ssl_cert_file={}", certs.join("server.pem").display());
+        let cert_file = format!("ssl_cert_file={}", issued.cert.display());
         let key_file = format!("ssl_key_file={}", key.display());
         let cluster = Self::start(&["ssl=on", &cert_file, &key_file]);
-        (cluster, certs.join("ca.pem"))
+        (cluster, issued.ca)
     }
 
     /// The server's log so far.

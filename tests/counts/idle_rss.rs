@@ -16,7 +16,7 @@ const ANONYMOUS_KIB_TODAY: u64 = 12 << 10;
 const ANONYMOUS_KIB_BOUND: u64 = 18 << 10;
 
 /// A field of `smaps_rollup`, in KiB.
-fn rollup_kib(pid: u32, field: &str) -> u64 {
+pub(crate) fn rollup_kib(pid: u32, field: &str) -> u64 {
     let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap();
     rollup
         .lines()

@@ -48,12 +48,21 @@ pub struct ProviderEntry {
     #[serde(default)]
     #[schemars(extend("examples" = ["openai"]))]
     pub catalog: Option<String>,
+    /// Whether the gateway may send the requests the plugin declares plain itself (OpenAI's
+    /// chat completions, embeddings and completions), without running the plugin: the same
+    /// bytes go upstream, at a fraction of the CPU. `false` runs the plugin for every request.
+    #[serde(default = "default_plain_path")]
+    pub plain_path: bool,
 }
 
 impl ProviderEntry {
     pub fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms)
     }
+}
+
+fn default_plain_path() -> bool {
+    true
 }
 
 fn default_upstream_timeout_ms() -> u64 {

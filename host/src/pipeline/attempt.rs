@@ -1,11 +1,14 @@
 //! The attempt stage: one try at one target, in a span of its own. The provider plugin builds
 //! the upstream request (or answers itself), the request goes upstream under the entry's base
-//! URL, and the plugin reads the answer back: whole, or as a stream the relay passes on.
+//! URL, and the plugin reads the answer back: whole, or as a stream the relay passes on. An
+//! operation the plugin declared [`plain`](super::plain) is sent and read by the host alone,
+//! the plugin started only for an answer the host cannot read (an error status).
 
 use std::sync::Arc;
 
 use super::context::Context;
 use super::forward::socket::{self, Went};
+use super::plain::stream::{Decoder, PlainStream};
 use super::relay::{Upstream, http_bytes};
 use crate::error::ApiError;
 use crate::gateway::Target;
@@ -83,7 +86,7 @@ async fn send(
         .translation
         .as_ref()
         .filter(|t| provider.native.contains(&t.dialect.name) && !cx.guard.forces_translation());
-    let canonical = match native {
+    let mut canonical = match native {
         Some(translation) => translation.native_request(cx.operation, target.model, request.stream),
         None => request.canonical(target.model),
     };
@@ -100,17 +103,28 @@ async fn send(
     } else {
         SlotKind::Call
     };
-    let mut call = provider
-        .plugin
-        .start(kind)
-        .await
-        .map_err(ApiError::plugin)?;
     let redactor = &cx.redactor;
-    let prepared = call
-        .prepare(&provider.config, &canonical)
-        .await
-        .map_err(|failure| ApiError::prepare_failed(failure, canonical.body.len()))?
-        .map_err(|error| ApiError::provider(&provider.name, error, redactor))?;
+    // A plain request needs no instance: the host sends what `prepare` would (issue 38).
+    let plain = match native {
+        true => None,
+        false => (provider.plain).request(canonical.operation, &mut canonical.body, request.stream),
+    };
+    let (call, prepared) = match plain {
+        Some(http) => (None, Prepared::Upstream(http)),
+        None => {
+            let mut call = provider
+                .plugin
+                .start(kind)
+                .await
+                .map_err(ApiError::plugin)?;
+            let prepared = call
+                .prepare(&provider.config, &canonical)
+                .await
+                .map_err(|failure| ApiError::prepare_failed(failure, canonical.body.len()))?
+                .map_err(|error| ApiError::provider(&provider.name, error, redactor))?;
+            (Some(call), prepared)
+        }
+    };
 
     let local = matches!(prepared, Prepared::Local(_) | Prepared::LocalStream(_));
     if local && native && cx.guard.answer_guarded() {
@@ -135,6 +149,7 @@ async fn send(
             usage: output.usage,
         },
         Prepared::UpstreamForm(form) => {
+            let mut call = plugin_call(call, target, kind).await?;
             let admitted = admit(target, span, form.request)?;
             let Some(upload) = request.upload.as_ref() else {
                 return Err(ApiError::BadUpstreamRequest {
@@ -161,8 +176,8 @@ async fn send(
                     .await
                     .map_err(ApiError::plugin)?;
                 return Ok(Sent::Stream(Box::new(Upstream {
+                    decoder: Decoder::Plugin(decoder),
                     provider: Arc::clone(&provider.name),
-                    decoder,
                     shadow: None,
                     bytes: http_bytes(response),
                     idle_timeout: provider.timeout,
@@ -178,6 +193,7 @@ async fn send(
             }
         }
         Prepared::UpstreamRaw(raw) => {
+            let mut call = plugin_call(call, target, kind).await?;
             let admitted = admit(target, span, raw.request)?;
             let response = upstream::send(&state.http, admitted, provider.timeout)
                 .await
@@ -213,7 +229,9 @@ async fn send(
             let (headers, bytes) = match went {
                 Went::Events(bytes) => (socket::event_headers(), bytes),
                 Went::Refused(response) => {
+                    // An error is the plugin's to read, as over HTTP.
                     span.status(response.status);
+                    let mut call = plugin_call(call, target, kind).await?;
                     parsed(&mut call, target, &info, &response, redactor).await?;
                     return Err(ApiError::BadUpstreamRequest {
                         provider: provider.name.to_string(),
@@ -226,24 +244,17 @@ async fn send(
                         .map_err(|e| ApiError::upstream(&provider.name, e))?;
                     span.status(response.status().as_u16());
                     if !request.stream || !response.status().is_success() {
-                        let response = read(target, response).await?;
-                        let completion =
-                            parsed(&mut call, target, &info, &response, redactor).await?;
-                        span.completion(&completion.body, completion.usage);
-                        cx.spent = completion.usage;
-                        let body = match view {
-                            Some(view) => {
-                                let seen =
-                                    parsed(&mut call, target, &view, &response, redactor).await?;
-                                super::guard::native::whole(cx, completion.body, &seen.body).await?
-                            }
-                            None => completion.body,
-                        };
-                        return Ok(Sent::Whole {
-                            body,
-                            usage: completion.usage,
+                        return whole(
+                            cx,
+                            target,
+                            span,
+                            (call, kind),
+                            view,
+                            &info,
+                            response,
                             native,
-                        });
+                        )
+                        .await;
                     }
                     (header_pairs(response.headers()), http_bytes(response))
                 }
@@ -258,10 +269,29 @@ async fn send(
                 ),
                 None => None,
             };
-            let decoder = call
-                .open_stream(&provider.config, &info, &headers)
-                .await
-                .map_err(ApiError::plugin)?;
+            // The entry's place in the request's snapshot, where a plain stream's decoder
+            // finds the plugin should it meet what it cannot read.
+            let index = cx
+                .gateway
+                .providers
+                .iter()
+                .position(|p| std::ptr::eq(p, provider));
+            let decoder = match (call, index) {
+                // The host reads a plain stream; the plugin only what it cannot read.
+                (None, Some(index)) => Decoder::Plain(PlainStream::new(
+                    Arc::clone(&cx.gateway),
+                    index,
+                    info,
+                    headers,
+                )),
+                (call, _) => Decoder::Plugin(
+                    plugin_call(call, target, kind)
+                        .await?
+                        .open_stream(&provider.config, &info, &headers)
+                        .await
+                        .map_err(ApiError::plugin)?,
+                ),
+            };
             Sent::Stream(Box::new(Upstream {
                 provider: Arc::clone(&provider.name),
                 decoder,
@@ -272,6 +302,86 @@ async fn send(
             }))
         }
     })
+}
+
+/// A whole upstream answer (not a stream, or an error): read by the host for a plain request,
+/// else by the plugin; a native one the answer guards check (`view`) through their canonical
+/// view of it.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the attempt's parts, passed on once"
+)]
+async fn whole(
+    cx: &mut Context,
+    target: &Target<'_>,
+    span: &mut telemetry::Attempt,
+    (call, kind): (Option<PluginCall>, SlotKind),
+    view: Option<RequestInfo>,
+    info: &RequestInfo,
+    response: reqwest::Response,
+    native: bool,
+) -> Result<Sent, ApiError> {
+    let redactor = &cx.redactor.clone();
+    let response = read(target, response).await?;
+    let mut call = match (call, &view) {
+        (None, None) => {
+            let completion = plain_answer(target, info, response, redactor).await?;
+            span.completion(&completion.body, completion.usage);
+            cx.spent = completion.usage;
+            return Ok(Sent::Whole {
+                body: completion.body,
+                usage: completion.usage,
+                native,
+            });
+        }
+        (call, _) => plugin_call(call, target, kind).await?,
+    };
+    let completion = parsed(&mut call, target, info, &response, redactor).await?;
+    span.completion(&completion.body, completion.usage);
+    cx.spent = completion.usage;
+    let body = match view {
+        Some(view) => {
+            let seen = parsed(&mut call, target, &view, &response, redactor).await?;
+            super::guard::native::whole(cx, completion.body, &seen.body).await?
+        }
+        None => completion.body,
+    };
+    Ok(Sent::Whole {
+        body,
+        usage: completion.usage,
+        native,
+    })
+}
+
+/// The request's instance: the one `prepare` ran in, else one started now.
+async fn plugin_call(
+    call: Option<PluginCall>,
+    target: &Target<'_>,
+    kind: SlotKind,
+) -> Result<PluginCall, ApiError> {
+    match call {
+        Some(call) => Ok(call),
+        None => (target.provider.plugin.start(kind).await).map_err(ApiError::plugin),
+    }
+}
+
+/// A plain request's whole answer: read by the host when it is a success it can read, else by
+/// the plugin, started now, so that an error is mapped as the plugin maps it.
+async fn plain_answer(
+    target: &Target<'_>,
+    info: &RequestInfo,
+    response: HttpResponse,
+    redactor: &Redactor,
+) -> Result<Completion, ApiError> {
+    let response = match (200..300).contains(&response.status) {
+        true => match super::plain::completion(response) {
+            Ok(completion) => return Ok(completion),
+            Err(unread) => unread,
+        },
+        false => response,
+    };
+    let mut call = plugin_call(None, target, SlotKind::Call).await?;
+    parsed(&mut call, target, info, &response, redactor).await
 }
 
 /// Stamps the attempt's trace on `http` and checks its URL against the entry's base URL.

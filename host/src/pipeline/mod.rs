@@ -12,7 +12,8 @@
 //! 4. [`admit`]: the limit rules check it (and reserve).
 //! 5. [`cache`]: a kept answer, exact or semantic, answers it instead.
 //! 6. [`route`]: its model leads to a target, or a router orders a virtual model's targets.
-//! 7. [`attempt`]: one try at one target, through its provider plugin and the upstream.
+//! 7. [`attempt`]: one try at one target, through its provider plugin and the upstream, or,
+//!    for an operation the plugin declared [`plain`], by the host alone.
 //! 8. [`relay`]: a streamed answer passed on event by event, written by the edge's framing.
 //! 9. [`edge`], out: every answer (whole, streamed, as one JSON array, from the cache) and
 //!    every error written in the client's API.
@@ -36,6 +37,7 @@ pub mod finish;
 pub mod forward;
 pub mod guard;
 pub mod parse;
+pub mod plain;
 pub mod raw_answer;
 pub mod relay;
 pub mod reply;

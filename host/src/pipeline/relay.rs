@@ -1,4 +1,5 @@
-//! The stream relay: server-sent events decoded from the upstream by the provider plugin, passed
+//! The stream relay: server-sent events decoded from the upstream by the provider plugin (or, for
+//! a plain stream, by the host: [`super::plain::stream`]), passed
 //! through the answer's guards, and handed to the edge's [`Frame`] that writes them for the
 //! client (the relay moves canonical chunks, or a native target's own events, and never asks
 //! which dialect the client spoke).
@@ -20,6 +21,7 @@ use futures_util::{FutureExt, StreamExt};
 use super::context::Context;
 use super::finish::End;
 use super::guard::watch::Watch;
+use super::plain::stream::Decoder;
 use crate::error::ApiError;
 use crate::plugins::{PluginError, PluginFailure, ProviderStream, StreamOutput, Usage};
 use crate::redact::Redactor;
@@ -47,7 +49,8 @@ pub trait Frame: Send + 'static {
 /// An upstream stream the attempt opened, for the relay to pass on.
 pub struct Upstream {
     pub provider: Arc<str>,
-    pub decoder: ProviderStream,
+    /// The plugin's decoder, or the host's reading of a plain stream.
+    pub decoder: Decoder,
     /// A second decoder reading the same bytes into canonical chunks, for the guards of a
     /// native answer (`guard/native.rs`).
     pub shadow: Option<ProviderStream>,
@@ -114,7 +117,7 @@ struct Relay<F> {
     usage: Option<Usage>,
     failed: bool,
     provider: Arc<str>,
-    decoder: ProviderStream,
+    decoder: Decoder,
     upstream: BoxStream<'static, Result<Bytes, String>>,
     idle_timeout: Duration,
     /// Writes the events for the client (the edge's).

@@ -43,7 +43,7 @@ pub use bindings::guard_types::{
 pub use bindings::limiter_types::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 pub use bindings::provider_types::{
     CanonicalRequest, Completion, Metered, NativeCall, Operation, PassthroughAuth, PassthroughCall,
-    ProviderConfig, RequestInfo, StreamOutput,
+    PlainOperation, ProviderConfig, RequestInfo, StreamOutput,
 };
 pub use bindings::router_types::{CircuitState, RouteRequest, Target as RouteTarget};
 pub use bindings::types::{

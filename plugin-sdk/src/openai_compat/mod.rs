@@ -14,7 +14,7 @@ mod stream;
 
 pub use audio::{parse_transcription, speech, transcription_form, upstream_format};
 pub use batches::{DIALECT as BATCHES_DIALECT, batch_call};
-pub use request::{path, upstream};
+pub use request::{path, plain, upstream};
 pub use rerank::parse_rerank;
 pub use response::parse_response;
 pub use stream::{OpenAiEvents, OpenAiStream};

@@ -2,7 +2,7 @@
 //! passed through.
 
 use super::{speech, transcription_form};
-use crate::{CanonicalRequest, HttpRequest, Operation, PluginError, Prepared};
+use crate::{CanonicalRequest, HttpRequest, Operation, PlainOperation, PluginError, Prepared};
 
 /// OpenAI's path, under the base URL, of a canonical operation.
 pub fn path(operation: Operation) -> &'static str {
@@ -19,6 +19,26 @@ pub fn path(operation: Operation) -> &'static str {
         Operation::AudioTranslations => "audio/translations",
         Operation::AudioSpeech => "audio/speech",
     }
+}
+
+/// The plain declaration of `operations` at OpenAI's paths, for a provider that sends them
+/// with [`upstream`] and reads them with [`parse_response`](super::parse_response). Only those
+/// [`upstream`] posts as JSON qualify, and of those not `moderations`, whose reading makes up a
+/// zero usage, nor `image-generations` and `rerank`, whose usage is read from elsewhere.
+pub fn plain(operations: &[Operation]) -> Vec<PlainOperation> {
+    operations
+        .iter()
+        .filter(|op| {
+            matches!(
+                op,
+                Operation::ChatCompletions | Operation::Embeddings | Operation::Completions
+            )
+        })
+        .map(|&operation| PlainOperation {
+            operation,
+            path: path(operation).to_owned(),
+        })
+        .collect()
 }
 
 /// `request` sent to `url` as OpenAI's API takes it: `GET` for the models list, a multipart

@@ -20,11 +20,11 @@ use wasmgate_plugin_sdk::native::{
     responses_path,
 };
 use wasmgate_plugin_sdk::openai_compat::{
-    BATCHES_DIALECT, OpenAiStream, batch_call, path, upstream,
+    BATCHES_DIALECT, OpenAiStream, batch_call, path, plain, upstream,
 };
 use wasmgate_plugin_sdk::{
-    CanonicalRequest, ConfigError, Entry, HttpRequest, HttpResponse, PluginError, Prepared,
-    Provider, RequestInfo, compaction,
+    CanonicalRequest, ConfigError, Entry, HttpRequest, HttpResponse, Operation, PassthroughAuth,
+    PassthroughCall, PlainOperation, PluginError, Prepared, Provider, RequestInfo, compaction,
 };
 
 /// The `options:` of an entry (besides the SDK's `headers` and `auth_header`).
@@ -85,6 +85,36 @@ impl Provider for OpenAi {
         .filter(|(served, _)| *served)
         .map(|(_, dialect)| dialect.to_owned())
         .collect()
+    }
+
+    /// A canonical request of these goes to `{base_url}/{path}` untouched, with the key, the
+    /// entry's `headers` and the organization and project, which `passthrough` gives too: the
+    /// host can send it without an instance.
+    fn plain_operations(_: &Entry<Settings>) -> Vec<PlainOperation> {
+        plain(&[
+            Operation::ChatCompletions,
+            Operation::Embeddings,
+            Operation::Completions,
+        ])
+    }
+
+    /// The key and the entry's headers (the SDK's default), after the organization and project,
+    /// as on every request `prepare` sends: a pass-through call is billed where the others are.
+    fn passthrough(
+        entry: &Entry<Settings>,
+        _: &PassthroughCall,
+    ) -> Result<PassthroughAuth, PluginError> {
+        let mut request = HttpRequest::get(String::new());
+        for (_, name, value) in entry.settings.headers() {
+            if let Some(value) = value {
+                request.set_header(name, value);
+            }
+        }
+        entry.authorize(&mut request);
+        Ok(PassthroughAuth {
+            headers: request.headers,
+            query: Vec::new(),
+        })
     }
 
     fn validate(entry: &Entry<Settings>) -> Result<(), ConfigError> {

@@ -1,6 +1,6 @@
 //! Native unit tests of the translation (`cargo test --target x86_64-unknown-linux-gnu`).
 
-use wasmgate_plugin_sdk::calls::{describe, native_dialects, prepare, validate};
+use wasmgate_plugin_sdk::calls::{describe, native_dialects, passthrough, prepare, validate};
 use wasmgate_plugin_sdk::{ErrorKind, HttpRequest, NativeCall, Operation, ProviderConfig};
 
 use super::*;
@@ -188,6 +188,44 @@ fn options_become_headers() {
     assert_eq!(header(&http, "openai-organization"), Some("org-1"));
     assert_eq!(header(&http, "openai-project"), Some("override"));
     assert_eq!(header(&http, "x-extra"), Some("1"));
+}
+
+/// What the host sends for a plain operation (`plain-operation` in the contract) is what
+/// `prepare` sends: the same URL, body and headers in the same order.
+#[test]
+fn plain_operations_are_sent_as_prepare_sends_them() {
+    let options = r#"{"organization": "org-1", "project": "proj-1",
+        "headers": {"x-extra": "1", "OpenAI-Project": "override", "accept": "x/y"}}"#;
+    let cfg = config(Some("http://127.0.0.1:9/v1"), Some("sk-1"), options);
+    let plain = describe::<OpenAi>(&cfg).plain;
+    let ops: Vec<Operation> = plain.iter().map(|p| p.operation).collect();
+    let expected = [
+        Operation::ChatCompletions,
+        Operation::Embeddings,
+        Operation::Completions,
+    ];
+    assert_eq!(ops, expected);
+    for op in plain {
+        let call = PassthroughCall {
+            method: "POST".into(),
+            path: format!("/{}", op.path),
+            headers: vec![],
+        };
+        let auth = passthrough::<OpenAi>(&cfg, &call).unwrap();
+        assert!(auth.query.is_empty());
+        for stream in [false, true] {
+            let body = r#"{"model":"gpt-4o-mini","input":"hi"}"#;
+            let sent = upstream(prepare::<OpenAi>(&cfg, request(op.operation, body, stream)).unwrap());
+            let mut host = HttpRequest::post_json(format!("http://127.0.0.1:9/v1/{}", op.path), body);
+            if stream {
+                host.set_header("accept", "text/event-stream");
+            }
+            for (name, value) in &auth.headers {
+                host.set_header(name.as_str(), value.as_str());
+            }
+            assert_eq!(sent, host, "{:?} stream={stream}", op.operation);
+        }
+    }
 }
 
 fn config(base_url: Option<&str>, api_key: Option<&str>, options: &str) -> ProviderConfig {

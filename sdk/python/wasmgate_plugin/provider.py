@@ -335,7 +335,7 @@ def export(cls: type[Provider]) -> type:
                 default = _default_base_url(plugin, options)
             except ConfigError:
                 default = None  # `validate` says what is wrong
-            return Description(default, cls.system)
+            return Description(default, cls.system, [])  # no plain operations: every request reaches the plugin
 
         def native_dialects(self, config: ProviderConfig) -> list[str]:
             try:

@@ -40,8 +40,9 @@ pub fn applying(
     Ok((!checking.is_empty()).then_some(BodyGuards { checking }))
 }
 
-/// What a check outside any request's context needs of one (a count, a batch file's lines): a
-/// trace that makes no span, and verdicts kept nowhere, since neither writes a record. A body
+/// What a check outside any request's context needs of one (a count, a batch file's lines, a
+/// Realtime client's events): a trace that makes no span, and verdicts kept here, for whoever
+/// writes a record to take (a count and a batch write none). A body
 /// is shown as its texts, so the request a chat's rewrite would go into is never read.
 pub struct Detached {
     trace: Trace,
@@ -56,6 +57,12 @@ impl Detached {
             verdicts: Guarded::default(),
             request: ClientRequest::unparsed(Operation::ChatCompletions),
         }
+    }
+
+    /// The verdicts of the checks made so far (a Realtime session moves them into the record
+    /// of its next response).
+    pub fn verdicts(&mut self) -> &mut Guarded {
+        &mut self.verdicts
     }
 
     pub fn checker<'a>(&'a mut self, gateway: &'a Gateway) -> Checker<'a> {

@@ -118,6 +118,28 @@ impl Guarded {
         Some(serde_json::Value::Array(list).to_string())
     }
 
+    /// `other`'s verdicts moved into these: a session's checks made outside any request (a
+    /// Realtime client's events), into the record of the response they came before.
+    pub fn absorb(&mut self, other: &mut Guarded) {
+        for verdict in other.verdicts.drain(..) {
+            let at = (self.verdicts.iter())
+                .position(|v| Arc::ptr_eq(&v.guard, &verdict.guard) && v.side == verdict.side);
+            let Some(at) = at else {
+                self.verdicts.push(verdict);
+                continue;
+            };
+            let mine = &mut self.verdicts[at];
+            if verdict.action.rank() >= mine.action.rank() {
+                mine.action = verdict.action;
+            }
+            for (kind, count) in verdict.counts {
+                if mine.counts.len() < KINDS_MAX || mine.counts.contains_key(&kind) {
+                    *mine.counts.entry(kind).or_default() += count;
+                }
+            }
+        }
+    }
+
     /// The chain a streamed answer goes through (taken once, by the relay).
     pub fn take_chain(&mut self) -> Option<AnswerChain> {
         let chain = self.chain.take()?;

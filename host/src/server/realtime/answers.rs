@@ -7,11 +7,14 @@
 //! deltas' `delta`, in order. The `.done` event of a part ends its choice; that event, the
 //! part's `response.content_part.done`, the item's `response.output_item.done` and the
 //! response's `response.done` carry the released text in place of the upstream's (an `.added`
-//! event, and a `conversation.item.*` event naming the item, what was released so far). A guard
-//! that stops the answer ends the response: the caller sends the `error` event and cancels it
-//! upstream; the response's later events are dropped, but its `response.done` (with the text
-//! the client saw). Audio (`response.output_audio.delta`) passes unread: a response with audio
-//! output is refused unless every answer guard exempts `realtime`.
+//! event, and a `conversation.item.*` event naming the item, what was released so far). A
+//! function call's arguments are a stream too, read as a chat stream's tool call is (one call
+//! of its own choice: `response.function_call_arguments.delta`s pushed as they come, `.done`
+//! ending it, the item's `arguments` in later events what was released). A guard that stops
+//! the answer ends the response: the caller sends the `error` event and cancels it upstream;
+//! the response's later events are dropped, but its `response.done` (with the text the client
+//! saw). Audio (`response.output_audio.delta`) passes unread: a response with audio output is
+//! refused unless every answer guard exempts `realtime`.
 
 use std::collections::HashMap;
 
@@ -23,7 +26,7 @@ use crate::error::ApiError;
 use crate::pipeline::Context;
 use crate::pipeline::guard::answer;
 use crate::pipeline::guard::chain::AnswerChain;
-use crate::plugins::{AnswerEvent, SlotKind, Stop, TextDelta};
+use crate::plugins::{AnswerEvent, SlotKind, Stop, TextDelta, ToolCallDelta};
 
 /// The guarded responses under way, by the upstream's response id.
 pub struct Answers {
@@ -65,6 +68,27 @@ struct Part {
     released: String,
     /// The upstream ended the stream (its `.done`).
     ended: bool,
+    /// Set for a function call's arguments: the call, and whether the chain was told its id
+    /// and name (on its first piece, as a chat stream's tool call).
+    call: Option<(Call, bool)>,
+}
+
+/// The function call whose arguments a stream carries.
+#[derive(Clone)]
+struct Call {
+    call_id: String,
+    name: String,
+}
+
+impl Call {
+    /// The call an event or an item names (`call_id`, `name`).
+    fn of(value: &Value) -> Self {
+        let field = |name: &str| value.get(name).and_then(Value::as_str).map(str::to_owned);
+        Self {
+            call_id: field("call_id").unwrap_or_default(),
+            name: field("name").unwrap_or_default(),
+        }
+    }
 }
 
 /// What becomes of one upstream event.
@@ -85,14 +109,17 @@ impl Relayed {
     }
 }
 
-/// Where an event of type `kind` carries a text stream's text, and whether it is a delta.
-fn text_field(kind: &str) -> Option<(&'static str, bool)> {
+/// Where an event of type `kind` carries a stream's text, whether it is a delta, and whether
+/// the stream is a function call's arguments.
+fn text_field(kind: &str) -> Option<(&'static str, bool, bool)> {
     match kind {
         "response.output_text.delta" | "response.output_audio_transcript.delta" => {
-            Some(("delta", true))
+            Some(("delta", true, false))
         }
-        "response.output_text.done" => Some(("text", false)),
-        "response.output_audio_transcript.done" => Some(("transcript", false)),
+        "response.output_text.done" => Some(("text", false, false)),
+        "response.output_audio_transcript.done" => Some(("transcript", false, false)),
+        "response.function_call_arguments.delta" => Some(("delta", true, true)),
+        "response.function_call_arguments.done" => Some(("arguments", false, true)),
         _ => None,
     }
 }
@@ -204,7 +231,7 @@ impl Answers {
             guarded.items(event.pointer_mut("/response/output"));
         }
         // A delta's text went out as what the guards released (in `out`).
-        if !text_field(kind).is_some_and(|(_, delta)| delta) {
+        if !text_field(kind).is_some_and(|(_, delta, _)| delta) {
             out.push(event.to_string());
         }
         Relayed { events: out, stop }
@@ -249,17 +276,19 @@ impl Guarded {
         event: &mut Value,
         out: &mut Vec<String>,
     ) -> Result<(), ApiError> {
-        if let Some((field, delta)) = text_field(kind) {
+        if let Some((field, delta, call)) = text_field(kind) {
             let key = part_key(event);
             let piece = event.get(field).and_then(Value::as_str).unwrap_or_default();
             let piece = piece.to_owned();
+            let call = call.then(|| Call::of(event));
             if delta {
                 let (choice, _, part) = self.part(key);
                 part.template = Some(event.clone());
                 part.template_used = false;
-                self.run(vec![text(choice, piece)], false, out).await?;
+                let piece = part.piece(choice, piece, call);
+                self.run(vec![piece], false, out).await?;
             } else {
-                self.ensure_read(key.clone(), piece, out).await?;
+                self.ensure_read(key.clone(), piece, call, out).await?;
                 let released = self.parts.get(&key).map(|p| p.released.clone());
                 if let Some(slot) = event.get_mut(field) {
                     *slot = Value::from(released.unwrap_or_default());
@@ -304,8 +333,8 @@ impl Guarded {
                 {
                     parts.extend(item_parts(output));
                 }
-                for (key, piece) in parts {
-                    self.ensure_read(key, piece, out).await?;
+                for (key, piece, call) in parts {
+                    self.ensure_read(key, piece, call, out).await?;
                 }
                 self.run(Vec::new(), true, out).await?;
             }
@@ -316,8 +345,8 @@ impl Guarded {
     /// An output item's content parts through the chain (those not streamed before), their
     /// text replaced by the released text.
     async fn item(&mut self, item: &mut Value, out: &mut Vec<String>) -> Result<(), ApiError> {
-        for (key, piece) in item_parts(item) {
-            self.ensure_read(key, piece, out).await?;
+        for (key, piece, call) in item_parts(item) {
+            self.ensure_read(key, piece, call, out).await?;
         }
         self.items_one(item);
         Ok(())
@@ -336,7 +365,7 @@ impl Guarded {
                 continue;
             };
             let piece = piece.to_owned();
-            self.ensure_read(key.clone(), piece, out).await?;
+            self.ensure_read(key.clone(), piece, None, out).await?;
             if let Some(released) = self.parts.get(&key).map(|p| p.released.clone()) {
                 part[field] = Value::from(released);
             }
@@ -344,21 +373,27 @@ impl Guarded {
         Ok(())
     }
 
-    /// Ends the stream `key` in the chain: its whole `piece` read first if it came without
-    /// deltas, nothing if it ended already.
+    /// Ends the stream `key` (of function call `call`, if it is one) in the chain: its whole
+    /// `piece` read first if it came without deltas, nothing if it ended already.
     async fn ensure_read(
         &mut self,
         key: (String, u64),
         piece: String,
+        call: Option<Call>,
         out: &mut Vec<String>,
     ) -> Result<(), ApiError> {
         let (choice, known, part) = self.part(key);
         let mut events = Vec::new();
         if !known {
-            events.push(text(choice, piece));
+            events.push(part.piece(choice, piece, call));
         }
         if !std::mem::replace(&mut part.ended, true) {
-            events.push(stop(choice));
+            let reason = if part.call.is_some() {
+                "tool_calls"
+            } else {
+                "stop"
+            };
+            events.push(stop(choice, reason));
         }
         self.run(events, false, out).await
     }
@@ -373,6 +408,13 @@ impl Guarded {
     fn items_one(&self, item: &mut Value) {
         let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
         let id = id.to_owned();
+        if item.get("type").and_then(Value::as_str) == Some("function_call") {
+            let released = self.parts.get(&(id, 0)).map(|p| p.released.as_str());
+            if item.get("arguments").is_some_and(Value::is_string) {
+                item["arguments"] = Value::from(released.unwrap_or_default());
+            }
+            return;
+        }
         let parts = item.get_mut("content").and_then(Value::as_array_mut);
         for (i, content) in parts.into_iter().flatten().enumerate() {
             let key = (id.clone(), u64::try_from(i).unwrap_or(u64::MAX));
@@ -407,8 +449,10 @@ impl Guarded {
         };
         let released = chain.run(events, end).await?;
         for event in released {
-            let AnswerEvent::Text(TextDelta { choice, text }) = event else {
-                continue;
+            let (choice, text) = match event {
+                AnswerEvent::Text(TextDelta { choice, text }) => (choice, text),
+                AnswerEvent::ToolCall(call) => (call.choice, call.arguments),
+                AnswerEvent::Usage(_) | AnswerEvent::Stop(_) => continue,
             };
             let Some((_, part)) = self.parts.get_index_mut(to_index(choice)) else {
                 continue;
@@ -441,20 +485,49 @@ fn part_key(event: &Value) -> (String, u64) {
     (item.to_owned(), index.unwrap_or(0))
 }
 
-/// An output item's content parts that carry text: their stream and text.
-fn item_parts(item: &Value) -> Vec<((String, u64), String)> {
+/// An output item's streams: its content parts that carry text, or a function call's
+/// arguments (its one stream, index 0); each with its text and its call.
+fn item_parts(item: &Value) -> Vec<((String, u64), String, Option<Call>)> {
     let id = item.get("id").and_then(Value::as_str).unwrap_or_default();
+    if item.get("type").and_then(Value::as_str) == Some("function_call") {
+        let arguments = item.get("arguments").and_then(Value::as_str);
+        let arguments = arguments.unwrap_or_default().to_owned();
+        return vec![((id.to_owned(), 0), arguments, Some(Call::of(item)))];
+    }
     let parts = item.get("content").and_then(Value::as_array);
     let mut found = Vec::new();
     for (i, content) in parts.into_iter().flatten().enumerate() {
         for field in ["text", "transcript"] {
             if let Some(piece) = content.get(field).and_then(Value::as_str) {
                 let key = (id.to_owned(), u64::try_from(i).unwrap_or(u64::MAX));
-                found.push((key, piece.to_owned()));
+                found.push((key, piece.to_owned(), None));
             }
         }
     }
     found
+}
+
+impl Part {
+    /// `piece` of this stream (choice `choice`) as the chain reads it: text, or a piece of
+    /// function call `call`'s arguments, its id and name on the first.
+    fn piece(&mut self, choice: u32, piece: String, call: Option<Call>) -> AnswerEvent {
+        if self.call.is_none()
+            && let Some(call) = call
+        {
+            self.call = Some((call, false));
+        }
+        let Some((call, told)) = &mut self.call else {
+            return text(choice, piece);
+        };
+        let first = !std::mem::replace(told, true);
+        AnswerEvent::ToolCall(ToolCallDelta {
+            choice,
+            index: 0,
+            id: first.then(|| call.call_id.clone()),
+            name: first.then(|| call.name.clone()),
+            arguments: piece,
+        })
+    }
 }
 
 /// Whether `modalities` (an `output_modalities` array) include audio.
@@ -466,10 +539,10 @@ fn text(choice: u32, text: String) -> AnswerEvent {
     AnswerEvent::Text(TextDelta { choice, text })
 }
 
-fn stop(choice: u32) -> AnswerEvent {
+fn stop(choice: u32, reason: &str) -> AnswerEvent {
     AnswerEvent::Stop(Stop {
         choice,
-        reason: "stop".to_owned(),
+        reason: reason.to_owned(),
     })
 }
 

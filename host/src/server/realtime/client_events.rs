@@ -1,19 +1,19 @@
 //! What the gateway reads of the client's events before they go upstream: the request guards
 //! see the text a client writes into the conversation (`conversation.item.create`'s text parts
-//! and transcripts, `session.update`'s and `response.create`'s instructions and input text),
+//! and transcripts, a function call's output or arguments, `session.update`'s and
+//! `response.create`'s instructions, tool descriptions and input text),
 //! rewritten in place when a guard redacts; each `response.create` passes the limit rules
 //! first. Audio (`input_audio_buffer.append`'s base64) passes unread, as every other event.
 
 use serde_json::Value;
 
+use super::admission::{admit, ends_the_session};
 use super::refusal::{error_event, event};
 use super::upgraded::Session;
 use crate::config::guards::BlindRoute;
 use crate::error::ApiError;
 use crate::pipeline::Context;
-use crate::pipeline::finish::End;
 use crate::pipeline::guard::body::Detached;
-use crate::plugins::DenialCode;
 
 /// What becomes of one client event.
 pub enum Verdict {
@@ -67,36 +67,19 @@ pub async fn inspect(session: &Session, detached: &mut Detached, text: String) -
     if kind != "response.create" {
         return Verdict::Forward(text);
     }
-    match admit(session).await {
+    match admit(session.context()).await {
         Ok(cx) => Verdict::Create {
             text,
             cx: Box::new(cx),
             client_event,
         },
         Err(error) => {
-            let spent = matches!(
-                &error,
-                ApiError::LimitExceeded(denial) if matches!(denial.code, DenialCode::InsufficientQuota)
-            );
             let sent = error_event(&error, client_event.as_deref());
-            if spent {
+            if ends_the_session(&error) {
                 Verdict::End(sent)
             } else {
                 Verdict::Refuse(sent)
             }
-        }
-    }
-}
-
-/// A context for one response of the session, admitted by the limit rules; a refusal is
-/// recorded as the HTTP route's is.
-async fn admit(session: &Session) -> Result<Context, ApiError> {
-    let mut cx = session.context();
-    match crate::pipeline::admit::limits(&mut cx).await {
-        Ok(()) => Ok(cx),
-        Err(error) => {
-            cx.finish(End::Failed(&error)).wait().await;
-            Err(error)
         }
     }
 }
@@ -153,6 +136,12 @@ fn unheard(session: &Session, kind: &str, event: &Value) -> Result<(), ApiError>
 fn text_paths(kind: &str, event: &Value) -> Vec<String> {
     let mut paths = Vec::new();
     let mut item = |at: &str, item: &Value| {
+        // A tool's result the client hands back, or a call it writes into the conversation.
+        for field in ["output", "arguments"] {
+            if item.get(field).is_some_and(Value::is_string) {
+                paths.push(format!("{at}/{field}"));
+            }
+        }
         let Some(parts) = item.get("content").and_then(Value::as_array) else {
             return;
         };
@@ -181,6 +170,15 @@ fn text_paths(kind: &str, event: &Value) -> Vec<String> {
     for at in ["/session/instructions", "/response/instructions"] {
         if event.pointer(at).is_some_and(Value::is_string) {
             paths.push(at.to_owned());
+        }
+    }
+    // The tools' descriptions, as a chat request's are read.
+    for at in ["/session/tools", "/response/tools"] {
+        let tools = event.pointer(at).and_then(Value::as_array);
+        for (i, tool) in tools.into_iter().flatten().enumerate() {
+            if tool.get("description").is_some_and(Value::is_string) {
+                paths.push(format!("{at}/{i}/description"));
+            }
         }
     }
     paths
@@ -243,6 +241,18 @@ mod tests {
         assert_eq!(
             text_paths("response.create", &create),
             ["/response/input/0/content/0/text", "/response/instructions"]
+        );
+        let output = json!({"type": "conversation.item.create", "item": {
+            "type": "function_call_output", "call_id": "call_1", "output": "f"}});
+        assert_eq!(
+            text_paths("conversation.item.create", &output),
+            ["/item/output"]
+        );
+        let tools = json!({"type": "session.update", "session": {"tools": [
+            {"type": "function", "name": "lookup", "description": "g", "parameters": {}}]}});
+        assert_eq!(
+            text_paths("session.update", &tools),
+            ["/session/tools/0/description"]
         );
         let audio = json!({"type": "input_audio_buffer.append", "audio": "AAAA"});
         assert!(text_paths("input_audio_buffer.append", &audio).is_empty());

@@ -2,7 +2,8 @@
 //! by the limits waits here until the upstream's `response.created` names it, and its
 //! `response.done` ends it with one ledger record, its text and audio tokens (input, cached,
 //! output) priced at the catalog's realtime prices. A response the upstream starts itself (a
-//! server VAD turn) is recorded the same way, admitted by no limit first.
+//! server VAD turn) is recorded the same way, admitted by the limits as it starts
+//! (`admission`).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::ledger::Written;
 use crate::pipeline::Context;
 use crate::pipeline::finish::End;
 use crate::pipeline::guard::chain::AnswerChain;
+use crate::pipeline::guard::verdicts::Guarded;
 use crate::plugins::Usage;
 
 /// The responses asked for and under way.
@@ -26,6 +28,9 @@ pub struct Meter {
     /// Whether any response is asked for or under way.
     busy: watch::Sender<bool>,
     price: Option<Arc<ModelInfo>>,
+    /// The request guards' verdicts on the client's events since the last response started:
+    /// they go into its record, as an HTTP request's do.
+    heard: Guarded,
 }
 
 impl Meter {
@@ -35,6 +40,7 @@ impl Meter {
             running: HashMap::new(),
             busy,
             price,
+            heard: Guarded::default(),
         }
     }
 
@@ -44,19 +50,23 @@ impl Meter {
         self.changed();
     }
 
-    /// The upstream's `response.created`: the context of the oldest response asked, or (a
-    /// response the upstream started itself) a new one from `unasked`; [`Meter::started`]
-    /// takes it back (the session stays busy meanwhile).
-    pub fn starting(&mut self, unasked: impl FnOnce() -> Context) -> Context {
-        match self.asked.pop_front() {
-            Some((cx, _)) => cx,
-            None => unasked(),
-        }
+    /// The upstream's `response.created`: the context of the oldest response asked, or `None`
+    /// for a response the upstream started itself (the caller admits one for it);
+    /// [`Meter::started`] takes it back (the session stays busy meanwhile).
+    pub fn starting(&mut self) -> Option<Context> {
+        self.asked.pop_front().map(|(cx, _)| cx)
     }
 
-    /// Response `id` started, on `cx` (from [`Meter::starting`]).
+    /// The request guards' verdicts on a client event, for the next response's record.
+    pub fn heard(&mut self, verdicts: &mut Guarded) {
+        self.heard.absorb(verdicts);
+    }
+
+    /// Response `id` started, on `cx` (from [`Meter::starting`]), with the verdicts heard
+    /// before it.
     pub fn started(&mut self, id: &str, mut cx: Context) {
         cx.first_output();
+        cx.guard.absorb(&mut self.heard);
         self.running.insert(id.to_owned(), cx);
         self.changed();
     }

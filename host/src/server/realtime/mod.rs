@@ -13,6 +13,7 @@
 //! refused, as is what would show the upstream's own copy of an answer
 //! (`conversation.item.retrieve`).
 
+mod admission;
 mod answers;
 mod client_events;
 mod meter;

@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::{Instant, sleep_until, timeout};
 use tokio_tungstenite::tungstenite::Message as Upstream;
 
+use super::admission::{admit, ends_the_session};
 use super::answers::Answers;
 use super::client_events::{Verdict, inspect};
 use super::meter::Meter;
@@ -137,7 +138,9 @@ async fn from_client(
                     Some(Ok(Message::Close(_))) | None => return Ending::Gone,
                     Some(Err(error)) => return read_failed(&error),
                 };
-                let sent = match inspect(session, &mut detached, text).await {
+                let verdict = inspect(session, &mut detached, text).await;
+                locked(meter).heard(detached.verdicts());
+                let sent = match verdict {
                     Verdict::Forward(text) => upstream.send(Upstream::text(text)).await.is_ok(),
                     Verdict::Create { text, cx, client_event } => {
                         locked(meter).asked(*cx, client_event);
@@ -210,10 +213,14 @@ async fn from_upstream(
     while let Some(message) = stream.next().await {
         let message = match message {
             Ok(Upstream::Text(text)) => {
-                for event in relay(session, meter, &mut answers, &cancel, text.as_str()).await {
+                let relayed = relay(session, meter, &mut answers, &cancel, text.as_str()).await;
+                for event in relayed.events {
                     if queue.send(Message::text(event)).await.is_err() {
                         return Ending::Gone;
                     }
+                }
+                if relayed.spent {
+                    return close(close_code::POLICY, "a budget is spent");
                 }
                 continue;
             }
@@ -241,19 +248,37 @@ async fn from_upstream(
     close(close_code::ERROR, "the upstream closed the session")
 }
 
+/// What goes to the client for one upstream event.
+struct Relayed {
+    events: Vec<String>,
+    /// A response the upstream started itself met a spent budget: the session closes after
+    /// `events`.
+    spent: bool,
+}
+
+impl From<Vec<String>> for Relayed {
+    fn from(events: Vec<String>) -> Self {
+        Self {
+            events,
+            spent: false,
+        }
+    }
+}
+
 /// The upstream's event `text` metered (a response started, done with its record written
 /// before the event goes on, or a `response.create` refused) and through the response's answer
 /// guards: the events that go to the client in its place. A guard that stops a response has
-/// its `error` event sent and the response cancelled upstream.
+/// its `error` event sent and the response cancelled upstream, as has a response the upstream
+/// started itself that the limit rules refuse.
 async fn relay(
     session: &Session,
     meter: &Mutex<Meter>,
     answers: &mut Answers,
     cancel: &mpsc::Sender<String>,
     text: &str,
-) -> Vec<String> {
+) -> Relayed {
     let Ok(head) = serde_json::from_str::<Head<'_>>(text) else {
-        return vec![text.to_owned()];
+        return vec![text.to_owned()].into();
     };
     let watched = matches!(&*head.kind, "response.created" | "response.done" | "error");
     if !watched {
@@ -264,24 +289,39 @@ async fn relay(
         if let (Some(error), Some(id)) = (relayed.stop, head.response_id.as_deref()) {
             stopped(&mut events, cancel, &error, id).await;
         }
-        return events;
+        return events.into();
     }
     let Ok(event) = serde_json::from_str::<Value>(text) else {
-        return vec![text.to_owned()];
+        return vec![text.to_owned()].into();
     };
     let response = &event["response"];
     let id = response["id"].as_str();
     match (&*head.kind, id) {
         ("response.created", Some(id)) => {
-            let mut cx = locked(meter).starting(|| session.context());
+            let mut events = vec![text.to_owned()];
+            let asked = locked(meter).starting();
+            let mut cx = match asked {
+                Some(cx) => cx,
+                // Started by the upstream itself (a server VAD turn): admitted now, as a
+                // `response.create` is before it goes up; refused, it is cancelled before any
+                // of its answer reaches the client, and recorded as refused.
+                None => match admit(session.context()).await {
+                    Ok(cx) => cx,
+                    Err(error) => {
+                        answers.refused(id);
+                        stopped(&mut events, cancel, &error, id).await;
+                        let spent = ends_the_session(&error);
+                        return Relayed { events, spent };
+                    }
+                },
+            };
             let opened = answers.started(&mut cx, &session.model, response).await;
             locked(meter).started(id, cx);
-            let mut events = vec![text.to_owned()];
             if let Err(error) = opened {
                 answers.refused(id);
                 stopped(&mut events, cancel, &error, id).await;
             }
-            events
+            events.into()
         }
         ("response.done", Some(id)) => {
             let relayed = answers.relay(&head.kind, Some(id), text).await;
@@ -302,19 +342,19 @@ async fn relay(
                 events.push(error_event(&error, None));
                 events.extend(done);
             }
-            events
+            events.into()
         }
         ("error", _) => {
             let about = event["error"]["event_id"].as_str();
             if about.is_some_and(|id| id.starts_with(CANCEL)) {
-                return Vec::new();
+                return Vec::new().into();
             }
             if let Some(about) = about {
                 locked(meter).refused(about);
             }
-            vec![text.to_owned()]
+            vec![text.to_owned()].into()
         }
-        _ => vec![text.to_owned()],
+        _ => vec![text.to_owned()].into(),
     }
 }
 
