@@ -66,6 +66,7 @@ mod reload;
 mod resources;
 mod responses;
 mod responses_ws;
+mod responses_ws_upstream;
 mod routing;
 mod sdk_clients;
 mod shutdown;

@@ -196,7 +196,7 @@ async fn assert_recorded(
 }
 
 /// The tokens of a Responses `usage` object, as the ledger keeps them.
-fn tokens_of(usage: &Value) -> Tokens {
+pub(crate) fn tokens_of(usage: &Value) -> Tokens {
     Tokens {
         input: usage["input_tokens"].as_u64().unwrap(),
         output: usage["output_tokens"].as_u64().unwrap(),

@@ -3,6 +3,7 @@
 
 mod form;
 mod guard;
+pub mod websocket;
 
 use std::time::Duration;
 

@@ -68,6 +68,12 @@ pub struct Shared {
     /// The embedding of each text a test chose (there is no embeddings model offline); other
     /// texts get [`DEFAULT_EMBEDDING`].
     pub vectors: Mutex<std::collections::HashMap<String, Vec<f32>>>,
+    /// Upgrades to the Responses API's WebSocket mode accepted, and `response.create` events
+    /// received on them (`responses/socket.rs`).
+    pub socket_upgrades: AtomicUsize,
+    pub socket_turns: AtomicUsize,
+    /// Refuse those upgrades (404), as an upstream without WebSocket mode does.
+    pub refuse_sockets: std::sync::atomic::AtomicBool,
 }
 
 /// The embedding of a text no test chose one for.
@@ -86,7 +92,10 @@ impl MockOpenAi {
             .route("/v1/embeddings", post(embeddings))
             .route("/v1/images/generations", post(images))
             .route("/v1/models", get(models))
-            .route("/v1/responses", post(responses::create))
+            .route(
+                "/v1/responses",
+                post(responses::create).get(responses::socket::upgrade),
+            )
             .route("/v1/responses/input_tokens", post(responses::input_tokens))
             .route("/v1/responses/compact", post(responses::compact::compact))
             .route(

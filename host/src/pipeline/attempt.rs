@@ -7,8 +7,9 @@
 use std::sync::Arc;
 
 use super::context::Context;
+use super::forward::socket::{self, Went};
 use super::plain::stream::{Decoder, PlainStream};
-use super::relay::Upstream;
+use super::relay::{Upstream, http_bytes};
 use crate::error::ApiError;
 use crate::gateway::Target;
 use crate::plugins::{
@@ -178,7 +179,7 @@ async fn send(
                     decoder: Decoder::Plugin(decoder),
                     provider: Arc::clone(&provider.name),
                     shadow: None,
-                    response,
+                    bytes: http_bytes(response),
                     idle_timeout: provider.timeout,
                     native,
                 })));
@@ -215,10 +216,6 @@ async fn send(
         }
         Prepared::Upstream(http) => {
             let admitted = admit(target, span, http)?;
-            let response = upstream::send(&state.http, admitted, provider.timeout)
-                .await
-                .map_err(|e| ApiError::upstream(&provider.name, e))?;
-            span.status(response.status().as_u16());
             // A native answer the guards check: the provider reads it into a canonical view
             // too, which is what they see.
             let view = (native && cx.guard.answer_guarded()).then(|| RequestInfo {
@@ -226,81 +223,133 @@ async fn send(
                 operation: Operation::ChatCompletions,
                 ..info.clone()
             });
-            if request.stream && response.status().is_success() {
-                let headers = header_pairs(response.headers());
-                let shadow = match &view {
-                    Some(view) => Some(
-                        (provider.plugin.start(SlotKind::Stream).await)
-                            .map_err(ApiError::plugin)?
-                            .open_stream(&provider.config, view, &headers)
-                            .await
-                            .map_err(ApiError::plugin)?,
-                    ),
-                    None => None,
-                };
-                // The entry's place in the request's snapshot, where a plain stream's decoder
-                // finds the plugin should it meet what it cannot read.
-                let index = cx
-                    .gateway
-                    .providers
-                    .iter()
-                    .position(|p| std::ptr::eq(p, provider));
-                let decoder = match (call, index) {
-                    // The host reads a plain stream; the plugin only what it cannot read.
-                    (None, Some(index)) => Decoder::Plain(PlainStream::new(
-                        Arc::clone(&cx.gateway),
-                        index,
-                        info,
-                        headers,
-                    )),
-                    (call, _) => Decoder::Plugin(
-                        plugin_call(call, target, kind)
-                            .await?
-                            .open_stream(&provider.config, &info, &headers)
-                            .await
-                            .map_err(ApiError::plugin)?,
-                    ),
-                };
-                Sent::Stream(Box::new(Upstream {
-                    provider: Arc::clone(&provider.name),
-                    decoder,
-                    shadow,
-                    response,
-                    idle_timeout: provider.timeout,
-                    native,
-                }))
-            } else {
-                let response = read(target, response).await?;
-                let mut call = match (call, &view) {
-                    (None, None) => {
-                        let completion = plain_answer(target, &info, response, redactor).await?;
-                        span.completion(&completion.body, completion.usage);
-                        cx.spent = completion.usage;
-                        return Ok(Sent::Whole {
-                            body: completion.body,
-                            usage: completion.usage,
-                            native,
-                        });
-                    }
-                    (call, _) => plugin_call(call, target, kind).await?,
-                };
-                let completion = parsed(&mut call, target, &info, &response, redactor).await?;
-                span.completion(&completion.body, completion.usage);
-                cx.spent = completion.usage;
-                let body = match view {
-                    Some(view) => {
-                        let seen = parsed(&mut call, target, &view, &response, redactor).await?;
-                        super::guard::native::whole(cx, completion.body, &seen.body).await?
-                    }
-                    None => completion.body,
-                };
-                Sent::Whole {
-                    body,
-                    usage: completion.usage,
-                    native,
+            // A client socket's turn may go on the entry's upstream socket instead.
+            let turn = cx.socket.as_ref();
+            let went = socket::send(turn, provider, &info, &admitted, redactor).await?;
+            let (headers, bytes) = match went {
+                Went::Events(bytes) => (socket::event_headers(), bytes),
+                Went::Refused(response) => {
+                    // An error is the plugin's to read, as over HTTP.
+                    span.status(response.status);
+                    let mut call = plugin_call(call, target, kind).await?;
+                    parsed(&mut call, target, &info, &response, redactor).await?;
+                    return Err(ApiError::BadUpstreamRequest {
+                        provider: provider.name.to_string(),
+                        detail: "the plugin read an upstream error as a success".to_owned(),
+                    });
                 }
-            }
+                Went::Http => {
+                    let response = upstream::send(&state.http, admitted, provider.timeout)
+                        .await
+                        .map_err(|e| ApiError::upstream(&provider.name, e))?;
+                    span.status(response.status().as_u16());
+                    if !request.stream || !response.status().is_success() {
+                        return whole(
+                            cx,
+                            target,
+                            span,
+                            (call, kind),
+                            view,
+                            &info,
+                            response,
+                            native,
+                        )
+                        .await;
+                    }
+                    (header_pairs(response.headers()), http_bytes(response))
+                }
+            };
+            let shadow = match &view {
+                Some(view) => Some(
+                    (provider.plugin.start(SlotKind::Stream).await)
+                        .map_err(ApiError::plugin)?
+                        .open_stream(&provider.config, view, &headers)
+                        .await
+                        .map_err(ApiError::plugin)?,
+                ),
+                None => None,
+            };
+            // The entry's place in the request's snapshot, where a plain stream's decoder
+            // finds the plugin should it meet what it cannot read.
+            let index = cx
+                .gateway
+                .providers
+                .iter()
+                .position(|p| std::ptr::eq(p, provider));
+            let decoder = match (call, index) {
+                // The host reads a plain stream; the plugin only what it cannot read.
+                (None, Some(index)) => Decoder::Plain(PlainStream::new(
+                    Arc::clone(&cx.gateway),
+                    index,
+                    info,
+                    headers,
+                )),
+                (call, _) => Decoder::Plugin(
+                    plugin_call(call, target, kind)
+                        .await?
+                        .open_stream(&provider.config, &info, &headers)
+                        .await
+                        .map_err(ApiError::plugin)?,
+                ),
+            };
+            Sent::Stream(Box::new(Upstream {
+                provider: Arc::clone(&provider.name),
+                decoder,
+                shadow,
+                bytes,
+                idle_timeout: provider.timeout,
+                native,
+            }))
         }
+    })
+}
+
+/// A whole upstream answer (not a stream, or an error): read by the host for a plain request,
+/// else by the plugin; a native one the answer guards check (`view`) through their canonical
+/// view of it.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the attempt's parts, passed on once"
+)]
+async fn whole(
+    cx: &mut Context,
+    target: &Target<'_>,
+    span: &mut telemetry::Attempt,
+    (call, kind): (Option<PluginCall>, SlotKind),
+    view: Option<RequestInfo>,
+    info: &RequestInfo,
+    response: reqwest::Response,
+    native: bool,
+) -> Result<Sent, ApiError> {
+    let redactor = &cx.redactor.clone();
+    let response = read(target, response).await?;
+    let mut call = match (call, &view) {
+        (None, None) => {
+            let completion = plain_answer(target, info, response, redactor).await?;
+            span.completion(&completion.body, completion.usage);
+            cx.spent = completion.usage;
+            return Ok(Sent::Whole {
+                body: completion.body,
+                usage: completion.usage,
+                native,
+            });
+        }
+        (call, _) => plugin_call(call, target, kind).await?,
+    };
+    let completion = parsed(&mut call, target, info, &response, redactor).await?;
+    span.completion(&completion.body, completion.usage);
+    cx.spent = completion.usage;
+    let body = match view {
+        Some(view) => {
+            let seen = parsed(&mut call, target, &view, &response, redactor).await?;
+            super::guard::native::whole(cx, completion.body, &seen.body).await?
+        }
+        None => completion.body,
+    };
+    Ok(Sent::Whole {
+        body,
+        usage: completion.usage,
+        native,
     })
 }
 

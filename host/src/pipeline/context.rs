@@ -8,6 +8,7 @@ use http::HeaderMap;
 
 use super::cache::slot::Slot;
 use super::edge::translation::{Edge, Translation};
+use super::forward::socket::SocketTurn;
 use super::guard::verdicts::Guarded;
 use super::request::ClientRequest;
 use crate::auth::Caller;
@@ -31,6 +32,9 @@ pub struct Incoming {
     pub body: axum::body::Body,
     /// A registry dialect's route, and the config snapshot it was found in; `None` for Chat.
     pub edge: Option<Edge>,
+    /// The client socket it is a turn of (the Responses API's WebSocket mode), whose upstream
+    /// sockets it may go on; `None` for a request of its own.
+    pub socket: Option<SocketTurn>,
 }
 
 /// What a request knows, filled in by each stage in turn and closed once by `finish` (also
@@ -84,6 +88,8 @@ pub struct Context {
     pub(crate) background: tokio_util::task::TaskTracker,
     /// The Realtime session it is one response of (`rtsess_…`); `None` for a request of its own.
     pub(crate) session_id: Option<String>,
+    /// The client socket it is a turn of, if any (see [`Incoming::socket`]).
+    pub(crate) socket: Option<SocketTurn>,
 }
 
 /// A target an attempt was made at.
@@ -151,6 +157,7 @@ impl Context {
             headers: headers.clone(),
             body: axum::body::Body::empty(),
             edge: None,
+            socket: None,
         };
         let mut cx = Self::start(
             state,
@@ -202,6 +209,7 @@ impl Context {
             ledger: state.ledger.clone(),
             background: state.background.clone(),
             session_id: None,
+            socket: incoming.socket.clone(),
         }
     }
 

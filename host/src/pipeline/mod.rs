@@ -229,6 +229,7 @@ ledger: {{ url: "sqlite::memory:" }}
             headers: axum::http::HeaderMap::new(),
             body: Body::from(body),
             edge: None,
+            socket: None,
         };
         let mut cx = Context::new(&state, &incoming);
         cx.count_prompt = count;

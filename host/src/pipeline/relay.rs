@@ -54,7 +54,9 @@ pub struct Upstream {
     /// A second decoder reading the same bytes into canonical chunks, for the guards of a
     /// native answer (`guard/native.rs`).
     pub shadow: Option<ProviderStream>,
-    pub response: reqwest::Response,
+    /// The upstream's bytes: an HTTP response's body ([`http_bytes`]), or what an upstream
+    /// socket's events stand for (`forward::socket`).
+    pub bytes: BoxStream<'static, Result<Bytes, String>>,
     /// The longest wait for the next upstream bytes.
     pub idle_timeout: Duration,
     /// The upstream speaks the client's dialect (its events pass through as they are).
@@ -88,7 +90,7 @@ pub fn body(upstream: Box<Upstream>, cx: Context, framing: impl Frame) -> Body {
         failed: false,
         provider: upstream.provider,
         decoder: upstream.decoder,
-        upstream: upstream.response.bytes_stream().boxed(),
+        upstream: upstream.bytes,
         idle_timeout: upstream.idle_timeout,
         ready: VecDeque::new(),
         ended: false,
@@ -116,7 +118,7 @@ struct Relay<F> {
     failed: bool,
     provider: Arc<str>,
     decoder: Decoder,
-    upstream: BoxStream<'static, reqwest::Result<Bytes>>,
+    upstream: BoxStream<'static, Result<Bytes, String>>,
     idle_timeout: Duration,
     /// Writes the events for the client (the edge's).
     framing: F,
@@ -242,7 +244,7 @@ impl<F: Frame> Relay<F> {
     /// their events go to the client as one write. An error behind them is reported after.
     async fn decode(
         &mut self,
-        read: Gathered<reqwest::Error>,
+        read: Gathered<String>,
     ) -> Result<Result<StreamOutput, PluginError>, PluginFailure> {
         let mut out = StreamOutput {
             events: Vec::new(),
@@ -368,11 +370,19 @@ async fn gather<E>(
 }
 
 /// A read of the upstream stream failed (the URL left out: it may carry a key).
-fn unreachable(provider: &str, e: reqwest::Error) -> ApiError {
+fn unreachable(provider: &str, detail: String) -> ApiError {
     ApiError::UpstreamUnreachable {
         provider: provider.to_owned(),
-        detail: e.without_url().to_string(),
+        detail,
     }
+}
+
+/// An HTTP response's body as the relay reads it (an error without the URL, which may carry
+/// a key).
+pub fn http_bytes(response: reqwest::Response) -> BoxStream<'static, Result<Bytes, String>> {
+    (response.bytes_stream())
+        .map(|read| read.map_err(|e| e.without_url().to_string()))
+        .boxed()
 }
 
 impl<F> Relay<F> {

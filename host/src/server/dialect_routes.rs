@@ -134,6 +134,7 @@ async fn call(
         headers,
         body,
         edge: Some(edge),
+        socket: None,
     };
     // Its errors come written by the dialect's plugin, from the pipeline's way out.
     let mut response = super::proxy::respond(pipeline::run(state, incoming).await);

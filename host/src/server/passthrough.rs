@@ -42,6 +42,7 @@ pub async fn serve(
         headers,
         body,
         edge: None,
+        socket: None,
     };
     let to = Destination {
         method: &method,

@@ -89,6 +89,7 @@ async fn proxy(
         headers,
         body,
         edge: None,
+        socket: None,
     };
     let mut response = respond(pipeline::run(state, incoming).await);
     response.extensions_mut().insert(LoggedAtEnd);

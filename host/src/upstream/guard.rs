@@ -63,6 +63,16 @@ impl Admitted {
     pub fn url(&self) -> &Url {
         &self.url
     }
+
+    /// The body the plugin built.
+    pub fn body(&self) -> &[u8] {
+        &self.request.body
+    }
+
+    /// The headers the plugin set.
+    pub fn headers(&self) -> &[(String, String)] {
+        &self.request.headers
+    }
 }
 
 impl Scope {

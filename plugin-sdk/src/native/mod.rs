@@ -29,6 +29,11 @@ pub use responses::{ResponsesEvents, ResponsesStream};
 pub const MESSAGES: &str = "messages";
 /// The declared name of OpenAI's Responses dialect (`POST /v1/responses`).
 pub const RESPONSES: &str = "responses";
+/// Not a dialect: listed beside [`RESPONSES`] by a provider whose upstream's Responses endpoint
+/// also takes WebSocket mode (`GET {base_url}/responses` upgraded, `response.create` events in).
+/// The host then sends a client socket's turns there on an upstream socket, opened with the
+/// credentials `passthrough` gives for `GET /responses`.
+pub const RESPONSES_WEBSOCKET: &str = "openai-responses-websocket";
 
 /// The path, below an upstream's Responses API root (`https://api.openai.com/v1/`), that serves
 /// the Responses dialect's route named `route`: `responses`, and its `input_tokens` counter and

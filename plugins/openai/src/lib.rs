@@ -16,7 +16,8 @@ mod count;
 use serde::Deserialize;
 use wasmgate_plugin_sdk::http::{check_header, json_body};
 use wasmgate_plugin_sdk::native::{
-    OrNative, RESPONSES, ResponsesStream, forwarded_header, native_call, responses_path,
+    OrNative, RESPONSES, RESPONSES_WEBSOCKET, ResponsesStream, forwarded_header, native_call,
+    responses_path,
 };
 use wasmgate_plugin_sdk::openai_compat::{
     BATCHES_DIALECT, OpenAiStream, batch_call, path, plain, upstream,
@@ -40,6 +41,10 @@ struct Settings {
     /// Whether the upstream runs OpenAI's Files and Batch APIs. Default: yes for OpenAI's own
     /// base URL, no for any other.
     batches: Option<bool>,
+    /// Whether the upstream's Responses endpoint takes WebSocket mode (a client socket's turns
+    /// then go up on a socket). Default: yes for OpenAI's own base URL, no for any other; only
+    /// where the Responses API is served natively.
+    websocket: Option<bool>,
 }
 
 #[derive(Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -64,11 +69,16 @@ impl Provider for OpenAi {
 
     /// The Responses API where the upstream serves it (the `responses` option), and OpenAI's
     /// Files and Batch APIs, which the host drives (see `openai_compat::batch_call`), where the
-    /// upstream runs them (the `batches` option).
+    /// upstream runs them (the `batches` option); and the Responses API's WebSocket mode where
+    /// it serves that (the `websocket` option).
     fn native_dialects(entry: &Entry<Settings>) -> Vec<String> {
-        let batches = entry.settings.batches.unwrap_or(is_openai(&entry.base_url));
+        let openai = is_openai(&entry.base_url);
+        let batches = entry.settings.batches.unwrap_or(openai);
+        let responses = serves_responses(entry);
+        let websocket = responses && entry.settings.websocket.unwrap_or(openai);
         [
-            (serves_responses(entry), RESPONSES),
+            (responses, RESPONSES),
+            (websocket, RESPONSES_WEBSOCKET),
             (batches, BATCHES_DIALECT),
         ]
         .into_iter()

@@ -45,6 +45,22 @@ fn responses_are_native_for_openai_itself_and_where_the_option_says() {
 }
 
 #[test]
+fn websocket_mode_is_declared_for_openai_itself_and_where_the_option_says() {
+    let socket = |url: Option<&str>, options: &str| {
+        native_dialects::<OpenAi>(&config(url, None, options))
+            .contains(&RESPONSES_WEBSOCKET.to_owned())
+    };
+    let local = Some("http://127.0.0.1:8000/v1");
+    assert!(socket(None, "{}"));
+    assert!(!socket(None, r#"{"websocket": false}"#));
+    assert!(!socket(local, r#"{"responses": "native"}"#));
+    assert!(socket(local, r#"{"responses": "native", "websocket": true}"#));
+    // Only with the Responses API served natively.
+    assert!(!socket(local, r#"{"websocket": true}"#));
+    assert!(!socket(None, r#"{"responses": "translate"}"#));
+}
+
+#[test]
 fn openai_beta_goes_only_with_responses() {
     let cfg = config(None, Some("sk"), "{}");
     let mut req = request(Operation::ChatCompletions, "{}", false);

@@ -33,6 +33,7 @@ use super::Shared;
 
 mod answer;
 pub mod compact;
+pub mod socket;
 mod stored;
 mod stream;
 mod validate;
@@ -211,8 +212,23 @@ pub(super) async fn create(
     if let Some(refused) = unauthorized(&headers) {
         return refused;
     }
-    if let Err(r) = validate::request(&request) {
-        return error(400, &r.message, r.param.as_deref(), r.code);
+    match respond(&shared, &request, None).await {
+        Ok((response, _)) if request["stream"] == true => stream::events(&request, &response),
+        Ok((response, _)) => axum::Json(response).into_response(),
+        Err(refused) => *refused,
+    }
+}
+
+/// The response to `request` (checked), and all a follow-up sees of it; or the refusal. A
+/// `previous_response_id` names a stored response, or `connection`'s last (a socket's, kept
+/// whether stored or not).
+async fn respond(
+    shared: &Shared,
+    request: &Value,
+    connection: Option<&(String, Stored)>,
+) -> Result<(Value, Stored), Box<Response>> {
+    if let Err(r) = validate::request(request) {
+        return Err(Box::new(error(400, &r.message, r.param.as_deref(), r.code)));
     }
     let mut store = shared.responses.lock().await;
     let mut counter = shared.response_ids.lock().await;
@@ -221,47 +237,43 @@ pub(super) async fn create(
         format!("{prefix}_68af{:040x}", *counter)
     };
     let input = items(&request["input"], &mut next_id);
-    let context = match context_of(&store, &request, &input) {
-        Ok(context) => context,
-        Err(refused) => return *refused,
-    };
-    let plan = Plan::new(&request, &input, &context);
+    let context = context_of(&store, connection, request, &input)?;
+    let plan = Plan::new(request, &input, &context);
     let mut output = plan.output(&mut next_id);
     // Server-side compaction: a context over the threshold is compacted first.
-    if compact::due(&request, &context) {
+    if compact::due(request, &context) {
         output.insert(0, compact::item(&next_id("cmp")));
     }
     let id = next_id("resp");
-    let usage = usage(&shared, &request, &context, &output, plan.reasoning).await;
-    let response = response_object(&request, &id, "completed", &output, Some(usage));
+    let usage = usage(shared, request, &context, &output, plan.reasoning).await;
+    let response = response_object(request, &id, "completed", &output, Some(usage));
+    let mut full = context.clone();
+    full.extend(output.iter().cloned());
+    let stored = Stored {
+        response: response.clone(),
+        input_items: input,
+        context: full,
+    };
     if request["store"] != false {
-        let mut full = context.clone();
-        full.extend(output.iter().cloned());
-        store.insert(
-            id.clone(),
-            Stored {
-                response: response.clone(),
-                input_items: input,
-                context: full,
-            },
-        );
+        store.insert(id, stored.clone());
     }
-    if request["stream"] == true {
-        return stream::events(&request, &response);
-    }
-    axum::Json(response).into_response()
+    Ok((response, stored))
 }
 
 /// What a request's answer sees: the context of its `previous_response_id`, then its `input`
 /// items, each checked against what came before it; or the refusal.
 fn context_of(
     store: &std::collections::HashMap<String, Stored>,
+    connection: Option<&(String, Stored)>,
     request: &Value,
     input: &[Value],
 ) -> Result<Vec<Value>, Box<Response>> {
     let mut context = match request["previous_response_id"].as_str() {
         None => Vec::new(),
-        Some(id) => match store.get(id) {
+        Some(id) => match (connection.filter(|(last, _)| last == id))
+            .map(|(_, stored)| stored)
+            .or_else(|| store.get(id))
+        {
             Some(stored) => stored.context.clone(),
             None => {
                 return Err(Box::new(error(
@@ -273,8 +285,8 @@ fn context_of(
             }
         },
     };
-    let known_ids: Vec<String> = store
-        .values()
+    let known_ids: Vec<String> = (store.values())
+        .chain(connection.map(|(_, stored)| stored))
         .flat_map(|s| {
             s.context
                 .iter()

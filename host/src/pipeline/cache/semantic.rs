@@ -156,6 +156,7 @@ pub async fn embed(
         headers: HeaderMap::new(),
         body: axum::body::Body::empty(),
         edge: None,
+        socket: None,
     };
     let mut sub = Context::new(state, &incoming);
     sub.gateway = std::sync::Arc::clone(&cx.gateway);

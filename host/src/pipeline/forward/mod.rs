@@ -18,22 +18,26 @@
 //! Headers cross as [`headers`] says; with no guard, nothing is buffered whole either way.
 
 mod answer;
+mod credentials;
 mod guarded;
 mod headers;
 mod path;
+pub mod socket;
+pub mod upstream_socket;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use axum::http::{HeaderMap, Method};
 use futures_util::TryStreamExt;
 
 pub use answer::Forwarded;
+pub use credentials::{credentials, header_map};
 
 use super::context::{Context, Incoming};
 use super::finish::End;
 use crate::error::ApiError;
-use crate::gateway::{Provider, Target};
+use crate::gateway::Target;
 use crate::pipeline::guard::body as body_guards;
-use crate::plugins::{HttpRequest, PassthroughAuth, PassthroughCall, SlotKind};
+use crate::plugins::{HttpRequest, PassthroughCall};
 use crate::state::AppState;
 
 /// Where a pass-through request goes: `/<entry>/<path>` (the part after the prefix) and the
@@ -182,25 +186,6 @@ fn split_entry(rest: &str) -> Option<(&str, &str)> {
     named.then_some((entry, path))
 }
 
-/// What the entry's plugin adds to a request it does not model (a pass-through request, the
-/// Realtime API's upstream socket): its upstream's credentials.
-pub async fn credentials(
-    provider: &Provider,
-    call: &PassthroughCall,
-    redactor: &crate::redact::Redactor,
-) -> Result<PassthroughAuth, ApiError> {
-    let mut instance = provider
-        .plugin
-        .start(SlotKind::Call)
-        .await
-        .map_err(ApiError::plugin)?;
-    instance
-        .passthrough(&provider.config, call)
-        .await
-        .map_err(ApiError::plugin)?
-        .map_err(|e| ApiError::provider(&provider.name, e, redactor))
-}
-
 /// The upstream URL: the base, the checked path, and the client's query without the
 /// parameters the plugin sets, then the plugin's.
 fn join(base: &str, path: &str, query: Option<&str>, added: &[(String, String)]) -> String {
@@ -227,37 +212,6 @@ fn join(base: &str, path: &str, query: Option<&str>, added: &[(String, String)])
         url.push_str(&parts.join("&"));
     }
     url
-}
-
-/// The client's forwarded headers with the plugin's set over them, each checked.
-pub fn header_map(
-    forwarded: &[(String, String)],
-    auth: Vec<(String, String)>,
-    provider: &str,
-) -> Result<HeaderMap, ApiError> {
-    let bad = |detail: String| ApiError::BadUpstreamRequest {
-        provider: provider.to_owned(),
-        detail,
-    };
-    let mut map = HeaderMap::with_capacity(forwarded.len() + auth.len());
-    for (name, value) in forwarded {
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            map.append(name, value);
-        }
-    }
-    for (name, value) in auth {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| bad(format!("bad header name {name:?}")))?;
-        // The value is a credential: never echoed.
-        let mut value =
-            HeaderValue::from_str(&value).map_err(|_| bad(format!("bad value for {name}")))?;
-        value.set_sensitive(true);
-        map.insert(name, value);
-    }
-    Ok(map)
 }
 
 /// The client's body as it arrives, refused past `max` bytes: at once when its

@@ -11,6 +11,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::pipeline::forward::socket::Chained;
+
 /// The last response of the socket.
 #[derive(Debug, Default)]
 pub struct Chain {
@@ -41,30 +43,35 @@ impl Chain {
 
     /// Puts the last response's context before the input of `body` (a `response.create`'s,
     /// as a `POST` body) when it names that response and stores nothing; what the turn sent,
-    /// for [`Chain::completed`].
-    pub fn expand(&self, body: &mut Map<String, Value>) -> Sent {
+    /// for [`Chain::completed`], and how it was expanded (for an upstream socket that holds
+    /// the response, which takes the turn as it came).
+    pub fn expand(&self, body: &mut Map<String, Value>) -> (Sent, Option<Chained>) {
         let unstored = body.get("store") == Some(&Value::Bool(false));
         if !unstored {
-            return Sent::default();
+            return (Sent::default(), None);
         }
         let input = items(body.get("input"));
         let named = body.get("previous_response_id").and_then(Value::as_str);
         let Some(input) = input else {
-            return Sent::default();
+            return (Sent::default(), None);
         };
-        let input = match (&self.last, named) {
+        let (input, chained) = match (&self.last, named) {
             (Some(last), Some(named)) if last.id == named => {
                 body.remove("previous_response_id");
+                let chained = Chained {
+                    previous: last.id.clone(),
+                    prefix: last.context.len(),
+                };
                 let mut all = last.context.clone();
                 all.extend(input);
                 body.insert("input".to_owned(), Value::Array(all.clone()));
-                all
+                (all, Some(chained))
             }
             // It names a response this socket does not hold: the upstream answers for it.
-            (_, Some(_)) => return Sent::default(),
-            (_, None) => input,
+            (_, Some(_)) => return (Sent::default(), None),
+            (_, None) => (input, None),
         };
-        Sent { input: Some(input) }
+        (Sent { input: Some(input) }, chained)
     }
 
     /// Keeps the response of a `response.completed` event (`event`, its JSON) with the input
@@ -123,16 +130,24 @@ mod tests {
     fn an_unstored_turn_naming_the_last_response_gets_its_context() {
         let mut chain = Chain::new(1 << 20);
         let mut first = body(json!({"model": "m", "store": false, "input": "hi"}));
-        let sent = chain.expand(&mut first);
+        let (sent, chained) = chain.expand(&mut first);
         assert_eq!(first["input"], "hi", "a first turn goes as it came");
+        assert_eq!(chained, None);
         chain.completed(sent, &completed("resp_1", "hello"));
 
         let mut next = body(
             json!({"model": "m", "store": false, "previous_response_id": "resp_1",
             "input": [{"type": "function_call_output", "call_id": "c", "output": "42"}]}),
         );
-        let sent = chain.expand(&mut next);
+        let (sent, chained) = chain.expand(&mut next);
         assert!(!next.contains_key("previous_response_id"));
+        assert_eq!(
+            chained,
+            Some(Chained {
+                previous: "resp_1".to_owned(),
+                prefix: 2
+            })
+        );
         let input = next["input"].as_array().unwrap();
         assert_eq!(input.len(), 3);
         assert_eq!(input[0]["content"], "hi");
@@ -161,7 +176,7 @@ mod tests {
     fn a_context_past_the_bound_is_not_kept() {
         let mut chain = Chain::new(64);
         let mut first = body(json!({"store": false, "input": "x".repeat(100)}));
-        let sent = chain.expand(&mut first);
+        let (sent, _) = chain.expand(&mut first);
         chain.completed(sent, &completed("resp_1", "y"));
         assert!(chain.last.is_none());
     }

@@ -20,8 +20,8 @@ pub enum Refusal {
     UnsupportedEvent(String),
     /// `background: true`, which the reference does not support on the socket.
     Background,
-    /// `generate: false`, a warm-up: the gateway sends every turn upstream over HTTP, where
-    /// there is nothing to warm, and keeps no state between turns to warm it into.
+    /// `generate: false`, a warm-up: a turn is routed only when it runs, so there is no upstream
+    /// (socket or HTTP) to warm before it.
     Warmup,
     /// The config has no dialect serving `POST /v1/responses`.
     NoResponsesDialect,

@@ -27,6 +27,7 @@ use super::chain::Chain;
 use super::frames::Frames;
 use super::turn::{self, Answered};
 use crate::config::WebsocketConfig;
+use crate::pipeline::forward::socket::Lanes;
 use crate::sockets::Seat;
 use crate::state::AppState;
 
@@ -54,6 +55,7 @@ pub async fn serve(
     let (turns_tx, turns_rx) = mpsc::channel::<String>(queued);
     let (close_tx, close_rx) = oneshot::channel::<CloseFrame>();
     let (busy_tx, busy_rx) = watch::channel(false);
+    let lanes = Lanes::default();
     let runner = Runner {
         state: &state,
         headers: turn::turn_headers(&headers),
@@ -61,6 +63,7 @@ pub async fn serve(
         sink,
         send_timeout: bounds.send_timeout(),
         chain: Chain::new(state.max_body_bytes),
+        lanes: lanes.clone(),
     };
     let mut running = pin!(runner.run(turns_rx, close_rx, busy_tx));
     let reading = read(&state, stream, turns_tx, busy_rx, &bounds);
@@ -74,6 +77,8 @@ pub async fn serve(
         },
         () = &mut running => {}
     }
+    // The upstream sockets close with the client's.
+    lanes.close().await;
 }
 
 /// Reads the client's messages into `turns` until a clock runs out or the client goes.
@@ -161,6 +166,8 @@ struct Runner<'a> {
     send_timeout: Duration,
     /// The last response, for a turn that names it without resending its context.
     chain: Chain,
+    /// The upstream sockets of the entries that take WebSocket mode.
+    lanes: Lanes,
 }
 
 impl Runner<'_> {
@@ -195,7 +202,14 @@ impl Runner<'_> {
 
     /// Runs one turn; `false` if the socket took its events no more.
     async fn turn(&mut self, text: &str) -> bool {
-        let answered = turn::answer(self.state, &self.headers, &self.path, text, &self.chain);
+        let answered = turn::answer(
+            self.state,
+            &self.headers,
+            &self.path,
+            text,
+            &self.chain,
+            &self.lanes,
+        );
         let (body, stream_id, sent) = match answered.await {
             Answered::Failed(event) => return self.send(Message::text(event)).await,
             Answered::Events {

@@ -11,6 +11,7 @@ use super::chain::{Chain, Sent};
 use super::refusal::Refusal;
 use crate::error::{ApiError, Dialect};
 use crate::pipeline::edge::Edge;
+use crate::pipeline::forward::socket::{Chained, Lanes, SocketTurn};
 use crate::pipeline::{self, AnswerBody, Incoming};
 use crate::plugins::Operation;
 use crate::state::AppState;
@@ -62,12 +63,14 @@ pub async fn answer(
     path: &str,
     text: &str,
     chain: &Chain,
+    lanes: &Lanes,
 ) -> Answered {
     let Create {
         body,
         stream_id,
         trace,
         sent,
+        chained,
     } = match create_body(text, chain) {
         Ok(parsed) => parsed,
         Err(refusal) => return Answered::Failed(refusal.event()),
@@ -89,6 +92,10 @@ pub async fn answer(
         headers,
         body: Body::from(body),
         edge: Some(Edge { gateway, matched }),
+        socket: Some(SocketTurn {
+            lanes: lanes.clone(),
+            chained,
+        }),
     };
     let reply = pipeline::run(state, incoming).await;
     let answer = match reply.result {
@@ -130,6 +137,8 @@ struct Create {
     trace: Vec<(HeaderName, HeaderValue)>,
     /// What it sends, for the socket's chain.
     sent: Sent,
+    /// How the chain expanded it.
+    chained: Option<Chained>,
 }
 
 /// The trace headers a `response.create`'s `client_metadata` may carry (Codex sends them so),
@@ -184,7 +193,7 @@ fn create_body(text: &str, chain: &Chain) -> Result<Create, Refusal> {
             Some((name.clone(), value))
         })
         .collect();
-    let sent = chain.expand(&mut event);
+    let (sent, chained) = chain.expand(&mut event);
     // Implicit on the socket (the reference asks clients not to send it).
     event.insert("stream".to_owned(), Value::Bool(true));
     Ok(Create {
@@ -192,6 +201,7 @@ fn create_body(text: &str, chain: &Chain) -> Result<Create, Refusal> {
         stream_id,
         trace,
         sent,
+        chained,
     })
 }
 

@@ -101,7 +101,7 @@ pub(in super::super) async fn compact(
         format!("{prefix}_68af{:040x}", *counter)
     };
     let input = items(&request["input"], &mut next_id);
-    let context = match context_of(&store, &request, &input) {
+    let context = match context_of(&store, None, &request, &input) {
         Ok(context) => context,
         Err(refused) => return *refused,
     };

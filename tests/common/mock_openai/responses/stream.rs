@@ -17,7 +17,8 @@ fn pieces(text: &str, size: usize) -> Vec<String> {
     chars.chunks(size).map(|c| c.iter().collect()).collect()
 }
 
-pub(super) fn events(request: &Value, done: &Value) -> Response {
+/// The events of `done`, the response to `request`, numbered.
+pub(super) fn sequence(request: &Value, done: &Value) -> Vec<Value> {
     let id = done["id"].as_str().unwrap_or_default();
     let mut events: Vec<Value> = Vec::new();
     let pending = response_object(request, id, "in_progress", &[], None);
@@ -88,9 +89,16 @@ pub(super) fn events(request: &Value, done: &Value) -> Response {
         );
     }
     events.push(json!({"type": "response.completed", "response": done}));
-    let mut text = String::new();
-    for (sequence, mut event) in events.into_iter().enumerate() {
+    for (sequence, event) in events.iter_mut().enumerate() {
         event["sequence_number"] = json!(sequence);
+    }
+    events
+}
+
+/// `done` streamed as server-sent events.
+pub(super) fn events(request: &Value, done: &Value) -> Response {
+    let mut text = String::new();
+    for event in sequence(request, done) {
         let name = event["type"].as_str().unwrap_or_default().to_owned();
         text.push_str(&format!("event: {name}\ndata: {event}\n\n"));
     }
