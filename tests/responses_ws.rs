@@ -324,6 +324,52 @@ async fn node_sdk_chains_a_tool_call_on_its_socket_translated_to_anthropic() {
     assert_one_record_a_turn(&records, 3);
 }
 
+/// A warm-up (`generate: false`, as Codex sends before its first turn) is answered by the
+/// gateway: created and completed, no output, nothing sent upstream or recorded; a turn that
+/// names it, stored or not, reaches the upstream with the warm-up's input before its own.
+#[tokio::test]
+async fn a_warm_up_is_answered_here_and_the_turn_naming_it_carries_its_input() {
+    let s = setup("{}").await;
+    let mut socket = connect(&s.gateway, Some(&s.key)).await.unwrap();
+    let model = format!("openai/{GPT}");
+    for (n, store) in [(0, false), (1, true)] {
+        let warm = json!({"type": "response.create", "model": model, "generate": false,
+            "store": store, "instructions": "Be brief.", "stream_id": "lane",
+            "input": [{"role": "user", "content": format!("Context number {n}.")}]});
+        socket.send(Message::text(warm.to_string())).await.unwrap();
+        let events = read_turn(&mut socket).await;
+        let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["response.created", "response.completed"], "{events:#?}");
+        let warmed = &events[1]["response"];
+        assert_eq!(warmed["status"], "completed", "{warmed}");
+        assert_eq!(warmed["output"], json!([]), "{warmed}");
+        assert_eq!(warmed["model"], model.as_str(), "{warmed}");
+        assert_eq!(events[1]["stream_id"], "lane", "{events:#?}");
+        let id = warmed["id"].as_str().unwrap();
+        assert_eq!(s.openai.requests().await.len(), n, "a warm-up goes nowhere");
+        let turn = json!({"type": "response.create", "model": model, "store": store,
+            "previous_response_id": id, "input": "Now answer."});
+        socket.send(Message::text(turn.to_string())).await.unwrap();
+        let events = read_turn(&mut socket).await;
+        assert_eq!(events.last().unwrap()["type"], "response.completed", "{events:#?}");
+        let requests = s.openai.requests().await;
+        let sent = &requests.last().unwrap().body;
+        assert!(sent.get("previous_response_id").is_none(), "{sent}");
+        let input = sent["input"].as_array().unwrap();
+        assert_eq!(input[0]["content"], format!("Context number {n}."), "{sent}");
+        assert_eq!(input.last().unwrap()["content"], "Now answer.", "{sent}");
+    }
+    // Only the two turns were recorded.
+    let records = records(&s.gateway, &s.key, 2).await;
+    assert_one_record_a_turn(&records, 2);
+    // A `generate` that is not a boolean is refused, and the socket lives on.
+    let bad = json!({"type": "response.create", "model": model, "generate": "no", "input": "x"});
+    socket.send(Message::text(bad.to_string())).await.unwrap();
+    let error = read_turn(&mut socket).await;
+    assert_eq!(error[0]["type"], "error", "{error:#?}");
+    assert_eq!(error[0]["error"]["param"], "generate", "{error:#?}");
+}
+
 #[tokio::test]
 async fn a_missing_or_wrong_key_is_refused_at_the_upgrade() {
     let s = setup("{}").await;

@@ -8,6 +8,11 @@
 //! within `server.max_body_bytes`; past that, or for a turn that names another response, the
 //! turn goes as it came (a client that gets `previous_response_not_found` sends its whole
 //! context, as the reference asks).
+//!
+//! A warm-up (`generate: false`) is answered by the gateway itself ([`Chain::warmed`]): its
+//! response is kept here too, with its input, and since no upstream or store holds it, a turn
+//! naming it gets its context whatever its `store` says (and the response the warm-up named,
+//! if the socket did not hold that one, as its `previous_response_id`).
 
 use serde_json::{Map, Value, json};
 
@@ -25,6 +30,11 @@ pub struct Chain {
 struct Kept {
     id: String,
     context: Vec<Value>,
+    /// A warm-up the gateway answered itself: only this socket knows it.
+    local: bool,
+    /// The response a warm-up named that this socket did not hold (the upstream's), which a
+    /// turn naming the warm-up names in its place.
+    previous: Option<String>,
 }
 
 /// A turn's input as it was sent upstream, kept until its response completes.
@@ -47,17 +57,25 @@ impl Chain {
     /// the response, which takes the turn as it came).
     pub fn expand(&self, body: &mut Map<String, Value>) -> (Sent, Option<Chained>) {
         let unstored = body.get("store") == Some(&Value::Bool(false));
-        if !unstored {
+        let named = body.get("previous_response_id").and_then(Value::as_str);
+        let local = (self.last.as_ref()).filter(|last| last.local && Some(last.id.as_str()) == named);
+        if !unstored && local.is_none() {
             return (Sent::default(), None);
         }
         let input = items(body.get("input"));
-        let named = body.get("previous_response_id").and_then(Value::as_str);
         let Some(input) = input else {
             return (Sent::default(), None);
         };
         let (input, chained) = match (&self.last, named) {
             (Some(last), Some(named)) if last.id == named => {
-                body.remove("previous_response_id");
+                match &last.previous {
+                    Some(previous) => {
+                        body.insert("previous_response_id".to_owned(), json!(previous));
+                    }
+                    None => {
+                        body.remove("previous_response_id");
+                    }
+                }
                 let chained = Chained {
                     previous: last.id.clone(),
                     prefix: last.context.len(),
@@ -71,7 +89,42 @@ impl Chain {
             (_, Some(_)) => return (Sent::default(), None),
             (_, None) => (input, None),
         };
-        (Sent { input: Some(input) }, chained)
+        let sent = match unstored {
+            true => Sent { input: Some(input) },
+            // A stored turn after a warm-up: the upstream keeps its response.
+            false => Sent::default(),
+        };
+        (sent, chained)
+    }
+
+    /// A warm-up (`body`, a `response.create` with `generate: false`) answered as response `id`
+    /// by the gateway: kept as the last response, its context the input it sent (after the
+    /// context of the response it named, when the socket holds that one).
+    pub fn warmed(&mut self, id: &str, mut body: Map<String, Value>) {
+        let named = (body.get("previous_response_id").and_then(Value::as_str)).map(str::to_owned);
+        let held = (self.last.as_ref()).is_some_and(|last| Some(&last.id) == named.as_ref());
+        let previous = (self.last.as_ref())
+            .filter(|_| held)
+            .and_then(|last| last.previous.clone())
+            .or(named.filter(|_| !held));
+        let context = match held {
+            true => self.last.as_ref().map(|last| last.context.clone()),
+            false => Some(Vec::new()),
+        };
+        self.last = None;
+        let (Some(mut context), Some(input)) = (context, items(body.remove("input").as_ref())) else {
+            return;
+        };
+        context.extend(input);
+        let bytes: usize = context.iter().map(|item| item.to_string().len()).sum();
+        if bytes <= self.max_bytes {
+            self.last = Some(Kept {
+                id: id.to_owned(),
+                context,
+                local: true,
+                previous,
+            });
+        }
     }
 
     /// Keeps the response of a `response.completed` event (`event`, its JSON) with the input
@@ -91,6 +144,8 @@ impl Chain {
             self.last = Some(Kept {
                 id: id.to_owned(),
                 context,
+                local: false,
+                previous: None,
             });
         }
     }
@@ -124,6 +179,34 @@ mod tests {
     fn completed(id: &str, text: &str) -> Value {
         json!({"type": "response.completed", "response": {"id": id, "output": [
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}]}})
+    }
+
+    #[test]
+    fn a_warm_up_s_input_is_the_context_of_a_turn_naming_it_stored_or_not() {
+        let mut chain = Chain::new(1 << 20);
+        let warm = body(json!({"model": "m", "input": [{"role": "user", "content": "tools ready"}],
+            "previous_response_id": "resp_upstream"}));
+        chain.warmed("resp_warm", warm);
+        for store in [json!(true), json!(false)] {
+            let mut next = body(json!({"model": "m", "store": store,
+                "previous_response_id": "resp_warm", "input": "go"}));
+            chain.expand(&mut next);
+            let input = next["input"].as_array().unwrap();
+            assert_eq!(input.len(), 2, "{next:?}");
+            assert_eq!(input[0]["content"], "tools ready");
+            // The response the warm-up named, which the socket does not hold, is named instead.
+            assert_eq!(next["previous_response_id"], "resp_upstream");
+        }
+        // A warm-up after a kept response takes its context along.
+        chain.completed(
+            Sent { input: Some(vec![json!({"role": "user", "content": "hi"})]) },
+            &completed("resp_1", "hello"),
+        );
+        chain.warmed("resp_warm2", body(json!({"previous_response_id": "resp_1", "input": "more"})));
+        let mut next = body(json!({"previous_response_id": "resp_warm2", "input": "go"}));
+        chain.expand(&mut next);
+        assert!(!next.contains_key("previous_response_id"), "{next:?}");
+        assert_eq!(next["input"].as_array().unwrap().len(), 4, "{next:?}");
     }
 
     #[test]

@@ -20,9 +20,8 @@ pub enum Refusal {
     UnsupportedEvent(String),
     /// `background: true`, which the reference does not support on the socket.
     Background,
-    /// `generate: false`, a warm-up: a turn is routed only when it runs, so there is no upstream
-    /// (socket or HTTP) to warm before it.
-    Warmup,
+    /// `generate` that is not a boolean.
+    Generate,
     /// The config has no dialect serving `POST /v1/responses`.
     NoResponsesDialect,
     /// The route answered with something other than a stream of events.
@@ -38,7 +37,7 @@ impl Refusal {
             | Self::NoType
             | Self::UnsupportedEvent(_)
             | Self::Background
-            | Self::Warmup => StatusCode::BAD_REQUEST,
+            | Self::Generate => StatusCode::BAD_REQUEST,
             Self::NoResponsesDialect => StatusCode::NOT_FOUND,
             Self::NotAStream => StatusCode::BAD_GATEWAY,
             Self::Seats(Refused::PerKey { .. }) => StatusCode::TOO_MANY_REQUESTS,
@@ -78,13 +77,11 @@ impl Refusal {
                 Some("background"),
                 "`background` is not supported in WebSocket mode.".to_owned(),
             ),
-            Self::Warmup => (
+            Self::Generate => (
                 "invalid_request_error",
-                "unsupported_parameter",
+                "invalid_type",
                 Some("generate"),
-                "`generate: false` (a warm-up) is not supported by this gateway: send the turn \
-                 itself."
-                    .to_owned(),
+                "`generate` must be a boolean.".to_owned(),
             ),
             Self::NoResponsesDialect => (
                 "invalid_request_error",

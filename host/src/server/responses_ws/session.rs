@@ -212,6 +212,21 @@ impl Runner<'_> {
         );
         let (body, stream_id, sent) = match answered.await {
             Answered::Failed(event) => return self.send(Message::text(event)).await,
+            Answered::Warmed {
+                events,
+                id,
+                body,
+                stream_id,
+            } => {
+                self.chain.warmed(&id, body);
+                let events = (events.into_iter())
+                    .map(|event| match &stream_id {
+                        Some(lane) => Message::text(with_lane(&event, lane)),
+                        None => Message::text(event),
+                    })
+                    .collect();
+                return self.send_all(events).await;
+            }
             Answered::Events {
                 body,
                 stream_id,

@@ -28,6 +28,15 @@ pub enum Answered {
     },
     /// One `error` event: the turn failed before any event.
     Failed(String),
+    /// A warm-up (`generate: false`) the gateway answered itself, as response `id`: its
+    /// `response.created` and `response.completed` events, and the `response.create` it was
+    /// (for the socket's chain, [`Chain::warmed`]).
+    Warmed {
+        events: Vec<String>,
+        id: String,
+        body: Map<String, Value>,
+        stream_id: Option<Value>,
+    },
 }
 
 /// The headers of the upgrade that each turn carries (the key, the project, the client's own
@@ -71,10 +80,20 @@ pub async fn answer(
         trace,
         sent,
         chained,
+        warmup,
     } = match create_body(text, chain) {
         Ok(parsed) => parsed,
         Err(refusal) => return Answered::Failed(refusal.event()),
     };
+    if let Some(body) = warmup {
+        let id = format!("resp_{}", uuid::Uuid::now_v7().simple());
+        return Answered::Warmed {
+            events: warmed_events(&id, &body),
+            id,
+            body,
+            stream_id,
+        };
+    }
     let mut headers = headers.clone();
     for (name, value) in trace {
         headers.insert(name, value);
@@ -139,6 +158,8 @@ struct Create {
     sent: Sent,
     /// How the chain expanded it.
     chained: Option<Chained>,
+    /// A warm-up (`generate: false`): the event, answered by the gateway and never sent on.
+    warmup: Option<Map<String, Value>>,
 }
 
 /// The trace headers a `response.create`'s `client_metadata` may carry (Codex sends them so),
@@ -175,12 +196,23 @@ fn create_body(text: &str, chain: &Chain) -> Result<Create, Refusal> {
         return Err(Refusal::Background);
     }
     event.remove("background");
-    match event.remove("generate") {
-        None | Some(Value::Bool(true)) => {}
-        Some(_) => return Err(Refusal::Warmup),
-    }
+    let warmup = match event.remove("generate") {
+        None | Some(Value::Bool(true)) => false,
+        Some(Value::Bool(false)) => true,
+        Some(_) => return Err(Refusal::Generate),
+    };
     // A lane of the socket, not a parameter of the response.
     let stream_id = event.remove("stream_id");
+    // A warm-up prepares what a later turn will name (`previous_response_id`); the turn is
+    // routed only when it runs, so there is no upstream to warm, and the gateway answers it:
+    // no output, nothing spent, nothing recorded.
+    if warmup {
+        return Ok(Create {
+            stream_id,
+            warmup: Some(event),
+            ..Create::default()
+        });
+    }
     // Codex carries on the socket, in `client_metadata` (a parameter it sends over HTTP too),
     // the trace context it would send as headers.
     let metadata = event.get("client_metadata");
@@ -202,7 +234,35 @@ fn create_body(text: &str, chain: &Chain) -> Result<Create, Refusal> {
         trace,
         sent,
         chained,
+        warmup: None,
     })
+}
+
+/// The events that answer a warm-up (`body`) as response `id`: created, then completed with no
+/// output and no usage, the request's parameters echoed as a response echoes them.
+fn warmed_events(id: &str, body: &Map<String, Value>) -> Vec<String> {
+    let created_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let echo = |name: &str, default: Value| body.get(name).cloned().unwrap_or(default);
+    let mut response = json!({
+        "id": id, "object": "response", "created_at": created_at, "status": "in_progress",
+        "model": echo("model", Value::Null), "output": [], "error": null,
+        "incomplete_details": null, "instructions": echo("instructions", Value::Null),
+        "tools": echo("tools", json!([])), "tool_choice": echo("tool_choice", json!("auto")),
+        "parallel_tool_calls": echo("parallel_tool_calls", json!(true)),
+        "previous_response_id": echo("previous_response_id", Value::Null),
+        "store": echo("store", json!(true)), "metadata": echo("metadata", json!({})),
+        "usage": null,
+    });
+    let created = json!({"type": "response.created", "sequence_number": 0,
+        "response": response.clone()});
+    response["status"] = json!("completed");
+    response["usage"] = json!({"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0});
+    let completed = json!({"type": "response.completed", "sequence_number": 1,
+        "response": response});
+    vec![created.to_string(), completed.to_string()]
 }
 
 /// The reference's `error` event for a turn that failed: the HTTP status the `POST` would have
@@ -263,8 +323,8 @@ mod tests {
                 Refusal::Background,
             ),
             (
-                r#"{"type":"response.create","generate":false}"#,
-                Refusal::Warmup,
+                r#"{"type":"response.create","generate":"no"}"#,
+                Refusal::Generate,
             ),
         ] {
             assert_eq!(create_body(text, &chain).err(), Some(refusal), "{text}");
