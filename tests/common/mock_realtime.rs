@@ -539,18 +539,7 @@ async fn respond(
             "response_id": response_id, "output_index": 0, "item": done_item}),
         )
         .await;
-    let (cached_text, cached_audio) = conv.cached;
-    let usage = json!({
-        "total_tokens": text_in + audio_in + text_out + audio_out,
-        "input_tokens": text_in + audio_in,
-        "output_tokens": text_out + audio_out,
-        "input_token_details": {"text_tokens": text_in, "audio_tokens": audio_in,
-            "image_tokens": 0, "cached_tokens": cached_text + cached_audio,
-            "cached_tokens_details": {"text_tokens": cached_text, "audio_tokens": cached_audio,
-                "image_tokens": 0}},
-        "output_token_details": {"text_tokens": text_out, "audio_tokens": audio_out},
-    });
-    conv.cached = (text_in, audio_in);
+    let usage = usage(conv, (text_in, audio_in), (text_out, audio_out));
     let done = json!({"type": "response.done", "response": {"id": response_id,
         "object": "realtime.response", "status": "completed", "status_details": null,
         "output": [done_item], "conversation_id": "conv_1", "output_modalities": modalities,
@@ -646,23 +635,30 @@ async fn call(
     let text_in = conv.words + words(conv.session["instructions"].as_str().unwrap_or_default());
     let audio_in = conv.audio_bytes / 480;
     let text_out = chars.len().div_ceil(CALL_DELTA_CHARS) as u64;
-    let (cached_text, cached_audio) = conv.cached;
-    let usage = json!({
-        "total_tokens": text_in + audio_in + text_out,
-        "input_tokens": text_in + audio_in,
-        "output_tokens": text_out,
-        "input_token_details": {"text_tokens": text_in, "audio_tokens": audio_in,
-            "image_tokens": 0, "cached_tokens": cached_text + cached_audio,
-            "cached_tokens_details": {"text_tokens": cached_text, "audio_tokens": cached_audio,
-                "image_tokens": 0}},
-        "output_token_details": {"text_tokens": text_out, "audio_tokens": 0},
-    });
-    conv.cached = (text_in, audio_in);
+    let usage = usage(conv, (text_in, audio_in), (text_out, 0));
     let done = json!({"type": "response.done", "response": {"id": response_id,
         "object": "realtime.response", "status": "completed", "status_details": null,
         "output": [done_item], "conversation_id": "conv_1", "output_modalities": modalities,
         "max_output_tokens": "inf", "metadata": null, "usage": usage}});
     ok && send(socket, shared, done).await
+}
+
+/// The usage `response.done` reports for a prompt of `(text, audio)` tokens and an answer of
+/// `(text, audio)` tokens, the previous prompt read from cache; this prompt is cached for the
+/// next.
+fn usage(conv: &mut Conversation, (text_in, audio_in): (u64, u64), (text_out, audio_out): (u64, u64)) -> Value {
+    let (cached_text, cached_audio) = conv.cached;
+    conv.cached = (text_in, audio_in);
+    json!({
+        "total_tokens": text_in + audio_in + text_out + audio_out,
+        "input_tokens": text_in + audio_in,
+        "output_tokens": text_out + audio_out,
+        "input_token_details": {"text_tokens": text_in, "audio_tokens": audio_in,
+            "image_tokens": 0, "cached_tokens": cached_text + cached_audio,
+            "cached_tokens_details": {"text_tokens": cached_text, "audio_tokens": cached_audio,
+                "image_tokens": 0}},
+        "output_token_details": {"text_tokens": text_out, "audio_tokens": audio_out},
+    })
 }
 
 /// An item's content part as `response.content_part.done` writes it.

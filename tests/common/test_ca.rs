@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::run;
+
 /// The files [`issue`] wrote.
 pub struct Issued {
     /// The CA's certificate: the one root a client trusts.
@@ -81,14 +83,4 @@ pub fn issue(dir: &Path) -> Issued {
         cert: dir.join("server.pem"),
         key,
     }
-}
-
-fn run(command: &mut Command) {
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "{command:?} failed: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
