@@ -456,7 +456,11 @@ async fn entries_learn_their_native_dialects_from_their_plugins() {
         native("anthropic"),
         ["messages", "anthropic-message-batches"]
     );
-    assert_eq!(native("openai"), ["responses", "openai-batches"]);
+    // OpenAI's own base URL: its Responses endpoint takes WebSocket mode too.
+    assert_eq!(
+        native("openai"),
+        ["responses", "openai-responses-websocket", "openai-batches"]
+    );
     assert!(native("deepseek").is_empty());
     assert_eq!(native("groq"), ["responses"]);
     assert_eq!(native("azure"), ["responses", "openai-batches"]);

@@ -143,8 +143,8 @@ impl Lanes {
 }
 
 /// Sends the turn `prepared` (the `POST` the plugin built) on `provider`'s socket when `turn`
-/// comes from a client socket, the request is a Responses `create` passed natively (`info`)
-/// and the entry takes WebSocket mode; else [`Went::Http`].
+/// comes from a client socket, the request is passed natively (`info`) and the entry takes
+/// WebSocket mode; else [`Went::Http`].
 pub async fn send(
     turn: Option<&SocketTurn>,
     provider: &Provider,
@@ -152,9 +152,11 @@ pub async fn send(
     prepared: &Admitted,
     redactor: &Redactor,
 ) -> Result<Went, ApiError> {
-    let create = (info.native.as_ref())
-        .is_some_and(|call| call.dialect == "responses" && call.route == "responses");
-    let Some(turn) = turn.filter(|_| create && info.stream && takes(provider)) else {
+    // A client socket's turn is its dialect's `POST` (the upgrade's path): passed natively to
+    // an entry that takes WebSocket mode, it is a Responses `create`. The host names no dialect
+    // (tests/dialect_names.rs).
+    let native = info.native.is_some();
+    let Some(turn) = turn.filter(|_| native && info.stream && takes(provider)) else {
         return Ok(Went::Http);
     };
     let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(prepared.body()) else {
