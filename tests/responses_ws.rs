@@ -339,7 +339,11 @@ async fn a_warm_up_is_answered_here_and_the_turn_naming_it_carries_its_input() {
         socket.send(Message::text(warm.to_string())).await.unwrap();
         let events = read_turn(&mut socket).await;
         let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["response.created", "response.completed"], "{events:#?}");
+        assert_eq!(
+            kinds,
+            ["response.created", "response.completed"],
+            "{events:#?}"
+        );
         let warmed = &events[1]["response"];
         assert_eq!(warmed["status"], "completed", "{warmed}");
         assert_eq!(warmed["output"], json!([]), "{warmed}");
@@ -351,12 +355,20 @@ async fn a_warm_up_is_answered_here_and_the_turn_naming_it_carries_its_input() {
             "previous_response_id": id, "input": "Now answer."});
         socket.send(Message::text(turn.to_string())).await.unwrap();
         let events = read_turn(&mut socket).await;
-        assert_eq!(events.last().unwrap()["type"], "response.completed", "{events:#?}");
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "response.completed",
+            "{events:#?}"
+        );
         let requests = s.openai.requests().await;
         let sent = &requests.last().unwrap().body;
         assert!(sent.get("previous_response_id").is_none(), "{sent}");
         let input = sent["input"].as_array().unwrap();
-        assert_eq!(input[0]["content"], format!("Context number {n}."), "{sent}");
+        assert_eq!(
+            input[0]["content"],
+            format!("Context number {n}."),
+            "{sent}"
+        );
         assert_eq!(input.last().unwrap()["content"], "Now answer.", "{sent}");
     }
     // Only the two turns were recorded.

@@ -646,7 +646,11 @@ async fn call(
 /// The usage `response.done` reports for a prompt of `(text, audio)` tokens and an answer of
 /// `(text, audio)` tokens, the previous prompt read from cache; this prompt is cached for the
 /// next.
-fn usage(conv: &mut Conversation, (text_in, audio_in): (u64, u64), (text_out, audio_out): (u64, u64)) -> Value {
+fn usage(
+    conv: &mut Conversation,
+    (text_in, audio_in): (u64, u64),
+    (text_out, audio_out): (u64, u64),
+) -> Value {
     let (cached_text, cached_audio) = conv.cached;
     conv.cached = (text_in, audio_in);
     json!({

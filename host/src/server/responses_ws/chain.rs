@@ -58,7 +58,8 @@ impl Chain {
     pub fn expand(&self, body: &mut Map<String, Value>) -> (Sent, Option<Chained>) {
         let unstored = body.get("store") == Some(&Value::Bool(false));
         let named = body.get("previous_response_id").and_then(Value::as_str);
-        let local = (self.last.as_ref()).filter(|last| last.local && Some(last.id.as_str()) == named);
+        let local =
+            (self.last.as_ref()).filter(|last| last.local && Some(last.id.as_str()) == named);
         if !unstored && local.is_none() {
             return (Sent::default(), None);
         }
@@ -112,7 +113,8 @@ impl Chain {
             false => Some(Vec::new()),
         };
         self.last = None;
-        let (Some(mut context), Some(input)) = (context, items(body.remove("input").as_ref())) else {
+        let (Some(mut context), Some(input)) = (context, items(body.remove("input").as_ref()))
+        else {
             return;
         };
         context.extend(input);
@@ -184,8 +186,10 @@ mod tests {
     #[test]
     fn a_warm_up_s_input_is_the_context_of_a_turn_naming_it_stored_or_not() {
         let mut chain = Chain::new(1 << 20);
-        let warm = body(json!({"model": "m", "input": [{"role": "user", "content": "tools ready"}],
-            "previous_response_id": "resp_upstream"}));
+        let warm = body(
+            json!({"model": "m", "input": [{"role": "user", "content": "tools ready"}],
+            "previous_response_id": "resp_upstream"}),
+        );
         chain.warmed("resp_warm", warm);
         for store in [json!(true), json!(false)] {
             let mut next = body(json!({"model": "m", "store": store,
@@ -199,10 +203,15 @@ mod tests {
         }
         // A warm-up after a kept response takes its context along.
         chain.completed(
-            Sent { input: Some(vec![json!({"role": "user", "content": "hi"})]) },
+            Sent {
+                input: Some(vec![json!({"role": "user", "content": "hi"})]),
+            },
             &completed("resp_1", "hello"),
         );
-        chain.warmed("resp_warm2", body(json!({"previous_response_id": "resp_1", "input": "more"})));
+        chain.warmed(
+            "resp_warm2",
+            body(json!({"previous_response_id": "resp_1", "input": "more"})),
+        );
         let mut next = body(json!({"previous_response_id": "resp_warm2", "input": "go"}));
         chain.expand(&mut next);
         assert!(!next.contains_key("previous_response_id"), "{next:?}");
