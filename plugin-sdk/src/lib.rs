@@ -379,8 +379,8 @@ pub use wit::limiter::{Decision, Denial, DenialCode, LimitRequest, Settlement};
 #[cfg(feature = "provider")]
 pub use wit::provider::{
     CanonicalRequest, Completion, Description, FormRequest, Metered, NativeCall, Operation,
-    PassthroughAuth, PassthroughCall, PlainOperation, Prepared, ProviderConfig, RawRequest, RequestInfo,
-    StreamOutput,
+    PassthroughAuth, PassthroughCall, PlainOperation, Prepared, ProviderConfig, RawRequest,
+    RequestInfo, StreamOutput,
 };
 #[cfg(feature = "router")]
 pub use wit::router::{CircuitState, RouteRequest, Target};

@@ -54,7 +54,10 @@ fn websocket_mode_is_declared_for_openai_itself_and_where_the_option_says() {
     assert!(socket(None, "{}"));
     assert!(!socket(None, r#"{"websocket": false}"#));
     assert!(!socket(local, r#"{"responses": "native"}"#));
-    assert!(socket(local, r#"{"responses": "native", "websocket": true}"#));
+    assert!(socket(
+        local,
+        r#"{"responses": "native", "websocket": true}"#
+    ));
     // Only with the Responses API served natively.
     assert!(!socket(local, r#"{"websocket": true}"#));
     assert!(!socket(None, r#"{"responses": "translate"}"#));
@@ -215,8 +218,10 @@ fn plain_operations_are_sent_as_prepare_sends_them() {
         assert!(auth.query.is_empty());
         for stream in [false, true] {
             let body = r#"{"model":"gpt-4o-mini","input":"hi"}"#;
-            let sent = upstream(prepare::<OpenAi>(&cfg, request(op.operation, body, stream)).unwrap());
-            let mut host = HttpRequest::post_json(format!("http://127.0.0.1:9/v1/{}", op.path), body);
+            let sent =
+                upstream(prepare::<OpenAi>(&cfg, request(op.operation, body, stream)).unwrap());
+            let mut host =
+                HttpRequest::post_json(format!("http://127.0.0.1:9/v1/{}", op.path), body);
             if stream {
                 host.set_header("accept", "text/event-stream");
             }
