@@ -67,35 +67,28 @@ impl Guarded {
         monitor: bool,
         findings: &[Finding],
     ) {
-        let at = self
-            .verdicts
-            .iter()
-            .position(|v| Arc::ptr_eq(&v.guard, guard) && v.side == side);
-        let verdict = match at {
-            Some(at) => &mut self.verdicts[at],
-            None => {
-                self.verdicts.push(Verdict {
-                    guard: Arc::clone(guard),
-                    side,
-                    action: Action::Allow,
-                    monitor,
-                    counts: BTreeMap::new(),
-                });
-                let last = self.verdicts.len() - 1;
-                &mut self.verdicts[last]
-            }
-        };
-        // The strongest action seen stands for the side.
-        if action.rank() >= verdict.action.rank() {
-            verdict.action = action;
-        }
+        let verdict = self.verdict(guard, side, monitor);
+        verdict.take(action);
         for finding in findings {
-            if verdict.counts.len() >= KINDS_MAX && !verdict.counts.contains_key(&finding.kind) {
-                continue;
-            }
-            let kind = kind_label(&finding.kind);
-            *verdict.counts.entry(kind).or_default() += u64::from(finding.count);
+            verdict.count(kind_label(&finding.kind), u64::from(finding.count));
         }
+    }
+
+    /// The verdict of `guard` on `side`, made (allowing, counting nothing) if there is none.
+    fn verdict(&mut self, guard: &Arc<str>, side: &'static str, monitor: bool) -> &mut Verdict {
+        let at =
+            (self.verdicts.iter()).position(|v| Arc::ptr_eq(&v.guard, guard) && v.side == side);
+        let at = at.unwrap_or_else(|| {
+            self.verdicts.push(Verdict {
+                guard: Arc::clone(guard),
+                side,
+                action: Action::Allow,
+                monitor,
+                counts: BTreeMap::new(),
+            });
+            self.verdicts.len() - 1
+        });
+        &mut self.verdicts[at]
     }
 
     /// The verdicts as the record keeps them (JSON), counted in `metrics`; `None` without any.
@@ -121,21 +114,11 @@ impl Guarded {
     /// `other`'s verdicts moved into these: a session's checks made outside any request (a
     /// Realtime client's events), into the record of the response they came before.
     pub fn absorb(&mut self, other: &mut Guarded) {
-        for verdict in other.verdicts.drain(..) {
-            let at = (self.verdicts.iter())
-                .position(|v| Arc::ptr_eq(&v.guard, &verdict.guard) && v.side == verdict.side);
-            let Some(at) = at else {
-                self.verdicts.push(verdict);
-                continue;
-            };
-            let mine = &mut self.verdicts[at];
-            if verdict.action.rank() >= mine.action.rank() {
-                mine.action = verdict.action;
-            }
-            for (kind, count) in verdict.counts {
-                if mine.counts.len() < KINDS_MAX || mine.counts.contains_key(&kind) {
-                    *mine.counts.entry(kind).or_default() += count;
-                }
+        for theirs in other.verdicts.drain(..) {
+            let mine = self.verdict(&theirs.guard, theirs.side, theirs.monitor);
+            mine.take(theirs.action);
+            for (kind, count) in theirs.counts {
+                mine.count(kind, count);
             }
         }
     }
@@ -150,6 +133,22 @@ impl Guarded {
     pub fn verdicts_from(&mut self, chain: &mut AnswerChain) {
         for (guard, action, monitor, findings) in chain.verdicts.drain(..) {
             self.record(&guard, "answer", action, monitor, &findings);
+        }
+    }
+}
+
+impl Verdict {
+    /// `action` seen: the strongest action seen stands for the side.
+    fn take(&mut self, action: Action) {
+        if action.rank() >= self.action.rank() {
+            self.action = action;
+        }
+    }
+
+    /// `count` more findings of `kind` (a label), within [`KINDS_MAX`] kinds.
+    fn count(&mut self, kind: String, count: u64) {
+        if self.counts.len() < KINDS_MAX || self.counts.contains_key(&kind) {
+            *self.counts.entry(kind).or_default() += count;
         }
     }
 }

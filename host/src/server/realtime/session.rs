@@ -249,14 +249,14 @@ async fn from_upstream(
 }
 
 /// What goes to the client for one upstream event.
-struct Relayed {
+struct ForClient {
     events: Vec<String>,
     /// A response the upstream started itself met a spent budget: the session closes after
     /// `events`.
     spent: bool,
 }
 
-impl From<Vec<String>> for Relayed {
+impl From<Vec<String>> for ForClient {
     fn from(events: Vec<String>) -> Self {
         Self {
             events,
@@ -276,7 +276,7 @@ async fn relay(
     answers: &mut Answers,
     cancel: &mpsc::Sender<String>,
     text: &str,
-) -> Relayed {
+) -> ForClient {
     let Ok(head) = serde_json::from_str::<Head<'_>>(text) else {
         return vec![text.to_owned()].into();
     };
@@ -311,7 +311,7 @@ async fn relay(
                         answers.refused(id);
                         stopped(&mut events, cancel, &error, id).await;
                         let spent = ends_the_session(&error);
-                        return Relayed { events, spent };
+                        return ForClient { events, spent };
                     }
                 },
             };

@@ -58,9 +58,9 @@ impl Chain {
     pub fn expand(&self, body: &mut Map<String, Value>) -> (Sent, Option<Chained>) {
         let unstored = body.get("store") == Some(&Value::Bool(false));
         let named = body.get("previous_response_id").and_then(Value::as_str);
-        let local =
-            (self.last.as_ref()).filter(|last| last.local && Some(last.id.as_str()) == named);
-        if !unstored && local.is_none() {
+        let names_warm_up =
+            (self.last.as_ref()).is_some_and(|last| last.local && Some(last.id.as_str()) == named);
+        if !unstored && !names_warm_up {
             return (Sent::default(), None);
         }
         let input = items(body.get("input"));
