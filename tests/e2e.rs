@@ -32,6 +32,7 @@ mod dialect_names;
 mod endpoints;
 mod errors;
 mod fault_isolation;
+mod feature_parity;
 mod fuzz;
 mod gemini;
 mod guards;

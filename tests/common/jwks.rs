@@ -32,22 +32,22 @@ pub struct SigningKey {
 impl SigningKey {
     /// A new 2048-bit RSA key for RS256.
     pub fn rsa(kid: &str) -> Self {
-        let pem = openssl(&["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]);
-        Self::new(
-            kid,
-            Algorithm::RS256,
-            EncodingKey::from_rsa_pem(&pem).unwrap(),
-        )
+        // jsonwebtoken reads an RSA key as PKCS#1 DER.
+        let der = openssl(
+            &["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"],
+            &["pkey", "-traditional"],
+        );
+        Self::new(kid, Algorithm::RS256, EncodingKey::from_rsa_der(&der))
     }
 
     /// A new P-256 key for ES256.
     pub fn ec(kid: &str) -> Self {
-        let pem = openssl(&["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]);
-        Self::new(
-            kid,
-            Algorithm::ES256,
-            EncodingKey::from_ec_pem(&pem).unwrap(),
-        )
+        // An EC key as PKCS#8 DER (OpenSSL 3.0's `pkey` writes SEC1).
+        let der = openssl(
+            &["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"],
+            &["pkcs8", "-topk8", "-nocrypt"],
+        );
+        Self::new(kid, Algorithm::ES256, EncodingKey::from_ec_der(&der))
     }
 
     fn new(kid: &str, alg: Algorithm, encoding: EncodingKey) -> Self {
@@ -77,19 +77,43 @@ impl SigningKey {
     }
 }
 
-/// A PKCS#8 PEM private key from `openssl genpkey <args>`.
-fn openssl(args: &[&str]) -> Vec<u8> {
-    let output = Command::new("openssl")
-        .arg("genpkey")
-        .args(args)
-        .output()
-        .expect("the openssl command runs");
-    assert!(
-        output.status.success(),
-        "openssl genpkey: {}",
-        String::from_utf8_lossy(&output.stderr)
+/// A DER private key from `openssl genpkey <args>`, written by `openssl <convert> -outform DER`.
+/// DER, not PEM: jsonwebtoken's `use_pem` feature in the tests
+/// alone would build the gateway's dependencies twice (see host/Cargo.toml).
+fn openssl(args: &[&str], convert: &[&str]) -> Vec<u8> {
+    let run = |command: &mut Command, what: &str| {
+        let output = command.output().expect("the openssl command runs");
+        assert!(
+            output.status.success(),
+            "openssl {what}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
+    };
+    let dir = std::env::temp_dir().join(format!(
+        "wasmgate-jwks-{}-{}",
+        std::process::id(),
+        fastrand::u64(..)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pem = dir.join("key.pem");
+    run(
+        Command::new("openssl")
+            .arg("genpkey")
+            .args(args)
+            .arg("-out")
+            .arg(&pem),
+        "genpkey",
     );
-    output.stdout
+    let der = run(
+        Command::new("openssl")
+            .args(convert)
+            .args(["-outform", "DER", "-in"])
+            .arg(&pem),
+        convert[0],
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    der
 }
 
 /// Seconds since the epoch.

@@ -1,11 +1,12 @@
 //! UTC-aligned fixed windows (minute, hour, day, calendar month) and the clock they are read
-//! from. The clock follows tokio's time, so tests can pause and advance it.
+//! from.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::plugins::Period;
 
-/// Wall-clock milliseconds, advancing with tokio's (pausable) clock.
+/// Wall-clock milliseconds, read as an offset from one reading of the system clock, so that a
+/// step of the system clock does not move a window.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
     base_unix_ms: i64,
@@ -19,6 +20,15 @@ impl Clock {
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         Self {
             base_unix_ms,
+            base: tokio::time::Instant::now(),
+        }
+    }
+
+    /// A clock that reads `unix_ms` now (tests: a window's end a few milliseconds away).
+    #[cfg(test)]
+    pub fn at(unix_ms: i64) -> Self {
+        Self {
+            base_unix_ms: unix_ms,
             base: tokio::time::Instant::now(),
         }
     }

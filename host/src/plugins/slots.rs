@@ -177,7 +177,7 @@ mod tests {
         })
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn streams_cannot_take_the_slots_of_calls() {
         let slots = slots(4, 2, 50);
         let a = slots.take(SlotKind::Stream).await;
@@ -200,15 +200,15 @@ mod tests {
         assert!(!slots.usage().saturated());
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_waiter_gets_a_slot_given_back_before_its_deadline() {
-        let slots = slots(1, 1, 1_000);
+        let slots = slots(1, 1, 10_000);
         let held = slots.take(SlotKind::Call).await;
         let waiter = {
             let slots = Arc::clone(&slots);
             tokio::spawn(async move { slots.take(SlotKind::Call).await.is_ok() })
         };
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(slots.usage().waiting, 1);
         drop(held);
         assert!(waiter.await.unwrap_or(false));
