@@ -17,6 +17,9 @@ pub struct Req {
 pub enum Load {
     /// Concurrency 1, a fixed count after a warm-up: the latency figures.
     Sequential,
+    /// Concurrency 1 with [`SPACED_MS`] between one request's answer and the next one's
+    /// start: the latency a client that is not busy sees, after the gateway fell idle.
+    Spaced,
     /// Concurrency 64 for a fixed time: the throughput figures.
     Concurrent,
     /// This many at once, as fast as they are answered, for a fixed time (about half that with
@@ -30,6 +33,10 @@ pub enum Load {
         secs: f64,
     },
 }
+
+/// The idle gap of [`Load::Spaced`]: long enough for the runtime's workers to park and for
+/// another process to take the core, as between a real client's calls.
+pub const SPACED_MS: u32 = 20;
 
 pub struct Oha {
     binary: String,
@@ -87,6 +94,24 @@ impl Oha {
                 let (warm, count) = if self.quick { (50, 500) } else { (300, 3000) };
                 self.once(req, addr, &["-c", "1", "-n", &warm.to_string()])?;
                 self.once(req, addr, &["-c", "1", "-n", &count.to_string()])
+            }
+            Load::Spaced => {
+                // oha's `-q` at concurrency 1 starts one request every 1/q s: at 1000/SPACED_MS
+                // a second, each waits about SPACED_MS minus the previous one's time.
+                let count = if self.quick { 100 } else { 400 };
+                self.once(req, addr, &["-c", "1", "-n", "10"])?;
+                self.once(
+                    req,
+                    addr,
+                    &[
+                        "-c",
+                        "1",
+                        "-q",
+                        &(1000 / SPACED_MS).to_string(),
+                        "-n",
+                        &count.to_string(),
+                    ],
+                )
             }
             Load::Concurrent => {
                 let secs = if self.quick { "3s" } else { "8s" };

@@ -5,6 +5,7 @@
 //! load generator (oha) share CPU 1. The floor is measured in the same run: `bare-proxy`, a
 //! reverse proxy with no logic (the same two loopback hops, on CPU 0 as the gateway is). For each
 //! row it prints the added p50 at concurrency 1 over the direct call and over the bare proxy,
+//! the p50 at concurrency 1 with idle gaps between requests (`load::SPACED_MS`) over the proxy's,
 //! requests/s and streams/s (20 deltas and usage) at concurrency 64 as ratios to the direct call
 //! and to the bare proxy,
 //! the gateway's own CPU time per request and per stream, user and kernel apart (from `/proc`,
@@ -43,7 +44,7 @@ mod websocket;
 
 use anyhow::Context as _;
 
-use load::{Load, Oha};
+use load::{Load, Oha, SPACED_MS};
 use process::{Gateway, Sample, Server};
 use scenario::{Api, Row, Setup};
 
@@ -123,6 +124,8 @@ fn args() -> anyhow::Result<Args> {
 /// One measured row.
 struct Figures {
     p50_us: f64,
+    /// The p50 at concurrency 1 with idle gaps between requests.
+    spaced_p50_us: f64,
     rps: f64,
     sps: f64,
     per_request: Option<Sample>,
@@ -132,6 +135,7 @@ struct Figures {
 fn measure(oha: &Oha, row: &Row, addr: &str, gateway: Option<&Gateway>) -> anyhow::Result<Figures> {
     row.check(addr)?;
     let latency = oha.run(&row.req(false), addr, Load::Sequential)?;
+    let spaced = oha.run(&row.req(false), addr, Load::Spaced)?;
     let sample = || gateway.map(Gateway::sample).transpose();
     let before = sample()?;
     let whole = oha.run(&row.req(false), addr, Load::Concurrent)?;
@@ -141,6 +145,7 @@ fn measure(oha: &Oha, row: &Row, addr: &str, gateway: Option<&Gateway>) -> anyho
     let per = |a: Option<Sample>, b: Option<Sample>, n: u64| b?.per(&a?, n);
     Ok(Figures {
         p50_us: latency.p50_us,
+        spaced_p50_us: spaced.p50_us,
         rps: whole.rps,
         sps: streams.rps,
         per_request: per(before, middle, whole.count),
@@ -307,9 +312,9 @@ impl Args {
 
 fn print_header() {
     println!(
-        "| target | p50 c=1 | added p50 | over the proxy | requests/s c=64 | of direct | of proxy | streams/s c=64 | of direct | of proxy | gateway CPU/request (user + kernel) | /stream | plugin instances + calls /request | /stream | RSS idle | RSS peak |"
+        "| target | p50 c=1 | added p50 | over the proxy | p50 c=1, {SPACED_MS} ms apart | over the proxy | requests/s c=64 | of direct | of proxy | streams/s c=64 | of direct | of proxy | gateway CPU/request (user + kernel) | /stream | plugin instances + calls /request | /stream | RSS idle | RSS peak |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 }
 
 fn print_row(
@@ -332,13 +337,16 @@ fn print_row(
     };
     let added = base.map(|b| f.p50_us - b.p50_us);
     let over_floor = floor.map(|b| f.p50_us - b.p50_us);
+    let spaced_over_floor = floor.map(|b| f.spaced_p50_us - b.spaced_p50_us);
     let ratio = |v: f64, b: Option<f64>| b.map_or("—".to_owned(), |b| format!("{:.2}", v / b));
     let mib = |kib: u64| format!("{:.0} MiB", kib as f64 / 1024.0);
     println!(
-        "| {name} | {:.0} µs | {} | {} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {name} | {:.0} µs | {} | {} | {:.0} µs | {} | {:.0} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
         f.p50_us,
         us(added),
         us(over_floor),
+        f.spaced_p50_us,
+        us(spaced_over_floor),
         f.rps,
         ratio(f.rps, base.map(|b| b.rps)),
         ratio(f.rps, floor.map(|b| b.rps)),
