@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 /// cycle) and the ones below it.
 const LAYERS: &[&[&str]] = &[
     // A leaf: imports nothing of the host.
-    &["sync", "sockets"],
+    &["sync", "sockets", "resident"],
     &[
         "config",
         "catalog",

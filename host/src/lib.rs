@@ -39,6 +39,7 @@ pub mod pipeline;
 pub mod plugins;
 pub mod redact;
 pub mod reload;
+pub mod resident;
 pub mod routing;
 pub mod secret;
 pub mod server;

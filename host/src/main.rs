@@ -400,6 +400,24 @@ extern "C" fn no_transparent_huge_pages() {
     }
 }
 
+/// Start-up's memory handed back before serving (issue 38): the heap it freed, and the
+/// binary's pages only it touched (`resident.rs`).
+fn release_start_up_memory() {
+    #[expect(
+        unsafe_code,
+        reason = "mi_collect takes a flag and frees only memory the allocator holds unused"
+    )]
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+    }
+    let released = wasmgate::resident::release_start_up_pages();
+    tracing::debug!(
+        kib = released.kib,
+        mappings = released.mappings,
+        "start-up's pages of the binary released"
+    );
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // One worker per core the process may run on: tokio's default count is
@@ -493,6 +511,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", addr.0, addr.1))?;
     let local = listener.local_addr()?;
+    release_start_up_memory();
     tracing::info!(
         "wasmgate listening on http://{local} (config: {})",
         reloader.source()
