@@ -9,13 +9,14 @@ FROM rust:1.95-bookworm AS builder
 RUN rustup target add wasm32-wasip2
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked --bin wasmgate
+# `production`: the release profile with the whole program optimised as one (Cargo.toml).
+RUN cargo build --profile production --locked --bin wasmgate
 # The debug info (line tables of our own code) goes to wasmgate.debug, left in this stage, and the
 # symbol table keeps our own symbols, so a backtrace from the image still names our frames; copy
-# /src/target/release/wasmgate.debug beside the binary to get file and line back. The aim is 60 MB
+# /src/target/production/wasmgate.debug beside the binary to get file and line back. The aim is 60 MB
 # (issue 34); until the embedded plugins are compressed the split binary is projected at about
 # 63 MB, so the check here is at 70 MB, to catch a return towards the 148 MB of before.
-RUN scripts/ship-binary.sh target/release/wasmgate
+RUN scripts/ship-binary.sh target/production/wasmgate
 
 FROM debian:bookworm-slim
 RUN apt-get update \
@@ -26,7 +27,7 @@ RUN apt-get update \
         --shell /usr/sbin/nologin wasmgate \
     && mkdir -p /data \
     && chown 10001:10001 /data
-COPY --from=builder /src/target/release/wasmgate /usr/local/bin/wasmgate
+COPY --from=builder /src/target/production/wasmgate /usr/local/bin/wasmgate
 # The components as built; the same ones are also built into the binary. Point `plugins.dir`
 # at a directory of your own (e.g. /data/plugins) to add or replace plugins.
 COPY --from=builder /src/target/plugins/ /usr/local/lib/wasmgate/plugins/

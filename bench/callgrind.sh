@@ -9,7 +9,7 @@
 #
 # PLAIN_PATH=false sends every request through the provider plugin (issue 38's host path off).
 #
-# Use a release build (`scripts/bench.sh` makes one). The instance pool is kept small
+# Use a production build (`scripts/bench.sh` makes one in target/production). The instance pool is kept small
 # (valgrind cannot map the default pool's address space), with its warm share large enough
 # for the three policy plugins to stay warm as they do in a real deployment.
 set -euo pipefail
@@ -17,7 +17,7 @@ bin=$(realpath "$1") setup=$2 mode=$3 n=${4:-200}
 root=$(cd "$(dirname "$0")/.." && pwd)
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/callgrind-XXXX")
-exec 3< <(taskset -c 1 "$root/target/release/mock-upstream" 0 0)
+exec 3< <(taskset -c 1 "$(dirname "$bin")/mock-upstream" 0 0)
 mock_pid=$!
 trap 'kill $mock_pid 2>/dev/null || true' EXIT
 read -r line <&3

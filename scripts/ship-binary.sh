@@ -9,7 +9,7 @@
 #   them it prints no frame at all); dependencies' frames are unnamed without the .debug file.
 # Prints the sizes before and after, and fails when the shipped binary is over SHIP_MAX_MB
 # (default 60): the check costs no build of its own, it runs where the release build already is.
-#   scripts/ship-binary.sh target/release/wasmgate
+#   scripts/ship-binary.sh target/production/wasmgate
 set -euo pipefail
 bin=${1:?usage: scripts/ship-binary.sh <release binary>}
 max_mb=${SHIP_MAX_MB:-60}
