@@ -122,8 +122,11 @@ async fn serves_the_embedded_config_with_overrides_and_exits_cleanly_on_sigterm(
 }
 
 fn start_error(config: &str) -> String {
-    let cwd = temp_dir("bad");
-    let path = cwd.join(format!("config-{}.yaml", free_port()));
+    // A directory per start: the tests run at once, and two gateways creating the default ledger
+    // file of one directory at the same moment can find it locked by the other's migration.
+    let run = free_port();
+    let cwd = temp_dir(&format!("bad-{run}"));
+    let path = cwd.join(format!("config-{run}.yaml"));
     std::fs::write(&path, config).unwrap();
     let output = Command::new(BIN)
         .args(["serve", "--port", "0", "--config"])
@@ -134,6 +137,7 @@ fn start_error(config: &str) -> String {
         .output()
         .unwrap();
     assert!(!output.status.success(), "a bad config must not start");
+    let _ = std::fs::remove_dir_all(&cwd);
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
