@@ -45,11 +45,45 @@ pub struct SqliteStore {
     users: Mutex<UserKeys>,
 }
 
+/// How long [`SqliteStore::open`] goes on trying a file another process holds locked, and how
+/// long it waits between tries.
+const OPEN_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
+const OPEN_RETRY_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Whether `error` is SQLite's "database is busy or locked".
+fn busy(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        matches!(
+            cause.downcast_ref::<rusqlite::Error>(),
+            Some(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        )
+    })
+}
+
 impl SqliteStore {
-    /// Opens (creating if needed) the database file at `path`.
+    /// Opens (creating if needed) the database file at `path`. Another process opening the same
+    /// new file at the same moment can hold a lock SQLite does not wait for (its switch to WAL):
+    /// the open is tried again then, for [`OPEN_RETRY_FOR`] at most (a lock SQLite does wait
+    /// for already waits up to its busy timeout within one try).
     pub fn open(path: &Path) -> anyhow::Result<Self> {
+        let deadline = std::time::Instant::now() + OPEN_RETRY_FOR;
+        loop {
+            match Self::open_once(path) {
+                Err(e) if busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(OPEN_RETRY_DELAY);
+                }
+                opened => return opened,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> anyhow::Result<Self> {
         let conn = Connection::open(path)
             .with_context(|| format!("cannot open the ledger database {}", path.display()))?;
+        // First: switching to WAL and migrating wait for another process doing the same (two
+        // gateways, or a `wasmgate keys` command, starting on one new file) instead of failing.
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
         // A batch touches one rollup row per user in each per-user rollup, spread over their
         // B-trees: with SQLite's 2 MiB default cache, a thousand active users thrash it. 16 MiB
         // holds four pages per user of a thousand; more only grew the gateway's RSS (the cache

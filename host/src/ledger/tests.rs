@@ -2366,3 +2366,32 @@ fn check_stored_responses(store: &dyn Store) {
     assert_eq!(history(store, "p", "resp_1"), Err(HistoryError::NotFound));
     assert!(store.response("q", "resp_1").unwrap().is_some());
 }
+
+/// Two processes (here two connections, at the same moment) opening one new SQLite ledger both
+/// migrate it: the second waits for the first's migration and finds it done, rather than
+/// failing with "database is locked".
+#[test]
+fn two_stores_opening_one_new_sqlite_file_at_once_both_open() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-race-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for round in 0..12 {
+        let path = dir.join(format!("race-{round}.db"));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let openers: Vec<_> = (0..2)
+            .map(|_| {
+                let (path, start) = (path.clone(), std::sync::Arc::clone(&start));
+                std::thread::spawn(move || {
+                    start.wait();
+                    sqlite::SqliteStore::open(&path)
+                        .map(drop)
+                        .map_err(|e| format!("{e:#}"))
+                })
+            })
+            .collect();
+        for opener in openers {
+            let opened = opener.join().unwrap();
+            assert!(opened.is_ok(), "round {round}: {opened:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -11,9 +11,12 @@ use super::durations::write_durations;
 use crate::ledger::rollup;
 use crate::ledger::schema::{self, Database, DbError, Dialect, HISTORY, SchemaError};
 
-/// Runs the migrations `conn` lacks, in one transaction.
+/// Runs the migrations `conn` lacks, in one transaction. `IMMEDIATE`: it takes the write lock
+/// first (waiting out another migration), where a deferred one read the history table, then
+/// could not upgrade to writing while another connection had written, and SQLite refuses that
+/// at once ("database is locked") rather than waiting.
 pub(super) fn migrate(conn: &Connection) -> anyhow::Result<()> {
-    let tx = conn.unchecked_transaction()?;
+    let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
     schema::migrate(&mut Migrating(&tx), Dialect::Sqlite)?;
     tx.commit().context("cannot commit the ledger's schema")?;
     Ok(())
