@@ -118,15 +118,12 @@ impl Chain {
             return;
         };
         context.extend(input);
-        let bytes: usize = context.iter().map(|item| item.to_string().len()).sum();
-        if bytes <= self.max_bytes {
-            self.last = Some(Kept {
-                id: id.to_owned(),
-                context,
-                local: true,
-                previous,
-            });
-        }
+        self.keep(Kept {
+            id: id.to_owned(),
+            context,
+            local: true,
+            previous,
+        });
     }
 
     /// Keeps the response of a `response.completed` event (`event`, its JSON) with the input
@@ -141,14 +138,19 @@ impl Chain {
             return;
         };
         context.extend(output.iter().cloned());
-        let bytes: usize = context.iter().map(|item| item.to_string().len()).sum();
+        self.keep(Kept {
+            id: id.to_owned(),
+            context,
+            local: false,
+            previous: None,
+        });
+    }
+
+    /// Keeps `kept` as the last response when its context is within the socket's bound.
+    fn keep(&mut self, kept: Kept) {
+        let bytes: usize = kept.context.iter().map(|item| item.to_string().len()).sum();
         if bytes <= self.max_bytes {
-            self.last = Some(Kept {
-                id: id.to_owned(),
-                context,
-                local: false,
-                previous: None,
-            });
+            self.last = Some(kept);
         }
     }
 }
