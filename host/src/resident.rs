@@ -44,24 +44,22 @@ pub fn release_start_up_pages() -> Released {
     released
 }
 
-/// One mapping of `smaps` that may be released.
+/// One read-only or executable mapping of the binary, as `smaps` gives it.
 #[derive(Debug, PartialEq)]
-struct Mapping {
-    start: usize,
-    end: usize,
-    rss_kib: u64,
+pub struct Mapping {
+    pub start: usize,
+    pub end: usize,
+    pub rss_kib: u64,
+    /// Its copied-on-write pages, in KiB; `None` when `smaps` gave no count.
+    pub anonymous_kib: Option<u64>,
 }
 
-/// The mappings of `exe` in `smaps` that are read-only or executable (never writable), private,
-/// and hold no anonymous (copied-on-write) page.
-fn clean_mappings(smaps: &str, exe: &Path) -> Vec<Mapping> {
-    let mut found = Vec::new();
-    let mut current: Option<(Mapping, Option<u64>)> = None;
-    let mut finish = |entry: Option<(Mapping, Option<u64>)>| {
-        if let Some((mapping, Some(0))) = entry {
-            found.push(mapping);
-        }
-    };
+/// The mappings of `exe` in `smaps` (a process's `/proc/<pid>/smaps`) that are read-only or
+/// executable (never writable) and private: its code and read-only data.
+pub fn binary_mappings(smaps: &str, exe: &Path) -> Vec<Mapping> {
+    let mut found: Vec<Mapping> = Vec::new();
+    // Whether the lines being read belong to the last mapping found.
+    let mut in_last = false;
     for line in smaps.lines() {
         let mut fields = line.split_ascii_whitespace();
         let Some(first) = fields.next() else { continue };
@@ -71,33 +69,39 @@ fn clean_mappings(smaps: &str, exe: &Path) -> Vec<Mapping> {
                 usize::from_str_radix(end, 16),
             )
         {
-            finish(current.take());
             let perms = fields.next().unwrap_or_default();
             // offset, device, inode, then the path (which may hold spaces).
             let path = fields.skip(3).collect::<Vec<_>>().join(" ");
-            let releasable = matches!(perms, "r--p" | "r-xp") && Path::new(&path) == exe;
-            if releasable {
-                let mapping = Mapping {
+            in_last = matches!(perms, "r--p" | "r-xp") && Path::new(&path) == exe;
+            if in_last {
+                found.push(Mapping {
                     start,
                     end,
                     rss_kib: 0,
-                };
-                current = Some((mapping, None));
+                    anonymous_kib: None,
+                });
             }
             continue;
         }
-        let Some((mapping, anonymous)) = current.as_mut() else {
+        let Some(mapping) = found.last_mut().filter(|_| in_last) else {
             continue;
         };
         let mut kib = || fields.next().and_then(|v| v.parse::<u64>().ok());
         match first {
             "Rss:" => mapping.rss_kib = kib().unwrap_or(0),
-            "Anonymous:" => *anonymous = kib(),
+            "Anonymous:" => mapping.anonymous_kib = kib(),
             _ => {}
         }
     }
-    finish(current);
     found
+}
+
+/// The binary's mappings that may be released: those that hold no anonymous (copied-on-write)
+/// page, by a count `smaps` gave.
+fn clean_mappings(smaps: &str, exe: &Path) -> Vec<Mapping> {
+    let mut mappings = binary_mappings(smaps, exe);
+    mappings.retain(|m| m.anonymous_kib == Some(0));
+    mappings
 }
 
 #[cfg(target_os = "linux")]
@@ -154,12 +158,14 @@ Anonymous:          9100 kB
                 Mapping {
                     start: 0x5560_9d42_7000,
                     end: 0x5560_9e56_7000,
-                    rss_kib: 7252
+                    rss_kib: 7252,
+                    anonymous_kib: Some(0),
                 },
                 Mapping {
                     start: 0x5560_9e56_7000,
                     end: 0x5560_a082_4000,
-                    rss_kib: 19072
+                    rss_kib: 19072,
+                    anonymous_kib: Some(0),
                 },
             ]
         );

@@ -90,21 +90,7 @@ fn the_idle_gateway_holds_a_bounded_anonymous_memory_and_no_huge_pages() {
 fn binary_file_kib(pid: u32) -> u64 {
     let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
     let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-    let mut total = 0;
-    let mut ours = false;
-    for line in smaps.lines() {
-        let mut fields = line.split_ascii_whitespace();
-        let first = fields.next().unwrap_or_default();
-        if first.contains('-') && first.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) {
-            let perms = fields.next().unwrap_or_default();
-            let path = fields.skip(3).collect::<Vec<_>>().join(" ");
-            ours = matches!(perms, "r--p" | "r-xp") && std::path::Path::new(&path) == exe;
-        } else if ours && first == "Rss:" {
-            total += fields
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    total
+    (wasmgate::resident::binary_mappings(&smaps, &exe).iter())
+        .map(|m| m.rss_kib)
+        .sum()
 }
