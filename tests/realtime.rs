@@ -30,7 +30,7 @@ const MODEL: &str = "gpt-realtime";
 const FLOOD: &str = "gpt-realtime-flood";
 const SLOW: &str = "gpt-realtime-slow";
 
-use common::websocket::{self, Socket};
+use common::websocket::{self, Socket, next_event};
 
 /// A gateway that requires keys, in front of the mock as an `openai` entry, with `more` added.
 async fn setup(
@@ -76,22 +76,6 @@ async fn session(gateway: &TestGateway, model: &str, key: &str) -> Socket {
 
 async fn send(socket: &mut Socket, event: Value) {
     socket.send(Message::text(event.to_string())).await.unwrap();
-}
-
-/// The next event, within 10 s.
-async fn next_event(socket: &mut Socket) -> Value {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
-            .await
-            .expect("a message within 10 s")
-            .expect("the socket is open")
-            .unwrap();
-        match message {
-            Message::Text(text) => return serde_json::from_str(&text).unwrap(),
-            Message::Close(frame) => panic!("closed: {frame:?}"),
-            _ => {}
-        }
-    }
 }
 
 /// The events up to a `response.done` or an `error`.

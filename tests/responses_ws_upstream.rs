@@ -11,7 +11,6 @@
 use crate::common;
 
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use common::cost;
 use common::gateway::{Gateway, Upstreams};
@@ -19,7 +18,7 @@ use common::mock_openai::responses::socket::RECORDED_PATH;
 use common::sdk::{assert_passed, run_client};
 use common::websocket::{self, Socket};
 use common::{TestGateway, mock_openai::MockOpenAi};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -71,15 +70,7 @@ async fn turn(socket: &mut Socket, create: Value) -> Value {
         .await
         .unwrap();
     loop {
-        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
-            .await
-            .expect("an event within 10 s")
-            .expect("the socket is open")
-            .unwrap();
-        let Message::Text(text) = message else {
-            continue;
-        };
-        let event: Value = serde_json::from_str(&text).unwrap();
+        let event = websocket::next_event(socket).await;
         if matches!(
             event["type"].as_str(),
             Some("response.completed" | "response.failed" | "response.incomplete" | "error")

@@ -1,8 +1,12 @@
 //! A client socket on the gateway's WebSocket routes (the Responses API's WebSocket mode, the
 //! Realtime API), and the HTTP refusal of an upgrade, shared by their tests.
 
+use std::time::Duration;
+
+use futures_util::StreamExt;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite;
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use super::TestGateway;
@@ -42,5 +46,22 @@ pub async fn refused(gateway: &TestGateway, path: &str, key: Option<&str>) -> (u
         }
         Err(other) => panic!("not an HTTP refusal: {other}"),
         Ok(_) => panic!("the upgrade was accepted"),
+    }
+}
+
+/// The next text event on `socket` as JSON, within 10 s (other frames skipped); a close fails
+/// the test, naming its frame.
+pub async fn next_event(socket: &mut Socket) -> Value {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("a message within 10 s")
+            .expect("the socket is open")
+            .unwrap();
+        match message {
+            Message::Text(text) => return serde_json::from_str(&text).unwrap(),
+            Message::Close(frame) => panic!("closed: {frame:?}"),
+            _ => {}
+        }
     }
 }

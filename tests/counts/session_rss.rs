@@ -14,8 +14,8 @@
 
 use std::time::{Duration, Instant};
 
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use futures_util::SinkExt;
+use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -25,7 +25,7 @@ use crate::common::gateway::UPSTREAM_KEY;
 use crate::common::mock_openai::MockOpenAi;
 use crate::common::mock_openai::responses::API_KEY;
 use crate::common::mock_realtime::{self, MockRealtime};
-use crate::common::websocket::Socket;
+use crate::common::websocket::{Socket, next_event};
 use crate::idle_rss::rollup_kib;
 
 /// Sessions of each kind.
@@ -159,20 +159,6 @@ async fn open(gateway: &Gateway, path: &str) -> Socket {
         .into_client_request()
         .unwrap();
     tokio_tungstenite::connect_async(request).await.unwrap().0
-}
-
-/// The next text event, within 10 s.
-async fn next_event(socket: &mut Socket) -> Value {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
-            .await
-            .expect("an event within 10 s")
-            .expect("the socket is open")
-            .unwrap();
-        if let Message::Text(text) = message {
-            return serde_json::from_str(&text).unwrap();
-        }
-    }
 }
 
 /// A Responses socket that has completed one turn.
