@@ -45,6 +45,9 @@ pub struct SqliteStore {
     users: Mutex<UserKeys>,
 }
 
+/// How long a connection to the ledger file waits for another's lock.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How long [`SqliteStore::open`] goes on trying a file another process holds locked, and how
 /// long it waits between tries.
 const OPEN_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(10);
@@ -83,7 +86,7 @@ impl SqliteStore {
             .with_context(|| format!("cannot open the ledger database {}", path.display()))?;
         // First: switching to WAL and migrating wait for another process doing the same (two
         // gateways, or a `wasmgate keys` command, starting on one new file) instead of failing.
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
         // A batch touches one rollup row per user in each per-user rollup, spread over their
         // B-trees: with SQLite's 2 MiB default cache, a thousand active users thrash it. 16 MiB
         // holds four pages per user of a thousand; more only grew the gateway's RSS (the cache
@@ -95,7 +98,7 @@ impl SqliteStore {
         let reader = Connection::open(path)
             .with_context(|| format!("cannot open the ledger database {}", path.display()))?;
         reader.execute_batch("PRAGMA cache_size = -65536;")?;
-        reader.busy_timeout(std::time::Duration::from_secs(10))?;
+        reader.busy_timeout(BUSY_TIMEOUT)?;
         store.reader = Some(Mutex::new(reader));
         Ok(store)
     }
@@ -105,8 +108,9 @@ impl SqliteStore {
         Self::init(Connection::open_in_memory()?)
     }
 
+    /// Migrates `conn` (a file's has its busy timeout already, see `open_once`; an in-memory
+    /// database is this connection's alone) and wraps it.
     fn init(conn: Connection) -> anyhow::Result<Self> {
-        conn.busy_timeout(std::time::Duration::from_secs(10))?;
         schema::migrate(&conn)?;
         Ok(Self {
             conn: Mutex::new(conn),
