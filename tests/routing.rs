@@ -22,6 +22,7 @@ fn config(base_url: &str, routing: &str) -> GatewayBuilder {
         "error-400",
         "flaky-2",
         "flaky-5",
+        "delay-500",
     ];
     Gateway::builder()
         .test_plugins()
@@ -177,8 +178,9 @@ async fn cheapest_picks_the_lowest_priced_target() {
 #[tokio::test]
 async fn fastest_prefers_the_lower_latency_target_once_both_are_measured() {
     let mock = MockOpenAi::start().await;
-    // The mock upstream takes a network round trip; echo answers in-process.
-    let routing = "  fast:\n    policy: fastest\n    targets: [openai/gpt-4o-mini, a/m]\n    options: { by: latency }";
+    // The mock takes half a second; echo answers in-process. A loaded machine can stall either
+    // by a few milliseconds, never by that much (a plain mock model raced echo and, in CI, won).
+    let routing = "  fast:\n    policy: fastest\n    targets: [openai/delay-500, a/m]\n    options: { by: latency }";
     let gateway = config(&mock.base_url(), routing).start().await;
     for _ in 0..2 {
         ask(&gateway, "fast", Value::Null).await;

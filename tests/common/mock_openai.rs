@@ -7,6 +7,7 @@
 //! | chat with tools, the last message not a `tool` result | a call of the first tool |
 //! | `error-400`, `error-401`, `error-404`, `error-429`, `error-500`, `error-503` | that status with OpenAI's error body |
 //! | `slow` | answers after 3 s |
+//! | `delay-<ms>` | a normal answer after `<ms>` ms (at most 10 s) |
 //! | `endless` | a stream that never ends (a chunk every 20 ms) until the client goes away |
 //! | `paced-<ms>` | a stream of a chunk every 20 ms for about `<ms>` ms, then usage and `[DONE]` |
 //! | `garbage` | 200 with a body that is not JSON |
@@ -218,7 +219,11 @@ async fn special(model: &str) -> Option<Response> {
             None
         }
         "garbage" => Some((StatusCode::OK, "<html>not json</html>").into_response()),
-        _ => None,
+        _ => {
+            let ms = model.strip_prefix("delay-")?.parse::<u64>().ok()?;
+            tokio::time::sleep(Duration::from_millis(ms.min(10_000))).await;
+            None
+        }
     }
 }
 
