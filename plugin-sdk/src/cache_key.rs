@@ -5,6 +5,7 @@ use core::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use crate::kept_options::parse_kept;
 use crate::wit::cache_key::Guest;
 use crate::{ConfigError, KeyDecision, KeyRequest, parse_options};
 
@@ -12,9 +13,10 @@ use crate::{ConfigError, KeyDecision, KeyRequest, parse_options};
 /// run on an instance that served other requests, so implementations are types without values
 /// (`struct MyPolicy;`) and everything arrives as arguments.
 pub trait CacheKey: 'static {
-    /// The entry's `options`, read with [`parse_options`] before every call. Give it
+    /// The entry's `options`, read with [`parse_options`] once per distinct
+    /// text by each instance (a reading depends on the text alone). Give it
     /// `#[serde(deny_unknown_fields)]` so that a misspelt option fails when the config loads.
-    type Options: DeserializeOwned;
+    type Options: DeserializeOwned + 'static;
 
     /// Checks the options once, when the config loads. The default accepts anything.
     fn validate(options: &Self::Options) -> Result<(), ConfigError> {
@@ -57,7 +59,7 @@ impl<P: CacheKey> Guest for CacheKeyAdapter<P> {
     fn key(options: String, request: KeyRequest) -> KeyDecision {
         // `validate` accepted these options when the config loaded; if they fail now the host
         // skipped it, and a bypass is the safe answer.
-        match parse_options::<P::Options>(&options) {
+        match parse_kept::<P::Options>(&options) {
             Ok(options) => P::key(&options, &request),
             Err(_) => KeyDecision::Bypass,
         }

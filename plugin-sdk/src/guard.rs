@@ -5,6 +5,7 @@ use core::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 
+use crate::kept_options::parse_kept;
 use crate::wit::guard::{Guest, GuestAnswerGuard};
 use crate::{
     AnswerEvent, ConfigError, ConsultReply, Finding, GuardInfo, RequestVerdict, StreamVerdict,
@@ -16,9 +17,10 @@ use crate::{Release, parse_options};
 /// are types without values (`struct MyGuard;`); an answer's state lives in its
 /// [`Guard::Answer`].
 pub trait Guard: 'static {
-    /// The entry's `options`, read with [`parse_options`] before every call. Give it
+    /// The entry's `options`, read with [`parse_options`] once per distinct
+    /// text by each instance (a reading depends on the text alone). Give it
     /// `#[serde(deny_unknown_fields)]` so that a misspelt option fails when the config loads.
-    type Options: DeserializeOwned;
+    type Options: DeserializeOwned + 'static;
     /// What guards one answer.
     type Answer: AnswerGuard<Options = Self::Options>;
 
@@ -53,7 +55,7 @@ pub trait Guard: 'static {
 /// Guards one answer: takes its events in order, returns what may go now.
 pub trait AnswerGuard: Sized + 'static {
     /// The guard's options.
-    type Options: DeserializeOwned;
+    type Options: DeserializeOwned + 'static;
     /// Starts guarding an answer to `request` (Chat Completions JSON).
     fn new(options: Self::Options, request: &str) -> Self;
     /// Takes the next events.
@@ -106,7 +108,7 @@ impl<G: Guard> Guest for GuardAdapter<G> {
     }
 
     fn check_request(options: String, request: String) -> RequestVerdict {
-        match parse_options(&options) {
+        match parse_kept::<G::Options>(&options) {
             Ok(options) => G::check_request(&options, &request),
             // Refused when the config loaded; failing closed is all that is left.
             Err(err) => panic!("invalid guard options: {}", err.message),
@@ -119,7 +121,7 @@ impl<G: Guard> Guest for GuardAdapter<G> {
         context: String,
         reply: ConsultReply,
     ) -> RequestVerdict {
-        match parse_options(&options) {
+        match parse_kept::<G::Options>(&options) {
             Ok(options) => G::check_request_reply(&options, &request, &context, reply),
             Err(err) => panic!("invalid guard options: {}", err.message),
         }

@@ -210,6 +210,13 @@ pub mod guard;
 mod host;
 #[cfg(feature = "provider")]
 pub mod http;
+#[cfg(any(
+    feature = "router",
+    feature = "limiter",
+    feature = "guard",
+    feature = "cache-key"
+))]
+mod kept_options;
 #[cfg(feature = "limiter")]
 mod limiter;
 #[cfg(feature = "limiter")]

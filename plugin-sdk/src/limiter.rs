@@ -4,6 +4,7 @@ use core::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 
+use crate::kept_options::parse_kept;
 use crate::wit::limiter::Guest;
 use crate::{ConfigError, Decision, Denial, LimitRequest, Settlement, parse_options};
 
@@ -13,10 +14,11 @@ use crate::{ConfigError, Decision, Denial, LimitRequest, Settlement, parse_optio
 /// (`struct MyLimit;`); whatever must outlive a call goes in [`counters`](crate::counters).
 /// See [`limits`](crate::limits) for reservations over several counters and the usual headers.
 pub trait Limiter: 'static {
-    /// The rule's `options`, read with [`parse_options`] before every call. Give it
+    /// The rule's `options`, read with [`parse_options`] once per distinct
+    /// text by each instance (a reading depends on the text alone). Give it
     /// `#[serde(deny_unknown_fields)]` so that a misspelt option fails when the config loads;
     /// [`NoOptions`](crate::NoOptions) for a limiter that takes none.
-    type Options: DeserializeOwned;
+    type Options: DeserializeOwned + 'static;
 
     /// Checks the options once, when the config loads, after they have been read into
     /// [`Self::Options`]. The default accepts anything.
@@ -71,7 +73,7 @@ pub fn validate<L: Limiter>(options: &str) -> Result<(), ConfigError> {
 /// error to return, and neither allowing nor refusing (with a 429 the client would retry) is
 /// right, so the plugin traps: the host refuses the request as a failed limiter, and logs it.
 pub fn check<L: Limiter>(options: &str, request: &LimitRequest) -> Decision {
-    match parse_options(options) {
+    match parse_kept::<L::Options>(options) {
         Ok(options) => L::check(&options, request),
         Err(err) => {
             let message = unreadable(&err);
@@ -85,7 +87,7 @@ pub fn check<L: Limiter>(options: &str, request: &LimitRequest) -> Decision {
 /// limiter's unit tests. Options that cannot be read (which `validate` refused when the config
 /// loaded) are logged and nothing is settled.
 pub fn settle<L: Limiter>(options: &str, request: &LimitRequest, usage: &Settlement) {
-    match parse_options(options) {
+    match parse_kept::<L::Options>(options) {
         Ok(options) => L::settle(&options, request, usage),
         Err(err) => crate::log::error(&unreadable(&err)),
     }

@@ -4,6 +4,7 @@ use core::marker::PhantomData;
 
 use serde::de::DeserializeOwned;
 
+use crate::kept_options::parse_kept;
 use crate::wit::router::Guest;
 use crate::{CircuitState, ConfigError, RouteRequest, Target, parse_options};
 
@@ -11,10 +12,11 @@ use crate::{CircuitState, ConfigError, RouteRequest, Target, parse_options};
 /// instance, so implementations are types without values (`struct MyRouter;`) and everything
 /// arrives as arguments. See [`routing`](crate::routing) for the choices most routers make.
 pub trait Router: 'static {
-    /// The virtual model's `options`, read with [`parse_options`] before every call. Give it
+    /// The virtual model's `options`, read with [`parse_options`] once per distinct
+    /// text by each instance (a reading depends on the text alone). Give it
     /// `#[serde(deny_unknown_fields)]` so that a misspelt option fails when the config loads;
     /// [`NoOptions`](crate::NoOptions) for a router that takes none.
-    type Options: DeserializeOwned;
+    type Options: DeserializeOwned + 'static;
 
     /// Checks the options against the virtual model's target ids once, when the config loads,
     /// after they have been read into [`Self::Options`]. The default accepts anything.
@@ -64,7 +66,7 @@ pub fn route<R: Router>(
 ) -> Result<Vec<u32>, String> {
     // `validate` accepted these options when the config loaded, so this fails only if the host
     // skipped it.
-    let options = parse_options(options).map_err(|err| match err.key {
+    let options = parse_kept::<R::Options>(options).map_err(|err| match err.key {
         Some(key) => format!("invalid router options at `{key}`: {}", err.message),
         None => format!("invalid router options: {}", err.message),
     })?;
