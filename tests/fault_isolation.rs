@@ -125,7 +125,9 @@ async fn looping_plugins_do_not_hold_up_other_requests() {
 #[tokio::test]
 async fn a_plugin_that_eats_memory_hits_its_cap() {
     let mock = MockOpenAi::start().await;
-    let gateway = gateway(&mock.base_url()).await;
+    // A CPU budget of 1 s, not 100 ms: touching 32 MiB is thousands of page faults, which a
+    // loaded machine made cost more than 100 ms of the call's CPU time (plugin_timeout first).
+    let gateway = gateway_with(&mock.base_url(), 1000).await;
     let (status, body, elapsed) = send(&gateway, "faulty/hog", false).await;
     assert_eq!(status, 502);
     assert_eq!(body["error"]["code"], "plugin_out_of_memory");
