@@ -55,7 +55,7 @@ pub trait Guard: 'static {
 /// Guards one answer: takes its events in order, returns what may go now.
 pub trait AnswerGuard: Sized + 'static {
     /// The guard's options.
-    type Options: DeserializeOwned + 'static;
+    type Options: DeserializeOwned;
     /// Starts guarding an answer to `request` (Chat Completions JSON).
     fn new(options: Self::Options, request: &str) -> Self;
     /// Takes the next events.

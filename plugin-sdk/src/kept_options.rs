@@ -22,8 +22,8 @@ thread_local! {
     static KEPT_OPTIONS: RefCell<Vec<Kept>> = const { RefCell::new(Vec::new()) };
 }
 
-/// [`parse_options`](crate::parse_options), kept: an instance reads each distinct text (for each `T`) once and hands
-/// back the same value after. A reading is a function of the text alone (a `Deserialize` that
+/// [`parse_options`](crate::parse_options), kept: an instance reads each distinct text (for
+/// each `T`) once and hands back the same value after. A reading is a function of the text alone (a `Deserialize` that
 /// reads no state of its own), so a kept one is the one a fresh instance would make; a text that
 /// fails is not kept, and only the last [`KEPT`] texts are.
 pub(crate) fn parse_kept<T: DeserializeOwned + 'static>(
@@ -43,8 +43,7 @@ pub(crate) fn parse_kept<T: DeserializeOwned + 'static>(
         if kept.len() == KEPT {
             kept.remove(0);
         }
-        let any: Rc<dyn Any> = Rc::clone(&value) as Rc<dyn Any>;
-        kept.push((id, options.into(), any));
+        kept.push((id, options.into(), Rc::clone(&value) as Rc<dyn Any>));
     });
     Ok(value)
 }
