@@ -350,3 +350,62 @@ async fn a_full_journal_refuses_new_requests_with_503() {
     drop(gateway);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Requests that end together share the journal's writes: each one's record is appended by
+/// the first of them (the group's leader) in one `write()`, where each used to make its own.
+/// Every answered request is still appended before its answer ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_ending_together_share_journal_writes() {
+    let dir = common::binary::temp_dir("journal-groups");
+    let gateway = common::gateway::Gateway::echo()
+        .ledger(&format!("sqlite://{}", dir.join("ledger.db").display()))
+        .start()
+        .await;
+    let client = http();
+    let (clients, each) = (64, 20);
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let (client, url) = (client.clone(), gateway.url("/v1/chat/completions"));
+            tokio::spawn(async move {
+                for _ in 0..each {
+                    let response = client
+                        .post(&url)
+                        .json(&json!({"model": "echo-1", "messages": [{"role": "user", "content": "hi"}]}))
+                        .send()
+                        .await
+                        .unwrap();
+                    assert_eq!(response.status(), 200);
+                    response.bytes().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let metrics = client
+        .get(gateway.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let metric = |name: &str| -> f64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+    };
+    let records = metric("wasmgate_ledger_journal_appended_records_total");
+    let writes = metric("wasmgate_ledger_journal_writes_total");
+    assert_eq!(records, f64::from(clients * each), "every answered request");
+    // One write per record would be no grouping at all; 64 clients at once share many.
+    assert!(
+        writes * 4.0 <= records * 3.0,
+        "{writes} writes for {records} records"
+    );
+    eprintln!("{writes} writes for {records} records");
+    drop(gateway);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,12 +2,17 @@
 //! out, so that a process killed at any moment loses no record its client saw answered.
 //!
 //! A record handed to the kernel by `write()` survives the process; only the machine's own crash
-//! needs `fsync` (`ledger.journal.fsync`). Without `fsync` a request whose record finds the
-//! journal free appends it at once itself (a `write()` to the page cache, microseconds: no
-//! thread to wake, nothing to wait for). Otherwise the record goes to the appender thread, which
-//! takes every record queued while the last group was written and writes them with one
-//! `write()` (one `fsync` too when asked), then wakes the requests that wait on them. Under load
-//! one append serves many records.
+//! needs `fsync` (`ledger.journal.fsync`). Without `fsync` the requests append themselves, in
+//! groups: the first record of a group makes its request the group's leader, which yields to
+//! the runtime once and then writes every record that joined meanwhile with one `write()` to the
+//! page cache (microseconds; no thread to wake) and wakes the requests that wait on them. Alone,
+//! the leader's yield costs a turn of the scheduler; under load the requests that end in the
+//! same turn share one `write()` and one hand-over to the writer, where each cost a system call
+//! and a wake-up of its own. A leader dropped before it waits (its client went away) writes its
+//! group at once. With `fsync` (or when a write fails) the records go to the appender thread,
+//! which takes every record queued while the last group was written and writes them with one
+//! `write()` and one `fsync`, then wakes the requests that wait on them (an `fsync` would hold a
+//! runtime thread for milliseconds; a failing disk is retried there with a backoff).
 //!
 //! The journal is also the ledger writer's queue. After each append the appender hands the
 //! group's records to the writer in memory ([`Group`]), while the writer keeps up (a few batches'
@@ -85,20 +90,56 @@ pub enum JournalError {
 
 /// What a request waits on before its last byte goes: its record's group is written.
 #[must_use = "the answer's last byte must wait for its record (`.wait().await`)"]
-pub struct Written(pub(super) Option<oneshot::Receiver<()>>);
+pub struct Written(pub(super) Wait);
+
+pub(super) enum Wait {
+    /// Written already, or nothing to write (the ledger keeps records in memory only).
+    Now,
+    /// Another request (the group's leader) or the appender thread writes it.
+    Group(oneshot::Receiver<()>),
+    /// This request leads its group: it writes it.
+    Lead(Lead),
+}
 
 impl Written {
     /// Nothing to wait for (the ledger keeps records in memory only).
     pub fn now() -> Self {
-        Self(None)
+        Self(Wait::Now)
     }
 
     /// Returns once the record is in the journal (at once without a journal). Should the
     /// appender be gone (the process is ending) it returns too: there is nothing left to wait on.
     pub async fn wait(self) {
-        if let Some(written) = self.0 {
-            let _ = written.await;
-        }
+        let group = match self.0 {
+            Wait::Now => return,
+            Wait::Group(group) => group,
+            Wait::Lead(mut lead) => {
+                // Requests that end in this turn of the scheduler join the group meanwhile.
+                tokio::task::yield_now().await;
+                match lead.write() {
+                    Some(group) => group,
+                    None => return,
+                }
+            }
+        };
+        let _ = group.await;
+    }
+}
+
+/// The leader of a group of inline appends: it writes the group when it waits, or when it is
+/// dropped without waiting, so that no record of the group is left unwritten.
+pub(super) struct Lead(Option<Arc<Journal>>);
+
+impl Lead {
+    /// Writes the group (once); what to wait on when the thread had to take it.
+    fn write(&mut self) -> Option<oneshot::Receiver<()>> {
+        self.0.take()?.write_group()
+    }
+}
+
+impl Drop for Lead {
+    fn drop(&mut self) {
+        drop(self.write());
     }
 }
 
@@ -116,13 +157,15 @@ pub struct Group {
 /// The journal: the appender thread's queue, and what the appender and the reader share.
 pub struct Journal {
     tx: Mutex<Option<mpsc::Sender<Entry>>>,
+    /// The inline group being gathered: records appended since its leader's, not yet written.
+    gathering: Mutex<Entry>,
     /// The groups the appender hands over, until the writer takes the receiver.
     groups: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Group>>>,
     shared: Arc<Shared>,
     /// The open segment, shared by the appender thread and requests appending at once.
     appender: Arc<Mutex<Appender>>,
-    /// Without `fsync`, requests may append themselves (with it, only the thread does: an
-    /// `fsync` would hold a runtime thread for milliseconds).
+    /// Without `fsync`, requests append themselves, in groups (with it, only the thread does:
+    /// an `fsync` would hold a runtime thread for milliseconds).
     inline: bool,
     closed: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -130,10 +173,12 @@ pub struct Journal {
     _lock: File,
 }
 
+/// Records' lines and the records, and who waits for them to be written.
+#[derive(Default)]
 struct Entry {
-    line: Vec<u8>,
-    record: UsageRecord,
-    done: oneshot::Sender<()>,
+    lines: Vec<u8>,
+    records: Vec<UsageRecord>,
+    waiting: Vec<oneshot::Sender<()>>,
 }
 
 impl Journal {
@@ -232,6 +277,7 @@ impl Journal {
         };
         Ok(Arc::new(Self {
             tx: Mutex::new(Some(tx)),
+            gathering: Mutex::new(Entry::default()),
             groups: Mutex::new(Some(groups)),
             shared,
             appender,
@@ -242,27 +288,63 @@ impl Journal {
         }))
     }
 
-    /// Appends `record`: at once when the journal is free (without `fsync`), else through the
+    /// Appends `record`: in the current inline group (without `fsync`), else through the
     /// thread's next group. What it returns says when the line is written; `None` once the
-    /// journal is closed.
-    pub fn append(&self, record: UsageRecord) -> Option<Written> {
+    /// journal is closed (or the record cannot be encoded).
+    pub fn append(self: &Arc<Self>, record: UsageRecord) -> Option<Written> {
         if self.closed.load(Ordering::Relaxed) {
             return None;
         }
-        let line = encode(&record).ok()?;
-        let mut records = vec![record];
-        if self.inline
-            && let Ok(mut appender) = self.appender.try_lock()
-            && appender.append(&line, &mut records).is_ok()
-        {
-            return Some(Written::now());
+        if self.inline {
+            let mut gathering = crate::sync::lock(&self.gathering);
+            let leads = gathering.records.is_empty();
+            encode_into(&record, &mut gathering.lines).ok()?;
+            gathering.records.push(record);
+            if leads {
+                return Some(Written(Wait::Lead(Lead(Some(Arc::clone(self))))));
+            }
+            let (done, written) = oneshot::channel();
+            gathering.waiting.push(done);
+            return Some(Written(Wait::Group(written)));
         }
-        // Busy (another append is being written) or failing: the thread groups it, or retries.
-        let record = records.pop()?;
+        let mut lines = Vec::new();
+        encode_into(&record, &mut lines).ok()?;
         let (done, written) = oneshot::channel();
+        self.to_thread(Entry {
+            lines,
+            records: vec![record],
+            waiting: vec![done],
+        })?;
+        Some(Written(Wait::Group(written)))
+    }
+
+    /// Writes the inline group gathered so far, and wakes who waits on it; when the write
+    /// fails the thread takes the group (and retries), and what it returns says when it is
+    /// written.
+    fn write_group(&self) -> Option<oneshot::Receiver<()>> {
+        let mut group = std::mem::take(&mut *crate::sync::lock(&self.gathering));
+        if group.records.is_empty() {
+            return None;
+        }
+        if lock(&self.appender)
+            .append(&group.lines, &mut group.records)
+            .is_ok()
+        {
+            for done in group.waiting {
+                let _ = done.send(());
+            }
+            return None;
+        }
+        let (done, written) = oneshot::channel();
+        group.waiting.push(done);
+        self.to_thread(group)?;
+        Some(written)
+    }
+
+    /// Hands `entry` to the appender thread; `None` once it is gone (the journal closed).
+    fn to_thread(&self, entry: Entry) -> Option<()> {
         let tx = self.tx.lock().ok()?;
-        tx.as_ref()?.send(Entry { line, record, done }).ok()?;
-        Some(Written(Some(written)))
+        tx.as_ref()?.send(entry).ok()
     }
 
     /// The groups the appender hands over (once: the ledger writer takes them). The channel
@@ -424,29 +506,24 @@ fn lock(appender: &Mutex<Appender>) -> std::sync::MutexGuard<'_, Appender> {
 
 /// The appender thread: every record queued while the last group was written goes in the next.
 fn run(appender: &Mutex<Appender>, rx: &mpsc::Receiver<Entry>) {
-    let mut buf = Vec::new();
-    let mut waiting = Vec::new();
-    while let Ok(first) = rx.recv() {
-        buf.clear();
-        let mut entries = vec![first];
-        while entries.len() < GROUP_MAX {
+    while let Ok(mut group) = rx.recv() {
+        while group.records.len() < GROUP_MAX {
             let Ok(next) = rx.try_recv() else { break };
-            entries.push(next);
-        }
-        let mut records = Vec::with_capacity(entries.len());
-        for entry in entries {
-            buf.extend_from_slice(&entry.line);
-            records.push(entry.record);
-            waiting.push(entry.done);
+            group.lines.extend_from_slice(&next.lines);
+            group.records.extend(next.records);
+            group.waiting.extend(next.waiting);
         }
         // Retried while the disk refuses (the requests behind it wait, and new ones are
         // refused meanwhile): a request is never answered without its record.
         let mut delay = std::time::Duration::from_millis(50);
-        while lock(appender).append(&buf, &mut records).is_err() {
+        while lock(appender)
+            .append(&group.lines, &mut group.records)
+            .is_err()
+        {
             std::thread::sleep(delay);
             delay = (delay * 2).min(std::time::Duration::from_secs(2));
         }
-        for done in waiting.drain(..) {
+        for done in group.waiting {
             let _ = done.send(());
         }
     }
@@ -550,12 +627,26 @@ impl Appender {
 /// A record as one journal line: `{crc32:08x} {json}\n`. JSON escapes newlines, so the
 /// terminator is the line's only one.
 pub fn encode(record: &UsageRecord) -> Result<Vec<u8>, serde_json::Error> {
-    let json = serde_json::to_vec(record)?;
-    let mut line = Vec::with_capacity(json.len() + 10);
-    line.extend_from_slice(format!("{:08x} ", crc32fast::hash(&json)).as_bytes());
-    line.extend_from_slice(&json);
-    line.push(b'\n');
+    let mut line = Vec::new();
+    encode_into(record, &mut line)?;
     Ok(line)
+}
+
+/// [`encode`], appended to `lines` (left as it was on failure).
+fn encode_into(record: &UsageRecord, lines: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let start = lines.len();
+    lines.extend_from_slice(b"00000000 ");
+    if let Err(e) = serde_json::to_writer(&mut *lines, record) {
+        lines.truncate(start);
+        return Err(e);
+    }
+    let crc = crc32fast::hash(&lines[start + 9..]);
+    for (i, digit) in lines[start..start + 8].iter_mut().enumerate() {
+        *digit = HEX[((crc >> (28 - 4 * i)) & 0xf) as usize];
+    }
+    lines.push(b'\n');
+    Ok(())
 }
 
 fn create_segment(dir: &Path, index: u64) -> std::io::Result<File> {

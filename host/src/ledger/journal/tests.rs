@@ -33,7 +33,7 @@ fn record(i: u64) -> UsageRecord {
     }
 }
 
-async fn append(journal: &Journal, from: u64, to: u64) {
+async fn append(journal: &Arc<Journal>, from: u64, to: u64) {
     for i in from..to {
         journal.append(record(i)).expect("open").wait().await;
     }
@@ -205,19 +205,68 @@ async fn appends_under_load_share_writes() {
 }
 
 #[tokio::test]
-async fn without_fsync_a_free_journal_is_appended_to_at_once() {
+async fn without_fsync_a_request_alone_writes_its_record_itself() {
     let dir = dir("inline");
     let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
     for i in 0..10 {
         let written = journal.append(record(i)).unwrap();
         assert!(
-            written.0.is_none(),
-            "nothing to wait for: the line is written"
+            matches!(written.0, Wait::Lead(_)),
+            "alone, it leads its group"
         );
+        written.wait().await;
     }
     assert_eq!(journal.appends(), (10, 10));
     let (read, _) = read_all(&mut journal.reader());
     assert_eq!(read, (0..10).collect::<Vec<_>>());
     journal.close();
     assert!(journal.append(record(10)).is_none(), "closed");
+}
+
+#[tokio::test]
+async fn without_fsync_records_appended_in_one_turn_share_one_write() {
+    let dir = dir("inline-group");
+    let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
+    // Requests ending while the first one's leader yields: they join its group.
+    let written: Vec<_> = (0..10)
+        .map(|i| journal.append(record(i)).unwrap())
+        .collect();
+    assert!(matches!(written[0].0, Wait::Lead(_)));
+    assert!(written[1..].iter().all(|w| matches!(w.0, Wait::Group(_))));
+    assert_eq!(
+        journal.appends(),
+        (0, 0),
+        "nothing written before the leader waits"
+    );
+    // Followers waiting first are woken by the leader's write.
+    let waits = futures_util::future::join_all(written.into_iter().rev().map(Written::wait));
+    tokio::time::timeout(std::time::Duration::from_secs(5), waits)
+        .await
+        .expect("the leader wrote the group");
+    assert_eq!(journal.appends(), (10, 1));
+    let (read, _) = read_all(&mut journal.reader());
+    assert_eq!(read, (0..10).collect::<Vec<_>>());
+    // The next record starts a group of its own.
+    let next = journal.append(record(10)).unwrap();
+    assert!(matches!(next.0, Wait::Lead(_)));
+    next.wait().await;
+    assert_eq!(journal.appends(), (11, 2));
+}
+
+#[tokio::test]
+async fn a_leader_dropped_before_it_waits_writes_its_group() {
+    let dir = dir("inline-dropped");
+    let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
+    let mut written: Vec<_> = (0..3).map(|i| journal.append(record(i)).unwrap()).collect();
+    // The leader's request is cancelled (its client went away): its group is written at once,
+    // and the others' waits end.
+    drop(written.remove(0));
+    assert_eq!(journal.appends(), (3, 1));
+    for w in written {
+        tokio::time::timeout(std::time::Duration::from_secs(5), w.wait())
+            .await
+            .expect("woken");
+    }
+    let (read, _) = read_all(&mut journal.reader());
+    assert_eq!(read, vec![0, 1, 2]);
 }
