@@ -11,6 +11,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 use reqwest::Url;
 
@@ -40,6 +41,37 @@ pub struct Scope {
     provider: String,
     /// `None`: the entry has no base URL, so only the structural checks apply.
     base: Option<Base>,
+    /// The last few URLs admitted, by their text. A provider's requests go to a few URLs over
+    /// and over, and parsing one (the `url` crate, IDNA for its host) was 2 % of the plain
+    /// path's CPU. The checks depend on the text and the base alone, so a kept answer is the
+    /// one a fresh check gives; refusals are not kept (each is logged).
+    admitted: Arc<Mutex<Kept>>,
+}
+
+/// URLs admitted, by their text: [`KEPT`] at most, the oldest replaced first.
+#[derive(Debug, Default)]
+struct Kept {
+    urls: Vec<(Box<str>, Url)>,
+    next: usize,
+}
+
+const KEPT: usize = 4;
+
+impl Kept {
+    fn get(&self, text: &str) -> Option<Url> {
+        let (_, url) = self.urls.iter().find(|(kept, _)| **kept == *text)?;
+        Some(url.clone())
+    }
+
+    fn keep(&mut self, text: &str, url: &Url) {
+        let entry = (Box::from(text), url.clone());
+        if self.urls.len() < KEPT {
+            self.urls.push(entry);
+        } else {
+            self.urls[self.next] = entry;
+            self.next = (self.next + 1) % KEPT;
+        }
+    }
 }
 
 /// The parts of a base URL a request must share.
@@ -97,6 +129,7 @@ impl Scope {
         Ok(Self {
             provider: provider.to_owned(),
             base,
+            admitted: Arc::default(),
         })
     }
 
@@ -117,6 +150,23 @@ impl Scope {
     }
 
     fn check(&self, text: &str) -> Result<Url, Refusal> {
+        // Contended (another worker checks at once): checked afresh rather than waited for.
+        if let Some(url) = self
+            .admitted
+            .try_lock()
+            .ok()
+            .and_then(|kept| kept.get(text))
+        {
+            return Ok(url);
+        }
+        let url = self.check_afresh(text)?;
+        if let Ok(mut kept) = self.admitted.try_lock() {
+            kept.keep(text, &url);
+        }
+        Ok(url)
+    }
+
+    fn check_afresh(&self, text: &str) -> Result<Url, Refusal> {
         let url = structural(text)?;
         let Some(base) = &self.base else {
             return Ok(url);
@@ -391,5 +441,28 @@ mod tests {
         assert_eq!(shorten("ab", 2), "ab");
         assert_eq!(shorten("abc", 2), "ab…");
         assert_eq!(shorten("ééé", 1), "é…");
+    }
+
+    #[test]
+    fn a_kept_url_is_the_one_a_fresh_check_gives_and_refusals_are_not_kept() {
+        let base = scope(Some("https://api.example.com/v1"));
+        let texts: Vec<String> = (0..2 * KEPT)
+            .map(|i| format!("https://api.example.com/v1/models/m{i}:generate?key=k"))
+            .collect();
+        // Twice over more URLs than are kept: each answer, kept or not, is a fresh check's.
+        for _ in 0..2 {
+            for text in &texts {
+                let checked = base.check(text).unwrap();
+                assert_eq!(checked, base.check_afresh(text).unwrap());
+                assert_eq!(checked.as_str(), text);
+            }
+        }
+        assert_eq!(crate::sync::lock(&base.admitted).urls.len(), KEPT);
+        let outside = "https://api.example.com/v2/chat";
+        for _ in 0..2 {
+            assert_eq!(base.check(outside), Err(Refusal::OutsideBase));
+        }
+        let kept = crate::sync::lock(&base.admitted);
+        assert!(kept.urls.iter().all(|(text, _)| &**text != outside));
     }
 }
