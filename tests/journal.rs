@@ -304,11 +304,6 @@ async fn a_full_journal_refuses_new_requests_with_503() {
         .start()
         .await;
     let client = http();
-    let metric = |text: &str, name: &str| -> f64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {text}"))
-    };
     let mut refused = None;
     for i in 0..20_000 {
         let response = client
@@ -329,14 +324,7 @@ async fn a_full_journal_refuses_new_requests_with_503() {
     assert!(answered > 1_000, "refused after {answered} requests");
     assert_eq!(body["error"]["code"], "ledger_full", "{body}");
     assert_eq!(body["error"]["type"], "api_error", "{body}");
-    let metrics = client
-        .get(gateway.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = gateway.metrics().await;
     assert!(metric(&metrics, "wasmgate_ledger_journal_bytes") >= 1_048_576.0);
     assert_eq!(
         metric(&metrics, "wasmgate_ledger_journal_refusals_total"),
@@ -383,22 +371,9 @@ async fn requests_ending_together_share_journal_writes() {
     for task in tasks {
         task.await.unwrap();
     }
-    let metrics = client
-        .get(gateway.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let metric = |name: &str| -> f64 {
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
-    };
-    let records = metric("wasmgate_ledger_journal_appended_records_total");
-    let writes = metric("wasmgate_ledger_journal_writes_total");
+    let metrics = gateway.metrics().await;
+    let records = metric(&metrics, "wasmgate_ledger_journal_appended_records_total");
+    let writes = metric(&metrics, "wasmgate_ledger_journal_writes_total");
     assert_eq!(records, f64::from(clients * each), "every answered request");
     // One write per record would be no grouping at all; 64 clients at once share many.
     assert!(
@@ -408,4 +383,11 @@ async fn requests_ending_together_share_journal_writes() {
     eprintln!("{writes} writes for {records} records");
     drop(gateway);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The value of metric `name` (a series without labels) in a `/metrics` text.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
