@@ -2,14 +2,13 @@
 //! out, so that a process killed at any moment loses no record its client saw answered.
 //!
 //! A record handed to the kernel by `write()` survives the process; only the machine's own crash
-//! needs `fsync` (`ledger.journal.fsync`). Without `fsync` the requests append themselves, in
-//! groups: the first record of a group makes its request the group's leader, which yields to
-//! the runtime once and then writes every record that joined meanwhile with one `write()` to the
-//! page cache (microseconds; no thread to wake) and wakes the requests that wait on them. Alone,
-//! the leader's yield costs a turn of the scheduler; under load the requests that end in the
-//! same turn share one `write()` and one hand-over to the writer, where each cost a system call
-//! and a wake-up of its own. A leader dropped before it waits (its client went away) writes its
-//! group at once. With `fsync` (or when a write fails) the records go to the appender thread,
+//! needs `fsync` (`ledger.journal.fsync`). Without `fsync` records are appended in groups on the
+//! runtime: the first record of a group starts a task ([`Lead`]) that yields to the runtime once
+//! and then writes every record that joined meanwhile with one `write()` to the page cache
+//! (microseconds; no thread to wake) and wakes the requests that wait on them. Alone, a record
+//! costs a task and a turn of the scheduler; under load the requests that end in the same turn
+//! share one `write()` and one hand-over to the writer, where each cost a system call and a
+//! wake-up of its own. With `fsync` (or when a write fails) the records go to the appender thread,
 //! which takes every record queued while the last group was written and writes them with one
 //! `write()` and one `fsync`, then wakes the requests that wait on them (an `fsync` would hold a
 //! runtime thread for milliseconds; a failing disk is retried there with a backoff).
@@ -90,56 +89,53 @@ pub enum JournalError {
 
 /// What a request waits on before its last byte goes: its record's group is written.
 #[must_use = "the answer's last byte must wait for its record (`.wait().await`)"]
-pub struct Written(pub(super) Wait);
-
-pub(super) enum Wait {
-    /// Written already, or nothing to write (the ledger keeps records in memory only).
-    Now,
-    /// Another request (the group's leader) or the appender thread writes it.
-    Group(oneshot::Receiver<()>),
-    /// This request leads its group: it writes it.
-    Lead(Lead),
-}
+pub struct Written(pub(super) Option<oneshot::Receiver<()>>);
 
 impl Written {
     /// Nothing to wait for (the ledger keeps records in memory only).
     pub fn now() -> Self {
-        Self(Wait::Now)
+        Self(None)
     }
 
     /// Returns once the record is in the journal (at once without a journal). Should the
     /// appender be gone (the process is ending) it returns too: there is nothing left to wait on.
     pub async fn wait(self) {
-        let group = match self.0 {
-            Wait::Now => return,
-            Wait::Group(group) => group,
-            Wait::Lead(mut lead) => {
-                // Requests that end in this turn of the scheduler join the group meanwhile.
-                tokio::task::yield_now().await;
-                match lead.write() {
-                    Some(group) => group,
-                    None => return,
-                }
-            }
-        };
-        let _ = group.await;
+        if let Some(written) = self.0 {
+            let _ = written.await;
+        }
     }
 }
 
-/// The leader of a group of inline appends: it writes the group when it waits, or when it is
-/// dropped without waiting, so that no record of the group is left unwritten.
-pub(super) struct Lead(Option<Arc<Journal>>);
+/// What writes an inline group: a task of its own, which yields once (so that the records of
+/// requests ending in the same turn of the scheduler join) and writes. Not a request's task: a
+/// request whose client stopped reading is not polled again until its socket drains, and the
+/// other records of its group would wait on it. Dropped unwritten (the runtime shut down before
+/// the task ran, or there was none), it writes the group at once.
+struct Lead(Option<Arc<Journal>>);
 
 impl Lead {
-    /// Writes the group (once); what to wait on when the thread had to take it.
-    fn write(&mut self) -> Option<oneshot::Receiver<()>> {
-        self.0.take()?.write_group()
+    fn write(&mut self) {
+        if let Some(journal) = self.0.take() {
+            journal.write_group();
+        }
+    }
+
+    /// Writes the group from a task of its own, or at once outside a runtime.
+    fn start(self) {
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let mut lead = self;
+                tokio::task::yield_now().await;
+                lead.write();
+            });
+        }
+        // Outside a runtime `self` is dropped here, and writes.
     }
 }
 
 impl Drop for Lead {
     fn drop(&mut self) {
-        drop(self.write());
+        self.write();
     }
 }
 
@@ -296,16 +292,17 @@ impl Journal {
             return None;
         }
         if self.inline {
+            let (done, written) = oneshot::channel();
             let mut gathering = crate::sync::lock(&self.gathering);
             let leads = gathering.records.is_empty();
             encode_into(&record, &mut gathering.lines).ok()?;
             gathering.records.push(record);
-            if leads {
-                return Some(Written(Wait::Lead(Lead(Some(Arc::clone(self))))));
-            }
-            let (done, written) = oneshot::channel();
             gathering.waiting.push(done);
-            return Some(Written(Wait::Group(written)));
+            drop(gathering);
+            if leads {
+                Lead(Some(Arc::clone(self))).start();
+            }
+            return Some(Written(Some(written)));
         }
         let mut lines = Vec::new();
         encode_into(&record, &mut lines).ok()?;
@@ -315,16 +312,15 @@ impl Journal {
             records: vec![record],
             waiting: vec![done],
         })?;
-        Some(Written(Wait::Group(written)))
+        Some(Written(Some(written)))
     }
 
     /// Writes the inline group gathered so far, and wakes who waits on it; when the write
-    /// fails the thread takes the group (and retries), and what it returns says when it is
-    /// written.
-    fn write_group(&self) -> Option<oneshot::Receiver<()>> {
+    /// fails the thread takes the group (and retries).
+    fn write_group(&self) {
         let mut group = std::mem::take(&mut *crate::sync::lock(&self.gathering));
         if group.records.is_empty() {
-            return None;
+            return;
         }
         if lock(&self.appender)
             .append(&group.lines, &mut group.records)
@@ -333,12 +329,10 @@ impl Journal {
             for done in group.waiting {
                 let _ = done.send(());
             }
-            return None;
+            return;
         }
-        let (done, written) = oneshot::channel();
-        group.waiting.push(done);
-        self.to_thread(group)?;
-        Some(written)
+        // Gone (the journal closed): the waits end, as the thread's do when it ends.
+        let _ = self.to_thread(group);
     }
 
     /// Hands `entry` to the appender thread; `None` once it is gone (the journal closed).

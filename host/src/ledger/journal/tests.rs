@@ -205,16 +205,11 @@ async fn appends_under_load_share_writes() {
 }
 
 #[tokio::test]
-async fn without_fsync_a_request_alone_writes_its_record_itself() {
+async fn without_fsync_a_request_alone_gets_a_write_of_its_own() {
     let dir = dir("inline");
     let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
     for i in 0..10 {
-        let written = journal.append(record(i)).unwrap();
-        assert!(
-            matches!(written.0, Wait::Lead(_)),
-            "alone, it leads its group"
-        );
-        written.wait().await;
+        journal.append(record(i)).unwrap().wait().await;
     }
     assert_eq!(journal.appends(), (10, 10));
     let (read, _) = read_all(&mut journal.reader());
@@ -227,46 +222,57 @@ async fn without_fsync_a_request_alone_writes_its_record_itself() {
 async fn without_fsync_records_appended_in_one_turn_share_one_write() {
     let dir = dir("inline-group");
     let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
-    // Requests ending while the first one's leader yields: they join its group.
+    // Requests ending in one turn of the scheduler, before the group's task runs: one group.
     let written: Vec<_> = (0..10)
         .map(|i| journal.append(record(i)).unwrap())
         .collect();
-    assert!(matches!(written[0].0, Wait::Lead(_)));
-    assert!(written[1..].iter().all(|w| matches!(w.0, Wait::Group(_))));
-    assert_eq!(
-        journal.appends(),
-        (0, 0),
-        "nothing written before the leader waits"
-    );
-    // Followers waiting first are woken by the leader's write.
-    let waits = futures_util::future::join_all(written.into_iter().rev().map(Written::wait));
+    assert_eq!(journal.appends(), (0, 0), "written by a task, not at once");
+    let waits = futures_util::future::join_all(written.into_iter().map(Written::wait));
     tokio::time::timeout(std::time::Duration::from_secs(5), waits)
         .await
-        .expect("the leader wrote the group");
+        .expect("the group's task wrote it");
     assert_eq!(journal.appends(), (10, 1));
     let (read, _) = read_all(&mut journal.reader());
     assert_eq!(read, (0..10).collect::<Vec<_>>());
     // The next record starts a group of its own.
-    let next = journal.append(record(10)).unwrap();
-    assert!(matches!(next.0, Wait::Lead(_)));
-    next.wait().await;
+    journal.append(record(10)).unwrap().wait().await;
     assert_eq!(journal.appends(), (11, 2));
 }
 
 #[tokio::test]
-async fn a_leader_dropped_before_it_waits_writes_its_group() {
-    let dir = dir("inline-dropped");
+async fn a_request_that_never_waits_holds_back_no_other_record() {
+    let dir = dir("inline-held");
     let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
-    let mut written: Vec<_> = (0..3).map(|i| journal.append(record(i)).unwrap()).collect();
-    // The leader's request is cancelled (its client went away): its group is written at once,
-    // and the others' waits end.
-    drop(written.remove(0));
+    // The first request of the group is never polled again (its client stopped reading), and
+    // another's waits are dropped (its client went away): the rest are written all the same.
+    let held = journal.append(record(0)).unwrap();
+    drop(journal.append(record(1)).unwrap());
+    let waiting = journal.append(record(2)).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), waiting.wait())
+        .await
+        .expect("written while the first request still holds its wait");
     assert_eq!(journal.appends(), (3, 1));
-    for w in written {
-        tokio::time::timeout(std::time::Duration::from_secs(5), w.wait())
-            .await
-            .expect("woken");
-    }
     let (read, _) = read_all(&mut journal.reader());
     assert_eq!(read, vec![0, 1, 2]);
+    drop(held);
+}
+
+#[test]
+fn a_group_whose_task_never_runs_is_written_when_the_runtime_ends() {
+    let dir = dir("inline-shutdown");
+    let journal = Journal::open(&settings(&dir, 1 << 30)).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // Appended on a runtime that shuts down before its group's task is polled.
+    let written = runtime.block_on(async { journal.append(record(0)).unwrap() });
+    assert_eq!(journal.appends(), (0, 0));
+    drop(runtime);
+    assert_eq!(journal.appends(), (1, 1));
+    drop(written);
+    // Outside a runtime a record is written at once.
+    drop(journal.append(record(1)).unwrap());
+    assert_eq!(journal.appends(), (2, 2));
+    let (read, _) = read_all(&mut journal.reader());
+    assert_eq!(read, vec![0, 1]);
 }
