@@ -153,7 +153,8 @@ pub struct Group {
 /// The journal: the appender thread's queue, and what the appender and the reader share.
 pub struct Journal {
     tx: Mutex<Option<mpsc::Sender<Entry>>>,
-    /// The inline group being gathered: records appended since its leader's, not yet written.
+    /// The inline group being gathered: records appended since its task ([`Lead`]) started, not
+    /// yet written.
     gathering: Mutex<Entry>,
     /// The groups the appender hands over, until the writer takes the receiver.
     groups: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<Group>>>,
