@@ -23,9 +23,9 @@ thread_local! {
 }
 
 /// [`parse_options`](crate::parse_options), kept: an instance reads each distinct text (for
-/// each `T`) once and hands back the same value after. A reading is a function of the text alone (a `Deserialize` that
-/// reads no state of its own), so a kept one is the one a fresh instance would make; a text that
-/// fails is not kept, and only the last [`KEPT`] texts are.
+/// each `T`) once and hands back the same value after. A reading is a function of the text
+/// alone (a `Deserialize` that reads no state of its own), so a kept one is the one a fresh
+/// instance would make; a text that fails is not kept, and only the last [`KEPT`] texts are.
 pub(crate) fn parse_kept<T: DeserializeOwned + 'static>(
     options: &str,
 ) -> Result<Rc<T>, ConfigError> {

@@ -619,15 +619,8 @@ impl Appender {
     }
 }
 
-/// A record as one journal line: `{crc32:08x} {json}\n`. JSON escapes newlines, so the
-/// terminator is the line's only one.
-pub fn encode(record: &UsageRecord) -> Result<Vec<u8>, serde_json::Error> {
-    let mut line = Vec::new();
-    encode_into(record, &mut line)?;
-    Ok(line)
-}
-
-/// [`encode`], appended to `lines` (left as it was on failure).
+/// `record` as one journal line, `{crc32:08x} {json}\n`, appended to `lines` (left as it was
+/// on failure). JSON escapes newlines, so the terminator is the line's only one.
 fn encode_into(record: &UsageRecord, lines: &mut Vec<u8>) -> Result<(), serde_json::Error> {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let start = lines.len();

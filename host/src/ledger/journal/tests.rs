@@ -39,6 +39,13 @@ async fn append(journal: &Arc<Journal>, from: u64, to: u64) {
     }
 }
 
+/// `record`'s journal line alone.
+fn encode(record: &UsageRecord) -> Result<Vec<u8>, serde_json::Error> {
+    let mut line = Vec::new();
+    encode_into(record, &mut line)?;
+    Ok(line)
+}
+
 fn read_all(reader: &mut Reader) -> (Vec<u64>, Position) {
     let mut all = Vec::new();
     loop {
