@@ -1257,6 +1257,54 @@ fn stats_of_whole_hours_read_the_rollups() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The writer's page cache, full of the pages of records it wrote, is handed back once a
+/// second has passed since it last was: after the next batch it holds only that batch's pages.
+#[test]
+fn the_writers_page_cache_is_handed_back() {
+    let dir = std::env::temp_dir().join(format!("wasmgate-ledger-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = sqlite::SqliteStore::open(&dir.join("cache.db")).unwrap();
+    let batch = |n: i64| -> Vec<UsageRecord> {
+        (0..500)
+            .map(|i| {
+                let mut r = by(
+                    record(H + n * 500 + i, "a", 2, 3, 5),
+                    &format!("u{i}"),
+                    "",
+                    &[],
+                );
+                r.request_id = format!("cache-{n}-{i}");
+                r
+            })
+            .collect()
+    };
+    // Not handed back while it fills, however slow the machine.
+    *store.released.lock().unwrap() = std::time::Instant::now() + Duration::from_secs(3600);
+    for n in 0..8 {
+        store.write(&batch(n)).unwrap();
+    }
+    let full = store.cache_used().unwrap();
+    assert!(full > 1 << 20, "{full} bytes cached after 4,000 records");
+    // Due: the next batch hands the cache back.
+    *store.released.lock().unwrap() = std::time::Instant::now()
+        .checked_sub(Duration::from_secs(5))
+        .unwrap();
+    store.write(&batch(8)).unwrap();
+    let after = store.cache_used().unwrap();
+    assert!(
+        after < full / 4,
+        "{after} bytes cached after the release, {full} before"
+    );
+    // And not again within the second: the next batch's pages stay.
+    store.write(&batch(9)).unwrap();
+    assert!(
+        store.cache_used().unwrap() > after,
+        "kept until the next second"
+    );
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Runs `make`, whose stores write the records of the database the test then makes older: the
 /// records are written with today's columns (a store stopped at V1 could not write them), and
 /// [`before_history`] drops what the versions after V1 added, as such a database never had it.
