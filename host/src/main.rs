@@ -419,12 +419,12 @@ fn release_start_up_memory() {
 }
 
 /// mimalloc's `purge_delay` (its option 15 in the v3 the crate builds): how long memory freed
-/// whole stays committed before it is handed back. v3's default of a second let the heap under
-/// a steady load keep the pages of a second's churn; 100 ms, measured on the plain path at 64
-/// at once (BENCHMARKS.md, "Pages handed back sooner"), took the peak RSS from 61 to 110 MiB
-/// over six runs to 58 MiB in each, with the same CPU per request (0 cost 15 % more: a purge
-/// per free). `MIMALLOC_PURGE_DELAY`, when set, still wins. Set before any thread starts: the
-/// option is a plain global.
+/// whole stays committed before it is handed back. At v3's default of a second the heap under a
+/// steady load kept the pages of the last second's churn: on the plain path at 64 at once
+/// (BENCHMARKS.md, "Pages handed back sooner") the peak RSS was 59.8 to 108.2 MiB over seven
+/// runs, and 57.0 to 57.4 MiB over four with 100 ms, at the same CPU per request (0 ms cost 18 %
+/// more: a purge per free). `MIMALLOC_PURGE_DELAY`, when set, still wins. Set before any thread
+/// starts: the option is a plain global.
 fn purge_sooner() {
     const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
