@@ -130,9 +130,10 @@ impl SqliteStore {
     /// under load it fills with the pages of the records themselves, written once and never
     /// read again, and stays full (16 MiB of RSS) whether one user or a thousand wrote them.
     /// Released each second, it holds one second's pages, and the hot ones are read back from
-    /// the OS's page cache (for a thousand users' rollups some 4,000 reads a second, by the
-    /// estimate above). SQLite's pages come from glibc's malloc, not mimalloc: `malloc_trim`
-    /// hands back the free pages between live chunks, which glibc's `free` keeps.
+    /// the OS's page cache (for a thousand users' rollups some 4,000 reads a second, by
+    /// `open_once`'s estimate of four pages per user). SQLite's pages come from glibc's malloc,
+    /// not mimalloc: `malloc_trim` hands back the free pages between live chunks, which glibc's
+    /// `free` keeps.
     fn release_cache(&self, conn: &Connection) {
         if self.reader.is_none() {
             // In memory the cache is the database.
