@@ -225,7 +225,14 @@ async fn send(
             });
             // A client socket's turn may go on the entry's upstream socket instead.
             let turn = cx.socket.as_ref();
-            let went = socket::send(turn, provider, &info, &admitted, redactor).await?;
+            let went = match turn {
+                // Boxed: its future (a socket's send and read) would size every request's.
+                Some(_) => {
+                    let send = Box::pin(socket::send(turn, provider, &info, &admitted, redactor));
+                    send.await?
+                }
+                None => Went::Http,
+            };
             let (headers, bytes) = match went {
                 Went::Events(bytes) => (socket::event_headers(), bytes),
                 Went::Refused(response) => {
@@ -342,7 +349,9 @@ async fn whole(
     let body = match view {
         Some(view) => {
             let seen = parsed(&mut call, target, &view, &response, redactor).await?;
-            super::guard::native::whole(cx, completion.body, &seen.body).await?
+            // Boxed: the guards' future would size every whole request's.
+            let guarded = Box::pin(super::guard::native::whole(cx, completion.body, &seen.body));
+            guarded.await?
         }
         None => completion.body,
     };

@@ -66,14 +66,34 @@ pub async fn run(state: &AppState, incoming: Incoming) -> Reply {
 }
 
 /// The stages in order over `cx`, between the edge's way in and its way out.
-async fn carry(state: &AppState, mut cx: Context, incoming: Incoming) -> Reply {
-    let outcome = if state.ledger.is_full() {
-        // As when the counter store is gone: refused, rather than answered without a record.
-        Outcome::Failed(ApiError::LedgerFull)
-    } else {
-        stages(state, &mut cx, incoming).await
-    };
-    edge::out(cx, outcome).await
+///
+/// An async block, not an `async fn`: an `async fn` keeps its arguments in its state twice
+/// (as given, and moved into its body's own bindings), and `cx` is 2.6 KB held by every request
+/// in flight.
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps its arguments twice (see above)"
+)]
+fn carry(
+    state: &AppState,
+    mut cx: Context,
+    incoming: Incoming,
+) -> impl std::future::Future<Output = Reply> + '_ {
+    async move {
+        let outcome = if state.ledger.is_full() {
+            // As when the counter store is gone: refused, rather than answered without a record.
+            Outcome::Failed(ApiError::LedgerFull)
+        } else {
+            stages(state, &mut cx, incoming).await
+        };
+        // Boxed: this future is as large as its largest state, and the way out's (every kind
+        // of answer and error) is the largest, though it is held only at the end. By pointer,
+        // each request in flight holds the stages' state instead, while the upstream answers.
+        // (Bound first: a temporary of the awaiting statement is kept in the state, though
+        // moved.)
+        let out = Box::pin(edge::out(cx, outcome));
+        out.await
+    }
 }
 
 /// auth, the edge's way in, parse, guard, admit, cache, route (with attempt): what the way out
@@ -154,6 +174,47 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move { axum::serve(listener, app).await });
         format!("http://{addr}/v1")
+    }
+
+    /// The size of the future `f` returns, without a call.
+    fn future_size<'a, A: 'a, B: 'a, C, F: std::future::Future>(
+        _: impl FnOnce(&'a A, B, C) -> F,
+    ) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// What a request holds while the upstream answers is `carry`'s future, as large as its
+    /// largest state: the stages', not the way out's (every kind of answer and error, held only
+    /// at the end) nor a semantic cache lookup's (a request of its own), which are boxed.
+    #[test]
+    fn a_request_in_flight_holds_the_stages_state_not_the_way_outs() {
+        let carry = future_size(carry);
+        let stages = future_size(|state: &AppState, cx: &mut Context, incoming: Incoming| {
+            stages(state, cx, incoming)
+        });
+        let route =
+            future_size(|state: &AppState, cx: &mut Context, (): ()| route::route(state, cx));
+        let out = future_size(|(): &(), cx: Context, outcome: Outcome| edge::out(cx, outcome));
+        let run = future_size(|state: &AppState, incoming: Incoming, (): ()| run(state, incoming));
+        let context = std::mem::size_of::<Context>();
+        let incoming = std::mem::size_of::<Incoming>();
+        eprintln!(
+            "run {run}, carry {carry}, stages {stages}, route {route}, edge::out {out}, Context {context}, \
+             Incoming {incoming} bytes"
+        );
+        // Boxed, the way out is a pointer in `carry`: what is left is the context and the stages.
+        assert!(
+            carry <= context + stages + 256,
+            "carry's future ({carry} bytes) is larger than its context ({context}) and its \
+             stages' ({stages}): a state held only at the end sizes every request in flight"
+        );
+        // And the stages' is the route's (the attempt, the upstream's answer awaited), with the
+        // request's headers and body beside it, not a lookup's.
+        assert!(
+            stages <= route + incoming + 1024,
+            "the stages' future ({stages} bytes) is larger than the route's ({route}) and the \
+             request's ({incoming}): a rare state sizes every request in flight"
+        );
     }
 
     /// Prompts counted by the tests' tokenizer seam (one counter per test: they run at once).

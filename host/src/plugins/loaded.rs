@@ -3,6 +3,7 @@
 //! policy plugins (routers, limiters, guards, cache-key policies), a pool of warm instances.
 //! Each kind's file only adds its world's calls.
 
+use std::pin::Pin;
 use std::sync::Arc;
 
 use wasmtime::Store;
@@ -95,12 +96,20 @@ impl<W: World> Loaded<W> {
     /// A fresh instance for one request: waits (for a bounded time) for a free slot of `kind`,
     /// then instantiates. A request that may turn into a stream takes a `SlotKind::Stream`
     /// slot, since its instance then lives as long as the stream.
-    pub async fn start(&self, kind: SlotKind) -> Result<Instance<W>, PluginFailure> {
-        let mut sandbox = self.host.sandbox(&self.name, kind).await?;
-        let bindings = sandbox
-            .instantiate(async |s| W::instantiate(&self.pre, s).await)
-            .await?;
-        Ok(Instance { sandbox, bindings })
+    ///
+    /// Boxed: instantiation's future is large, and every caller's (a request's) would be sized
+    /// by it, on the paths with no plugin too; an instance costs far more than one allocation.
+    pub fn start(
+        &self,
+        kind: SlotKind,
+    ) -> Pin<Box<impl Future<Output = Result<Instance<W>, PluginFailure>> + '_>> {
+        Box::pin(async move {
+            let mut sandbox = self.host.sandbox(&self.name, kind).await?;
+            let bindings = sandbox
+                .instantiate(async |s| W::instantiate(&self.pre, s).await)
+                .await?;
+            Ok(Instance { sandbox, bindings })
+        })
     }
 }
 

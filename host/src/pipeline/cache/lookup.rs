@@ -26,7 +26,10 @@ pub async fn lookup(state: &AppState, cx: &mut Context, headers: &http::HeaderMa
     if !config.in_use() {
         return None;
     }
-    let outcome = lookup_in(state, cx, headers).await;
+    // Boxed: a semantic lookup runs a request of its own, and its future would size the
+    // stages' of every request, with a cache or without.
+    let lookup = Box::pin(lookup_in(state, cx, headers));
+    let outcome = lookup.await;
     let counts = &state.cache.counts;
     let count = match cx.cache.outcome {
         Some(Outcome::Hit) => &counts.hits,
