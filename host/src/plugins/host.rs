@@ -17,6 +17,7 @@ use super::limits::PluginLimits;
 use super::observer::CallObserver;
 use super::slots::{self, InstanceUsage};
 use super::state::PluginState;
+use super::ticker::Ticker;
 
 /// How often the epoch advances. Deadlines are counted in these ticks.
 pub(super) const TICK: Duration = Duration::from_millis(1);
@@ -45,6 +46,8 @@ pub struct PluginHost {
 
 pub(super) struct HostInner {
     pub(super) engine: Engine,
+    /// Advances `engine`'s epoch while a guest call runs.
+    pub(super) ticker: Arc<Ticker>,
     pub(super) linker: Linker<PluginState>,
     pub(super) limits: PluginLimits,
     pub(super) cache_dir: Option<PathBuf>,
@@ -121,7 +124,7 @@ impl PluginHost {
             .async_stack_size(1 << 20)
             .cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&config).map_err(|e| anyhow::anyhow!("wasmtime engine: {e}"))?;
-        spawn_epoch_ticker(&engine);
+        let ticker = Arc::new(Ticker::spawn(&engine));
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
@@ -132,6 +135,7 @@ impl PluginHost {
             inner: Arc::new(HostInner {
                 slots: slots::Slots::new(&limits),
                 engine,
+                ticker,
                 linker,
                 limits,
                 cache_dir,
@@ -211,25 +215,6 @@ impl PluginHost {
             Some(dir) => cache::load_or_compile(&self.inner.engine, dir, bytes).map_err(invalid),
             None => Component::new(&self.inner.engine, bytes).map_err(invalid),
         }
-    }
-}
-
-/// Advances the engine's epoch every tick, from a thread of its own: a looping guest never
-/// yields, so a ticker on the async runtime could starve. The thread holds only a weak reference
-/// and ends when the engine is dropped.
-fn spawn_epoch_ticker(engine: &Engine) {
-    let weak = engine.weak();
-    let spawned = std::thread::Builder::new()
-        .name("wasm-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(TICK);
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the plugin deadline ticker: {e}");
     }
 }
 

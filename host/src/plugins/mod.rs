@@ -29,6 +29,7 @@ mod router;
 mod sandbox;
 mod slots;
 mod state;
+mod ticker;
 
 pub use bindings::cache_key_types::{KeyDecision, KeyRequest};
 pub use bindings::counter_types::{Counter, Period};

@@ -18,6 +18,7 @@ use super::host::{PluginHost, TICK};
 use super::observer::CallObserver;
 use super::slots::{Slot, SlotKind, WarmTicket};
 use super::state::{CounterAccess, DeadlineExceeded, PluginState};
+use super::ticker::Ticker;
 
 pub(super) struct Sandbox {
     pub(super) store: Store<PluginState>,
@@ -25,6 +26,7 @@ pub(super) struct Sandbox {
     /// The host's count of export calls.
     calls: Arc<std::sync::atomic::AtomicU64>,
     observer: Arc<dyn CallObserver>,
+    ticker: Arc<Ticker>,
     _slot: Slot,
 }
 
@@ -55,6 +57,7 @@ impl PluginHost {
             plugin: Arc::clone(plugin),
             calls: Arc::clone(&inner.calls),
             observer: Arc::clone(&inner.observer),
+            ticker: Arc::clone(&inner.ticker),
             _slot: slot,
         };
         sandbox.arm();
@@ -86,6 +89,7 @@ impl Sandbox {
         f: impl AsyncFnOnce(&mut Store<PluginState>) -> wasmtime::Result<B>,
     ) -> Result<B, PluginFailure> {
         let meter = Arc::clone(&self.store.data().cpu);
+        let _running = self.ticker.running();
         match metered(&meter, f(&mut self.store)).await {
             Ok(bindings) => Ok(bindings),
             Err(e) => Err(self.classify(e)),
@@ -144,10 +148,12 @@ impl Sandbox {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let observed = self.observer.start(&self.plugin, call);
         let meter = Arc::clone(&self.store.data().cpu);
+        let running = self.ticker.running();
         let result = match metered(&meter, f(bindings, &mut self.store)).await {
             Ok(value) => Ok(value),
             Err(e) => Err(self.classify(e)),
         };
+        drop(running);
         let failure = result.as_ref().err().map(PluginFailure::kind);
         observed.end(failure);
         result
