@@ -5,7 +5,6 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -18,9 +17,6 @@ use super::observer::CallObserver;
 use super::slots::{self, InstanceUsage};
 use super::state::PluginState;
 use super::ticker::Ticker;
-
-/// How often the epoch advances. Deadlines are counted in these ticks.
-pub(super) const TICK: Duration = Duration::from_millis(1);
 
 /// Plugins compiled into the binary, so that `serve` works with no plugin directory at all.
 /// A `<plugins.dir>/<name>.wasm` file takes precedence over these. `build.rs` lists every plugin

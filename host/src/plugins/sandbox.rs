@@ -14,11 +14,11 @@ use wasmtime::{Store, StoreContextMut, Trap, UpdateDeadline};
 
 use super::cpu::metered;
 use super::failure::{PluginFailure, TimeBound};
-use super::host::{PluginHost, TICK};
+use super::host::PluginHost;
 use super::observer::CallObserver;
 use super::slots::{Slot, SlotKind, WarmTicket};
 use super::state::{CounterAccess, DeadlineExceeded, PluginState};
-use super::ticker::Ticker;
+use super::ticker::{TICK, Ticker};
 
 pub(super) struct Sandbox {
     pub(super) store: Store<PluginState>,

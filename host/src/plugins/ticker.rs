@@ -8,10 +8,12 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use wasmtime::Engine;
 
-use super::host::TICK;
+/// How often the epoch advances while a call runs. Deadlines are counted in these ticks.
+pub(super) const TICK: Duration = Duration::from_millis(1);
 
 /// The handle on the ticker's thread; dropped, the thread ends.
 pub(super) struct Ticker {
@@ -112,8 +114,6 @@ impl Drop for Running<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     /// Waits up to a second for `done`, polling every tick.
