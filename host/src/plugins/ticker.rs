@@ -18,8 +18,8 @@ pub(super) const TICK: Duration = Duration::from_millis(1);
 /// The handle on the ticker's thread; dropped, the thread ends.
 pub(super) struct Ticker {
     shared: Arc<Shared>,
-    /// `None` if the thread could not be started (logged): calls then run unbounded in time
-    /// but for the wall-clock backstop of their own waits, as before a ticker existed.
+    /// `None` if the thread could not be started (logged): the epoch then never advances, and
+    /// no call is stopped at its time bounds, as when the thread failed to start before.
     thread: Option<std::thread::Thread>,
 }
 
