@@ -225,14 +225,7 @@ async fn send(
             });
             // A client socket's turn may go on the entry's upstream socket instead.
             let turn = cx.socket.as_ref();
-            let went = match turn {
-                // Boxed: its future (a socket's send and read) would size every request's.
-                Some(_) => {
-                    let send = Box::pin(socket::send(turn, provider, &info, &admitted, redactor));
-                    send.await?
-                }
-                None => Went::Http,
-            };
+            let went = socket::send(turn, provider, &info, &admitted, redactor).await?;
             let (headers, bytes) = match went {
                 Went::Events(bytes) => (socket::event_headers(), bytes),
                 Went::Refused(response) => {

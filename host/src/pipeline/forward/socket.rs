@@ -162,10 +162,30 @@ pub async fn send(
     let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(prepared.body()) else {
         return Ok(Went::Http);
     };
-    let entry = &provider.name;
-    let Some((socket, last)) = turn.lanes.take(entry) else {
+    let Some((socket, last)) = turn.lanes.take(&provider.name) else {
         return Ok(Went::Http);
     };
+    // Boxed: the socket's opening, send and first read make a large future, and the attempt
+    // of every request, from a client socket or not, would be sized by it. (Bound first: a
+    // temporary of the awaiting statement is kept in the state, though moved.)
+    let went = Box::pin(send_on(
+        turn, provider, prepared, redactor, fields, socket, last,
+    ));
+    went.await
+}
+
+/// [`send`] on the entry's socket (`socket`, kept from an earlier turn with its `last`
+/// response, or opened now).
+async fn send_on(
+    turn: &SocketTurn,
+    provider: &Provider,
+    prepared: &Admitted,
+    redactor: &Redactor,
+    fields: Map<String, Value>,
+    socket: Option<Socket>,
+    last: Option<String>,
+) -> Result<Went, ApiError> {
+    let entry = &provider.name;
     // A socket kept from an earlier turn may have been closed by the upstream since (the
     // reference ends a connection after an hour): a send that fails on it is tried once on a
     // new one.
