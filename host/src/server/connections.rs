@@ -6,6 +6,17 @@
 //! taking file descriptors the upstream connections need. Each connection has the deadlines of
 //! [`super::timeouts`].
 //!
+//! Requests already running come before new connections. The loop runs on the thread that
+//! blocks on the server, so the connections it spawns reach the workers through the runtime's
+//! shared queue, which a worker looks at only now and then while it has work of its own, but
+//! which it empties up to 128 at a time whenever its own runs dry: every event of a running
+//! stream met after such a batch waited behind those requests' starts (about 100 µs each), and
+//! 512 streams opened at once stalled the first ones by 25 to 130 ms in most runs
+//! (BENCHMARKS.md). So at most [`STARTING`] accepted connections wait for their first turn:
+//! the rest of a burst waits in the listen backlog. (The loop moved onto a worker, with or
+//! without a yield after every few accepts, stalled as often: there the connections it spawns,
+//! and the loop itself once woken, run ahead of the queued work.)
+//!
 //! `axum::serve` drains without a deadline and spawns connections where nothing can cancel them.
 //! Here every connection (and every HTTP/2 stream hyper spawns) runs in one `TaskTracker` and
 //! stops when the abort token fires; dropping a connection drops its handlers and response
@@ -28,6 +39,10 @@ use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
 
 use super::timeouts::{Activity, ConnectionTimeouts, Expiry, TimedBody, Tracked, Watched};
+
+/// Connections accepted and not yet polled once, at most: past it, the loop waits for one of
+/// them to start before accepting the next.
+pub const STARTING: usize = 2;
 
 /// The connections being served: draining asks them to finish, aborting drops them.
 #[derive(Clone, Default)]
@@ -66,6 +81,7 @@ impl Connections {
     ) {
         let mut shutdown = pin!(shutdown);
         let slots = Arc::new(Semaphore::new(max_connections));
+        let starting = Arc::new(Semaphore::new(STARTING));
         let mut at_cap = false;
         loop {
             let slot = match Arc::clone(&slots).try_acquire_owned() {
@@ -91,6 +107,16 @@ impl Connections {
                     }
                 }
             };
+            let start = match Arc::clone(&starting).try_acquire_owned() {
+                Ok(start) => start,
+                Err(_) => tokio::select! {
+                    () = &mut shutdown => break,
+                    start = Arc::clone(&starting).acquire_owned() => match start {
+                        Ok(start) => start,
+                        Err(_) => break,
+                    },
+                },
+            };
             let (tcp, _peer) = tokio::select! {
                 () = &mut shutdown => break,
                 accepted = listener.accept() => match accepted {
@@ -103,18 +129,20 @@ impl Connections {
             };
             // Nagle's algorithm meeting delayed ACKs stalls small SSE writes by ~40 ms.
             let _ = tcp.set_nodelay(true);
-            self.serve(tcp, app.clone(), slot, timeouts());
+            self.serve(tcp, app.clone(), slot, start, timeouts());
         }
         self.drain.cancel();
         self.tasks.close();
     }
 
-    /// Serves one connection, holding `slot` (of `max_connections`) until it closes.
+    /// Serves one connection, holding `slot` (of `max_connections`) until it closes and `start`
+    /// (of [`STARTING`]) until its first turn.
     fn serve(
         &self,
         tcp: TcpStream,
         app: Router,
         slot: OwnedSemaphorePermit,
+        start: OwnedSemaphorePermit,
         timeouts: ConnectionTimeouts,
     ) {
         let activity = Activity::new(timeouts);
@@ -130,7 +158,7 @@ impl Connections {
             }
         });
         let connections = self.clone();
-        self.spawn(async move {
+        self.spawn(started(start, async move {
             let _slot = slot;
             let builder = Builder::new(Executor(connections.clone()));
             let mut conn = pin!(builder.serve_connection_with_upgrades(io, service));
@@ -166,7 +194,7 @@ impl Connections {
                     },
                 }
             }
-        });
+        }));
     }
 
     /// Spawns `future` as a tracked task that is dropped when the connections are aborted.
@@ -208,6 +236,18 @@ impl Connections {
     }
 }
 
+/// `future`, giving back `permit` once it has been polled once.
+async fn started<F: Future>(permit: OwnedSemaphorePermit, future: F) -> F::Output {
+    let mut permit = Some(permit);
+    let mut future = pin!(future);
+    std::future::poll_fn(move |cx| {
+        let polled = future.as_mut().poll(cx);
+        drop(permit.take());
+        polled
+    })
+    .await
+}
+
 /// How a drain ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Drained {
@@ -236,4 +276,78 @@ async fn accept_failed(e: &io::Error) {
     }
     tracing::error!("accepting a connection failed: {e}");
     tokio::time::sleep(Duration::from_millis(100)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+    use std::sync::Mutex;
+
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    use super::*;
+    use crate::config::ServerConfig;
+
+    const CLIENTS: usize = STARTING * 2 + 8;
+
+    /// Every client has connected and sent its request before the server's runtime (one
+    /// thread) takes a turn; each handler notes how many connections are open as it runs.
+    #[tokio::test]
+    async fn a_burst_of_clients_waits_in_the_backlog_not_ahead_of_the_connections_started() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let clients: Vec<std::net::TcpStream> = (0..CLIENTS)
+            .map(|_| {
+                let mut client = std::net::TcpStream::connect(addr).unwrap();
+                client
+                    .write_all(b"GET / HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\n\r\n")
+                    .unwrap();
+                client
+            })
+            .collect();
+        let connections = Connections::default();
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let app = Router::new().route(
+            "/",
+            get({
+                let (connections, open) = (connections.clone(), Arc::clone(&open));
+                move || async move {
+                    open.lock().unwrap().push(connections.in_flight());
+                    "ok"
+                }
+            }),
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn({
+            let connections = connections.clone();
+            async move {
+                let timeouts = || ConnectionTimeouts::of(&ServerConfig::default());
+                let shutdown = async {
+                    let _ = stopped.await;
+                };
+                connections
+                    .accept(listener, app, 100, timeouts, shutdown)
+                    .await;
+            }
+        });
+        for client in clients {
+            client.set_nonblocking(true).unwrap();
+            let mut client = tokio::net::TcpStream::from_std(client).unwrap();
+            let mut response = String::new();
+            client.read_to_string(&mut response).await.unwrap();
+            assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+            client.shutdown().await.ok();
+        }
+        stop.send(()).unwrap();
+        server.await.unwrap();
+        let open = open.lock().unwrap().clone();
+        assert_eq!(open.len(), CLIENTS, "every client is answered");
+        // Without the bound the loop takes them all from the backlog in its first turn, before
+        // the first connection's.
+        assert!(
+            open[0] <= STARTING && open.iter().all(|&n| n < CLIENTS),
+            "connections open as each handler ran: {open:?}"
+        );
+    }
 }
