@@ -6,9 +6,9 @@
 //! taking file descriptors the upstream connections need. Each connection has the deadlines of
 //! [`super::timeouts`].
 //!
-//! Requests already running come before new connections. The loop runs on the thread that
-//! blocks on the server, so the connections it spawns reach the workers through the runtime's
-//! shared queue, which a worker looks at only now and then while it has work of its own, but
+//! Requests already running come before new connections. In `wasmgate serve` the loop runs on
+//! the thread that blocks on the server (`main.rs`), so the connections it spawns reach the
+//! workers through the runtime's shared queue, which a worker looks at only now and then while it has work of its own, but
 //! which it empties up to 128 at a time whenever its own runs dry: every event of a running
 //! stream met after such a batch waited behind those requests' starts (about 100 µs each), and
 //! 512 streams opened at once stalled the first ones by 25 to 130 ms in most runs
