@@ -8,14 +8,14 @@
 //!
 //! Requests already running come before new connections. In `wasmgate serve` the loop runs on
 //! the thread that blocks on the server (`main.rs`), so the connections it spawns reach the
-//! workers through the runtime's shared queue, which a worker looks at only now and then while it has work of its own, but
-//! which it empties up to 128 at a time whenever its own runs dry: every event of a running
-//! stream met after such a batch waited behind those requests' starts (about 100 µs each), and
-//! 512 streams opened at once stalled the first ones by 25 to 130 ms in most runs
-//! (BENCHMARKS.md). So at most [`STARTING`] accepted connections wait for their first turn:
-//! the rest of a burst waits in the listen backlog. (The loop moved onto a worker, with or
-//! without a yield after every few accepts, stalled as often: there the connections it spawns,
-//! and the loop itself once woken, run ahead of the queued work.)
+//! workers through the runtime's shared queue, which a worker looks at only now and then while
+//! it has work of its own, but which it empties up to 128 at a time whenever its own runs dry:
+//! every event of a running stream met after such a batch waited behind those requests' starts
+//! (about 100 µs each), and 512 streams opened at once stalled the first ones by 25 to 130 ms
+//! in most runs (BENCHMARKS.md). So at most [`STARTING`] accepted connections wait for their
+//! first turn: the rest of a burst waits in the listen backlog. (The loop moved onto a worker,
+//! with or without a yield after every few accepts, stalled as often: there the connections it
+//! spawns, and the loop itself once woken, run ahead of the queued work.)
 //!
 //! `axum::serve` drains without a deadline and spawns connections where nothing can cancel them.
 //! Here every connection (and every HTTP/2 stream hyper spawns) runs in one `TaskTracker` and
@@ -24,7 +24,7 @@
 
 use std::future::Future;
 use std::io;
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -98,24 +98,20 @@ impl Connections {
                         );
                         at_cap = true;
                     }
-                    tokio::select! {
-                        () = &mut shutdown => break,
-                        slot = Arc::clone(&slots).acquire_owned() => match slot {
-                            Ok(slot) => slot,
-                            Err(_) => break,
-                        },
-                    }
+                    let Some(slot) = freed(&slots, shutdown.as_mut()).await else {
+                        break;
+                    };
+                    slot
                 }
             };
             let start = match Arc::clone(&starting).try_acquire_owned() {
                 Ok(start) => start,
-                Err(_) => tokio::select! {
-                    () = &mut shutdown => break,
-                    start = Arc::clone(&starting).acquire_owned() => match start {
-                        Ok(start) => start,
-                        Err(_) => break,
-                    },
-                },
+                Err(_) => {
+                    let Some(start) = freed(&starting, shutdown.as_mut()).await else {
+                        break;
+                    };
+                    start
+                }
             };
             let (tcp, _peer) = tokio::select! {
                 () = &mut shutdown => break,
@@ -233,6 +229,17 @@ impl Connections {
         self.abort.cancel();
         self.tasks.wait().await;
         Drained::Cut { cut, early }
+    }
+}
+
+/// A permit of `semaphore` once one is freed, or `None` if `shutdown` resolves first.
+async fn freed(
+    semaphore: &Arc<Semaphore>,
+    shutdown: Pin<&mut impl Future<Output = ()>>,
+) -> Option<OwnedSemaphorePermit> {
+    tokio::select! {
+        () = shutdown => None,
+        permit = Arc::clone(semaphore).acquire_owned() => permit.ok(),
     }
 }
 
