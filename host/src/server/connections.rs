@@ -34,6 +34,7 @@ use hyper_util::rt::TokioIo;
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::future::FutureExt as _;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
@@ -141,6 +142,18 @@ impl Connections {
         start: OwnedSemaphorePermit,
         timeouts: ConnectionTimeouts,
     ) {
+        let connection = self.connection(tcp, app, slot, timeouts);
+        self.spawn(Started::new(start, connection));
+    }
+
+    /// One connection served until it ends, or is drained or expires.
+    fn connection(
+        &self,
+        tcp: TcpStream,
+        app: Router,
+        slot: OwnedSemaphorePermit,
+        timeouts: ConnectionTimeouts,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let activity = Activity::new(timeouts);
         let io = TokioIo::new(Watched::new(tcp, Arc::clone(&activity)));
         let watched = Arc::clone(&activity);
@@ -154,7 +167,7 @@ impl Connections {
             }
         });
         let connections = self.clone();
-        self.spawn(started(start, async move {
+        async move {
             let _slot = slot;
             let builder = Builder::new(Executor(connections.clone()));
             let mut conn = pin!(builder.serve_connection_with_upgrades(io, service));
@@ -190,7 +203,7 @@ impl Connections {
                     },
                 }
             }
-        }));
+        }
     }
 
     /// Spawns `future` as a tracked task that is dropped when the connections are aborted.
@@ -199,13 +212,14 @@ impl Connections {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let abort = self.abort.clone();
-        self.tasks.spawn(async move {
-            tokio::select! {
-                _ = future => {}
-                () = abort.cancelled() => {}
-            }
-        });
+        self.tasks.spawn(self.abortable(future));
+    }
+
+    /// `future`, dropped when the connections are aborted. A struct, where an `async` block
+    /// around a `select!` held `future` twice (its capture and the operand moved out of it):
+    /// every connection's task was twice the size of the connection (BENCHMARKS.md).
+    fn abortable<F: Future>(&self, future: F) -> impl Future<Output = Option<F::Output>> + use<F> {
+        future.with_cancellation_token_owned(self.abort.clone())
     }
 
     /// Connections (and HTTP/2 streams) still running.
@@ -243,16 +257,34 @@ async fn freed(
     }
 }
 
-/// `future`, giving back `permit` once it has been polled once.
-async fn started<F: Future>(permit: OwnedSemaphorePermit, future: F) -> F::Output {
-    let mut permit = Some(permit);
-    let mut future = pin!(future);
-    std::future::poll_fn(move |cx| {
-        let polled = future.as_mut().poll(cx);
-        drop(permit.take());
+pin_project_lite::pin_project! {
+    /// `future`, giving back `permit` once it has been polled once. (A struct for the reason
+    /// [`Connections::abortable`] is one.)
+    struct Started<F> {
+        permit: Option<OwnedSemaphorePermit>,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F> Started<F> {
+    fn new(permit: OwnedSemaphorePermit, future: F) -> Self {
+        Self {
+            permit: Some(permit),
+            future,
+        }
+    }
+}
+
+impl<F: Future> Future for Started<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let polled = this.future.poll(cx);
+        drop(this.permit.take());
         polled
-    })
-    .await
+    }
 }
 
 /// How a drain ended.
@@ -297,6 +329,30 @@ mod tests {
     use crate::config::ServerConfig;
 
     const CLIENTS: usize = STARTING * 2 + 8;
+
+    /// What each open connection's task holds while it waits: the connection, once. Its
+    /// wrappers (the start permit, the abort token) add their fields, not a second copy.
+    #[tokio::test]
+    async fn a_connections_task_holds_its_connection_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (tcp, _) = listener.accept().await.unwrap();
+        let permits = Arc::new(Semaphore::new(2));
+        let permit = || Arc::clone(&permits).try_acquire_owned().unwrap();
+        let connections = Connections::default();
+        let timeouts = ConnectionTimeouts::of(&ServerConfig::default());
+        let connection = connections.connection(tcp, Router::new(), permit(), timeouts);
+        let alone = std::mem::size_of_val(&connection);
+        let task = connections.abortable(Started::new(permit(), connection));
+        let task = std::mem::size_of_val(&task);
+        eprintln!("a connection {alone} bytes, its task {task}");
+        assert!(
+            task <= alone + 128,
+            "a connection's task is {task} bytes for a connection of {alone}"
+        );
+    }
 
     /// Every client has connected and sent its request before the server's runtime (one
     /// thread) takes a turn; each handler notes how many connections are open as it runs.
