@@ -91,14 +91,16 @@ pub async fn serve(
         return error(&dialect, &refused).await;
     }
     let edge = Edge { gateway, matched };
+    // The other kinds are boxed: each request's future is as large as its largest state, and a
+    // model call's, the one held while the upstream answers, is the smallest.
     let answered = match edge.matched.route().kind {
         RouteKind::Call => return call(&state, edge, headers, id, body).await,
-        RouteKind::CountTokens => {
-            crate::pipeline::count::count_tokens(&state, &edge, &headers, body)
-                .await
-                .map(|(body, counter)| (body, Some(counter)))
-        }
-        RouteKind::ListModels | RouteKind::GetModel => models(&state, &edge, headers)
+        RouteKind::CountTokens => Box::pin(crate::pipeline::count::count_tokens(
+            &state, &edge, &headers, body,
+        ))
+        .await
+        .map(|(body, counter)| (body, Some(counter))),
+        RouteKind::ListModels | RouteKind::GetModel => Box::pin(models(&state, &edge, headers))
             .await
             .map(|body| (body, None)),
     };
@@ -168,7 +170,8 @@ async fn models(
 /// The error as the dialect's plugin writes it, with the status and headers every error gets.
 async fn error(dialect: &Mounted, refused: &ApiError) -> Response {
     let plugin = Some(dialect.plugin.clone());
-    let body = edge_of::error_body(plugin, Dialect::Plugin, refused).await;
+    // Boxed for the reason the route kinds are (`serve`).
+    let body = Box::pin(edge_of::error_body(plugin, Dialect::Plugin, refused)).await;
     let mut response = refused.response(Dialect::Plugin);
     *response.body_mut() = Body::from(body);
     response
@@ -245,5 +248,45 @@ fn present_key(
             headers.insert(AUTHORIZATION, value);
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The size of the future `f` returns, without a call.
+    fn future_size<'a, A: 'a, B, F: std::future::Future>(_: impl FnOnce(&'a A, B) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    type Parts = (Method, Uri, HeaderMap, Option<Extension<RequestId>>, Body);
+
+    /// A model call on a dialect's route (Messages, Responses) holds its handler's future while
+    /// the upstream answers: the call's state, not a pass-through's, a token count's, a model
+    /// list's or an error's, which are boxed.
+    #[test]
+    fn a_model_call_holds_the_calls_state_not_a_rarer_routes() {
+        let serve = future_size(
+            |state: &Arc<AppState>, (method, uri, headers, id, body): Parts| {
+                serve(State(Arc::clone(state)), method, uri, headers, id, body)
+            },
+        );
+        let call =
+            future_size(
+                |state: &AppState,
+                 (edge, headers, id, body): (
+                    Edge,
+                    HeaderMap,
+                    Option<Extension<RequestId>>,
+                    Body,
+                )| { call(state, edge, headers, id, body) },
+            );
+        eprintln!("serve {serve}, call {call} bytes");
+        assert!(
+            serve <= call + 1024,
+            "a dialect route's future is {serve} bytes where a model call's is {call}: a rarer \
+             route's state sizes every call in flight"
+        );
     }
 }

@@ -49,7 +49,9 @@ pub async fn serve(
         rest: &rest,
         query: uri.query(),
     };
-    let mut response = match forward::run(state, incoming, to).await {
+    // Boxed: the forwarding's state (about 9 KB) would otherwise size the future of every
+    // request the dialect routes serve, which asks here first.
+    let mut response = match Box::pin(forward::run(state, incoming, to)).await {
         Ok(forwarded) => {
             let mut response = Response::new(forwarded.body);
             *response.status_mut() = forwarded.status;
