@@ -53,6 +53,7 @@ use reply::answer_headers;
 use route::Answered;
 
 use crate::error::ApiError;
+use crate::ledger::Written;
 use crate::state::AppState;
 
 /// Runs one request through every stage, and ends it.
@@ -62,7 +63,12 @@ pub async fn run(state: &AppState, incoming: Incoming) -> Reply {
     // route futures, the middleware) move theirs into boxes of their own; holding this one
     // by pointer keeps those moves small (callgrind: three copies of it per request were 3 %
     // of the instructions).
-    Box::pin(carry(state, cx, incoming)).await
+    let (reply, written) = Box::pin(carry(state, cx, incoming)).await;
+    // The answer goes once its record is in the journal. Waited for here, with the stages' and
+    // the way out's states freed: at saturation many requests wait for the journal's next
+    // group, and each held both (BENCHMARKS.md).
+    written.wait().await;
+    reply
 }
 
 /// The stages in order over `cx`, between the edge's way in and its way out.
@@ -78,7 +84,7 @@ fn carry(
     state: &AppState,
     mut cx: Context,
     incoming: Incoming,
-) -> impl std::future::Future<Output = Reply> + '_ {
+) -> impl std::future::Future<Output = (Reply, Written)> + '_ {
     async move {
         let outcome = if state.ledger.is_full() {
             // As when the counter store is gone: refused, rather than answered without a record.
@@ -294,7 +300,8 @@ ledger: {{ url: "sqlite::memory:" }}
         };
         let mut cx = Context::new(&state, &incoming);
         cx.count_prompt = count;
-        let reply = carry(&state, cx, incoming).await;
+        let (reply, written) = carry(&state, cx, incoming).await;
+        written.wait().await;
         let Ok(Answer {
             body: AnswerBody::Events(events),
             ..

@@ -10,14 +10,16 @@ use super::frame::{self, Framing};
 use crate::cache::answer::{self, Entry, Form};
 use crate::cache::now_ms;
 use crate::error::{ApiError, Dialect};
+use crate::ledger::Written;
 use crate::pipeline::cache::Hit;
 use crate::pipeline::context::{Context, Tried};
 use crate::pipeline::finish::End;
 use crate::pipeline::reply::{Answer, AnswerBody};
 use crate::plugins::Usage;
 
-/// Answers the request from `hit` in the client's dialect, and ends it as a hit.
-pub(super) async fn serve(mut cx: Context, hit: Hit) -> Result<Answer, ApiError> {
+/// Answers the request from `hit` in the client's dialect, and ends it as a hit (what it
+/// returns beside the answer says when the record is in the journal).
+pub(super) async fn serve(mut cx: Context, hit: Hit) -> (Result<Answer, ApiError>, Written) {
     let Hit { entry } = hit;
     let usage = entry.usage.map(Usage::from);
     let id = format!("{}/{}", entry.provider, entry.model);
@@ -44,12 +46,12 @@ pub(super) async fn serve(mut cx: Context, hit: Hit) -> Result<Answer, ApiError>
     };
     match body {
         Ok(body) => {
-            cx.finish(End::Cached(usage)).wait().await;
-            Ok(Answer { headers, body })
+            let written = cx.finish(End::Cached(usage));
+            (Ok(Answer { headers, body }), written)
         }
         Err(error) => {
-            cx.finish(End::Failed(&error)).wait().await;
-            Err(error)
+            let written = cx.finish(End::Failed(&error));
+            (Err(error), written)
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The edge's way out: every answer and every error of a request leaves through [`out`],
 //! written in the client's API (whole, streamed, as one JSON array, from the cache, refused);
-//! the request is finished here (its record in the journal before the answer goes), or handed
-//! to the stream that will finish it.
+//! the request is finished here, or handed to the stream that will finish it. A finished
+//! request's answer goes once its record is in the journal: [`out`] returns what says when,
+//! for its caller to wait on once the way out's state is freed.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use super::frame::{self};
 use super::transcript;
 use super::{hit, json_array};
 use crate::error::ApiError;
+use crate::ledger::Written;
 use crate::pipeline::attempt::Sent;
 use crate::pipeline::cache::Hit;
 use crate::pipeline::context::Context;
@@ -35,9 +37,11 @@ pub enum Outcome {
     Failed(ApiError),
 }
 
-/// Writes `outcome` for the client, and ends the request (or hands it to its stream). An error
-/// on a registry dialect's route is written by its plugin, from the request's own snapshot.
-pub async fn out(cx: Context, outcome: Outcome) -> Reply {
+/// Writes `outcome` for the client, and ends the request (or hands it to its stream): the reply
+/// is to go once what is returned beside it says the request's record is in the journal. An
+/// error on a registry dialect's route is written by its plugin, from the request's own
+/// snapshot.
+pub async fn out(cx: Context, outcome: Outcome) -> (Reply, Written) {
     let dialect = cx.dialect;
     // A stream the client asked for as one JSON array (Google's `streamGenerateContent` without
     // `alt=sse`), live or from the cache.
@@ -46,15 +50,13 @@ pub async fn out(cx: Context, outcome: Outcome) -> Reply {
         .as_ref()
         .is_some_and(|t| t.framing == plugins::Framing::JsonArray);
     let mounted = cx.edge.as_ref().map(|matched| Arc::clone(&matched.dialect));
-    let result = match outcome {
+    let (result, written) = match outcome {
         Outcome::Answered { sent, headers } => {
-            answer(cx, sent).await.map(|body| Answer { headers, body })
+            let (body, written) = answer(cx, sent).await;
+            (body.map(|body| Answer { headers, body }), written)
         }
         Outcome::Hit(hit) => hit::serve(cx, hit).await,
-        Outcome::Failed(error) => {
-            cx.finish(End::Failed(&error)).wait().await;
-            Err(error)
-        }
+        Outcome::Failed(error) => failed(cx, error),
     };
     let result = if array {
         result.map(json_array::reframe)
@@ -67,21 +69,25 @@ pub async fn out(cx: Context, outcome: Outcome) -> Reply {
         }
         _ => None,
     };
-    Reply {
+    let reply = Reply {
         dialect,
         result,
         error_body,
-    }
+    };
+    (reply, written)
+}
+
+/// Ends the request as failed with `error`.
+fn failed<T>(cx: Context, error: ApiError) -> (Result<T, ApiError>, Written) {
+    let written = cx.finish(End::Failed(&error));
+    (Err(error), written)
 }
 
 /// The answer's body in the client's dialect: encoded by the dialect plugin unless the target
-/// spoke it; a Responses answer kept before the client has it. Finishes `cx` (its record in
-/// the journal before the answer goes), or hands it to the stream that will.
-async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
-    async fn failed(cx: Context, error: ApiError) -> Result<AnswerBody, ApiError> {
-        cx.finish(End::Failed(&error)).wait().await;
-        Err(error)
-    }
+/// spoke it; a Responses answer kept before the client has it. Finishes `cx` (what it returns
+/// beside the body says when its record is in the journal), or hands it to the stream that
+/// will.
+async fn answer(mut cx: Context, sent: Sent) -> (Result<AnswerBody, ApiError>, Written) {
     match sent {
         Sent::Whole {
             body,
@@ -95,12 +101,12 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             };
             let body = match checked {
                 Ok(body) => body,
-                Err(error) => return failed(cx, error).await,
+                Err(error) => return failed(cx, error),
             };
             let body = match &cx.translation {
                 Some(_) if !native => match encode(&mut cx, &body, usage).await {
                     Ok(body) => body,
-                    Err(error) => return failed(cx, error).await,
+                    Err(error) => return failed(cx, error),
                 },
                 Some(translation) => translation.with_previous_id(body),
                 None => body,
@@ -125,30 +131,32 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
                         };
                         let error =
                             ApiError::provider(&provider.unwrap_or_default(), error, &cx.redactor);
-                        return failed(cx, error).await;
+                        return failed(cx, error);
                     }
                 },
                 None => AnswerBody::Json(body),
             };
-            cx.finish(End::Answered(usage)).wait().await;
-            Ok(body)
+            let written = cx.finish(End::Answered(usage));
+            (Ok(body), written)
         }
         Sent::Raw(raw) => {
             let content_type = raw_answer::content_type(&raw);
             cx.request.release_body();
-            Ok(AnswerBody::Typed {
+            // Its body ends the request when it has been relayed.
+            let body = AnswerBody::Typed {
                 content_type,
                 body: raw_answer::body(*raw, cx),
-            })
+            };
+            (Ok(body), Written::now())
         }
         Sent::Events { events, usage } => {
             let (events, stopped) = match guard::answer::events(&mut cx, events).await {
                 Ok(passed) => passed,
-                Err(error) => return failed(cx, error).await,
+                Err(error) => return failed(cx, error),
             };
             let framing = match frame::framing(&mut cx, false).await {
                 Ok(framing) => framing,
-                Err(error) => return failed(cx, error).await,
+                Err(error) => return failed(cx, error),
             };
             let body = frame::local(events, usage, framing, stopped.as_ref()).await;
             cx.first_output();
@@ -161,8 +169,8 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
                 },
                 None => End::Answered(usage),
             };
-            cx.finish(end).wait().await;
-            Ok(AnswerBody::Events(Body::from(body)))
+            let written = cx.finish(end);
+            (Ok(AnswerBody::Events(Body::from(body))), written)
         }
         Sent::Stream(upstream) => {
             if upstream.native {
@@ -170,13 +178,15 @@ async fn answer(mut cx: Context, sent: Sent) -> Result<AnswerBody, ApiError> {
             }
             let framing = match frame::framing(&mut cx, upstream.native).await {
                 Ok(framing) => framing,
-                Err(error) => return failed(cx, error).await,
+                Err(error) => return failed(cx, error),
             };
             if let Err(error) = guard::answer::open_stream(&mut cx).await {
-                return failed(cx, error).await;
+                return failed(cx, error);
             }
             cx.release_body_for_stream();
-            Ok(AnswerBody::Events(relay::body(upstream, cx, framing)))
+            // The stream ends the request, and waits for its record before its last event.
+            let body = AnswerBody::Events(relay::body(upstream, cx, framing));
+            (Ok(body), Written::now())
         }
     }
 }
