@@ -60,6 +60,13 @@ impl Context {
         self.end(end)
     }
 
+    /// Ends the request as failed with `error`, for a way out that returns the error beside
+    /// what its answer waits on.
+    pub fn fail<T>(self, error: ApiError) -> (Result<T, ApiError>, Written) {
+        let written = self.finish(End::Failed(&error));
+        (Err(error), written)
+    }
+
     fn end(&mut self, end: End<'_>) -> Written {
         // Taken once: whatever runs `end` a second time (the drop after `finish`) finds it gone.
         let Some(telemetry) = self.telemetry.take() else {

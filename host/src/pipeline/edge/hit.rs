@@ -49,10 +49,7 @@ pub(super) async fn serve(mut cx: Context, hit: Hit) -> (Result<Answer, ApiError
             let written = cx.finish(End::Cached(usage));
             (Ok(Answer { headers, body }), written)
         }
-        Err(error) => {
-            let written = cx.finish(End::Failed(&error));
-            (Err(error), written)
-        }
+        Err(error) => cx.fail(error),
     }
 }
 

@@ -56,7 +56,7 @@ pub async fn out(cx: Context, outcome: Outcome) -> (Reply, Written) {
             (body.map(|body| Answer { headers, body }), written)
         }
         Outcome::Hit(hit) => hit::serve(cx, hit).await,
-        Outcome::Failed(error) => failed(cx, error),
+        Outcome::Failed(error) => cx.fail(error),
     };
     let result = if array {
         result.map(json_array::reframe)
@@ -77,12 +77,6 @@ pub async fn out(cx: Context, outcome: Outcome) -> (Reply, Written) {
     (reply, written)
 }
 
-/// Ends the request as failed with `error`.
-fn failed<T>(cx: Context, error: ApiError) -> (Result<T, ApiError>, Written) {
-    let written = cx.finish(End::Failed(&error));
-    (Err(error), written)
-}
-
 /// The answer's body in the client's dialect: encoded by the dialect plugin unless the target
 /// spoke it; a Responses answer kept before the client has it. Finishes `cx` (what it returns
 /// beside the body says when its record is in the journal), or hands it to the stream that
@@ -101,12 +95,12 @@ async fn answer(mut cx: Context, sent: Sent) -> (Result<AnswerBody, ApiError>, W
             };
             let body = match checked {
                 Ok(body) => body,
-                Err(error) => return failed(cx, error),
+                Err(error) => return cx.fail(error),
             };
             let body = match &cx.translation {
                 Some(_) if !native => match encode(&mut cx, &body, usage).await {
                     Ok(body) => body,
-                    Err(error) => return failed(cx, error),
+                    Err(error) => return cx.fail(error),
                 },
                 Some(translation) => translation.with_previous_id(body),
                 None => body,
@@ -131,7 +125,7 @@ async fn answer(mut cx: Context, sent: Sent) -> (Result<AnswerBody, ApiError>, W
                         };
                         let error =
                             ApiError::provider(&provider.unwrap_or_default(), error, &cx.redactor);
-                        return failed(cx, error);
+                        return cx.fail(error);
                     }
                 },
                 None => AnswerBody::Json(body),
@@ -152,11 +146,11 @@ async fn answer(mut cx: Context, sent: Sent) -> (Result<AnswerBody, ApiError>, W
         Sent::Events { events, usage } => {
             let (events, stopped) = match guard::answer::events(&mut cx, events).await {
                 Ok(passed) => passed,
-                Err(error) => return failed(cx, error),
+                Err(error) => return cx.fail(error),
             };
             let framing = match frame::framing(&mut cx, false).await {
                 Ok(framing) => framing,
-                Err(error) => return failed(cx, error),
+                Err(error) => return cx.fail(error),
             };
             let body = frame::local(events, usage, framing, stopped.as_ref()).await;
             cx.first_output();
@@ -178,10 +172,10 @@ async fn answer(mut cx: Context, sent: Sent) -> (Result<AnswerBody, ApiError>, W
             }
             let framing = match frame::framing(&mut cx, upstream.native).await {
                 Ok(framing) => framing,
-                Err(error) => return failed(cx, error),
+                Err(error) => return cx.fail(error),
             };
             if let Err(error) = guard::answer::open_stream(&mut cx).await {
-                return failed(cx, error);
+                return cx.fail(error);
             }
             cx.release_body_for_stream();
             // The stream ends the request, and waits for its record before its last event.
